@@ -21,10 +21,13 @@
 pub mod apps;
 pub mod conversion;
 pub mod crd;
+pub mod embedded;
 pub mod object;
 pub mod policy;
+pub mod well_known;
 mod registry;
 mod wire;
 
+pub use embedded::Embedded;
 pub use object::DecodeError;
 pub use registry::{KruiseObject, crds};

@@ -87,6 +87,30 @@ pub(crate) fn decode_as<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Documentation snippets often leave `metadata` or `spec` out; Go decodes either as empty,
+/// and so does this crate.
+pub(crate) fn with_metadata(mut value: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        for field in ["metadata", "spec"] {
+            map.entry(field).or_insert_with(|| Value::Object(Default::default()));
+        }
+    }
+    value
+}
+
+/// The counterpart of [`with_metadata`]: an empty `metadata` or `spec` is not written, so
+/// a document that left them out encodes back the same.
+pub(crate) fn without_empty_metadata(mut value: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        for field in ["metadata", "spec"] {
+            if map.get(field).is_some_and(|m| m.as_object().is_some_and(|m| m.is_empty())) {
+                map.remove(field);
+            }
+        }
+    }
+    value
+}
+
 /// Reads `apiVersion` and `kind` from a document.
 pub(crate) fn type_fields(value: &Value) -> Result<(&str, &str), DecodeError> {
     let Value::Object(map) = value else {
@@ -178,6 +202,7 @@ macro_rules! kruise_registry {
             ) -> Result<Self, $crate::object::DecodeError> {
                 let (api_version, kind) = $crate::object::type_fields(&value)?;
                 let (api_version, kind) = (api_version.to_owned(), kind.to_owned());
+                let value = $crate::object::with_metadata(value);
                 $(
                     if $crate::object::registered::<$aty>() == (api_version.clone(), kind.clone()) {
                         return $crate::object::decode_as(value, &api_version, &kind)
@@ -261,10 +286,15 @@ macro_rules! kruise_registry {
 
         impl ::serde::Serialize for KruiseObject {
             fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                match self {
-                    $( Self::$av(o) => o.serialize(serializer), Self::$bv(o) => o.serialize(serializer), )*
-                    $( Self::$sv(o) => o.serialize(serializer), )*
+                let value = match self {
+                    $(
+                        Self::$av(o) => ::serde_json::to_value(o),
+                        Self::$bv(o) => ::serde_json::to_value(o),
+                    )*
+                    $( Self::$sv(o) => ::serde_json::to_value(o), )*
                 }
+                .map_err(::serde::ser::Error::custom)?;
+                ::serde::Serialize::serialize(&$crate::object::without_empty_metadata(value), serializer)
             }
         }
 

@@ -118,8 +118,8 @@ pub mod labels {
 
     // ---- NodeImage and ImagePullJob ----
 
-    /// Marks a NodeImage created for a node that does not run `kruise-daemon` (for example a
-    /// virtual-kubelet node).
+    /// Marks a NodeImage the controller must keep even though no Node of that name exists
+    /// (for NodeImages made by hand, for example in tests).
     pub const FAKE_NODE_IMAGE: &str = "apps.kruise.io/fake-nodeimage";
     /// UID of the user secret a copied image-pull secret was made from. No longer written.
     pub const IMAGE_PULL_JOB_SOURCE_SECRET_UID: &str = "imagepulljobs.kruise.io/source-uid";
@@ -542,14 +542,8 @@ pub mod lifecycle {
     pub const PREPARING_DELETE: &str = "PreparingDelete";
 
     /// Every lifecycle state, in lifecycle order.
-    pub const ALL: &[&str] = &[
-        PREPARING_NORMAL,
-        NORMAL,
-        PREPARING_UPDATE,
-        UPDATING,
-        UPDATED,
-        PREPARING_DELETE,
-    ];
+    pub const ALL: &[&str] =
+        &[PREPARING_NORMAL, NORMAL, PREPARING_UPDATE, UPDATING, UPDATED, PREPARING_DELETE];
 }
 
 /// Environment variable names.
@@ -570,8 +564,8 @@ pub mod env {
         /// swapping in that image once the main containers have exited.
         pub const KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE: &str =
             "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE";
-        /// `"true"` on a main container whose exit code should not decide whether the job pod
-        /// succeeded.
+        /// `"true"` on a sidecar container whose own exit code should be disregarded once it
+        /// has been stopped, so that stopping it cannot fail the job pod.
         pub const KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE: &str =
             "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE";
         /// UID of the EphemeralJob that started an ephemeral container.
@@ -801,11 +795,8 @@ pub mod kubernetes {
         pub const IS_DEFAULT_STORAGE_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 
         /// Every annotation key in this module.
-        pub const ALL: &[&str] = &[
-            POD_DELETION_COST,
-            DEPLOYMENT_REVISION,
-            IS_DEFAULT_STORAGE_CLASS,
-        ];
+        pub const ALL: &[&str] =
+            &[POD_DELETION_COST, DEPLOYMENT_REVISION, IS_DEFAULT_STORAGE_CLASS];
     }
 
     /// Upstream taint keys.
@@ -859,8 +850,7 @@ mod tests {
             && s.split('.').all(|label| {
                 let b = label.as_bytes();
                 !b.is_empty()
-                    && b.iter()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                    && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
                     && b[0].is_ascii_alphanumeric()
                     && b[b.len() - 1].is_ascii_alphanumeric()
             })
@@ -871,8 +861,7 @@ mod tests {
         let b = s.as_bytes();
         !b.is_empty()
             && b.len() <= 63
-            && b.iter()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
             && b[0].is_ascii_alphanumeric()
             && b[b.len() - 1].is_ascii_alphanumeric()
     }
@@ -893,8 +882,7 @@ mod tests {
         let b = s.as_bytes();
         !b.is_empty()
             && (b[0].is_ascii_uppercase() || b[0] == b'_')
-            && b.iter()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
+            && b.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
     }
 
     #[test]
@@ -963,23 +951,14 @@ mod tests {
     #[test]
     fn legacy_keys_are_unprefixed_forms() {
         let pairs = [
-            (
-                annotations::INPLACE_UPDATE_STATE,
-                annotations::INPLACE_UPDATE_STATE_LEGACY,
-            ),
-            (
-                annotations::INPLACE_UPDATE_GRACE,
-                annotations::INPLACE_UPDATE_GRACE_LEGACY,
-            ),
+            (annotations::INPLACE_UPDATE_STATE, annotations::INPLACE_UPDATE_STATE_LEGACY),
+            (annotations::INPLACE_UPDATE_GRACE, annotations::INPLACE_UPDATE_GRACE_LEGACY),
         ];
         for (current, legacy) in pairs {
             assert_eq!(current.split_once('/').map(|(_, name)| name), Some(legacy));
         }
         let name = |k: &'static str| k.split_once('/').map(|(_, n)| n);
-        assert_eq!(
-            name(annotations::PUB_RELATED_PUB),
-            name(annotations::PUB_RELATED_PUB_LEGACY)
-        );
+        assert_eq!(name(annotations::PUB_RELATED_PUB), name(annotations::PUB_RELATED_PUB_LEGACY));
     }
 
     #[test]
@@ -1004,10 +983,7 @@ mod tests {
 
     #[test]
     fn readiness_gates_are_distinct_condition_types() {
-        assert_ne!(
-            readiness_gates::KRUISE_POD_READY,
-            readiness_gates::IN_PLACE_UPDATE_READY
-        );
+        assert_ne!(readiness_gates::KRUISE_POD_READY, readiness_gates::IN_PLACE_UPDATE_READY);
         for gate in readiness_gates::ALL {
             assert!(is_qualified_name(gate));
             assert_ne!(*gate, conditions::pod::SIDECARSET_UPGRADABLE);

@@ -12,10 +12,11 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::HubConvertible;
 use crate::apps::common::InPlaceUpdateStrategy;
 use crate::apps::{v1alpha1 as alpha, v1beta1 as beta};
-const IMAGE_PRE_DOWNLOAD_PARALLELISM: &str = "apps.kruise.io/image-predownload-parallelism";
-const IMAGE_PRE_DOWNLOAD_TIMEOUT_SECONDS: &str = "apps.kruise.io/image-predownload-timeout-seconds";
-const IMAGE_PRE_DOWNLOAD_MIN_UPDATED_READY_PODS: &str = "apps.kruise.io/image-predownload-min-updated-ready-pods";
-const CLONESET_SCALING_EXCLUDE_PREPARING_DELETE: &str = "apps.kruise.io/cloneset-scaling-exclude-preparing-delete";
+use crate::well_known::annotations::{
+    IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS, IMAGE_PREDOWNLOAD_PARALLELISM,
+    IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS,
+};
+use crate::well_known::labels::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE;
 
 impl HubConvertible for alpha::CloneSet {
     type Hub = beta::CloneSet;
@@ -123,9 +124,9 @@ pub(crate) fn in_place_to_hub(
     annotations: &BTreeMap<String, String>,
 ) -> Option<InPlaceUpdateStrategy> {
     let annotated = |key: &str| annotations.get(key).filter(|value| !value.is_empty());
-    let parallelism = annotated(IMAGE_PRE_DOWNLOAD_PARALLELISM);
-    let timeout = annotated(IMAGE_PRE_DOWNLOAD_TIMEOUT_SECONDS);
-    let min_ready = annotated(IMAGE_PRE_DOWNLOAD_MIN_UPDATED_READY_PODS);
+    let parallelism = annotated(IMAGE_PREDOWNLOAD_PARALLELISM);
+    let timeout = annotated(IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS);
+    let min_ready = annotated(IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS);
     if alpha.is_none() && parallelism.is_none() && timeout.is_none() && min_ready.is_none() {
         return None;
     }
@@ -148,13 +149,13 @@ pub(crate) fn in_place_from_hub(
         annotations.get_or_insert_with(BTreeMap::new).insert(key.to_owned(), value);
     };
     if let Some(parallelism) = &hub.image_pre_download_parallelism {
-        set(IMAGE_PRE_DOWNLOAD_PARALLELISM, int_or_string_text(parallelism));
+        set(IMAGE_PREDOWNLOAD_PARALLELISM, int_or_string_text(parallelism));
     }
     if let Some(timeout) = hub.image_pre_download_timeout_seconds {
-        set(IMAGE_PRE_DOWNLOAD_TIMEOUT_SECONDS, timeout.to_string());
+        set(IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS, timeout.to_string());
     }
     if let Some(min_ready) = hub.image_pre_download_min_updated_ready_pods {
-        set(IMAGE_PRE_DOWNLOAD_MIN_UPDATED_READY_PODS, min_ready.to_string());
+        set(IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS, min_ready.to_string());
     }
     Some(InPlaceUpdateStrategy { grace_period_seconds: hub.grace_period_seconds, ..Default::default() })
 }
@@ -206,7 +207,7 @@ mod tests {
     fn pre_download_annotations_move_into_the_strategy() {
         let cs = alpha(json!({
             "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
-            "metadata": {"name": "demo", "annotations": {IMAGE_PRE_DOWNLOAD_PARALLELISM: "50%"}},
+            "metadata": {"name": "demo", "annotations": {IMAGE_PREDOWNLOAD_PARALLELISM: "50%"}},
             "spec": {"updateStrategy": {"type": "InPlaceIfPossible"}}
         }));
         let hub = to_hub(cs.clone()).expect("convert");

@@ -12,6 +12,7 @@ pub use crate::apps::v1beta1::{CloneSetCondition, CloneSetStatus};
 use crate::apps::common::{
     InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy, UpdateScatterStrategy,
 };
+use crate::Embedded;
 use crate::wire::{is_default, preserve_unknown_fields};
 
 /// The desired state of a CloneSet.
@@ -50,13 +51,13 @@ pub struct CloneSetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
     /// The pods to create.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     #[schemars(schema_with = "preserve_unknown_fields")]
     pub template: PodTemplateSpec,
     /// PVCs created for each pod.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "preserve_unknown_fields")]
-    pub volume_claim_templates: Vec<PersistentVolumeClaim>,
+    pub volume_claim_templates: Vec<Embedded<PersistentVolumeClaim>>,
     /// How pods are added and removed.
     #[serde(default, skip_serializing_if = "is_default")]
     pub scale_strategy: CloneSetScaleStrategy,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::apps::common::{InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy};
 use crate::apps::common::UpdateScatterStrategy;
+use crate::Embedded;
 use crate::wire::{is_default, preserve_unknown_fields};
 
 /// The desired state of a CloneSet.
@@ -48,13 +49,13 @@ pub struct CloneSetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
     /// The pods to create.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     #[schemars(schema_with = "preserve_unknown_fields")]
     pub template: PodTemplateSpec,
     /// PVCs created for each pod, named `<template>-<pod>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "preserve_unknown_fields")]
-    pub volume_claim_templates: Vec<PersistentVolumeClaim>,
+    pub volume_claim_templates: Vec<Embedded<PersistentVolumeClaim>>,
     /// How pods are added and removed.
     #[serde(default, skip_serializing_if = "is_default")]
     pub scale_strategy: CloneSetScaleStrategy,
@@ -165,20 +166,20 @@ pub struct CloneSetStatus {
     #[serde(default, skip_serializing_if = "is_default")]
     pub observed_generation: i64,
     /// Pods owned.
-    #[serde(default)]
-    pub replicas: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
     /// Pods with Ready=True.
-    #[serde(default)]
-    pub ready_replicas: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
     /// Pods available for minReadySeconds.
-    #[serde(default)]
-    pub available_replicas: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_replicas: Option<i32>,
     /// Pods at the update revision.
-    #[serde(default)]
-    pub updated_replicas: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_replicas: Option<i32>,
     /// Updated pods that are ready.
-    #[serde(default)]
-    pub updated_ready_replicas: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_ready_replicas: Option<i32>,
     /// Updated pods that are available.
     #[serde(default, skip_serializing_if = "is_default")]
     pub updated_available_replicas: i32,
