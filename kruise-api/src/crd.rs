@@ -23,18 +23,85 @@ pub(crate) fn merge(versions: Vec<CustomResourceDefinition>) -> CustomResourceDe
     complete(crd)
 }
 
+/// The schema defaults upstream declares (`+kubebuilder:default`), by CRD plural and
+/// property path (`[]` steps into array items). The API server applies these, so they are part
+/// of the contract; they are declared here because schemars derives a `default` from every
+/// `#[serde(default)]`, which upstream does not have and which this module removes.
+const DECLARED_DEFAULTS: &[(&str, &str, &str)] = &[
+    ("clonesets", "spec.scaleStrategy.enablePVCReuse", "false"),
+    ("uniteddeployments", "spec.template.cloneSetTemplate.spec.scaleStrategy.enablePVCReuse", "false"),
+    ("containerrecreaterequests", "spec.containers[].ports[].protocol", "\"TCP\""),
+    ("podprobemarkers", "spec.probes[].probe.grpc.service", "\"\""),
+    ("nodepodprobes", "spec.podProbes[].probes[].probe.grpc.service", "\"\""),
+    ("sidecarsets", "spec.containers[].resourcesPolicy.targetContainersNameRegex", "\".*\""),
+    ("sidecarsets", "spec.initContainers[].resourcesPolicy.targetContainersNameRegex", "\".*\""),
+    ("sidecarsets", "spec.imagePullSecrets[].name", "\"\""),
+    ("sidecarsets", "spec.injectionStrategy.revision.policy", "\"Always\""),
+];
+
+/// Removes every schema `default`.
+fn strip_defaults(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            map.remove("default");
+            map.values_mut().for_each(strip_defaults);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_defaults),
+        _ => {}
+    }
+}
+
+/// Sets `default` on the property at `path`, if the schema has it.
+fn set_default(schema: &mut serde_json::Value, path: &str, default: serde_json::Value) {
+    let mut node = schema;
+    for step in path.split('.') {
+        let (name, items) = match step.strip_suffix("[]") {
+            Some(name) => (name, true),
+            None => (step, false),
+        };
+        let Some(next) = node.get_mut("properties").and_then(|p| p.get_mut(name)) else {
+            return;
+        };
+        node = next;
+        if items {
+            let Some(next) = node.get_mut("items") else { return };
+            node = next;
+        }
+    }
+    if let serde_json::Value::Object(map) = node {
+        map.insert("default".to_owned(), default);
+    }
+}
+
 /// Adds what upstream's CRDs have and kube's derive leaves out: `listKind` and the
-/// `apiVersion`, `kind` and `metadata` properties of the root schema.
+/// `apiVersion`, `kind` and `metadata` properties of the root schema; keeps only the schema
+/// defaults upstream declares.
 pub(crate) fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     let names = &mut crd.spec.names;
     if names.list_kind.is_none() {
         names.list_kind = Some(format!("{}List", names.kind));
     }
+    let plural = names.plural.clone();
     for version in &mut crd.spec.versions {
         let Some(schema) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut())
         else {
             continue;
         };
+        // Invariant: a JSONSchemaProps encodes to JSON and decodes back unchanged; should it
+        // ever fail, the schema is kept as generated rather than lost.
+        if let Ok(mut value) = serde_json::to_value(&*schema) {
+            strip_defaults(&mut value);
+            for (crd_plural, path, default) in DECLARED_DEFAULTS {
+                if *crd_plural == plural {
+                    if let Ok(default) = serde_json::from_str(default) {
+                        set_default(&mut value, path, default);
+                    }
+                }
+            }
+            if let Ok(cleaned) = serde_json::from_value(value) {
+                *schema = cleaned;
+            }
+        }
         let properties = schema.properties.get_or_insert_with(Default::default);
         for (name, type_) in [("apiVersion", "string"), ("kind", "string"), ("metadata", "object")] {
             properties.entry(name.to_owned()).or_insert_with(|| JSONSchemaProps {

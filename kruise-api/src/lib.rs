@@ -28,6 +28,6 @@ pub mod well_known;
 mod registry;
 mod wire;
 
-pub use embedded::Embedded;
+pub use embedded::{Embedded, FilledFields, Verbatim};
 pub use object::DecodeError;
 pub use registry::{KruiseObject, crds};

@@ -87,28 +87,18 @@ pub(crate) fn decode_as<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// Documentation snippets often leave `metadata` or `spec` out; Go decodes either as empty,
-/// and so does this crate.
-pub(crate) fn with_metadata(mut value: Value) -> Value {
-    if let Value::Object(map) = &mut value {
-        for field in ["metadata", "spec"] {
-            map.entry(field).or_insert_with(|| Value::Object(Default::default()));
-        }
-    }
-    value
-}
-
-/// The counterpart of [`with_metadata`]: an empty `metadata` or `spec` is not written, so
-/// a document that left them out encodes back the same.
-pub(crate) fn without_empty_metadata(mut value: Value) -> Value {
-    if let Value::Object(map) = &mut value {
-        for field in ["metadata", "spec"] {
-            if map.get(field).is_some_and(|m| m.as_object().is_some_and(|m| m.is_empty())) {
-                map.remove(field);
-            }
-        }
-    }
-    value
+/// Decodes a document into `T` and records what the typed encoding adds to it.
+pub(crate) fn decode_document<T: serde::de::DeserializeOwned + serde::Serialize>(
+    source: Value,
+    api_version: &str,
+    kind: &str,
+) -> Result<(T, crate::embedded::FilledFields), DecodeError> {
+    let object: T = decode_as(crate::embedded::with_required_root_fields(source.clone()), api_version, kind)?;
+    let filled = match serde_json::to_value(&object) {
+        Ok(written) => crate::embedded::FilledFields::record(&written, &source),
+        Err(_) => crate::embedded::FilledFields::default(),
+    };
+    Ok((object, filled))
 }
 
 /// Reads `apiVersion` and `kind` from a document.
@@ -179,18 +169,21 @@ macro_rules! kruise_registry {
         /// Any Kruise object, of any kind and served version.
         ///
         /// Decode one with [`KruiseObject::from_value`]; it serializes back to the same JSON.
+        /// Each variant holds the typed object and what its document left out that the typed
+        /// encoding writes (see [`embedded`]($crate::embedded)); objects built in code use
+        /// `FilledFields::default()` and encode in full.
         #[derive(Clone, Debug, PartialEq)]
         #[non_exhaustive]
         pub enum KruiseObject {
             $(
                 #[doc = concat!("`", stringify!($mkind), "` at v1alpha1.")]
-                $av(Box<$aty>),
+                $av(Box<$aty>, $crate::embedded::FilledFields),
                 #[doc = concat!("`", stringify!($mkind), "` at v1beta1.")]
-                $bv(Box<$bty>),
+                $bv(Box<$bty>, $crate::embedded::FilledFields),
             )*
             $(
                 #[doc = concat!("`", stringify!($skind), "` at v1alpha1.")]
-                $sv(Box<$sty>),
+                $sv(Box<$sty>, $crate::embedded::FilledFields),
             )*
         }
 
@@ -202,21 +195,20 @@ macro_rules! kruise_registry {
             ) -> Result<Self, $crate::object::DecodeError> {
                 let (api_version, kind) = $crate::object::type_fields(&value)?;
                 let (api_version, kind) = (api_version.to_owned(), kind.to_owned());
-                let value = $crate::object::with_metadata(value);
-                $(
+                                $(
                     if $crate::object::registered::<$aty>() == (api_version.clone(), kind.clone()) {
-                        return $crate::object::decode_as(value, &api_version, &kind)
-                            .map(|o| Self::$av(Box::new(o)));
+                        return $crate::object::decode_document::<$aty>(value, &api_version, &kind)
+                            .map(|(o, filled)| Self::$av(Box::new(o), filled));
                     }
                     if $crate::object::registered::<$bty>() == (api_version.clone(), kind.clone()) {
-                        return $crate::object::decode_as(value, &api_version, &kind)
-                            .map(|o| Self::$bv(Box::new(o)));
+                        return $crate::object::decode_document::<$bty>(value, &api_version, &kind)
+                            .map(|(o, filled)| Self::$bv(Box::new(o), filled));
                     }
                 )*
                 $(
                     if $crate::object::registered::<$sty>() == (api_version.clone(), kind.clone()) {
-                        return $crate::object::decode_as(value, &api_version, &kind)
-                            .map(|o| Self::$sv(Box::new(o)));
+                        return $crate::object::decode_document::<$sty>(value, &api_version, &kind)
+                            .map(|(o, filled)| Self::$sv(Box::new(o), filled));
                     }
                 )*
                 Err($crate::object::unmatched(&api_version, &kind, &Self::registered()))
@@ -234,18 +226,18 @@ macro_rules! kruise_registry {
             pub fn api_version(&self) -> String {
                 match self {
                     $(
-                        Self::$av(_) => $crate::object::registered::<$aty>().0,
-                        Self::$bv(_) => $crate::object::registered::<$bty>().0,
+                        Self::$av(..) => $crate::object::registered::<$aty>().0,
+                        Self::$bv(..) => $crate::object::registered::<$bty>().0,
                     )*
-                    $( Self::$sv(_) => $crate::object::registered::<$sty>().0, )*
+                    $( Self::$sv(..) => $crate::object::registered::<$sty>().0, )*
                 }
             }
 
             /// The object's `kind`.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $( Self::$av(_) | Self::$bv(_) => stringify!($mkind), )*
-                    $( Self::$sv(_) => stringify!($skind), )*
+                    $( Self::$av(..) | Self::$bv(..) => stringify!($mkind), )*
+                    $( Self::$sv(..) => stringify!($skind), )*
                 }
             }
 
@@ -253,8 +245,8 @@ macro_rules! kruise_registry {
             pub fn metadata(&self) -> &::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 use ::kube::Resource;
                 match self {
-                    $( Self::$av(o) => o.meta(), Self::$bv(o) => o.meta(), )*
-                    $( Self::$sv(o) => o.meta(), )*
+                    $( Self::$av(o, _) => o.meta(), Self::$bv(o, _) => o.meta(), )*
+                    $( Self::$sv(o, _) => o.meta(), )*
                 }
             }
 
@@ -269,11 +261,11 @@ macro_rules! kruise_registry {
                 }
                 match self {
                     $(
-                        Self::$av(o) if api_version == $crate::object::registered::<$bty>().0 => {
-                            $crate::conversion::to_hub(*o).map(|o| Self::$bv(Box::new(o)))
+                        Self::$av(o, filled) if api_version == $crate::object::registered::<$bty>().0 => {
+                            $crate::conversion::to_hub(*o).map(|o| Self::$bv(Box::new(o), filled))
                         }
-                        Self::$bv(o) if api_version == $crate::object::registered::<$aty>().0 => {
-                            $crate::conversion::from_hub::<$aty>(*o).map(|o| Self::$av(Box::new(o)))
+                        Self::$bv(o, filled) if api_version == $crate::object::registered::<$aty>().0 => {
+                            $crate::conversion::from_hub::<$aty>(*o).map(|o| Self::$av(Box::new(o), filled))
                         }
                     )*
                     other => Err($crate::conversion::ConversionError::UnsupportedVersion {
@@ -286,15 +278,16 @@ macro_rules! kruise_registry {
 
         impl ::serde::Serialize for KruiseObject {
             fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let value = match self {
+                let (value, filled) = match self {
                     $(
-                        Self::$av(o) => ::serde_json::to_value(o),
-                        Self::$bv(o) => ::serde_json::to_value(o),
+                        Self::$av(o, filled) => (::serde_json::to_value(o), filled),
+                        Self::$bv(o, filled) => (::serde_json::to_value(o), filled),
                     )*
-                    $( Self::$sv(o) => ::serde_json::to_value(o), )*
-                }
-                .map_err(::serde::ser::Error::custom)?;
-                ::serde::Serialize::serialize(&$crate::object::without_empty_metadata(value), serializer)
+                    $( Self::$sv(o, filled) => (::serde_json::to_value(o), filled), )*
+                };
+                let mut value = value.map_err(::serde::ser::Error::custom)?;
+                filled.strip(&mut value);
+                ::serde::Serialize::serialize(&value, serializer)
             }
         }
 

@@ -20,6 +20,20 @@ crate::kruise_registry! {
             <=> ImageListPullJobV1beta1(crate::apps::v1beta1::ImageListPullJob),
         NodeImage: NodeImageV1alpha1(crate::apps::v1alpha1::NodeImage)
             <=> NodeImageV1beta1(crate::apps::v1beta1::NodeImage),
+        DaemonSet: DaemonSetV1alpha1(crate::apps::v1alpha1::DaemonSet)
+            <=> DaemonSetV1beta1(crate::apps::v1beta1::DaemonSet),
+        UnitedDeployment: UnitedDeploymentV1alpha1(crate::apps::v1alpha1::UnitedDeployment)
+            <=> UnitedDeploymentV1beta1(crate::apps::v1beta1::UnitedDeployment),
+        AdvancedCronJob: AdvancedCronJobV1alpha1(crate::apps::v1alpha1::AdvancedCronJob)
+            <=> AdvancedCronJobV1beta1(crate::apps::v1beta1::AdvancedCronJob),
+        WorkloadSpread: WorkloadSpreadV1alpha1(crate::apps::v1alpha1::WorkloadSpread)
+            <=> WorkloadSpreadV1beta1(crate::apps::v1beta1::WorkloadSpread),
+        PersistentPodState: PersistentPodStateV1alpha1(crate::apps::v1alpha1::PersistentPodState)
+            <=> PersistentPodStateV1beta1(crate::apps::v1beta1::PersistentPodState),
+        ResourceDistribution: ResourceDistributionV1alpha1(crate::apps::v1alpha1::ResourceDistribution)
+            <=> ResourceDistributionV1beta1(crate::apps::v1beta1::ResourceDistribution),
+        PodUnavailableBudget: PodUnavailableBudgetV1alpha1(crate::policy::v1alpha1::PodUnavailableBudget)
+            <=> PodUnavailableBudgetV1beta1(crate::policy::v1beta1::PodUnavailableBudget),
         // multi-version kinds: keep this line last
     }
     single {

@@ -204,6 +204,7 @@ fn generate(case: &Case, seed: u64, pool: &[String]) -> Value {
     object["apiVersion"] = json!(case.api_version);
     object["kind"] = json!(case.kind);
     object["metadata"] = generator.metadata();
+
     object
 }
 
@@ -221,6 +222,19 @@ fn check(case: &Case, seed: u64, pool: &[String]) -> Result<(), String> {
         .convert_to(&case.api_version)
         .map_err(|err| format!("{} {} -> back: {err}", case.file, case.other))?;
     let after = serde_json::to_value(&back).map_err(|e| e.to_string())?;
+    // Converting again gives the same converted object: the residue annotation is stable
+    // and does not grow with repeated conversions.
+    let again = back
+        .clone()
+        .convert_to(&case.other)
+        .map_err(|err| format!("{} {} -> {} (again): {err}", case.file, case.version, case.other))?;
+    let again_json = serde_json::to_value(&again).map_err(|e| e.to_string())?;
+    if again_json != there_json {
+        return Err(format!(
+            "{} {} -> {} is not stable across repeated conversions\nfirst: {there_json:#}\nsecond: {again_json:#}",
+            case.file, case.version, case.other
+        ));
+    }
     if before != after {
         return Err(format!(
             "{} {} -> {} -> back is not the identity\nbefore: {before:#}\nconverted: {there_json:#}\nafter: {after:#}",

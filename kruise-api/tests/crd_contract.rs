@@ -1,5 +1,5 @@
 //! The generated CRDs against upstream's: names, scope, versions, storage, subresources,
-//! printer columns, and every upstream schema property with its type.
+//! printer columns, and every upstream schema property with its type and default.
 
 mod common;
 
@@ -85,11 +85,12 @@ fn compare(file: &str, ours: &Value, theirs: &Value) -> Vec<String> {
                 None => problems.push(format!("{file} {name}: missing property {} ({:?})", node.path, node.type_)),
                 Some(ours) if ours.type_ != node.type_
                     || ours.int_or_string != node.int_or_string
-                    || ours.preserve_unknown != node.preserve_unknown =>
+                    || ours.preserve_unknown != node.preserve_unknown
+                    || ours.default != node.default =>
                 {
-                    problems.push(format!("{file} {name}: {} is {:?} int-or-string={} preserve={}, upstream {:?} int-or-string={} preserve={}",
-                        node.path, ours.type_, ours.int_or_string, ours.preserve_unknown,
-                        node.type_, node.int_or_string, node.preserve_unknown));
+                    problems.push(format!("{file} {name}: {} is {:?} int-or-string={} preserve={} default={:?}, upstream {:?} int-or-string={} preserve={} default={:?}",
+                        node.path, ours.type_, ours.int_or_string, ours.preserve_unknown, ours.default,
+                        node.type_, node.int_or_string, node.preserve_unknown, node.default));
                 }
                 Some(_) => {}
             }

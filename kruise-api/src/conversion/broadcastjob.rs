@@ -9,26 +9,34 @@ impl HubConvertible for alpha::BroadcastJob {
 
     fn map_to_hub(self) -> beta::BroadcastJob {
         let alpha::BroadcastJob { metadata, spec, status } = self;
-        let spec = beta::BroadcastJobSpec {
-            parallelism: spec.parallelism,
-            template: spec.template,
-            completion_policy: spec.completion_policy,
-            paused: spec.paused,
-            failure_policy: spec.failure_policy,
-        };
-        beta::BroadcastJob { metadata, spec, status }
+        beta::BroadcastJob { metadata, spec: spec_to_hub(spec), status }
     }
 
     fn map_from_hub(hub: beta::BroadcastJob) -> Self {
         let beta::BroadcastJob { metadata, spec, status } = hub;
-        let spec = alpha::BroadcastJobSpec {
-            parallelism: spec.parallelism,
-            template: spec.template,
-            completion_policy: spec.completion_policy,
-            paused: spec.paused,
-            failure_policy: spec.failure_policy,
-        };
-        alpha::BroadcastJob { metadata, spec, status }
+        alpha::BroadcastJob { metadata, spec: spec_from_hub(spec), status }
+    }
+}
+
+/// Maps a v1alpha1 BroadcastJob spec onto v1beta1 (also used by AdvancedCronJob templates).
+pub(super) fn spec_to_hub(spec: alpha::BroadcastJobSpec) -> beta::BroadcastJobSpec {
+    beta::BroadcastJobSpec {
+        parallelism: spec.parallelism,
+        template: spec.template,
+        completion_policy: spec.completion_policy,
+        paused: spec.paused,
+        failure_policy: spec.failure_policy,
+    }
+}
+
+/// Maps a v1beta1 BroadcastJob spec onto v1alpha1 (also used by AdvancedCronJob templates).
+pub(super) fn spec_from_hub(spec: beta::BroadcastJobSpec) -> alpha::BroadcastJobSpec {
+    alpha::BroadcastJobSpec {
+        parallelism: spec.parallelism,
+        template: spec.template,
+        completion_policy: spec.completion_policy,
+        paused: spec.paused,
+        failure_policy: spec.failure_policy,
     }
 }
 

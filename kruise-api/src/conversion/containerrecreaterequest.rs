@@ -18,13 +18,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use super::HubConvertible;
-use crate::apps::v1alpha1::CONTAINER_RECREATE_REQUEST_SYNC_CONTAINER_STATUSES_KEY as SYNC_KEY;
-use crate::apps::v1beta1::{
-    CONTAINER_RECREATE_REQUEST_PRE_RECREATE_GRACE_TYPE as GRACE_TYPE,
-    CONTAINER_RECREATE_REQUEST_UNREADY_ACQUIRED_KEY as UNREADY_KEY,
-    ContainerRecreateRequestSyncContainerStatus as SyncStatus,
-};
+use crate::apps::v1beta1::ContainerRecreateRequestSyncContainerStatus as SyncStatus;
 use crate::apps::{v1alpha1 as alpha, v1beta1 as beta};
+use crate::well_known::annotations::{
+    CRR_SYNC_CONTAINER_STATUSES as SYNC_KEY, CRR_UNREADY_ACQUIRED as UNREADY_KEY,
+};
+use crate::well_known::conditions::container_recreate_request::PRE_RECREATE_GRACE as GRACE_TYPE;
 
 /// Message of the condition built from the v1alpha1 annotation.
 const GRACE_MESSAGE: &str = "Pod is held not-ready for the unready grace period before recreation";
@@ -78,10 +77,10 @@ impl HubConvertible for alpha::ContainerRecreateRequest {
                     .get_or_insert_with(BTreeMap::new)
                     .insert(key.to_owned(), value);
             };
-            if !status.container_status_snapshot.is_empty() {
-                if let Ok(raw) = serde_json::to_string(&status.container_status_snapshot) {
-                    set(SYNC_KEY, raw);
-                }
+            if !status.container_status_snapshot.is_empty()
+                && let Ok(raw) = serde_json::to_string(&status.container_status_snapshot)
+            {
+                set(SYNC_KEY, raw);
             }
             let grace = status
                 .conditions
@@ -164,7 +163,7 @@ mod tests {
                  "statusContext": {"containerID": "containerd://abc", "restartCount": 1}},
                 {"name": "sidecar"}
             ],
-            "strategy": {"failurePolicy": "Fail", "orderedRecreate": false,
+            "strategy": {"failurePolicy": "Fail", "orderedRecreate": true,
                          "unreadyGracePeriodSeconds": 3, "minStartedSeconds": 10},
             "activeDeadlineSeconds": 300,
             "ttlSecondsAfterFinished": 1800

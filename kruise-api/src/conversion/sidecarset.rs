@@ -138,7 +138,9 @@ mod tests {
         );
         // Upstream maps the selector back as a selector; the residue restores `namespace`.
         let hub = to_hub(scs.clone()).expect("convert");
-        assert!(hub.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(RESIDUE_ANNOTATION)));
+        assert!(
+            hub.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(RESIDUE_ANNOTATION))
+        );
         assert_eq!(from_hub::<alpha::SidecarSet>(hub).expect("back"), scs);
     }
 
@@ -157,7 +159,11 @@ mod tests {
         .expect("valid v1beta1 SidecarSet");
         let down = from_hub::<alpha::SidecarSet>(hub.clone()).expect("down");
         assert_eq!(
-            down.metadata.labels.as_ref().and_then(|l| l.get(SIDECARSET_CUSTOM_VERSION)).map(String::as_str),
+            down.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(SIDECARSET_CUSTOM_VERSION))
+                .map(String::as_str),
             Some("v3")
         );
         assert!(down.metadata.annotations.is_none(), "a clean mapping needs no residue");

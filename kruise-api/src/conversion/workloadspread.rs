@@ -25,18 +25,19 @@ impl HubConvertible for alpha::WorkloadSpread {
         let spec = beta::WorkloadSpreadSpec {
             target_reference: spec.target_reference,
             target_filter: spec.target_filter,
-            subsets: spec
-                .subsets
-                .into_iter()
-                .map(|subset| beta::WorkloadSpreadSubset {
-                    name: subset.name,
-                    required_node_selector: subset.required_node_selector_term,
-                    preferred_node_selector: subset.preferred_node_selector_terms,
-                    tolerations: subset.tolerations,
-                    max_replicas: subset.max_replicas,
-                    patch: subset.patch,
-                })
-                .collect(),
+            subsets: spec.subsets.map(|subsets| {
+                subsets
+                    .into_iter()
+                    .map(|subset| beta::WorkloadSpreadSubset {
+                        name: subset.name,
+                        required_node_selector: subset.required_node_selector_term,
+                        preferred_node_selector: subset.preferred_node_selector_terms,
+                        tolerations: subset.tolerations,
+                        max_replicas: subset.max_replicas,
+                        patch: subset.patch,
+                    })
+                    .collect()
+            }),
             schedule_strategy: spec.schedule_strategy,
         };
         let status = status.map(|status| beta::WorkloadSpreadStatus {
@@ -56,18 +57,19 @@ impl HubConvertible for alpha::WorkloadSpread {
         let spec = alpha::WorkloadSpreadSpec {
             target_reference: spec.target_reference,
             target_filter: spec.target_filter,
-            subsets: spec
-                .subsets
-                .into_iter()
-                .map(|subset| alpha::WorkloadSpreadSubset {
-                    name: subset.name,
-                    required_node_selector_term: subset.required_node_selector,
-                    preferred_node_selector_terms: subset.preferred_node_selector,
-                    tolerations: subset.tolerations,
-                    max_replicas: subset.max_replicas,
-                    patch: subset.patch,
-                })
-                .collect(),
+            subsets: spec.subsets.map(|subsets| {
+                subsets
+                    .into_iter()
+                    .map(|subset| alpha::WorkloadSpreadSubset {
+                        name: subset.name,
+                        required_node_selector_term: subset.required_node_selector,
+                        preferred_node_selector_terms: subset.preferred_node_selector,
+                        tolerations: subset.tolerations,
+                        max_replicas: subset.max_replicas,
+                        patch: subset.patch,
+                    })
+                    .collect()
+            }),
             schedule_strategy: spec.schedule_strategy,
         };
         let status = status.map(|status| alpha::WorkloadSpreadStatus {

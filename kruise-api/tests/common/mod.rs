@@ -27,12 +27,13 @@ pub fn upstream_crds() -> BTreeMap<String, Value> {
 }
 
 /// One node of a flattened schema: its path and the facts the contract cares about.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SchemaNode {
     pub path: String,
     pub type_: Option<String>,
     pub int_or_string: bool,
     pub preserve_unknown: bool,
+    pub default: Option<Value>,
 }
 
 /// Flattens an OpenAPI v3 schema into its property paths (`.spec.x`, `[]` for items, `{}`
@@ -40,7 +41,7 @@ pub struct SchemaNode {
 pub fn flatten_schema(schema: &Value) -> Vec<SchemaNode> {
     let mut out = Vec::new();
     walk(schema, String::new(), &mut out);
-    out.sort();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
 
@@ -51,6 +52,7 @@ fn walk(schema: &Value, path: String, out: &mut Vec<SchemaNode>) {
         int_or_string: schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)),
         preserve_unknown: schema.get("x-kubernetes-preserve-unknown-fields")
             == Some(&Value::Bool(true)),
+        default: schema.get("default").cloned(),
     });
     if let Some(Value::Object(props)) = schema.get("properties") {
         for (name, sub) in props {

@@ -1,6 +1,7 @@
 //! ContainerRecreateRequest (apps.kruise.io/v1alpha1). The spec is the same as in v1beta1;
 //! the status lacks the container snapshot and conditions, which v1alpha1 keeps in the
-//! annotations named below.
+//! annotations `crr.apps.kruise.io/sync-container-statuses` and
+//! `crr.apps.kruise.io/unready-acquired` (see [`crate::well_known::annotations`]).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
@@ -8,18 +9,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use crate::apps::v1beta1::{
-    CONTAINER_RECREATE_REQUEST_ACTIVE_KEY, CONTAINER_RECREATE_REQUEST_NODE_NAME_KEY,
-    CONTAINER_RECREATE_REQUEST_POD_UID_KEY, CONTAINER_RECREATE_REQUEST_UNREADY_ACQUIRED_KEY,
     CRRProbeHandler, ContainerRecreateRequestContainer, ContainerRecreateRequestContainerContext,
     ContainerRecreateRequestContainerRecreateState, ContainerRecreateRequestFailurePolicyType,
     ContainerRecreateRequestPhase, ContainerRecreateRequestStrategy,
     ContainerRecreateRequestSyncContainerStatus,
 };
-
-/// Annotation holding the pod's container statuses as a JSON list of
-/// [`ContainerRecreateRequestSyncContainerStatus`].
-pub const CONTAINER_RECREATE_REQUEST_SYNC_CONTAINER_STATUSES_KEY: &str =
-    "crr.apps.kruise.io/sync-container-statuses";
 
 /// The desired state of a ContainerRecreateRequest.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -8,13 +8,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use crate::apps::v1beta1::{
-    PodInjectPolicyType, ResourceExprLimits, ResourceExprRequests, ResourcesExpr,
-    ResourcesPolicy, ShareVolumePolicy, ShareVolumePolicyType, SidecarContainer,
-    SidecarContainerUpgradeStrategy, SidecarContainerUpgradeType, SidecarSetInjectRevision,
-    SidecarSetInjectRevisionPolicy, SidecarSetInjectionStrategy, SidecarSetPatchPodMetadata,
-    SidecarSetPatchPolicyType, SidecarSetStatus, SidecarSetUpdateStrategy,
-    SidecarSetUpdateStrategyType, SourceContainerNameSource, TargetContainersModeType,
-    TransferEnvVar,
+    PodInjectPolicyType, ResourceExprLimits, ResourceExprRequests, ResourcesExpr, ResourcesPolicy,
+    ShareVolumePolicy, ShareVolumePolicyType, SidecarContainer, SidecarContainerUpgradeStrategy,
+    SidecarContainerUpgradeType, SidecarSetInjectRevision, SidecarSetInjectRevisionPolicy,
+    SidecarSetInjectionStrategy, SidecarSetPatchPodMetadata, SidecarSetPatchPolicyType,
+    SidecarSetStatus, SidecarSetUpdateStrategy, SidecarSetUpdateStrategyType,
+    SourceContainerNameSource, TargetContainersModeType, TransferEnvVar,
 };
 use crate::wire::{is_default, preserve_unknown_fields};
 

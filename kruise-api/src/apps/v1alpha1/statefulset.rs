@@ -9,11 +9,11 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Embedded;
 pub use crate::apps::v1beta1::{
     PodManagementPolicyType, PodUpdateStrategyType, RollingUpdateStatefulSetStrategy,
     StatefulSetUpdateStrategy, StatefulSetUpdateStrategyType, UnorderedUpdateStrategy,
 };
-use crate::Embedded;
 use crate::wire::{is_default, preserve_unknown_fields};
 
 /// The desired state of an Advanced StatefulSet.

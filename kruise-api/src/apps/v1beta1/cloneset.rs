@@ -166,20 +166,20 @@ pub struct CloneSetStatus {
     #[serde(default, skip_serializing_if = "is_default")]
     pub observed_generation: i64,
     /// Pods owned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<i32>,
+    #[serde(default)]
+    pub replicas: i32,
     /// Pods with Ready=True.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready_replicas: Option<i32>,
+    #[serde(default)]
+    pub ready_replicas: i32,
     /// Pods available for minReadySeconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub available_replicas: Option<i32>,
+    #[serde(default)]
+    pub available_replicas: i32,
     /// Pods at the update revision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_replicas: Option<i32>,
+    #[serde(default)]
+    pub updated_replicas: i32,
     /// Updated pods that are ready.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_ready_replicas: Option<i32>,
+    #[serde(default)]
+    pub updated_ready_replicas: i32,
     /// Updated pods that are available.
     #[serde(default, skip_serializing_if = "is_default")]
     pub updated_available_replicas: i32,

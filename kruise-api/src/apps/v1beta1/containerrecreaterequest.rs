@@ -9,18 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::wire::is_default;
 
-/// Label holding the UID of the target pod (set once).
-pub const CONTAINER_RECREATE_REQUEST_POD_UID_KEY: &str = "crr.apps.kruise.io/pod-uid";
-/// Label holding the node of the target pod (set once).
-pub const CONTAINER_RECREATE_REQUEST_NODE_NAME_KEY: &str = "crr.apps.kruise.io/node-name";
-/// Label present while the request is still being worked on.
-pub const CONTAINER_RECREATE_REQUEST_ACTIVE_KEY: &str = "crr.apps.kruise.io/active";
-/// Finalizer kept while the pod is held not-ready before recreation.
-pub const CONTAINER_RECREATE_REQUEST_UNREADY_ACQUIRED_KEY: &str =
-    "crr.apps.kruise.io/unready-acquired";
-/// Condition type recorded when the pod has been made not-ready before recreation.
-pub const CONTAINER_RECREATE_REQUEST_PRE_RECREATE_GRACE_TYPE: &str = "PreRecreateGrace";
-
 /// The desired state of a ContainerRecreateRequest.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(

@@ -10,8 +10,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::apps::common::{InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy};
 use crate::Embedded;
+use crate::apps::common::{InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy};
 use crate::wire::{is_default, preserve_unknown_fields};
 
 /// The desired state of an Advanced StatefulSet.

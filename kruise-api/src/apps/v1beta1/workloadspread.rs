@@ -41,9 +41,10 @@ pub struct WorkloadSpreadSpec {
     /// Restricts the spread to part of the workload's pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_filter: Option<TargetFilter>,
-    /// The subsets, in order of preference.
+    /// The subsets, in order of preference. Absent is written as `null`, as Go writes a nil
+    /// list; an empty list stays empty.
     #[serde(default)]
-    pub subsets: Vec<WorkloadSpreadSubset>,
+    pub subsets: Option<Vec<WorkloadSpreadSubset>>,
     /// How pods are placed over the subsets.
     #[serde(default, skip_serializing_if = "is_default")]
     pub schedule_strategy: WorkloadSpreadScheduleStrategy,
@@ -123,9 +124,9 @@ pub struct WorkloadSpreadSubset {
     /// Weighted node preferences of the subset's pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preferred_node_selector: Vec<PreferredSchedulingTerm>,
-    /// Tolerations added to the subset's pods.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tolerations: Vec<Toleration>,
+    /// Tolerations added to the subset's pods (an explicit empty list is kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
     /// Most pods (number or percent) in this subset; unlimited when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_replicas: Option<IntOrString>,
