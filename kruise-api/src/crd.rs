@@ -29,7 +29,11 @@ pub(crate) fn merge(versions: Vec<CustomResourceDefinition>) -> CustomResourceDe
 /// `#[serde(default)]`, which upstream does not have and which this module removes.
 const DECLARED_DEFAULTS: &[(&str, &str, &str)] = &[
     ("clonesets", "spec.scaleStrategy.enablePVCReuse", "false"),
-    ("uniteddeployments", "spec.template.cloneSetTemplate.spec.scaleStrategy.enablePVCReuse", "false"),
+    (
+        "uniteddeployments",
+        "spec.template.cloneSetTemplate.spec.scaleStrategy.enablePVCReuse",
+        "false",
+    ),
     ("containerrecreaterequests", "spec.containers[].ports[].protocol", "\"TCP\""),
     ("podprobemarkers", "spec.probes[].probe.grpc.service", "\"\""),
     ("nodepodprobes", "spec.podProbes[].probes[].probe.grpc.service", "\"\""),
@@ -92,10 +96,10 @@ pub(crate) fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefin
         if let Ok(mut value) = serde_json::to_value(&*schema) {
             strip_defaults(&mut value);
             for (crd_plural, path, default) in DECLARED_DEFAULTS {
-                if *crd_plural == plural {
-                    if let Ok(default) = serde_json::from_str(default) {
-                        set_default(&mut value, path, default);
-                    }
+                if *crd_plural == plural
+                    && let Ok(default) = serde_json::from_str(default)
+                {
+                    set_default(&mut value, path, default);
                 }
             }
             if let Ok(cleaned) = serde_json::from_value(value) {
@@ -103,7 +107,8 @@ pub(crate) fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefin
             }
         }
         let properties = schema.properties.get_or_insert_with(Default::default);
-        for (name, type_) in [("apiVersion", "string"), ("kind", "string"), ("metadata", "object")] {
+        for (name, type_) in [("apiVersion", "string"), ("kind", "string"), ("metadata", "object")]
+        {
             properties.entry(name.to_owned()).or_insert_with(|| JSONSchemaProps {
                 type_: Some(type_.to_owned()),
                 ..Default::default()

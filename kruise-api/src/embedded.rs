@@ -60,11 +60,11 @@ impl<T> DerefMut for Embedded<T> {
 impl<T: Serialize> Serialize for Embedded<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut value = serde_json::to_value(&self.object).map_err(serde::ser::Error::custom)?;
-        if !self.write_type_fields {
-            if let Value::Object(map) = &mut value {
-                map.remove("apiVersion");
-                map.remove("kind");
-            }
+        if !self.write_type_fields
+            && let Value::Object(map) = &mut value
+        {
+            map.remove("apiVersion");
+            map.remove("kind");
         }
         value.serialize(serializer)
     }
@@ -123,7 +123,9 @@ impl FilledFields {
             for segment in parents {
                 node = node.and_then(|node| match node {
                     Value::Object(map) => map.get_mut(segment),
-                    Value::Array(items) => segment.parse().ok().and_then(|i: usize| items.get_mut(i)),
+                    Value::Array(items) => {
+                        segment.parse().ok().and_then(|i: usize| items.get_mut(i))
+                    }
                     _ => None,
                 });
             }
@@ -136,7 +138,12 @@ impl FilledFields {
     }
 }
 
-fn collect(written: &Value, source: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
+fn collect(
+    written: &Value,
+    source: &Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, Value)>,
+) {
     match (written, source) {
         (Value::Object(written), Value::Object(source)) => {
             for (key, value) in written {
@@ -249,18 +256,21 @@ mod tests {
     #[test]
     fn type_fields_are_written_only_when_read() {
         let bare = json!({"metadata": {"name": "data"}});
-        let pvc: Embedded<PersistentVolumeClaim> = serde_json::from_value(bare.clone()).expect("decode");
+        let pvc: Embedded<PersistentVolumeClaim> =
+            serde_json::from_value(bare.clone()).expect("decode");
         assert_eq!(serde_json::to_value(&pvc).expect("encode"), bare);
 
         let typed = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}});
-        let pvc: Embedded<PersistentVolumeClaim> = serde_json::from_value(typed.clone()).expect("decode");
+        let pvc: Embedded<PersistentVolumeClaim> =
+            serde_json::from_value(typed.clone()).expect("decode");
         assert_eq!(serde_json::to_value(&pvc).expect("encode"), typed);
     }
 
     #[test]
     fn errors_name_the_inner_field() {
         let bad = json!({"spec": {"accessModes": "ReadWriteOnce"}});
-        let err = serde_json::from_value::<Embedded<PersistentVolumeClaim>>(bad).expect_err("invalid");
+        let err =
+            serde_json::from_value::<Embedded<PersistentVolumeClaim>>(bad).expect_err("invalid");
         assert!(err.to_string().contains("spec.accessModes"), "{err}");
     }
 }

@@ -24,8 +24,8 @@ pub mod crd;
 pub mod embedded;
 pub mod object;
 pub mod policy;
-pub mod well_known;
 mod registry;
+pub mod well_known;
 mod wire;
 
 pub use embedded::{Embedded, FilledFields, Verbatim};

@@ -21,7 +21,9 @@ pub enum DecodeError {
         field: &'static str,
     },
     /// The group is not a Kruise group.
-    #[error("{api_version}, Kind={kind} is not a Kruise kind (groups apps.kruise.io and policy.kruise.io)")]
+    #[error(
+        "{api_version}, Kind={kind} is not a Kruise kind (groups apps.kruise.io and policy.kruise.io)"
+    )]
     NotKruise {
         /// The document's apiVersion.
         api_version: String,
@@ -93,7 +95,8 @@ pub(crate) fn decode_document<T: serde::de::DeserializeOwned + serde::Serialize>
     api_version: &str,
     kind: &str,
 ) -> Result<(T, crate::embedded::FilledFields), DecodeError> {
-    let object: T = decode_as(crate::embedded::with_required_root_fields(source.clone()), api_version, kind)?;
+    let object: T =
+        decode_as(crate::embedded::with_required_root_fields(source.clone()), api_version, kind)?;
     let filled = match serde_json::to_value(&object) {
         Ok(written) => crate::embedded::FilledFields::record(&written, &source),
         Err(_) => crate::embedded::FilledFields::default(),
@@ -107,9 +110,7 @@ pub(crate) fn type_fields(value: &Value) -> Result<(&str, &str), DecodeError> {
         return Err(DecodeError::NotAnObject { found: json_type_name(value) });
     };
     let field = |name: &'static str| {
-        map.get(name)
-            .and_then(Value::as_str)
-            .ok_or(DecodeError::MissingTypeField { field: name })
+        map.get(name).and_then(Value::as_str).ok_or(DecodeError::MissingTypeField { field: name })
     };
     Ok((field("apiVersion")?, field("kind")?))
 }
@@ -125,16 +126,12 @@ pub(crate) fn unmatched(api_version: &str, kind: &str, known: &[(String, String)
     if group != "apps.kruise.io" && group != "policy.kruise.io" {
         return DecodeError::NotKruise { api_version: api_version.into(), kind: kind.into() };
     }
-    let same_kind: Vec<&str> = known
-        .iter()
-        .filter(|(_, k)| k == kind)
-        .map(|(v, _)| v.as_str())
-        .collect();
+    let same_kind: Vec<&str> =
+        known.iter().filter(|(_, k)| k == kind).map(|(v, _)| v.as_str()).collect();
     let hint = if !same_kind.is_empty() {
         format!(" ({kind} is served at {})", same_kind.join(", "))
-    } else if let Some((_, close)) = known
-        .iter()
-        .find(|(_, k)| k.eq_ignore_ascii_case(kind) || edit_distance(k, kind) <= 2)
+    } else if let Some((_, close)) =
+        known.iter().find(|(_, k)| k.eq_ignore_ascii_case(kind) || edit_distance(k, kind) <= 2)
     {
         format!(" (did you mean {close}?)")
     } else {

@@ -18,12 +18,6 @@ pub(crate) fn preserve_unknown_fields(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "x-kubernetes-preserve-unknown-fields": true })
 }
 
-/// Schema for an object field that upstream types as `object` with
-/// `x-kubernetes-preserve-unknown-fields`.
-pub(crate) fn preserve_unknown_object(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
-}
-
 /// Defines a string enumeration as Go's typed strings behave on the wire.
 ///
 /// Every known value is a variant; any other string decodes to `Other(String)` and encodes
@@ -133,5 +127,6 @@ mod tests {
         assert_eq!(unknown, Colour::Other("Green".into()));
         assert_eq!(serde_json::to_string(&unknown).expect("encode"), "\"Green\"");
         assert!(serde_json::from_str::<Colour>("3").is_err());
+        assert_eq!(Colour::KNOWN, ["Red", "Blue"]);
     }
 }

@@ -16,7 +16,8 @@ fn unknown_kinds_are_refused_not_guessed() {
     assert!(matches!(err, DecodeError::UnknownKind { .. }), "{err:?}");
     assert!(err.to_string().contains("ResourceDistributionGenerator"), "{err}");
 
-    let err = refuse(json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "ClonSet", "spec": {}}));
+    let err =
+        refuse(json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "ClonSet", "spec": {}}));
     assert!(matches!(err, DecodeError::UnknownKind { .. }), "{err:?}");
     assert!(err.to_string().contains("did you mean CloneSet?"), "{err}");
 
@@ -26,7 +27,8 @@ fn unknown_kinds_are_refused_not_guessed() {
 
 #[test]
 fn a_kind_at_a_version_it_is_not_served_at_names_the_versions() {
-    let err = refuse(json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "EphemeralJob", "spec": {}}));
+    let err =
+        refuse(json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "EphemeralJob", "spec": {}}));
     assert!(err.to_string().contains("EphemeralJob is served at apps.kruise.io/v1alpha1"), "{err}");
 }
 
@@ -51,7 +53,11 @@ fn wrong_field_types_name_the_field_path() {
         "apiVersion": "apps.kruise.io/v1alpha1", "kind": "BroadcastJob",
         "spec": {"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "eighty"}]}]}}}
     }));
-    assert_eq!(err.path(), Some("spec.template.spec.containers[0].ports[0].containerPort"), "{err}");
+    assert_eq!(
+        err.path(),
+        Some("spec.template.spec.containers[0].ports[0].containerPort"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -68,7 +68,9 @@ impl Gen {
         }
         match schema.get("type").and_then(Value::as_str)? {
             "string" => Some(match schema.get("format").and_then(Value::as_str) {
-                Some("date-time") => json!(format!("2024-0{}-0{}T03:04:05Z", 1 + self.below(9), 1 + self.below(9))),
+                Some("date-time") => {
+                    json!(format!("2024-0{}-0{}T03:04:05Z", 1 + self.below(9), 1 + self.below(9)))
+                }
                 Some("byte") => json!("aGVsbG8="),
                 _ => json!(self.string()),
             }),
@@ -81,7 +83,9 @@ impl Gen {
                 }
                 let items = schema.get("items")?;
                 let count = self.below(3);
-                Some(Value::Array((0..count).filter_map(|_| self.value(items, depth + 1)).collect()))
+                Some(Value::Array(
+                    (0..count).filter_map(|_| self.value(items, depth + 1)).collect(),
+                ))
             }
             "object" => {
                 let mut map = Map::new();
@@ -92,17 +96,21 @@ impl Gen {
                         .map(|r| r.iter().filter_map(Value::as_str).collect())
                         .unwrap_or_default();
                     for (name, sub) in props {
-                        let include = required.contains(name.as_str()) || (depth < 7 && self.chance(55));
-                        if include {
-                            if let Some(value) = self.value(sub, depth + 1) {
-                                map.insert(name.clone(), value);
-                            }
+                        let include =
+                            required.contains(name.as_str()) || (depth < 7 && self.chance(55));
+                        if include && let Some(value) = self.value(sub, depth + 1) {
+                            map.insert(name.clone(), value);
                         }
                     }
-                } else if let Some(additional @ Value::Object(_)) = schema.get("additionalProperties") {
+                } else if let Some(additional @ Value::Object(_)) =
+                    schema.get("additionalProperties")
+                {
                     for i in 0..self.below(3) {
                         if let Some(value) = self.value(additional, depth + 1) {
-                            map.insert(format!("key{i}.example.com/{}", self.string().to_lowercase()), value);
+                            map.insert(
+                                format!("key{i}.example.com/{}", self.string().to_lowercase()),
+                                value,
+                            );
                         }
                     }
                 }
@@ -127,7 +135,8 @@ impl Gen {
         let mut labels = Map::new();
         if self.chance(30) {
             labels.insert(
-                kruise_api::well_known::labels::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE.to_owned(),
+                kruise_api::well_known::labels::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE
+                    .to_owned(),
                 json!(if self.chance(50) { "true" } else { "false" }),
             );
         }
@@ -173,7 +182,8 @@ fn cases() -> (Vec<Case>, Vec<String>) {
         if only.as_ref().is_some_and(|only| *only != file) {
             continue;
         }
-        let versions: Vec<&Value> = crd["spec"]["versions"].as_array().map(|v| v.iter().collect()).unwrap_or_default();
+        let versions: Vec<&Value> =
+            crd["spec"]["versions"].as_array().map(|v| v.iter().collect()).unwrap_or_default();
         if versions.len() != 2 {
             continue;
         }
@@ -211,7 +221,10 @@ fn generate(case: &Case, seed: u64, pool: &[String]) -> Value {
 fn check(case: &Case, seed: u64, pool: &[String]) -> Result<(), String> {
     let generated = generate(case, seed, pool);
     let object = KruiseObject::from_value(generated.clone()).map_err(|err| {
-        format!("{} {}: schema-valid object does not decode: {err}\n{generated:#}", case.file, case.version)
+        format!(
+            "{} {}: schema-valid object does not decode: {err}\n{generated:#}",
+            case.file, case.version
+        )
     })?;
     let before = serde_json::to_value(&object).map_err(|e| e.to_string())?;
     let there = object
@@ -224,10 +237,9 @@ fn check(case: &Case, seed: u64, pool: &[String]) -> Result<(), String> {
     let after = serde_json::to_value(&back).map_err(|e| e.to_string())?;
     // Converting again gives the same converted object: the residue annotation is stable
     // and does not grow with repeated conversions.
-    let again = back
-        .clone()
-        .convert_to(&case.other)
-        .map_err(|err| format!("{} {} -> {} (again): {err}", case.file, case.version, case.other))?;
+    let again = back.clone().convert_to(&case.other).map_err(|err| {
+        format!("{} {} -> {} (again): {err}", case.file, case.version, case.other)
+    })?;
     let again_json = serde_json::to_value(&again).map_err(|e| e.to_string())?;
     if again_json != there_json {
         return Err(format!(

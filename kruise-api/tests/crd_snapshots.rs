@@ -19,7 +19,11 @@ fn crds_are_well_formed() {
         let storage: Vec<&str> =
             crd.spec.versions.iter().filter(|v| v.storage).map(|v| v.name.as_str()).collect();
         assert_eq!(storage.len(), 1, "{name}: exactly one storage version, got {storage:?}");
-        let expected = if crd.spec.versions.iter().any(|v| v.name == "v1beta1") { "v1beta1" } else { "v1alpha1" };
+        let expected = if crd.spec.versions.iter().any(|v| v.name == "v1beta1") {
+            "v1beta1"
+        } else {
+            "v1alpha1"
+        };
         assert_eq!(storage[0], expected, "{name}: storage version");
         assert!(crd.spec.versions.iter().all(|v| v.served), "{name}: every version served");
     }

@@ -116,7 +116,9 @@ fn check_dir(dir: &Path, refusals: &[(&str, &str)]) -> (usize, Vec<String>) {
                     problems.push(format!("{label}: round trip changed {diff}"));
                 }
             }
-            (Ok(_), Some(msg)) => problems.push(format!("{label}: decoded, expected refusal: {msg}")),
+            (Ok(_), Some(msg)) => {
+                problems.push(format!("{label}: decoded, expected refusal: {msg}"))
+            }
             (Err(err), Some(msg)) => {
                 if !err.to_string().contains(msg) {
                     problems.push(format!("{label}: error {err:?} does not say {msg:?}"));
@@ -132,7 +134,8 @@ fn check_dir(dir: &Path, refusals: &[(&str, &str)]) -> (usize, Vec<String>) {
 
 #[test]
 fn upstream_examples_round_trip() {
-    let (decoded, problems) = check_dir(&common::upstream_dir().join("examples"), EXPECTED_REFUSALS);
+    let (decoded, problems) =
+        check_dir(&common::upstream_dir().join("examples"), EXPECTED_REFUSALS);
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
     assert!(decoded >= 70, "only {decoded} Kruise documents decoded");
 }

@@ -37,12 +37,12 @@ fn crds(out: Option<PathBuf>) -> anyhow::Result<()> {
     let crds = kruise_api::crds();
     match out {
         Some(dir) => {
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             for crd in &crds {
                 let path = dir.join(kruise_api::crd::file_name(crd));
                 let yaml = serde_yaml::to_string(crd).context("encoding CRD")?;
-                std::fs::write(&path, yaml).with_context(|| format!("writing {}", path.display()))?;
+                std::fs::write(&path, yaml)
+                    .with_context(|| format!("writing {}", path.display()))?;
                 println!("{}", path.display());
             }
         }

@@ -32,7 +32,8 @@ fn crds_out_writes_upstream_file_names() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    let upstream = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/upstream/crds");
+    let upstream =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/upstream/crds");
     let mut expected: Vec<String> = std::fs::read_dir(upstream)
         .expect("read upstream crds")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())

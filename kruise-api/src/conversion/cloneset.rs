@@ -157,7 +157,10 @@ pub(crate) fn in_place_from_hub(
     if let Some(min_ready) = hub.image_pre_download_min_updated_ready_pods {
         set(IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS, min_ready.to_string());
     }
-    Some(InPlaceUpdateStrategy { grace_period_seconds: hub.grace_period_seconds, ..Default::default() })
+    Some(InPlaceUpdateStrategy {
+        grace_period_seconds: hub.grace_period_seconds,
+        ..Default::default()
+    })
 }
 
 /// Parses an annotation value the way Go's `intstr.Parse` does: an integer if it is one,
@@ -213,7 +216,10 @@ mod tests {
         let hub = to_hub(cs.clone()).expect("convert");
         let rolling = hub.spec.update_strategy.rolling_update.clone().expect("rolling update");
         let in_place = rolling.in_place_update_strategy.expect("in-place strategy");
-        assert_eq!(in_place.image_pre_download_parallelism, Some(IntOrString::String("50%".into())));
+        assert_eq!(
+            in_place.image_pre_download_parallelism,
+            Some(IntOrString::String("50%".into()))
+        );
         assert_eq!(from_hub::<alpha::CloneSet>(hub).expect("back"), cs);
     }
 
@@ -227,7 +233,10 @@ mod tests {
         .expect("valid v1beta1 CloneSet");
         let down = from_hub::<alpha::CloneSet>(hub.clone()).expect("down");
         assert!(
-            down.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(super::super::RESIDUE_ANNOTATION)),
+            down.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(super::super::RESIDUE_ANNOTATION)),
             "the field with no v1alpha1 home is recorded"
         );
         assert_eq!(to_hub(down).expect("up"), hub);

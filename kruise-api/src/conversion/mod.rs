@@ -230,10 +230,10 @@ fn take_residue(object: &mut Value) -> Option<Vec<ResidueEntry>> {
     let raw = annotations.get(RESIDUE_ANNOTATION)?.as_str()?;
     let entries: Vec<ResidueEntry> = serde_json::from_str(raw).ok()?;
     annotations.remove(RESIDUE_ANNOTATION);
-    if annotations.is_empty() {
-        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            metadata.remove("annotations");
-        }
+    if annotations.is_empty()
+        && let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        metadata.remove("annotations");
     }
     Some(entries)
 }

@@ -8,11 +8,11 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use crate::apps::v1beta1::{CloneSetCondition, CloneSetStatus};
+use crate::Embedded;
 use crate::apps::common::{
     InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy, UpdateScatterStrategy,
 };
-use crate::Embedded;
+pub use crate::apps::v1beta1::{CloneSetCondition, CloneSetStatus};
 use crate::wire::{is_default, preserve_unknown_fields};
 
 /// The desired state of a CloneSet.

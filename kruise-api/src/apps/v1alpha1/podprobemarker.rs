@@ -88,7 +88,6 @@ impl JsonSchema for ContainerProbeSpec {
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         let port = json!({
-            "anyOf": [{"type": "integer"}, {"type": "string"}],
             "x-kubernetes-int-or-string": true,
             "description": "Port number or name."
         });

@@ -8,9 +8,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::apps::common::{InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy};
-use crate::apps::common::UpdateScatterStrategy;
 use crate::Embedded;
+use crate::apps::common::UpdateScatterStrategy;
+use crate::apps::common::{InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy};
 use crate::wire::{is_default, preserve_unknown_fields};
 
 /// The desired state of a CloneSet.
