@@ -1,0 +1,119 @@
+//! Workloads for the planner benchmarks: large, realistic snapshots built once per size.
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::v1beta1::CloneSet;
+use kruise_core::cloneset::{Action, CloneSetSnapshot, plan};
+use serde_json::json;
+
+/// The time every benchmark plans at.
+pub fn now() -> Timestamp {
+    Timestamp::from_second(1_714_557_600).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+fn cloneset(replicas: usize, image: &str, current: &str, update: &str) -> CloneSet {
+    let value = json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "CloneSet",
+        "metadata": {"name": "bench", "namespace": "default", "uid": "bench-uid", "generation": 3},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "bench"}},
+            "template": {
+                "metadata": {"labels": {"app": "bench"}},
+                "spec": {"containers": [{"name": "main", "image": image}]}
+            },
+            "minReadySeconds": 10,
+            "updateStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {
+                    "partition": "30%",
+                    "maxUnavailable": "10%",
+                    "podUpdatePolicy": "ReCreate",
+                    "priorityStrategy": {"weightPriority": [
+                        {"weight": 50, "matchSelector": {"matchLabels": {"tier": "canary"}}},
+                        {"weight": 10, "matchSelector": {"matchExpressions": [
+                            {"key": "zone", "operator": "In", "values": ["zone-a", "zone-b"]}
+                        ]}}
+                    ]},
+                    "scatterStrategy": [{"key": "zone", "value": "zone-c"}]
+                }
+            }
+        },
+        "status": {"currentRevision": current, "updateRevision": update, "observedGeneration": 2}
+    });
+    serde_json::from_value(value).unwrap_or_default()
+}
+
+/// A CloneSet with `n` running, ready pods, a third of them already at the new revision, a
+/// few not ready, spread over zones and nodes, with weight priorities and a scatter term:
+/// a rolling update in progress.
+pub fn snapshot(n: usize) -> CloneSetSnapshot {
+    let first = |cs: CloneSet, revisions| {
+        let mut s = CloneSetSnapshot::new(cs);
+        s.revisions = revisions;
+        plan(&s, now())
+            .actions
+            .into_iter()
+            .find_map(|a| match a {
+                Action::CreateRevision { revision } => Some(*revision),
+                _ => None,
+            })
+    };
+    let old = first(cloneset(n, "app:v1", "", ""), Vec::new());
+    let new = first(cloneset(n, "app:v2", "", ""), old.clone().into_iter().collect());
+    let name = |r: &Option<k8s_openapi::api::apps::v1::ControllerRevision>| {
+        r.as_ref().and_then(|r| r.metadata.name.clone()).unwrap_or_default()
+    };
+    let (old_name, new_name) = (name(&old), name(&new));
+    let mut snapshot = CloneSetSnapshot::new(cloneset(n, "app:v2", &old_name, &new_name));
+    snapshot.revisions = old.into_iter().chain(new).collect();
+    snapshot.pods = (0..n)
+        .map(|i| {
+            let updated = i % 3 == 0;
+            let revision = if updated { &new_name } else { &old_name };
+            let zone = ["zone-a", "zone-b", "zone-c"][i % 3];
+            let tier = if i % 17 == 0 { "canary" } else { "main" };
+            let ready = i % 50 != 7;
+            let created = now() - SignedDuration::from_secs(86_400 - (i as i64 % 80_000));
+            let ready_at = now() - SignedDuration::from_secs(3_600 + (i as i64 % 1_000));
+            let pod = json!({
+                "metadata": {
+                    "name": format!("bench-{i:06}"),
+                    "namespace": "default",
+                    "uid": format!("uid-{i:06}"),
+                    "resourceVersion": "100",
+                    "creationTimestamp": kruise_core::pod::format_rfc3339(created),
+                    "labels": {
+                        "app": "bench",
+                        "zone": zone,
+                        "tier": tier,
+                        "controller-revision-hash": revision,
+                        "pod-template-hash": revision.rsplit('-').next().unwrap_or_default(),
+                        "apps.kruise.io/cloneset-instance-id": format!("{i:06}"),
+                        "lifecycle.apps.kruise.io/state": "Normal",
+                    },
+                    "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+                        "name": "bench", "uid": "bench-uid", "controller": true}],
+                },
+                "spec": {
+                    "nodeName": format!("node-{}", i % 500),
+                    "containers": [{"name": "main", "image": if updated { "app:v2" } else { "app:v1" }}],
+                    "readinessGates": [{"conditionType": "InPlaceUpdateReady"}],
+                },
+                "status": {
+                    "phase": "Running",
+                    "conditions": [
+                        {"type": "Ready", "status": if ready { "True" } else { "False" },
+                         "lastTransitionTime": kruise_core::pod::format_rfc3339(ready_at)},
+                        {"type": "InPlaceUpdateReady", "status": "True"},
+                    ],
+                    "containerStatuses": [{"name": "main", "image": "app", "imageID": "sha", "ready": ready,
+                        "restartCount": (i % 4) as i32}],
+                },
+            });
+            serde_json::from_value::<Pod>(pod).unwrap_or_default()
+        })
+        .collect();
+    snapshot
+}

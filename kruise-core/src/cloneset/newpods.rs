@@ -1,0 +1,197 @@
+//! Building new pods and their PVCs, and choosing instance ids.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{
+    PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodReadinessGate,
+    PodTemplateSpec, Volume,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kruise_api::well_known::{kubernetes, labels, readiness_gates};
+
+use crate::lifecycle::{LifecyclePatch, LifecycleState};
+
+use super::podinfo::short_hash;
+use super::spec::Spec;
+
+/// Length of a generated instance id.
+const ID_LEN: usize = 5;
+/// Characters of generated ids (Kubernetes' `rand.String` alphabet: no vowels, no look-alikes).
+const ID_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// The ownerReference pods and PVCs get: the CloneSet as controller.
+pub(crate) fn controller_ref(spec: &Spec<'_>) -> OwnerReference {
+    crate::revision::controller_ref(spec.cs)
+}
+
+/// Instance ids for `count` new pods: ids of PVCs no live pod uses come first (sorted), so
+/// their volumes are reused; the rest are generated. Generated ids are derived from the
+/// CloneSet's UID and avoid every id and pod name in use, so the same snapshot always gets the
+/// same ids.
+pub(crate) fn available_ids<'p>(
+    spec: &Spec<'_>,
+    count: usize,
+    pvc_ids: impl Iterator<Item = &'p str>,
+    active_ids: &BTreeSet<&str>,
+    taken_names: &BTreeSet<&str>,
+) -> Vec<String> {
+    let mut existing: BTreeSet<String> = active_ids.iter().map(|s| (*s).to_owned()).collect();
+    let mut reusable = BTreeSet::new();
+    for id in pvc_ids.filter(|id| !id.is_empty()) {
+        existing.insert(id.to_owned());
+        if !active_ids.contains(id) {
+            reusable.insert(id.to_owned());
+        }
+    }
+    let mut ids: Vec<String> = reusable.into_iter().take(count).collect();
+    let seed = if spec.uid.is_empty() { spec.name } else { spec.uid };
+    let mut attempt: u64 = 0;
+    while ids.len() < count {
+        let id = generated_id(seed, attempt);
+        attempt += 1;
+        let name = format!("{}-{id}", spec.name);
+        if existing.contains(&id) || taken_names.contains(name.as_str()) {
+            continue;
+        }
+        existing.insert(id.clone());
+        ids.push(id);
+    }
+    ids
+}
+
+/// The `n`-th id derived from `seed` (FNV-1a, then base-27 digits).
+fn generated_id(seed: &str, n: u64) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in seed.bytes().chain(n.to_le_bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let base = ID_ALPHABET.len() as u64;
+    (0..ID_LEN)
+        .map(|_| {
+            let c = ID_ALPHABET[(hash % base) as usize];
+            hash /= base;
+            char::from(c)
+        })
+        .collect()
+}
+
+/// The PVC name for template `template` and instance `id`.
+pub(crate) fn pvc_name(spec: &Spec<'_>, template: &str, id: &str) -> String {
+    format!("{template}-{}-{id}", spec.name)
+}
+
+/// The PVCs of instance `id`, one per volumeClaimTemplate, with the volume name each is
+/// mounted as.
+pub(crate) fn claims_for(spec: &Spec<'_>, id: &str) -> Vec<(String, PersistentVolumeClaim)> {
+    let selector_labels = spec.cs.spec.selector.as_ref().and_then(|s| s.match_labels.as_ref());
+    spec.cs
+        .spec
+        .volume_claim_templates
+        .iter()
+        .map(|template| {
+            let template_name = template.metadata.name.clone().unwrap_or_default();
+            let mut claim = template.object.clone();
+            claim.metadata.name = Some(pvc_name(spec, &template_name, id));
+            claim.metadata.namespace = Some(spec.namespace.to_owned());
+            let claim_labels = claim.metadata.labels.get_or_insert_with(BTreeMap::new);
+            for (k, v) in selector_labels.into_iter().flatten() {
+                claim_labels.insert(k.clone(), v.clone());
+            }
+            claim_labels.insert(labels::CLONESET_INSTANCE_ID.into(), id.to_owned());
+            claim.metadata.owner_references.get_or_insert_with(Vec::new).push(controller_ref(spec));
+            claim.status = None;
+            (template_name, claim)
+        })
+        .collect()
+}
+
+/// The revision labels of a pod at `revision`.
+pub(crate) fn revision_labels(revision: &str, short_hash_gate: bool) -> [(String, String); 2] {
+    let short = short_hash(revision).to_owned();
+    let hash = if short_hash_gate { short.clone() } else { revision.to_owned() };
+    [
+        (kubernetes::labels::CONTROLLER_REVISION_HASH.to_owned(), hash),
+        (kubernetes::labels::POD_TEMPLATE_HASH.to_owned(), short),
+    ]
+}
+
+/// A new pod of instance `id` from `template` at `revision`, in lifecycle state
+/// `PreparingNormal`.
+pub(crate) fn new_pod(
+    spec: &Spec<'_>,
+    template: &PodTemplateSpec,
+    revision: &str,
+    id: &str,
+    short_hash_gate: bool,
+    now: Timestamp,
+) -> Pod {
+    let template_meta = template.metadata.as_ref();
+    let mut pod_labels = template_meta.and_then(|m| m.labels.clone()).unwrap_or_default();
+    pod_labels.extend(revision_labels(revision, short_hash_gate));
+    pod_labels.insert(labels::CLONESET_INSTANCE_ID.into(), id.to_owned());
+    let mut pod_annotations = template_meta.and_then(|m| m.annotations.clone()).unwrap_or_default();
+    let lifecycle = LifecyclePatch::for_state(&LifecycleState::PreparingNormal, now);
+    pod_labels.extend(lifecycle.labels);
+    pod_annotations.extend(lifecycle.annotations);
+
+    let mut pod_spec = template.spec.clone().unwrap_or_default();
+    let gates = pod_spec.readiness_gates.get_or_insert_with(Vec::new);
+    if !gates.iter().any(|g| g.condition_type == readiness_gates::IN_PLACE_UPDATE_READY) {
+        gates.push(PodReadinessGate {
+            condition_type: readiness_gates::IN_PLACE_UPDATE_READY.into(),
+        });
+    }
+    // Volumes for the claims first (in template order), then the template's other volumes.
+    let claims = claims_for(spec, id);
+    if !claims.is_empty() {
+        let mut volumes: Vec<Volume> = claims
+            .iter()
+            .map(|(volume, claim)| Volume {
+                name: volume.clone(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.metadata.name.clone().unwrap_or_default(),
+                    read_only: Some(false),
+                }),
+                ..Default::default()
+            })
+            .collect();
+        for volume in pod_spec.volumes.take().unwrap_or_default() {
+            if !claims.iter().any(|(name, _)| *name == volume.name) {
+                volumes.push(volume);
+            }
+        }
+        pod_spec.volumes = Some(volumes);
+    }
+
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-{id}", spec.name)),
+            generate_name: Some(format!("{}-", spec.name)),
+            namespace: Some(spec.namespace.to_owned()),
+            labels: Some(pod_labels),
+            annotations: Some(pod_annotations),
+            finalizers: template_meta.and_then(|m| m.finalizers.clone()),
+            owner_references: Some(vec![controller_ref(spec)]),
+            ..Default::default()
+        },
+        spec: Some(pod_spec),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_are_stable_and_use_the_alphabet() {
+        let a = generated_id("uid-1", 0);
+        assert_eq!(a, generated_id("uid-1", 0));
+        assert_ne!(a, generated_id("uid-1", 1));
+        assert_ne!(a, generated_id("uid-2", 0));
+        assert_eq!(a.len(), ID_LEN);
+        assert!(a.bytes().all(|b| ID_ALPHABET.contains(&b)));
+    }
+}

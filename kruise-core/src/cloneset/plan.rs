@@ -1,0 +1,327 @@
+//! What the planner returns: actions as data, the new status, Events and when to look again.
+
+use jiff::SignedDuration;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kruise_api::apps::v1beta1::CloneSetStatus;
+use serde::Serialize;
+
+use crate::expectations::{ControllerExpectations, Expectation, ScaleAction};
+
+/// A patch body and how the API server should apply it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", content = "body", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Patch {
+    /// `application/strategic-merge-patch+json`.
+    Strategic(serde_json::Value),
+    /// `application/merge-patch+json`.
+    Merge(serde_json::Value),
+}
+
+impl Patch {
+    /// The patch body.
+    pub fn body(&self) -> &serde_json::Value {
+        match self {
+            Self::Strategic(body) | Self::Merge(body) => body,
+        }
+    }
+
+    /// The Content-Type the API server expects for this patch.
+    pub fn content_type(&self) -> &'static str {
+        match self {
+            Self::Strategic(_) => "application/strategic-merge-patch+json",
+            Self::Merge(_) => "application/merge-patch+json",
+        }
+    }
+}
+
+/// Why a pod is patched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum PodPatchPurpose {
+    /// Move the pod to another lifecycle state (and set the hook's labels/finalizers).
+    Lifecycle,
+    /// Update the pod in place to another revision.
+    InPlaceUpdate,
+    /// Apply a delayed in-place update after its grace period, or drop a stale one.
+    InPlaceGrace,
+    /// Mark the pod for deletion with `apps.kruise.io/specified-delete` (recreate update).
+    SpecifiedDelete,
+    /// Add the missing `pod-template-hash` label.
+    TemplateHashLabel,
+    /// Drop the CloneSet's ownerReference from a pod the selector no longer matches.
+    Release,
+}
+
+/// Why a pod's status is patched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum PodStatusPurpose {
+    /// Set the `InPlaceUpdateReady` condition.
+    InPlaceUpdateReady,
+    /// Add or remove a lifecycle hook's key in the `KruisePodReady` condition.
+    KruisePodReady,
+}
+
+/// Why a pod is deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum DeletePurpose {
+    /// Fewer replicas are wanted.
+    ScaleIn,
+    /// Named in `scaleStrategy.podsToDelete` or labelled `apps.kruise.io/specified-delete`.
+    SpecifiedDelete,
+    /// The pod was in `PreparingDelete` and its preDelete hook has let go.
+    PreDeleteFinished,
+}
+
+/// One change to make, with its exact body. Apply actions in order: a revision comes before the
+/// pods that name it, a PVC before the pod that mounts it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Action {
+    /// Create a ControllerRevision.
+    #[serde(rename_all = "camelCase")]
+    CreateRevision {
+        /// The revision to create.
+        revision: Box<ControllerRevision>,
+    },
+    /// Patch a ControllerRevision (roll back by raising its `revision`, or refresh an
+    /// annotation).
+    #[serde(rename_all = "camelCase")]
+    PatchRevision {
+        /// Its name.
+        name: String,
+        /// The patch.
+        patch: Patch,
+    },
+    /// Delete a ControllerRevision beyond `revisionHistoryLimit`.
+    #[serde(rename_all = "camelCase")]
+    DeleteRevision {
+        /// Its name.
+        name: String,
+    },
+    /// Create a PVC from a volumeClaimTemplate.
+    #[serde(rename_all = "camelCase")]
+    CreatePvc {
+        /// The claim to create.
+        pvc: Box<PersistentVolumeClaim>,
+    },
+    /// Patch a PVC (hand its ownership to the pod it belongs to).
+    #[serde(rename_all = "camelCase")]
+    PatchPvc {
+        /// Its name.
+        name: String,
+        /// The patch.
+        patch: Patch,
+    },
+    /// Delete a PVC.
+    #[serde(rename_all = "camelCase")]
+    DeletePvc {
+        /// Its name.
+        name: String,
+        /// Its UID, for a delete precondition.
+        uid: String,
+    },
+    /// Create a pod.
+    #[serde(rename_all = "camelCase")]
+    CreatePod {
+        /// The pod to create, with name, labels and ownerReference set.
+        pod: Box<Pod>,
+    },
+    /// Patch a pod's metadata or spec.
+    #[serde(rename_all = "camelCase")]
+    PatchPod {
+        /// Its name.
+        name: String,
+        /// Its UID.
+        uid: String,
+        /// Why.
+        purpose: PodPatchPurpose,
+        /// The patch.
+        patch: Patch,
+    },
+    /// Patch a pod's status subresource (conditions).
+    #[serde(rename_all = "camelCase")]
+    PatchPodStatus {
+        /// Its name.
+        name: String,
+        /// Its UID.
+        uid: String,
+        /// Why.
+        purpose: PodStatusPurpose,
+        /// The patch.
+        patch: Patch,
+    },
+    /// Patch a pod's `resize` subresource (container resources changed in place, on API
+    /// servers that resize through it). Comes before the pod patch of the same update.
+    #[serde(rename_all = "camelCase")]
+    PatchPodResize {
+        /// Its name.
+        name: String,
+        /// Its UID.
+        uid: String,
+        /// The patch.
+        patch: Patch,
+    },
+    /// Delete a pod.
+    #[serde(rename_all = "camelCase")]
+    DeletePod {
+        /// Its name.
+        name: String,
+        /// Its UID, for a delete precondition.
+        uid: String,
+        /// Why.
+        purpose: DeletePurpose,
+    },
+    /// Patch the CloneSet itself (drop names from `scaleStrategy.podsToDelete` that no longer
+    /// exist). The patch carries the resourceVersion it was computed from.
+    #[serde(rename_all = "camelCase")]
+    PatchCloneSet {
+        /// The patch.
+        patch: Patch,
+    },
+}
+
+impl Action {
+    /// The name of the object the action changes.
+    pub fn target(&self) -> &str {
+        fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+            meta.name.as_deref().unwrap_or_default()
+        }
+        match self {
+            Self::CreateRevision { revision } => name_of(&revision.metadata),
+            Self::CreatePvc { pvc } => name_of(&pvc.metadata),
+            Self::CreatePod { pod } => name_of(&pod.metadata),
+            Self::PatchRevision { name, .. }
+            | Self::DeleteRevision { name }
+            | Self::PatchPvc { name, .. }
+            | Self::DeletePvc { name, .. }
+            | Self::PatchPod { name, .. }
+            | Self::PatchPodStatus { name, .. }
+            | Self::PatchPodResize { name, .. }
+            | Self::DeletePod { name, .. } => name,
+            Self::PatchCloneSet { .. } => "",
+        }
+    }
+
+    /// What to record in the expectations when carrying out this action, as upstream does:
+    /// record a [`Expectation::Scale`] before the call and drop it again if the call fails;
+    /// record a [`Expectation::ResourceVersion`] after a successful call, with the
+    /// resourceVersion the API server returned.
+    pub fn expectation(&self) -> Option<Expectation> {
+        match self {
+            Self::CreatePod { .. } | Self::CreatePvc { .. } => {
+                Some(Expectation::Scale { action: ScaleAction::Create, name: self.target().into() })
+            }
+            Self::DeletePod { name, .. } | Self::DeletePvc { name, .. } => {
+                Some(Expectation::Scale { action: ScaleAction::Delete, name: name.clone() })
+            }
+            Self::PatchPod { uid, purpose, .. } if *purpose != PodPatchPurpose::Release => {
+                Some(Expectation::ResourceVersion { uid: uid.clone() })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `Normal` or `Warning`, as Kubernetes Events have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum EventType {
+    /// Something expected happened.
+    Normal,
+    /// Something may need attention.
+    Warning,
+}
+
+/// An Event to record on the CloneSet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// Normal or Warning.
+    #[serde(rename = "type")]
+    pub type_: EventType,
+    /// Short machine-readable reason, e.g. `SuccessfulCreate`.
+    pub reason: String,
+    /// Human-readable message.
+    pub message: String,
+    /// Record the Event only once `actions[i]` has succeeded; `None` records it at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_action: Option<usize>,
+}
+
+/// Why a plan holds no actions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Blocked {
+    /// Pods or PVCs created or deleted earlier are not yet in the snapshot.
+    #[serde(rename_all = "camelCase")]
+    ScaleExpectations {
+        /// Names still expected to appear.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        creations: Vec<String>,
+        /// Names still expected to go away.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        deletions: Vec<String>,
+    },
+    /// A pod patched earlier is in the snapshot at an older resourceVersion.
+    #[serde(rename_all = "camelCase")]
+    ResourceVersion {
+        /// The pod's name.
+        pod: String,
+    },
+    /// The CloneSet cannot be planned for; the message names the field and value.
+    #[serde(rename_all = "camelCase")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The outcome of planning one CloneSet.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloneSetPlan {
+    /// Changes to make, in order.
+    pub actions: Vec<Action>,
+    /// The status to write, when it differs from the current one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<CloneSetStatus>,
+    /// Events to record.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Event>,
+    /// Plan again after this long even if nothing changes (minReadySeconds, grace periods,
+    /// progress deadline, expectation timeouts).
+    #[serde(skip_serializing_if = "Option::is_none", with = "super::snapshot::duration_serde::option")]
+    pub requeue_after: Option<SignedDuration>,
+    /// The expectations to keep from now on: the snapshot's, less those the snapshot shows
+    /// fulfilled and those that timed out. Expectations for this plan's own actions are not
+    /// included; see [`Action::expectation`].
+    pub expectations: ControllerExpectations,
+    /// Set when the planner planned nothing, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<Blocked>,
+}
+
+impl CloneSetPlan {
+    /// A plan that does nothing.
+    pub(crate) fn empty(expectations: ControllerExpectations) -> Self {
+        Self {
+            actions: Vec::new(),
+            status: None,
+            events: Vec::new(),
+            requeue_after: None,
+            expectations,
+            blocked: None,
+        }
+    }
+
+    /// True when the plan changes nothing in the cluster (no actions and no status write).
+    pub fn is_noop(&self) -> bool {
+        self.actions.is_empty() && self.status.is_none()
+    }
+}

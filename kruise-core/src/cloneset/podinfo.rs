@@ -1,0 +1,159 @@
+//! Facts about each pod, computed once per plan so that the scale and update passes only
+//! compare numbers and flags.
+
+use std::collections::BTreeMap;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::common::LifecycleState;
+use kruise_api::well_known::{annotations, kubernetes, labels, readiness_gates};
+
+use super::spec::Spec;
+
+/// Where a pod stands relative to the revisions in play.
+#[derive(Debug)]
+pub(crate) struct PodInfo<'a> {
+    pub pod: &'a Pod,
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub labels: Option<&'a BTreeMap<String, String>>,
+    /// The `controller-revision-hash` label ("" when absent).
+    pub revision_hash: &'a str,
+    /// At the update revision.
+    pub updated: bool,
+    /// The lifecycle state label, if any.
+    pub state: Option<LifecycleState>,
+    /// Named in podsToDelete or labelled specified-delete.
+    pub specified_delete: bool,
+    /// Ready by the CloneSet's rule (running, Ready, InPlaceUpdateReady not False), ignoring
+    /// the lifecycle state.
+    pub update_ready: bool,
+    /// `update_ready` and in lifecycle state Normal (or none).
+    pub ready: bool,
+    /// `update_available` and in lifecycle state Normal (or none).
+    pub available: bool,
+    /// When a ready pod becomes available, if that is still ahead.
+    pub available_at: Option<Timestamp>,
+    /// The `apps.kruise.io/cloneset-instance-id` label ("" when absent).
+    pub instance_id: &'a str,
+    /// An in-place update waits for its grace period.
+    pub in_grace: bool,
+}
+
+impl<'a> PodInfo<'a> {
+    /// Computes the facts of `pod` for the CloneSet `spec` and `update_revision`.
+    pub(crate) fn new(
+        pod: &'a Pod,
+        spec: &Spec<'_>,
+        update_revision: &RevisionName<'_>,
+        now: Timestamp,
+    ) -> Self {
+        let meta = &pod.metadata;
+        let labels_map = meta.labels.as_ref();
+        let label = |key: &str| labels_map.and_then(|l| l.get(key)).map(String::as_str);
+        let revision_hash = label(kubernetes::labels::CONTROLLER_REVISION_HASH).unwrap_or_default();
+        let name = meta.name.as_deref().unwrap_or_default();
+        let state = crate::lifecycle::state_of(pod);
+        let normal = matches!(state, None | Some(LifecycleState::Normal));
+        let specified_delete = label(labels::SPECIFIED_DELETE).is_some()
+            || (!spec.pods_to_delete.is_empty() && spec.pods_to_delete.contains(name));
+
+        let status = pod.status.as_ref();
+        let running = status.and_then(|s| s.phase.as_deref()) == Some("Running");
+        let mut ready_since = None;
+        let mut is_ready = false;
+        let mut in_place_ready = true;
+        for cond in status.and_then(|s| s.conditions.as_deref()).unwrap_or_default() {
+            if cond.type_ == "Ready" {
+                is_ready = cond.status == "True";
+                ready_since = cond.last_transition_time.as_ref().map(|t| t.0);
+            } else if cond.type_ == readiness_gates::IN_PLACE_UPDATE_READY {
+                in_place_ready = cond.status == "True";
+            }
+        }
+        let update_ready = running && is_ready && in_place_ready;
+        let (update_available, available_at) = if !update_ready {
+            (false, None)
+        } else if spec.min_ready_seconds == 0 {
+            (true, None)
+        } else {
+            match ready_since {
+                // Kubernetes: available once readySince + minReadySeconds is strictly before now.
+                Some(since) => {
+                    let at = since
+                        .saturating_add(SignedDuration::from_secs(i64::from(spec.min_ready_seconds)))
+                        .unwrap_or(since);
+                    if at < now { (true, None) } else { (false, Some(at)) }
+                }
+                None => (false, None),
+            }
+        };
+        let in_grace = meta.annotations.as_ref().is_some_and(|a| {
+            a.get(annotations::INPLACE_UPDATE_GRACE)
+                .or_else(|| a.get(annotations::INPLACE_UPDATE_GRACE_LEGACY))
+                .is_some_and(|v| !v.is_empty())
+        });
+        Self {
+            pod,
+            name,
+            uid: meta.uid.as_deref().unwrap_or_default(),
+            labels: labels_map,
+            revision_hash,
+            updated: update_revision.matches(revision_hash),
+            state,
+            specified_delete,
+            update_ready,
+            ready: update_ready && normal,
+            available: update_available && normal,
+            available_at: if normal { available_at } else { None },
+            instance_id: label(labels::CLONESET_INSTANCE_ID).unwrap_or_default(),
+            in_grace,
+        }
+    }
+
+    /// True in lifecycle state `PreparingDelete`.
+    pub(crate) fn preparing_delete(&self) -> bool {
+        self.state == Some(LifecycleState::PreparingDelete)
+    }
+
+    /// True in lifecycle state `PreparingUpdate`.
+    pub(crate) fn preparing_update(&self) -> bool {
+        self.state == Some(LifecycleState::PreparingUpdate)
+    }
+
+    /// Counts as updated when scaling: at the update revision, or (with the
+    /// `PreparingUpdateAsUpdate` gate) about to be updated.
+    pub(crate) fn updated_for_scale(&self, preparing_update_as_update: bool) -> bool {
+        self.updated || (preparing_update_as_update && self.preparing_update())
+    }
+}
+
+/// A revision name and its short hash (the part after the last `-`), for comparing with pod
+/// labels that may hold either form.
+#[derive(Clone, Debug)]
+pub(crate) struct RevisionName<'a> {
+    pub name: &'a str,
+    pub short: &'a str,
+}
+
+impl<'a> RevisionName<'a> {
+    pub(crate) fn new(name: &'a str) -> Self {
+        Self { name, short: short_hash(name) }
+    }
+
+    /// Upstream's `EqualToRevisionHash`: equal names, or equal short hashes.
+    pub(crate) fn matches(&self, label: &str) -> bool {
+        label == self.name || short_hash(label) == self.short
+    }
+}
+
+/// The part of a revision name after its last `-`.
+pub(crate) fn short_hash(name: &str) -> &str {
+    crate::revision::short_hash(name)
+}
+
+/// Whether a pod counts as active: not terminating and not finished.
+pub(crate) fn is_active(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
+}

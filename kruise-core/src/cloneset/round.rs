@@ -1,0 +1,364 @@
+//! One planning round, top-down: expectations, housekeeping, revisions, scale, update, status.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kruise_api::apps::v1beta1::CloneSetStatus;
+use kruise_api::well_known::{conditions, labels};
+use serde_json::json;
+
+use super::plan::{Action, Blocked, CloneSetPlan, Event, EventType, Patch, PodPatchPurpose};
+use super::podinfo::{PodInfo, RevisionName, is_active};
+use super::revisions::{self, Revision};
+use super::snapshot::{CloneSetSnapshot, FeatureGates};
+use super::spec::Spec;
+use super::{SpecError, scale, status, update};
+use crate::expectations::{ExpectationState, ScaleAction};
+
+/// The state shared by the scale and update passes.
+pub(crate) struct Round<'r, 'a> {
+    pub spec: &'r Spec<'a>,
+    pub gates: &'r FeatureGates,
+    pub snapshot: &'a CloneSetSnapshot,
+    pub now: Timestamp,
+    /// Active pods the CloneSet keeps.
+    pub pods: Vec<PodInfo<'a>>,
+    /// Live PVCs the CloneSet keeps.
+    pub pvcs: Vec<&'a PersistentVolumeClaim>,
+    pub current: Revision,
+    pub update: Revision,
+    /// Existing revisions, oldest first.
+    pub revisions: Vec<revisions::RevView<'a>>,
+    pub actions: Vec<Action>,
+    pub events: Vec<Event>,
+    pub requeue: Option<SignedDuration>,
+    /// In-place update options for this CloneSet.
+    pub in_place_options: crate::inplace::UpdateOptions,
+    /// In-place changes by (old revision index, target revision name), computed once.
+    pub in_place_specs: BTreeMap<(usize, String), Option<crate::inplace::UpdateSpec>>,
+}
+
+impl Round<'_, '_> {
+    /// Records an Event; `after_last_action` ties it to the action just planned.
+    pub(crate) fn event(&mut self, type_: EventType, reason: &str, message: String, after_last_action: bool) {
+        let after_action = if after_last_action { self.actions.len().checked_sub(1) } else { None };
+        self.events.push(Event { type_, reason: reason.to_owned(), message, after_action });
+    }
+
+    /// Asks to plan again after `after` (keeps the soonest).
+    pub(crate) fn requeue_after(&mut self, after: SignedDuration) {
+        if after <= SignedDuration::ZERO {
+            return;
+        }
+        self.requeue = Some(self.requeue.map_or(after, |r| r.min(after)));
+    }
+}
+
+/// Plans one reconcile of `snapshot` at `now`.
+pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan {
+    let mut expectations = snapshot.expectations.clone();
+    let cs = match snapshot.cloneset.to_v1beta1() {
+        Ok(cs) => cs,
+        Err(err) => return invalid(expectations, SpecError::Conversion(err.to_string())),
+    };
+    let mut warnings = Vec::new();
+    let spec =
+        match Spec::parse(&cs, snapshot.options.scaling_exclude_preparing_delete, &mut warnings) {
+            Ok(spec) => spec,
+            Err(err) => return invalid(expectations, err),
+        };
+    let timeout = snapshot.options.expectation_timeout;
+    let mut events = Vec::new();
+
+    // 1. Scale expectations: observe what the snapshot shows, then wait or expire.
+    if !expectations.scale.is_empty() {
+        let live: BTreeSet<&str> = snapshot
+            .pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.metadata.name.as_deref())
+            .chain(
+                snapshot
+                    .pvcs
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .filter_map(|p| p.metadata.name.as_deref()),
+            )
+            .collect();
+        expectations.scale.observe_all(|name| live.contains(name));
+        match expectations.scale.state(now, timeout) {
+            ExpectationState::Satisfied => {}
+            ExpectationState::Waiting { remaining, .. } => {
+                let blocked = Blocked::ScaleExpectations {
+                    creations: expectations.scale.pending(ScaleAction::Create).map(str::to_owned).collect(),
+                    deletions: expectations.scale.pending(ScaleAction::Delete).map(str::to_owned).collect(),
+                };
+                let mut plan = CloneSetPlan::empty(expectations);
+                plan.blocked = Some(blocked);
+                plan.requeue_after = Some(remaining);
+                return plan;
+            }
+            ExpectationState::TimedOut { waited } => {
+                events.push(Event {
+                    type_: EventType::Warning,
+                    reason: "ExpectationTimeout".into(),
+                    message: format!(
+                        "scale expectations unsatisfied for {waited:#}, dropping them: {}",
+                        expectations
+                            .scale
+                            .pending(ScaleAction::Create)
+                            .chain(expectations.scale.pending(ScaleAction::Delete))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    after_action: None,
+                });
+                expectations.scale.clear();
+            }
+        }
+    }
+
+    // 2. Pods the CloneSet keeps, and resourceVersion expectations on them.
+    let (active, inactive): (Vec<&Pod>, Vec<&Pod>) = snapshot.pods.iter().partition(|p| is_active(p));
+    let mut released = Vec::new();
+    let mut kept = Vec::with_capacity(active.len());
+    for pod in active {
+        if spec.selector.matches(pod.metadata.labels.as_ref()) {
+            kept.push(pod);
+        } else {
+            released.push(pod);
+        }
+    }
+    if !expectations.resource_versions.is_empty() {
+        let mut by_uid: BTreeMap<&str, &Pod> = BTreeMap::new();
+        for pod in &kept {
+            by_uid.insert(pod.metadata.uid.as_deref().unwrap_or_default(), pod);
+        }
+        let tracked: Vec<String> = expectations.resource_versions.iter().map(|(uid, _)| uid.to_owned()).collect();
+        for uid in tracked {
+            let Some(pod) = by_uid.get(uid.as_str()) else {
+                // The pod is gone; nothing to wait for.
+                expectations.resource_versions.remove(&uid);
+                continue;
+            };
+            let observed = pod.metadata.resource_version.as_deref().unwrap_or_default();
+            match expectations.resource_versions.state(&uid, observed, now, timeout) {
+                ExpectationState::Satisfied => expectations.resource_versions.observe(&uid, observed),
+                ExpectationState::Waiting { remaining, .. } => {
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    let mut plan = CloneSetPlan::empty(expectations);
+                    plan.blocked = Some(Blocked::ResourceVersion { pod: name });
+                    plan.requeue_after = Some(remaining);
+                    return plan;
+                }
+                ExpectationState::TimedOut { .. } => expectations.resource_versions.remove(&uid),
+            }
+        }
+    }
+
+    // 3. Revisions.
+    let resolved = match revisions::resolve(&cs, &snapshot.revisions) {
+        Ok(resolved) => resolved,
+        Err(err) => return invalid(expectations, err),
+    };
+    let update_name = RevisionName::new(&resolved.update.name);
+    let pods: Vec<PodInfo<'_>> =
+        kept.iter().map(|pod| PodInfo::new(pod, &spec, &update_name, now)).collect();
+
+    let mut round = Round {
+        spec: &spec,
+        gates: &snapshot.feature_gates,
+        snapshot,
+        now,
+        pods,
+        pvcs: Vec::new(),
+        current: resolved.current,
+        update: resolved.update,
+        revisions: resolved.sorted,
+        actions: Vec::new(),
+        events,
+        requeue: None,
+        in_place_options: crate::inplace::UpdateOptions::default(),
+        in_place_specs: BTreeMap::new(),
+    };
+    round.in_place_options = super::inplace_glue::options(&round);
+    for warning in warnings {
+        round.event(EventType::Warning, "InvalidSpec", warning, false);
+    }
+
+    // 4. Housekeeping: PVCs of pods that are gone, and pods the selector no longer matches.
+    round.pvcs = cleanup_pvcs(&mut round, &inactive);
+    for pod in released {
+        release(&mut round, pod);
+    }
+    let revision_actions = resolved.actions;
+    round.actions.extend(revision_actions);
+
+    // 5. Scale, then update.
+    let mut new_status = CloneSetStatus {
+        observed_generation: cs.metadata.generation.unwrap_or(0),
+        current_revision: round.current.name.clone(),
+        update_revision: round.update.name.clone(),
+        collision_count: Some(resolved.collision_count),
+        label_selector: spec.selector.render(),
+        conditions: cs.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default(),
+        ..Default::default()
+    };
+    if cs.metadata.deletion_timestamp.is_none() {
+        let scaling = match scale::scale(&mut round) {
+            Ok(scaling) => scaling,
+            Err(message) => {
+                status::set_failure(&mut new_status, conditions::cloneset::FAILED_SCALE, message, now);
+                true
+            }
+        };
+        if !scaling && let Err(message) = update::update(&mut round) {
+            status::set_failure(&mut new_status, conditions::cloneset::FAILED_UPDATE, message, now);
+        }
+    }
+
+    // 6. Status and cleanup.
+    status::count(&mut new_status, &spec, &round.pods);
+    if let Some(after) = status::progressing(&mut new_status, &spec, now) {
+        round.requeue_after(after);
+    }
+    if spec.min_ready_seconds > 0 {
+        let soonest = round.pods.iter().filter_map(|p| p.available_at).min();
+        if let Some(at) = soonest {
+            let wait = at.duration_since(now);
+            round.requeue_after(round_up_seconds(wait));
+        }
+    }
+    truncate_pods_to_delete(&mut round, &cs);
+    let current_name = round.current.name.clone();
+    let update_name = round.update.name.clone();
+    let history = revisions::truncate_history(&spec, &round.revisions, &round.pods, &current_name, &update_name);
+    round.actions.extend(history);
+
+    let old_status = cs.status.clone().unwrap_or_default();
+    let status = status::differs(&old_status, &new_status).then_some(new_status);
+    CloneSetPlan {
+        actions: round.actions,
+        status,
+        events: round.events,
+        requeue_after: round.requeue,
+        expectations,
+        blocked: None,
+    }
+}
+
+fn invalid(expectations: crate::expectations::ControllerExpectations, err: SpecError) -> CloneSetPlan {
+    let mut plan = CloneSetPlan::empty(expectations);
+    plan.blocked = Some(Blocked::Invalid { message: err.to_string() });
+    plan
+}
+
+/// Whole seconds, rounded up, at least one.
+fn round_up_seconds(d: SignedDuration) -> SignedDuration {
+    let secs = d.as_secs() + i64::from(d.subsec_nanos() > 0);
+    SignedDuration::from_secs(secs.max(1))
+}
+
+/// Upstream's `cleanupPVCs` (only without `enablePVCReuse`): PVCs whose pod is active are
+/// kept; PVCs whose pod has finished are handed to that pod, so they go with it; the rest are
+/// deleted. Returns the PVCs kept. With `enablePVCReuse`, every live PVC is kept.
+fn cleanup_pvcs<'a>(round: &mut Round<'_, 'a>, inactive: &[&'a Pod]) -> Vec<&'a PersistentVolumeClaim> {
+    let live: Vec<&'a PersistentVolumeClaim> =
+        round.snapshot.pvcs.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+    if round.spec.enable_pvc_reuse || live.is_empty() {
+        return live;
+    }
+    let active_ids: BTreeSet<&str> =
+        round.pods.iter().map(|p| p.instance_id).filter(|id| !id.is_empty()).collect();
+    let mut inactive_ids: BTreeMap<&str, &Pod> = BTreeMap::new();
+    for pod in inactive {
+        if let Some(id) = pod.metadata.labels.as_ref().and_then(|l| l.get(labels::CLONESET_INSTANCE_ID)) {
+            inactive_ids.insert(id.as_str(), pod);
+        }
+    }
+    let mut kept = Vec::new();
+    for pvc in live {
+        let id = pvc
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::CLONESET_INSTANCE_ID))
+            .map(String::as_str)
+            .unwrap_or_default();
+        let name = pvc.metadata.name.clone().unwrap_or_default();
+        if active_ids.contains(id) {
+            kept.push(pvc);
+        } else if let Some(pod) = inactive_ids.get(id) {
+            let mut refs: Vec<serde_json::Value> = pvc
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .filter(|r| r.uid != round.spec.uid)
+                .map(|r| serde_json::to_value(r).unwrap_or_default())
+                .collect();
+            let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
+            if !pvc.metadata.owner_references.iter().flatten().any(|r| r.uid == pod_uid) {
+                refs.push(json!({
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": pod.metadata.name.clone().unwrap_or_default(),
+                    "uid": pod_uid,
+                }));
+            }
+            round.actions.push(Action::PatchPvc {
+                name,
+                patch: Patch::Merge(json!({
+                    "metadata": {
+                        "ownerReferences": refs,
+                        "resourceVersion": pvc.metadata.resource_version,
+                    }
+                })),
+            });
+        } else {
+            round.actions.push(Action::DeletePvc {
+                name,
+                uid: pvc.metadata.uid.clone().unwrap_or_default(),
+            });
+        }
+    }
+    kept
+}
+
+/// Drops the CloneSet's ownerReference from a pod its selector no longer matches.
+fn release(round: &mut Round<'_, '_>, pod: &Pod) {
+    if round.spec.uid.is_empty() {
+        return;
+    }
+    round.actions.push(Action::PatchPod {
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        uid: pod.metadata.uid.clone().unwrap_or_default(),
+        purpose: PodPatchPurpose::Release,
+        patch: Patch::Strategic(json!({
+            "metadata": {
+                "ownerReferences": [{ "$patch": "delete", "uid": round.spec.uid }],
+                "uid": pod.metadata.uid,
+            }
+        })),
+    });
+}
+
+/// Drops names from `scaleStrategy.podsToDelete` that match no pod any more.
+fn truncate_pods_to_delete(round: &mut Round<'_, '_>, cs: &kruise_api::apps::v1beta1::CloneSet) {
+    let listed = &cs.spec.scale_strategy.pods_to_delete;
+    if listed.is_empty() {
+        return;
+    }
+    let names: BTreeSet<&str> = round.pods.iter().map(|p| p.name).collect();
+    let keep: Vec<&String> = listed.iter().filter(|n| names.contains(n.as_str())).collect();
+    if keep.len() == listed.len() {
+        return;
+    }
+    round.actions.push(Action::PatchCloneSet {
+        patch: Patch::Merge(json!({
+            "metadata": { "resourceVersion": cs.metadata.resource_version },
+            "spec": { "scaleStrategy": { "podsToDelete": keep } },
+        })),
+    });
+}

@@ -1,0 +1,234 @@
+//! What the planner reads: the CloneSet, what it owns, the expectations in flight and the
+//! feature gates, all read before planning starts.
+
+use std::collections::BTreeMap;
+
+use jiff::SignedDuration;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kruise_api::apps::{v1alpha1, v1beta1};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::expectations::{ControllerExpectations, DEFAULT_TIMEOUT};
+
+/// A CloneSet at either served API version. The planner works on v1beta1 and converts a
+/// v1alpha1 object with [`kruise_api::conversion::to_hub`] first.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CloneSetObject {
+    /// `apps.kruise.io/v1beta1` (the stored version).
+    V1beta1(Box<v1beta1::CloneSet>),
+    /// `apps.kruise.io/v1alpha1`.
+    V1alpha1(Box<v1alpha1::CloneSet>),
+}
+
+impl From<v1beta1::CloneSet> for CloneSetObject {
+    fn from(cs: v1beta1::CloneSet) -> Self {
+        Self::V1beta1(Box::new(cs))
+    }
+}
+
+impl From<v1alpha1::CloneSet> for CloneSetObject {
+    fn from(cs: v1alpha1::CloneSet) -> Self {
+        Self::V1alpha1(Box::new(cs))
+    }
+}
+
+impl CloneSetObject {
+    /// The object as v1beta1, converting a v1alpha1 one.
+    pub fn to_v1beta1(&self) -> Result<v1beta1::CloneSet, kruise_api::conversion::ConversionError> {
+        match self {
+            Self::V1beta1(cs) => Ok(cs.as_ref().clone()),
+            Self::V1alpha1(cs) => kruise_api::conversion::to_hub(cs.as_ref().clone()),
+        }
+    }
+}
+
+impl Serialize for CloneSetObject {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::V1beta1(cs) => cs.serialize(serializer),
+            Self::V1alpha1(cs) => cs.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CloneSetObject {
+    /// Decodes by `apiVersion`: `apps.kruise.io/v1alpha1` gives [`CloneSetObject::V1alpha1`];
+    /// `apps.kruise.io/v1beta1` or no `apiVersion` gives [`CloneSetObject::V1beta1`].
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut value = serde_json::Value::deserialize(deserializer)?;
+        let api_version = value.get("apiVersion").and_then(|v| v.as_str()).map(str::to_owned);
+        if let serde_json::Value::Object(map) = &mut value {
+            map.entry("kind").or_insert_with(|| "CloneSet".into());
+        }
+        match api_version.as_deref() {
+            Some("apps.kruise.io/v1alpha1") => serde_json::from_value(value)
+                .map(|cs| Self::V1alpha1(Box::new(cs)))
+                .map_err(D::Error::custom),
+            Some("apps.kruise.io/v1beta1") | None => {
+                if let serde_json::Value::Object(map) = &mut value {
+                    map.entry("apiVersion").or_insert_with(|| "apps.kruise.io/v1beta1".into());
+                }
+                serde_json::from_value(value)
+                    .map(|cs| Self::V1beta1(Box::new(cs)))
+                    .map_err(D::Error::custom)
+            }
+            Some(other) => Err(D::Error::custom(format_args!(
+                "cloneset.apiVersion {other:?} is not apps.kruise.io/v1alpha1 or v1beta1"
+            ))),
+        }
+    }
+}
+
+/// The feature gates that change CloneSet planning, with upstream's defaults (all off but
+/// `InPlaceUpdateEnvFromMetadata`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+#[non_exhaustive]
+pub struct FeatureGates {
+    /// `CloneSetShortHash`: write only the hash (not `<name>-<hash>`) into pods'
+    /// `controller-revision-hash` label.
+    pub clone_set_short_hash: bool,
+    /// `CloneSetPartitionRollback`: when the partition grows, move updated pods back to the
+    /// current revision.
+    pub clone_set_partition_rollback: bool,
+    /// `PreparingUpdateAsUpdate`: count pods in `PreparingUpdate` as updated when scaling.
+    pub preparing_update_as_update: bool,
+    /// `InPlaceWorkloadVerticalScaling`: resource changes may be applied in place.
+    pub in_place_workload_vertical_scaling: bool,
+    /// `RecreatePodWhenChangeVCTInCloneSetGate`: a change of volumeClaimTemplates forces
+    /// recreation instead of an in-place update.
+    #[serde(rename = "RecreatePodWhenChangeVCTInCloneSetGate")]
+    pub recreate_pod_when_change_vct: bool,
+    /// `InPlaceUpdateEnvFromMetadata` (on by default): env vars taken from labels/annotations
+    /// may be updated in place.
+    pub in_place_update_env_from_metadata: bool,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        Self {
+            clone_set_short_hash: false,
+            clone_set_partition_rollback: false,
+            preparing_update_as_update: false,
+            in_place_workload_vertical_scaling: false,
+            recreate_pod_when_change_vct: false,
+            in_place_update_env_from_metadata: true,
+        }
+    }
+}
+
+/// Planner settings that upstream takes from command-line flags.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
+pub struct PlannerOptions {
+    /// How long an expectation may stay unsatisfied before it is dropped (default five
+    /// minutes, upstream's `--expectation-timeout`).
+    #[serde(with = "duration_serde")]
+    pub expectation_timeout: SignedDuration,
+    /// Leave pods in `PreparingDelete` out of the replica count for every CloneSet (upstream's
+    /// `--cloneset-scaling-exclude-preparing-delete`).
+    pub scaling_exclude_preparing_delete: bool,
+    /// The API server changes container resources through the `pods/resize` subresource
+    /// (Kubernetes 1.32 and later); in-place resource changes then come as
+    /// [`Action::PatchPodResize`](super::Action::PatchPodResize).
+    pub resize_subresource: bool,
+}
+
+impl Default for PlannerOptions {
+    fn default() -> Self {
+        Self {
+            expectation_timeout: DEFAULT_TIMEOUT,
+            scaling_exclude_preparing_delete: false,
+            resize_subresource: false,
+        }
+    }
+}
+
+/// Everything the CloneSet planner needs, already read from the cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloneSetSnapshot {
+    /// The CloneSet.
+    pub cloneset: CloneSetObject,
+    /// The pods it owns (controller ownerReference with its UID), including terminating and
+    /// finished ones; the planner sorts them out.
+    #[serde(default)]
+    pub pods: Vec<Pod>,
+    /// The PVCs it owns (controller ownerReference with its UID).
+    #[serde(default)]
+    pub pvcs: Vec<PersistentVolumeClaim>,
+    /// Its ControllerRevisions.
+    #[serde(default)]
+    pub revisions: Vec<ControllerRevision>,
+    /// Labels of the nodes the pods run on, by node name; used to spread scale-in over the
+    /// topology keys of the template's topologySpreadConstraints. May be left empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Expectations recorded by earlier plans and not yet observed.
+    #[serde(default)]
+    pub expectations: ControllerExpectations,
+    /// Feature gates.
+    #[serde(default)]
+    pub feature_gates: FeatureGates,
+    /// Flag-level settings.
+    #[serde(default)]
+    pub options: PlannerOptions,
+}
+
+impl CloneSetSnapshot {
+    /// A snapshot of `cloneset` with nothing owned yet, no expectations and default gates.
+    pub fn new(cloneset: impl Into<CloneSetObject>) -> Self {
+        Self {
+            cloneset: cloneset.into(),
+            pods: Vec::new(),
+            pvcs: Vec::new(),
+            revisions: Vec::new(),
+            node_labels: BTreeMap::new(),
+            expectations: ControllerExpectations::default(),
+            feature_gates: FeatureGates::default(),
+            options: PlannerOptions::default(),
+        }
+    }
+}
+
+/// Serde for [`SignedDuration`] in jiff's friendly form (`5m`, `1h 30s`).
+pub(crate) mod duration_serde {
+    use jiff::SignedDuration;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        value: &SignedDuration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&format_args!("{value:#}"))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<SignedDuration, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse::<SignedDuration>().map_err(|err| {
+            serde::de::Error::custom(format_args!("invalid duration {text:?}: {err}"))
+        })
+    }
+
+    /// The same for `Option<SignedDuration>`.
+    pub(crate) mod option {
+        use jiff::SignedDuration;
+        use serde::Serializer;
+
+        pub(crate) fn serialize<S: Serializer>(
+            value: &Option<SignedDuration>,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            match value {
+                Some(value) => serializer.collect_str(&format_args!("{value:#}")),
+                None => serializer.serialize_none(),
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Updating: advancing lifecycle states, then moving pods between revisions.
+
+use std::collections::BTreeMap;
+
+use kruise_api::apps::common::LifecycleState;
+use kruise_api::well_known::kubernetes;
+use serde_json::json;
+
+use crate::lifecycle::InPlaceStep;
+
+use super::diffs::{self, Counting};
+use super::hooks;
+use super::inplace_glue;
+use super::plan::{Action, EventType, Patch, PodPatchPurpose};
+use super::podinfo::{RevisionName, short_hash};
+use super::round::Round;
+use super::spec::UpdatePolicy;
+
+/// Upstream's `Update`: an error message for the `FailedUpdate` condition if a pod cannot be
+/// updated as the strategy asks.
+pub(crate) fn update(r: &mut Round<'_, '_>) -> Result<(), String> {
+    // 1. Refresh every pod's lifecycle state and in-place update progress.
+    let mut modified = false;
+    for i in 0..r.pods.len() {
+        modified |= refresh(r, i)?;
+        modified |= fix_template_hash_label(r, i);
+    }
+    if modified || r.spec.on_delete || r.spec.paused {
+        return Ok(());
+    }
+
+    // 2. How many pods to move, and which way.
+    let consistent = r.current.name == r.update.name;
+    let d = diffs::calculate(
+        r.spec,
+        &r.pods,
+        consistent,
+        r.gates.clone_set_partition_rollback,
+        Counting::Update,
+    );
+    if d.update_num == 0 {
+        return Ok(());
+    }
+    let forward = d.update_num > 0;
+
+    // 3. Pods waiting to move.
+    let mut waiting: Vec<usize> = Vec::new();
+    for (i, p) in r.pods.iter().enumerate() {
+        // Pods marked for deletion are leaving; updating them gains nothing.
+        if p.updated == forward || p.specified_delete {
+            continue;
+        }
+        let can = match p.state {
+            Some(LifecycleState::PreparingDelete) => false,
+            Some(LifecycleState::Updated) => true,
+            _ => !p.in_grace,
+        };
+        if can {
+            waiting.push(i);
+        }
+    }
+
+    // 4. Order them, 5. keep what the budgets allow.
+    let waiting = sort_update_indexes(r, waiting);
+    let target = if forward { r.update.clone() } else { r.current.clone() };
+    let chosen = limit(r, &d, waiting, &RevisionName::new(&target.name));
+
+    // 6. Move them.
+    for i in chosen {
+        update_pod(r, i, &target)?;
+    }
+    Ok(())
+}
+
+/// CloneSet's update order: Kubernetes' active-pods order, then priority, then scatter, then
+/// pods already in PreparingUpdate first.
+fn sort_update_indexes(r: &Round<'_, '_>, mut waiting: Vec<usize>) -> Vec<usize> {
+    if waiting.len() > 1 {
+        let mut views: Vec<(crate::pod::PodRankView, usize)> = waiting
+            .iter()
+            .map(|&i| (crate::pod::PodRankView::from_pod(r.pods[i].pod), i))
+            .collect();
+        views.sort_by(|a, b| crate::pod::compare_active(&a.0, &b.0));
+        waiting = views.into_iter().map(|(_, i)| i).collect();
+    }
+    static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+    let labels: Vec<&BTreeMap<String, String>> =
+        r.pods.iter().map(|p| p.labels.unwrap_or(&NO_LABELS)).collect();
+    if let Some(priority) = r.spec.priority {
+        waiting = crate::ordering::priority_sort(priority, &labels, waiting);
+    }
+    if !r.spec.scatter.is_empty() {
+        waiting = crate::ordering::scatter_sort(r.spec.scatter, &labels, waiting);
+    }
+    waiting.sort_by_key(|&i| !r.pods[i].preparing_update());
+    waiting
+}
+
+/// Upstream's `limitUpdateIndexes`: at most `|update_num|` pods, and never more unavailable
+/// pods (at the target revision, and overall) than the update may make unavailable.
+fn limit(
+    r: &Round<'_, '_>,
+    d: &diffs::Diffs,
+    mut waiting: Vec<usize>,
+    target: &RevisionName<'_>,
+) -> Vec<usize> {
+    let wanted = usize::try_from(d.update_num.unsigned_abs()).unwrap_or(usize::MAX);
+    waiting.truncate(wanted);
+    let mut unavailable = 0;
+    let mut target_unavailable = 0;
+    for p in &r.pods {
+        if !p.available {
+            unavailable += 1;
+            if target.matches(p.revision_hash) {
+                target_unavailable += 1;
+            }
+        }
+    }
+    let mut can = 0;
+    for &i in &waiting {
+        if target_unavailable + can >= d.update_max_unavailable {
+            break;
+        }
+        // Updating a pod that is already unavailable does not add to the count.
+        if r.pods[i].available {
+            if unavailable >= d.update_max_unavailable {
+                break;
+            }
+            unavailable += 1;
+        }
+        can += 1;
+    }
+    waiting.truncate(usize::try_from(can).unwrap_or(0));
+    waiting
+}
+
+/// Upstream's `refreshPodState`: in-place update bookkeeping, then the lifecycle state the pod
+/// should be in. Returns whether the state changed.
+fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<bool, String> {
+    inplace_glue::refresh(r, i)?;
+    let completed = r.pods[i].state == Some(LifecycleState::Updating)
+        && inplace_glue::update_completed(r, i);
+    let p = &r.pods[i];
+    Ok(match crate::lifecycle::cloneset_refresh(r.spec.lifecycle, p.pod, p.updated, completed, r.now) {
+        Some(transition) => hooks::push(&mut r.actions, p, transition),
+        None => false,
+    })
+}
+
+/// Adds the `pod-template-hash` label to pods made before it existed.
+fn fix_template_hash_label(r: &mut Round<'_, '_>, i: usize) -> bool {
+    let p = &r.pods[i];
+    if p.labels.is_some_and(|l| l.contains_key(kubernetes::labels::POD_TEMPLATE_HASH)) {
+        return false;
+    }
+    r.actions.push(Action::PatchPod {
+        name: p.name.to_owned(),
+        uid: p.uid.to_owned(),
+        purpose: PodPatchPurpose::TemplateHashLabel,
+        patch: Patch::Strategic(json!({
+            "metadata": { "labels": { kubernetes::labels::POD_TEMPLATE_HASH: short_hash(p.revision_hash) } }
+        })),
+    });
+    true
+}
+
+/// Upstream's `updatePod`: in place when the policy and the change allow (through the
+/// inPlaceUpdate hook), else by marking the pod for deletion.
+fn update_pod(r: &mut Round<'_, '_>, i: usize, target: &super::revisions::Revision) -> Result<(), String> {
+    let spec = r.spec;
+    if matches!(spec.policy, UpdatePolicy::InPlaceIfPossible | UpdatePolicy::InPlaceOnly) {
+        let hash = r.pods[i].revision_hash;
+        let old = r.revisions.iter().position(|rev| RevisionName::new(rev.name).matches(hash));
+        if let Some(old) = old
+            && let Some(update_spec) = inplace_glue::update_spec(r, old, target)
+        {
+            let p = &r.pods[i];
+            match crate::lifecycle::cloneset_in_place_step(spec.lifecycle, p.pod, r.now) {
+                InPlaceStep::PrepareUpdate(transition) => {
+                    hooks::push(&mut r.actions, p, transition);
+                    return Ok(());
+                }
+                InPlaceStep::Wait => return Ok(()),
+                InPlaceStep::NotAllowed(state) => {
+                    return Err(format!(
+                        "not allowed to in-place update pod {} in state {}",
+                        p.name,
+                        state.as_ref().map_or("", |s| s.as_str())
+                    ));
+                }
+                _ => {}
+            }
+            let name = p.name.to_owned();
+            inplace_glue::update_in_place(r, i, &update_spec);
+            r.event(
+                EventType::Normal,
+                "SuccessfulUpdatePodInPlace",
+                format!("successfully update pod {name} in-place(revision {})", target.name),
+                true,
+            );
+            return Ok(());
+        }
+        if spec.policy == UpdatePolicy::InPlaceOnly {
+            return Err(format!(
+                "find Pod {} update strategy is InPlaceOnly but can not update in-place",
+                r.pods[i].name
+            ));
+        }
+    }
+    let p = &r.pods[i];
+    let name = p.name.to_owned();
+    if let Some(body) = crate::pod::specified_delete_patch(p.pod, "true") {
+        r.actions.push(Action::PatchPod {
+            name: name.clone(),
+            uid: p.uid.to_owned(),
+            purpose: PodPatchPurpose::SpecifiedDelete,
+            patch: Patch::Strategic(body),
+        });
+    }
+    r.event(
+        EventType::Normal,
+        "SuccessfulUpdatePodReCreate",
+        format!("successfully patch pod {name} specified-delete for update(revision {})", target.name),
+        true,
+    );
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! # kruise-core
+//!
+//! The pure heart of kruise-rs: planners that take a snapshot of the cluster (objects, `now`,
+//! expectations) and return what to do as data. Nothing here performs I/O, spawns tasks, talks
+//! to an API server or reads the clock; `now` is always an argument, so the same snapshot and
+//! `now` always give the same plan. kruise-kube feeds snapshots in and applies the plans.
+//!
+//! - [`intstr`]: int-or-percent arithmetic with Kubernetes' rounding.
+//! - [`smp`]: strategic merge patch for Pods and PodTemplateSpecs (create and apply).
+//! - [`revision`]: ControllerRevisions of workload templates: data, hashing, naming, matching.
+//! - [`inplace`]: whether and how a pod can be updated in place, and when that has finished.
+//! - [`ordering`]: update priority and scatter ordering.
+//! - [`lifecycle`]: the lifecycle hook state machine.
+//! - [`pod`]: pod readiness and availability.
+//! - [`expectations`]: in-flight creations, deletions and updates the cache has not seen yet.
+//! - [`cloneset`]: the CloneSet planner.
+
+#![forbid(unsafe_code)]
+
+pub mod cloneset;
+pub mod expectations;
+pub mod inplace;
+pub mod intstr;
+pub mod lifecycle;
+pub mod ordering;
+pub mod pod;
+pub mod revision;
+pub mod smp;

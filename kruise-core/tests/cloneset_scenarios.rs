@@ -1,0 +1,58 @@
+//! Readable CloneSet scenarios: each YAML file under `tests/scenarios/cloneset/` holds a
+//! snapshot and a time; the plan for it is compared with an insta snapshot next to it.
+//!
+//! A scenario file:
+//!
+//! ```yaml
+//! description: what the scenario shows (the upstream manual's behaviour)
+//! now: "2024-05-01T10:00:00Z"
+//! snapshot: { cloneset: ..., pods: [...], pvcs: [...], revisions: [...] }
+//! ```
+
+use std::path::Path;
+
+use kruise_core::cloneset::{CloneSetSnapshot, plan};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Scenario {
+    description: String,
+    now: String,
+    snapshot: CloneSetSnapshot,
+}
+
+fn run(path: &Path) {
+    let text = std::fs::read_to_string(path).expect("read scenario");
+    let scenario: Scenario = serde_yaml::from_str(&text)
+        .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let now: jiff::Timestamp = scenario.now.parse().expect("scenario.now is RFC 3339");
+    let first = plan(&scenario.snapshot, now);
+    // Determinism: planning twice gives the same plan.
+    assert_eq!(first, plan(&scenario.snapshot, now), "{}", path.display());
+    let name = path.file_stem().and_then(|s| s.to_str()).expect("file name").to_owned();
+    insta::with_settings!({
+        snapshot_path => "scenarios/cloneset/snapshots",
+        prepend_module_to_snapshot => false,
+        description => scenario.description.trim(),
+        omit_expression => true,
+    }, {
+        insta::assert_yaml_snapshot!(name, first);
+    });
+}
+
+#[test]
+fn cloneset_scenarios() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/cloneset");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("scenario directory")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
+    for file in files {
+        run(&file);
+    }
+}

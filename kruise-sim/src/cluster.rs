@@ -1,0 +1,1275 @@
+//! The API semantics over the store: create, get, list, update, patch, delete, subresources,
+//! CRD registration and namespaces. Everything works on JSON; the HTTP layer only routes.
+
+use crate::error::{ApiError, Cause, success_status};
+use crate::jsonpath;
+use crate::resources::{ResourceDef, SmpKind, builtins};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::{EventType, ObjKey, Store, TableKey, Write};
+use crate::util::{
+    check_label, check_subdomain, meta_mut, meta_str, name_suffix, now_rfc3339, uuid,
+};
+use crate::{crd, defaults};
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+use std::sync::{Arc, RwLock};
+
+/// Which part of an object a request addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Sub {
+    /// The object itself.
+    Main,
+    /// `/status`.
+    Status,
+    /// `/scale`.
+    Scale,
+}
+
+/// How unknown fields are treated (`fieldValidation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and warn.
+    #[default]
+    Warn,
+    /// Reject the request.
+    Strict,
+}
+
+/// Options of a write.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// `fieldValidation`.
+    pub field_validation: FieldValidation,
+    /// `fieldManager`.
+    pub field_manager: Option<String>,
+}
+
+/// A patch's media type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PatchType {
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// `application/apply-patch+yaml` (server-side apply).
+    Apply,
+}
+
+/// Options of a delete (`DeleteOptions`).
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// `propagationPolicy`.
+    pub propagation: Option<String>,
+}
+
+/// Options of a list.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+    /// `limit` (0: none).
+    pub limit: usize,
+    /// `continue`.
+    pub continue_token: Option<String>,
+}
+
+/// One page of a list.
+#[derive(Clone, Debug)]
+pub struct ListPage {
+    /// The items, in storage form.
+    pub items: Vec<Arc<Value>>,
+    /// The list's resourceVersion.
+    pub rv: u64,
+    /// The continue token, if more items follow.
+    pub continue_token: Option<String>,
+    /// How many items follow.
+    pub remaining: Option<usize>,
+}
+
+struct Defs {
+    builtin: Vec<Arc<ResourceDef>>,
+    crd: Vec<Arc<ResourceDef>>,
+}
+
+/// The simulated cluster's API state.
+pub struct Cluster {
+    pub(crate) store: Store,
+    defs: RwLock<Defs>,
+}
+
+const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
+
+fn key_of(def: &ResourceDef) -> TableKey {
+    def.key()
+}
+
+/// The object as served in `def`'s version.
+pub fn present(def: &ResourceDef, obj: &Value) -> Value {
+    let mut out = obj.clone();
+    if let Some(m) = out.as_object_mut() {
+        m.insert("apiVersion".into(), json!(def.api_version()));
+        m.insert("kind".into(), json!(def.kind));
+    }
+    out
+}
+
+fn storage_api_version(def: &ResourceDef) -> String {
+    if def.group.is_empty() {
+        def.storage_version.clone()
+    } else {
+        format!("{}/{}", def.group, def.storage_version)
+    }
+}
+
+fn to_storage(def: &ResourceDef, obj: &mut Value) {
+    if let Some(m) = obj.as_object_mut() {
+        m.insert("apiVersion".into(), json!(storage_api_version(def)));
+        m.insert("kind".into(), json!(def.kind));
+    }
+}
+
+fn rv_of(obj: &Value) -> Option<&str> {
+    meta_str(obj, "resourceVersion").filter(|s| !s.is_empty())
+}
+
+/// The label selector of a `LabelSelector` object, in its string form.
+pub fn format_label_selector(sel: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in ml {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+        }
+    }
+    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e.get("operator").and_then(Value::as_str).unwrap_or_default() {
+                "In" => parts.push(format!("{key} in ({})", values.join(","))),
+                "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
+                "Exists" => parts.push(key.to_string()),
+                "DoesNotExist" => parts.push(format!("!{key}")),
+                _ => {}
+            }
+        }
+    }
+    parts.join(",")
+}
+
+fn bad_body_kind(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    if let Some(av) = obj.get("apiVersion").and_then(Value::as_str) {
+        let served = def.api_version();
+        if av != served && av != storage_api_version(def) {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({av}) does not match the expected API version ({served})"
+            )));
+        }
+    }
+    if let Some(k) = obj.get("kind").and_then(Value::as_str)
+        && k != def.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({k}) does not match the expected kind ({})",
+            def.kind
+        )));
+    }
+    Ok(())
+}
+
+/// Copies `status` of `from` into `to` (removing it when `from` has none).
+fn copy_status(from: &Value, to: &mut Value) {
+    if let Some(m) = to.as_object_mut() {
+        match from.get("status") {
+            Some(s) => {
+                m.insert("status".into(), s.clone());
+            }
+            None => {
+                m.remove("status");
+            }
+        }
+    }
+}
+
+fn without(obj: &Value, keys: &[&str]) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.as_object_mut() {
+        for k in keys {
+            m.remove(*k);
+        }
+    }
+    o
+}
+
+fn equal_ignoring_rv(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        v
+    };
+    strip(a) == strip(b)
+}
+
+fn finalizers(obj: &Value) -> Vec<Value> {
+    obj.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+impl Cluster {
+    /// A cluster serving the built-in resources, with `history` watch events kept per resource.
+    pub fn new(history: usize) -> Self {
+        Cluster {
+            store: Store::new(history),
+            defs: RwLock::new(Defs {
+                builtin: builtins().into_iter().map(Arc::new).collect(),
+                crd: Vec::new(),
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Every served resource definition: built-ins first, then CRDs.
+    pub fn all_defs(&self) -> Vec<Arc<ResourceDef>> {
+        let d = self.defs.read().unwrap_or_else(|e| e.into_inner());
+        d.builtin.iter().chain(d.crd.iter()).cloned().collect()
+    }
+
+    /// The definition serving `group/version/plural`.
+    pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        let d = self.defs.read().unwrap_or_else(|e| e.into_inner());
+        d.builtin
+            .iter()
+            .chain(d.crd.iter())
+            .find(|r| r.group == group && r.version == version && r.plural == plural)
+            .cloned()
+    }
+
+    fn def_for(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        let d = self.defs.read().unwrap_or_else(|e| e.into_inner());
+        d.builtin
+            .iter()
+            .chain(d.crd.iter())
+            .find(|r| r.group == group && r.plural == plural)
+            .cloned()
+    }
+
+    /// Re-reads the CRDs in the store and serves what they define.
+    fn sync_crds(&self) {
+        let (crds, _) = self.store.list(&(CRDS.0.to_string(), CRDS.1.to_string()), None);
+        let mut defs = Vec::new();
+        for c in &crds {
+            if c.pointer("/metadata/deletionTimestamp").is_some() {
+                continue;
+            }
+            defs.extend(crd::defs(c).into_iter().map(Arc::new));
+        }
+        let mut d = self.defs.write().unwrap_or_else(|e| e.into_inner());
+        d.crd = defs;
+    }
+
+    fn check_namespace(&self, def: &ResourceDef, ns: &str) -> Result<(), ApiError> {
+        if !def.namespaced {
+            return Ok(());
+        }
+        let nsobj = self
+            .store
+            .get(&(String::new(), "namespaces".into()), &(String::new(), ns.to_string()))
+            .ok_or_else(|| ApiError::not_found("", "namespaces", ns))?;
+        if nsobj.pointer("/metadata/deletionTimestamp").is_some() {
+            let name = "";
+            return Err(ApiError {
+                code: 403,
+                reason: "Forbidden",
+                message: format!(
+                    "{} {name:?} is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    crate::error::qualified(&def.group, &def.plural)
+                ),
+                details: Some(json!({"group": def.group, "kind": def.plural})),
+            });
+        }
+        Ok(())
+    }
+
+    /// Prunes, defaults and validates a custom resource; returns warnings.
+    fn check_custom(
+        &self,
+        def: &ResourceDef,
+        obj: &mut Value,
+        fv: FieldValidation,
+    ) -> Result<Vec<String>, ApiError> {
+        let Some(schema) = def.schema.clone() else { return Ok(Vec::new()) };
+        let unknown = crate::schema::prune(obj, &schema);
+        let mut warnings = Vec::new();
+        if !unknown.is_empty() {
+            let listed: Vec<String> =
+                unknown.iter().map(|u| format!("unknown field {u:?}")).collect();
+            match fv {
+                FieldValidation::Strict => {
+                    return Err(ApiError::bad_request(format!(
+                        "{kind} in version {v:?} cannot be handled as a {kind}: strict decoding error: {}",
+                        listed.join(", "),
+                        kind = def.kind,
+                        v = def.version
+                    )));
+                }
+                FieldValidation::Warn => warnings = listed,
+                FieldValidation::Ignore => {}
+            }
+        }
+        crate::schema::default(obj, &schema);
+        let causes = crate::schema::validate(obj, &schema);
+        if !causes.is_empty() {
+            let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            return Err(ApiError::invalid(&def.group, &def.kind, &name, causes));
+        }
+        Ok(warnings)
+    }
+
+    fn validate_builtin(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+        let mut causes = Vec::new();
+        if def.group.is_empty() && def.plural == "pods" {
+            match obj.pointer("/spec/containers").and_then(Value::as_array) {
+                None => causes.push(Cause::required("spec.containers", "")),
+                Some(cs) if cs.is_empty() => causes.push(Cause::required("spec.containers", "")),
+                Some(cs) => {
+                    for (i, c) in cs.iter().enumerate() {
+                        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
+                            causes.push(Cause::required(&format!("spec.containers[{i}].name"), ""));
+                        }
+                        if c.get("image").and_then(Value::as_str).unwrap_or("").is_empty() {
+                            causes
+                                .push(Cause::required(&format!("spec.containers[{i}].image"), ""));
+                        }
+                    }
+                }
+            }
+        }
+        if def.group == "apps"
+            && ["deployments", "replicasets", "statefulsets", "daemonsets"]
+                .contains(&def.plural.as_str())
+        {
+            let sel = obj.pointer("/spec/selector");
+            if sel.is_none() {
+                causes.push(Cause::required("spec.selector", ""));
+            } else if let Some(s) = sel {
+                let labels =
+                    obj.pointer("/spec/template/metadata/labels").and_then(Value::as_object);
+                let parsed = LabelSelector::parse(&format_label_selector(s));
+                if let Ok(p) = parsed
+                    && !p.matches(labels)
+                {
+                    causes.push(Cause::invalid(
+                        "spec.template.metadata.labels",
+                        &obj.pointer("/spec/template/metadata/labels")
+                            .cloned()
+                            .unwrap_or(json!({})),
+                        "`selector` does not match template `labels`",
+                    ));
+                }
+            }
+        }
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            Err(ApiError::invalid(&def.group, &def.kind, &name, causes))
+        }
+    }
+
+    fn validate_meta(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+        let name = meta_str(obj, "name").unwrap_or_default();
+        let label_names =
+            def.group.is_empty() && (def.plural == "namespaces" || def.plural == "services");
+        let check = if label_names { check_label(name) } else { check_subdomain(name) };
+        if let Err(msg) = check {
+            return Err(ApiError::invalid(
+                &def.group,
+                &def.kind,
+                name,
+                vec![Cause::invalid("metadata.name", &json!(name), &msg)],
+            ));
+        }
+        for field in ["labels", "annotations"] {
+            if let Some(v) = obj.pointer(&format!("/metadata/{field}")) {
+                if let Some(m) = v.as_object() {
+                    if let Some((k, _)) = m.iter().find(|(_, v)| !v.is_string()) {
+                        return Err(ApiError::bad_request(format!(
+                            "{} in version {:?} cannot be handled as a {}: json: cannot unmarshal non-string into Go struct field ObjectMeta.metadata.{field} of type string (key {k:?})",
+                            def.kind, def.version, def.kind
+                        )));
+                    }
+                } else if !v.is_null() {
+                    return Err(ApiError::bad_request(format!(
+                        "{} in version {:?} cannot be handled as a {}: json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{field} of type map[string]string",
+                        def.kind,
+                        def.version,
+                        def.kind,
+                        json_kind(v)
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds a new object from a create body: metadata, status reset, defaults, validation.
+    fn build_new(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "Object 'Kind' is missing in '{}'",
+                serde_json::to_string(&obj).unwrap_or_default()
+            )));
+        }
+        bad_body_kind(def, &obj)?;
+        to_storage(def, &mut obj);
+        let Some(meta) = meta_mut(&mut obj) else {
+            return Err(ApiError::bad_request("metadata must be an object"));
+        };
+        if def.namespaced {
+            match meta.get("namespace").and_then(Value::as_str) {
+                Some(n) if !n.is_empty() && n != ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                _ => {
+                    meta.insert("namespace".into(), json!(ns));
+                }
+            }
+        } else {
+            meta.remove("namespace");
+        }
+        if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        if name.is_empty() {
+            match meta.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+                Some(g) => {
+                    let generated = format!("{g}{}", name_suffix());
+                    meta.insert("name".into(), json!(generated));
+                }
+                None => {
+                    return Err(ApiError::invalid(
+                        &def.group,
+                        &def.kind,
+                        "",
+                        vec![Cause::required("metadata.name", "name or generateName is required")],
+                    ));
+                }
+            }
+        }
+        meta.insert("uid".into(), json!(uuid()));
+        meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        meta.remove("resourceVersion");
+        meta.remove("selfLink");
+        if def.generation {
+            meta.insert("generation".into(), json!(1));
+        } else {
+            meta.remove("generation");
+        }
+        self.validate_meta(def, &obj)?;
+        // Status is not set on create where a status subresource exists.
+        if def.status {
+            let status = match (def.group.as_str(), def.plural.as_str()) {
+                ("", "nodes") => obj.get("status").cloned(),
+                ("", "pods") => Some(json!({
+                    "phase": "Pending",
+                    "qosClass": defaults::qos_class(obj.get("spec").unwrap_or(&Value::Null)),
+                })),
+                ("", "namespaces") => Some(json!({"phase": "Active"})),
+                ("", "persistentvolumeclaims") | ("", "persistentvolumes") => {
+                    Some(json!({"phase": "Pending"}))
+                }
+                ("", "services") => Some(json!({"loadBalancer": {}})),
+                _ if def.is_custom() => None,
+                _ => Some(json!({})),
+            };
+            if let Some(m) = obj.as_object_mut() {
+                match status {
+                    Some(s) => m.insert("status".into(), s),
+                    None => m.remove("status"),
+                };
+            }
+        }
+        let mut warnings = Vec::new();
+        if def.is_custom() {
+            warnings = self.check_custom(def, &mut obj, opts.field_validation)?;
+        } else {
+            defaults::apply(&def.group, &def.plural, &mut obj);
+            self.validate_builtin(def, &obj)?;
+        }
+        if (def.group.as_str(), def.plural.as_str()) == CRDS {
+            crd::prepare(&mut obj, None)?;
+        }
+        Ok((obj, warnings))
+    }
+
+    /// Creates an object; answers it as stored, with warnings.
+    pub fn create(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        self.check_namespace(def, ns)?;
+        let (obj, warnings) = self.build_new(def, ns, body, opts)?;
+        let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+        let key = (if def.namespaced { ns.to_string() } else { String::new() }, name.clone());
+        let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| {
+            if cur.is_some() {
+                return Err(ApiError::already_exists(&def.group, &def.plural, &name));
+            }
+            Ok(Write::Put(obj))
+        })?;
+        if !opts.dry_run && (def.group.as_str(), def.plural.as_str()) == CRDS {
+            self.sync_crds();
+        }
+        Ok((present(def, &written.object), warnings))
+    }
+
+    fn obj_key(def: &ResourceDef, ns: &str, name: &str) -> ObjKey {
+        (if def.namespaced { ns.to_string() } else { String::new() }, name.to_string())
+    }
+
+    /// Reads one object.
+    pub fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        self.store
+            .get(&key_of(def), &Self::obj_key(def, ns, name))
+            .map(|o| present(def, &o))
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))
+    }
+
+    /// The Scale of an object with a scale subresource.
+    pub fn scale_of(&self, def: &ResourceDef, obj: &Value) -> Result<Value, ApiError> {
+        let Some(paths) = &def.scale else { return Err(ApiError::no_route()) };
+        let spec = jsonpath::first(obj, &paths.spec_replicas).cloned().unwrap_or(json!(0));
+        let status = jsonpath::first(obj, &paths.status_replicas).cloned().unwrap_or(json!(0));
+        let selector = if def.is_custom() {
+            paths
+                .label_selector
+                .as_deref()
+                .and_then(|p| jsonpath::first(obj, p))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        } else {
+            obj.pointer("/spec/selector").map(format_label_selector)
+        };
+        let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
+        let mut smeta = Map::new();
+        for k in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+            if let Some(v) = meta.get(k) {
+                smeta.insert(k.into(), v.clone());
+            }
+        }
+        let mut st = json!({"replicas": status});
+        if let Some(sel) = selector.filter(|s| !s.is_empty()) {
+            st["selector"] = json!(sel);
+        }
+        Ok(json!({
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": smeta,
+            "spec": {"replicas": spec},
+            "status": st,
+        }))
+    }
+
+    /// Lists objects matching selectors, one page at a time.
+    pub fn list(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ListPage, ApiError> {
+        let (items, rv) = self.store.list(&key_of(def), ns);
+        let start = match &opts.continue_token {
+            None => None,
+            Some(tok) => Some(decode_continue(tok)?),
+        };
+        let mut matched: Vec<Arc<Value>> = items
+            .into_iter()
+            .filter(|o| {
+                let Some(s) = &start else { return true };
+                let k = (
+                    meta_str(o, "namespace").unwrap_or_default().to_string(),
+                    meta_str(o, "name").unwrap_or_default().to_string(),
+                );
+                k > s.1
+            })
+            .filter(|o| opts.labels.matches_object(o) && opts.fields.matches(o))
+            .collect();
+        let list_rv = start.as_ref().map(|s| s.0).unwrap_or(rv);
+        let mut continue_token = None;
+        let mut remaining = None;
+        if opts.limit > 0 && matched.len() > opts.limit {
+            let rest = matched.len() - opts.limit;
+            matched.truncate(opts.limit);
+            if let Some(last) = matched.last() {
+                let k = (
+                    meta_str(last, "namespace").unwrap_or_default().to_string(),
+                    meta_str(last, "name").unwrap_or_default().to_string(),
+                );
+                continue_token = Some(encode_continue(list_rv, &k));
+                remaining = Some(rest);
+            }
+        }
+        Ok(ListPage { items: matched, rv: list_rv, continue_token, remaining })
+    }
+
+    /// Applies an update's rules to `new` given `old`; decides the write.
+    fn update_rules(
+        &self,
+        def: &ResourceDef,
+        old: &Value,
+        mut new: Value,
+        sub: Sub,
+        opts: &WriteOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<Write, ApiError> {
+        let name = meta_str(old, "name").unwrap_or_default().to_string();
+        if !new.is_object() {
+            return Err(ApiError::bad_request("the body of the request must be an object"));
+        }
+        bad_body_kind(def, &new)?;
+        if meta_mut(&mut new).is_none() {
+            return Err(ApiError::bad_request("metadata must be an object"));
+        }
+        let new_name = meta_str(&new, "name").unwrap_or_default().to_string();
+        if !new_name.is_empty() && new_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({new_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if def.namespaced {
+            let new_ns = meta_str(&new, "namespace").unwrap_or_default();
+            let old_ns = meta_str(old, "namespace").unwrap_or_default();
+            if !new_ns.is_empty() && new_ns != old_ns {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+        match rv_of(&new) {
+            Some(rv) if Some(rv) != rv_of(old) => {
+                return Err(ApiError::stale(&def.group, &def.plural, &name));
+            }
+            None if !def.unconditional_update => {
+                return Err(ApiError::invalid(
+                    &def.group,
+                    &def.kind,
+                    &name,
+                    vec![Cause::invalid(
+                        "metadata.resourceVersion",
+                        &json!(0),
+                        "must be specified for an update",
+                    )],
+                ));
+            }
+            _ => {}
+        }
+        to_storage(def, &mut new);
+        let mut result = match sub {
+            Sub::Main => {
+                if def.status {
+                    copy_status(old, &mut new);
+                }
+                new
+            }
+            Sub::Status => {
+                let mut r = old.clone();
+                copy_status(&new, &mut r);
+                r
+            }
+            Sub::Scale => new,
+        };
+        // System metadata is kept from the stored object.
+        let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+        if let Some(meta) = meta_mut(&mut result) {
+            for k in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "namespace",
+                "name",
+                "generation",
+            ] {
+                match old_meta.get(k) {
+                    Some(v) => meta.insert(k.into(), v.clone()),
+                    None => meta.remove(k),
+                };
+            }
+        }
+        if sub == Sub::Main {
+            self.validate_meta(def, &result)?;
+        }
+        if old.pointer("/metadata/deletionTimestamp").is_some() {
+            let before = finalizers(old);
+            if let Some(added) = finalizers(&result).into_iter().find(|f| !before.contains(f)) {
+                return Err(ApiError::invalid(
+                    &def.group,
+                    &def.kind,
+                    &name,
+                    vec![Cause::forbidden(
+                        "metadata.finalizers",
+                        &format!(
+                            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{added}}}"
+                        ),
+                    )],
+                ));
+            }
+        }
+        if def.is_custom() {
+            warnings.extend(self.check_custom(def, &mut result, opts.field_validation)?);
+        } else {
+            defaults::apply(&def.group, &def.plural, &mut result);
+            if sub == Sub::Main {
+                self.validate_builtin(def, &result)?;
+            }
+        }
+        if (def.group.as_str(), def.plural.as_str()) == CRDS {
+            crd::prepare(&mut result, Some(old))?;
+        }
+        if def.generation {
+            let changed = if def.status {
+                old.get("spec") != result.get("spec")
+            } else {
+                without(old, &["metadata", "status"]) != without(&result, &["metadata", "status"])
+            };
+            let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+            if let Some(meta) = meta_mut(&mut result) {
+                meta.insert("generation".into(), json!(if changed { g + 1 } else { g }));
+            }
+        }
+        if equal_ignoring_rv(old, &result) {
+            return Ok(Write::Keep);
+        }
+        if result.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&result).is_empty()
+        {
+            return Ok(Write::Delete);
+        }
+        Ok(Write::Put(result))
+    }
+
+    /// Replaces an object (or its status, or its scale).
+    pub fn update(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        sub: Sub,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<(Value, bool, Vec<String>), ApiError> {
+        let key = Self::obj_key(def, ns, name);
+        let mut warnings = Vec::new();
+        let mut created = false;
+        let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| match cur {
+            None => {
+                if def.create_on_update && sub == Sub::Main {
+                    self.check_namespace(def, ns)?;
+                    let mut body = body;
+                    if let Some(m) = meta_mut(&mut body) {
+                        m.insert("name".into(), json!(name));
+                        m.remove("resourceVersion");
+                    }
+                    let (obj, w) = self.build_new(def, ns, body, opts)?;
+                    warnings = w;
+                    created = true;
+                    Ok(Write::Put(obj))
+                } else {
+                    Err(ApiError::not_found(&def.group, &def.plural, name))
+                }
+            }
+            Some(old) => {
+                let new = if sub == Sub::Scale { self.apply_scale(def, old, &body)? } else { body };
+                self.update_rules(def, old, new, sub, opts, &mut warnings)
+            }
+        })?;
+        self.after_write(def, &written.event, &written.object);
+        let out = if sub == Sub::Scale {
+            self.scale_of(def, &written.object)?
+        } else {
+            present(def, &written.object)
+        };
+        Ok((out, created, warnings))
+    }
+
+    /// The object with the replicas of a Scale applied (checking the Scale's resourceVersion).
+    fn apply_scale(
+        &self,
+        def: &ResourceDef,
+        old: &Value,
+        scale: &Value,
+    ) -> Result<Value, ApiError> {
+        let Some(paths) = &def.scale else { return Err(ApiError::no_route()) };
+        let name = meta_str(old, "name").unwrap_or_default();
+        if let Some(rv) = rv_of(scale)
+            && Some(rv) != rv_of(old)
+        {
+            return Err(ApiError::stale(&def.group, &def.plural, name));
+        }
+        let replicas = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+        if !replicas.is_i64() || replicas.as_i64().is_some_and(|r| r < 0) {
+            return Err(ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                name,
+                vec![Cause::invalid(
+                    "spec.replicas",
+                    &replicas,
+                    "must be greater than or equal to 0",
+                )],
+            ));
+        }
+        let mut new = present(def, old);
+        if !jsonpath::set(&mut new, &paths.spec_replicas, replicas) {
+            return Err(ApiError::internal("cannot set the scale subresource's replicas path"));
+        }
+        Ok(new)
+    }
+
+    /// Applies a patch to an object, its status, or its scale.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        sub: Sub,
+        ptype: PatchType,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<(Value, bool, Vec<String>), ApiError> {
+        let patch: Value = match ptype {
+            PatchType::Apply => serde_yaml::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
+            _ => serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        };
+        if ptype == PatchType::Strategic
+            && (def.smp == SmpKind::Unsupported || sub == Sub::Scale && def.is_custom())
+        {
+            return Err(ApiError::unsupported_patch(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ]));
+        }
+        if ptype == PatchType::Apply {
+            if opts.field_manager.as_deref().unwrap_or("").is_empty() {
+                return Err(ApiError::invalid(
+                    "meta.k8s.io",
+                    "PatchOptions",
+                    "",
+                    vec![Cause::required("fieldManager", "is required for apply patch")],
+                ));
+            }
+            if sub != Sub::Main {
+                return Err(ApiError::unsupported_patch(&[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                ]));
+            }
+        }
+        let key = Self::obj_key(def, ns, name);
+        let mut warnings = Vec::new();
+        let mut created = false;
+        let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| {
+            let Some(old) = cur else {
+                if ptype == PatchType::Apply {
+                    self.check_namespace(def, ns)?;
+                    let mut body = patch.clone();
+                    if let Some(m) = meta_mut(&mut body) {
+                        m.insert("name".into(), json!(name));
+                    }
+                    let (obj, w) = self.build_new(def, ns, body, opts)?;
+                    warnings = w;
+                    created = true;
+                    return Ok(Write::Put(obj));
+                }
+                return Err(ApiError::not_found(&def.group, &def.plural, name));
+            };
+            let current =
+                if sub == Sub::Scale { self.scale_of(def, old)? } else { present(def, old) };
+            let patched = apply_patch(def, &current, &patch, ptype)?;
+            let new =
+                if sub == Sub::Scale { self.apply_scale(def, old, &patched)? } else { patched };
+            self.update_rules(def, old, new, sub, opts, &mut warnings)
+        })?;
+        self.after_write(def, &written.event, &written.object);
+        let out = if sub == Sub::Scale {
+            self.scale_of(def, &written.object)?
+        } else {
+            present(def, &written.object)
+        };
+        Ok((out, created, warnings))
+    }
+
+    fn after_write(&self, def: &ResourceDef, event: &Option<EventType>, obj: &Value) {
+        if event.is_none() {
+            return;
+        }
+        if (def.group.as_str(), def.plural.as_str()) == CRDS {
+            if event == &Some(EventType::Deleted) {
+                self.drop_custom_objects(obj);
+            }
+            self.sync_crds();
+        }
+        if event == &Some(EventType::Deleted)
+            && def.namespaced
+            && let Some(ns) = meta_str(obj, "namespace")
+        {
+            self.maybe_finalize_namespace(ns);
+        }
+    }
+
+    fn drop_custom_objects(&self, crd_obj: &Value) {
+        let group = crd_obj.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
+        let plural =
+            crd_obj.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default();
+        let table = (group.to_string(), plural.to_string());
+        for key in self.store.keys(&table, None) {
+            let _ = self.store.write(&table, &key, false, |cur| {
+                if cur.is_some() { Ok(Write::Delete) } else { Ok(Write::Keep) }
+            });
+        }
+    }
+
+    /// Deletes an object, or marks it for deletion while finalizers remain.
+    pub fn delete(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError> {
+        let key = Self::obj_key(def, ns, name);
+        let is_namespace = def.group.is_empty() && def.plural == "namespaces";
+        let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| {
+            let Some(old) = cur else {
+                return Err(ApiError::not_found(&def.group, &def.plural, name));
+            };
+            if let Some(uid) = &opts.uid {
+                let have = meta_str(old, "uid").unwrap_or_default();
+                if have != uid {
+                    return Err(ApiError::conflict(
+                        &def.group,
+                        &def.plural,
+                        name,
+                        &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"),
+                    ));
+                }
+            }
+            if let Some(rv) = &opts.resource_version {
+                let have = meta_str(old, "resourceVersion").unwrap_or_default();
+                if have != rv {
+                    return Err(ApiError::conflict(
+                        &def.group,
+                        &def.plural,
+                        name,
+                        &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}"),
+                    ));
+                }
+            }
+            let pending = !finalizers(old).is_empty() || is_namespace;
+            if !pending {
+                return Ok(Write::Delete);
+            }
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                return Ok(Write::Keep);
+            }
+            let mut next = (**old).clone();
+            if let Some(meta) = meta_mut(&mut next) {
+                meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            if is_namespace
+                && let Some(m) = next.as_object_mut() {
+                    m.insert("status".into(), json!({"phase": "Terminating"}));
+                }
+            Ok(Write::Put(next))
+        })?;
+        if opts.dry_run {
+            return Ok(present(def, &written.object));
+        }
+        self.after_write(def, &written.event, &written.object);
+        if is_namespace && written.event.is_some() {
+            self.cascade_namespace(name);
+            if let Ok(obj) = self.get(def, ns, name) {
+                return Ok(obj);
+            }
+        }
+        Ok(present(def, &written.object))
+    }
+
+    /// Deletes every matching object of a resource.
+    pub fn delete_collection(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Value>, ApiError> {
+        let page =
+            self.list(def, ns, &ListOptions { limit: 0, continue_token: None, ..list.clone() })?;
+        let mut out = Vec::new();
+        for o in page.items {
+            let n = meta_str(&o, "name").unwrap_or_default().to_string();
+            let o_ns = meta_str(&o, "namespace").unwrap_or_default().to_string();
+            match self.delete(def, &o_ns, &n, opts) {
+                Ok(v) => out.push(v),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes the contents of a terminating namespace (objects with finalizers are marked).
+    fn cascade_namespace(&self, ns: &str) {
+        for def in self.all_defs() {
+            if !def.namespaced || def.version != def.storage_version {
+                continue;
+            }
+            for (_, name) in self.store.keys(&def.key(), Some(ns)) {
+                let _ = self.delete(&def, ns, &name, &DeleteOptions::default());
+            }
+        }
+        self.maybe_finalize_namespace(ns);
+    }
+
+    fn maybe_finalize_namespace(&self, ns: &str) {
+        let table = (String::new(), "namespaces".to_string());
+        let key = (String::new(), ns.to_string());
+        let Some(nsobj) = self.store.get(&table, &key) else { return };
+        if nsobj.pointer("/metadata/deletionTimestamp").is_none() {
+            return;
+        }
+        let empty = self
+            .all_defs()
+            .iter()
+            .filter(|d| d.namespaced)
+            .all(|d| self.store.keys(&d.key(), Some(ns)).is_empty());
+        if empty {
+            let _ = self.store.write(&table, &key, false, |cur| {
+                if cur.is_some() { Ok(Write::Delete) } else { Ok(Write::Keep) }
+            });
+        }
+    }
+
+    /// Binds a pod to a node (`pods/binding`).
+    pub fn bind(
+        &self,
+        ns: &str,
+        name: &str,
+        binding: &Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let Some(def) = self.def_for("", "pods") else { return Err(ApiError::no_route()) };
+        let node =
+            binding.pointer("/target/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        if node.is_empty() {
+            return Err(ApiError::invalid(
+                "",
+                "Binding",
+                name,
+                vec![Cause::required("target.name", "")],
+            ));
+        }
+        let written = self.store.write(&def.key(), &(ns.to_string(), name.to_string()), dry_run, |cur| {
+            let Some(old) = cur else { return Err(ApiError::not_found("", "pods", name)) };
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                return Err(ApiError::conflict("", "pods", name, "pod is being deleted, cannot be assigned to a host"));
+            }
+            if let Some(n) = old.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+                return Err(ApiError::conflict("", "pods", name, &format!("pod {name} is already assigned to node {n:?}")));
+            }
+            let mut next = (**old).clone();
+            if let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("nodeName".into(), json!(node));
+            }
+            let cond = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now_rfc3339()});
+            if let Some(st) = next.as_object_mut().map(|m| m.entry("status").or_insert_with(|| json!({})))
+                && let Some(stm) = st.as_object_mut() {
+                    let conds = stm.entry("conditions").or_insert_with(|| json!([]));
+                    if let Some(a) = conds.as_array_mut() {
+                        a.retain(|c| c.get("type") != Some(&json!("PodScheduled")));
+                        a.push(cond);
+                    }
+                }
+            Ok(Write::Put(next))
+        })?;
+        let _ = written;
+        Ok(success_status(201, None))
+    }
+
+    /// Evicts a pod (`pods/eviction`), honouring PodDisruptionBudgets' allowed disruptions.
+    pub fn evict(&self, ns: &str, name: &str, dry_run: bool) -> Result<Value, ApiError> {
+        let Some(pods) = self.def_for("", "pods") else { return Err(ApiError::no_route()) };
+        let pod = self.get(&pods, ns, name)?;
+        if let Some(pdbs) = self.def_for("policy", "poddisruptionbudgets") {
+            let (items, _) = self.store.list(&pdbs.key(), Some(ns));
+            for pdb in items {
+                let Some(sel) = pdb.pointer("/spec/selector") else { continue };
+                let Ok(sel) = LabelSelector::parse(&format_label_selector(sel)) else { continue };
+                if sel.is_empty() || !sel.matches_object(&pod) {
+                    continue;
+                }
+                let allowed =
+                    pdb.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
+                if allowed <= 0 {
+                    let pdb_name = meta_str(&pdb, "name").unwrap_or_default();
+                    return Err(ApiError {
+                        code: 429,
+                        reason: "TooManyRequests",
+                        message:
+                            "Cannot evict pod as it would violate the pod's disruption budget."
+                                .into(),
+                        details: Some(
+                            json!({"causes": [{"reason": "DisruptionBudget", "message": format!("The disruption budget {pdb_name} needs {} healthy pods and has {} currently", pdb.pointer("/status/desiredHealthy").and_then(Value::as_i64).unwrap_or(0), pdb.pointer("/status/currentHealthy").and_then(Value::as_i64).unwrap_or(0))}]}),
+                        ),
+                    });
+                }
+            }
+        }
+        self.delete(&pods, ns, name, &DeleteOptions { dry_run, ..Default::default() })?;
+        Ok(success_status(201, None))
+    }
+
+    /// Installs a CRD given as JSON (creating or replacing it).
+    pub fn install_crd(&self, crd_json: Value) -> Result<(), ApiError> {
+        let Some(def) = self.def_for(CRDS.0, CRDS.1) else { return Err(ApiError::no_route()) };
+        let name = meta_str(&crd_json, "name").unwrap_or_default().to_string();
+        match self.create(&def, "", crd_json.clone(), &WriteOptions::default()) {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 409 => {
+                let mut body = crd_json;
+                if let Some(m) = meta_mut(&mut body) {
+                    m.remove("resourceVersion");
+                }
+                self.update(&def, "", &name, Sub::Main, body, &WriteOptions::default()).map(|_| ())
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn apply_patch(
+    def: &ResourceDef,
+    current: &Value,
+    patch: &Value,
+    ptype: PatchType,
+) -> Result<Value, ApiError> {
+    match ptype {
+        PatchType::Json => {
+            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            let mut doc = current.clone();
+            json_patch::patch(&mut doc, &ops.0)
+                .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
+            Ok(doc)
+        }
+        PatchType::Merge | PatchType::Apply => {
+            if !patch.is_object() {
+                return Err(ApiError::bad_request("the patch must be a JSON object"));
+            }
+            let mut doc = current.clone();
+            json_patch::merge(&mut doc, patch);
+            Ok(doc)
+        }
+        PatchType::Strategic => strategic(def, current, patch),
+    }
+}
+
+#[cfg(feature = "smp")]
+fn strategic(def: &ResourceDef, current: &Value, patch: &Value) -> Result<Value, ApiError> {
+    use kruise_core::smp::{PatchSchema, apply_patch};
+    let schema = match def.smp {
+        SmpKind::Pod => PatchSchema::Pod,
+        SmpKind::TemplateAt(path) => PatchSchema::PodTemplateSpecAt(path),
+        // No template: metadata merges as ObjectMeta, everything else as plain JSON.
+        _ => PatchSchema::PodTemplateSpecAt(&["\u{0}no-template"]),
+    };
+    apply_patch(current, patch, schema).map_err(|e| ApiError::new(422, "Invalid", e.to_string()))
+}
+
+#[cfg(not(feature = "smp"))]
+fn strategic(_def: &ResourceDef, _current: &Value, _patch: &Value) -> Result<Value, ApiError> {
+    Err(ApiError::unsupported_patch(&[
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    ]))
+}
+
+fn encode_continue(rv: u64, key: &ObjKey) -> String {
+    let tok =
+        json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{}/{}\u{0}", key.0, key.1)});
+    base64::engine::general_purpose::STANDARD.encode(tok.to_string())
+}
+
+fn decode_continue(tok: &str) -> Result<(u64, ObjKey), ApiError> {
+    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(tok)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(tok))
+        .map_err(|_| bad("illegal base64 data"))?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad("invalid continue token"))?;
+    if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
+        return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+    }
+    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(|| bad("missing rv"))?;
+    let start = v.get("start").and_then(Value::as_str).ok_or_else(|| bad("missing start"))?;
+    let start = start.trim_end_matches('\u{0}');
+    let (ns, name) = start.split_once('/').ok_or_else(|| bad("invalid start key"))?;
+    Ok((rv, (ns.to_string(), name.to_string())))
+}

@@ -1,0 +1,247 @@
+//! The defaults the real API server fills into built-in objects on create and update, for the
+//! fields controllers commonly read. Everything else is stored as sent.
+
+use serde_json::{Map, Value, json};
+
+fn obj_at<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.as_object_mut()?.get_mut(*p)?;
+    }
+    cur.as_object_mut()
+}
+
+fn put_default(m: &mut Map<String, Value>, key: &str, v: Value) {
+    if !m.contains_key(key) || m.get(key) == Some(&Value::Null) {
+        m.insert(key.into(), v);
+    }
+}
+
+fn image_pull_policy(image: &str) -> &'static str {
+    let name = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    match name.split_once(':') {
+        None => "Always",
+        Some((_, "latest")) => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+fn default_container(c: &mut Value) {
+    let Some(m) = c.as_object_mut() else { return };
+    put_default(m, "terminationMessagePath", json!("/dev/termination-log"));
+    put_default(m, "terminationMessagePolicy", json!("File"));
+    let image = m.get("image").and_then(Value::as_str).unwrap_or("").to_string();
+    put_default(m, "imagePullPolicy", json!(image_pull_policy(&image)));
+    put_default(m, "resources", json!({}));
+    if let Some(Value::Array(ports)) = m.get_mut("ports") {
+        for p in ports {
+            if let Some(pm) = p.as_object_mut() {
+                put_default(pm, "protocol", json!("TCP"));
+            }
+        }
+    }
+    // Limits without requests: requests default to the limits.
+    if let Some(res) = m.get_mut("resources").and_then(Value::as_object_mut)
+        && let Some(limits) = res.get("limits").cloned().and_then(|l| l.as_object().cloned())
+    {
+        let req = res.entry("requests").or_insert_with(|| json!({}));
+        if let Some(rm) = req.as_object_mut() {
+            for (k, v) in limits {
+                rm.entry(k).or_insert(v);
+            }
+        }
+    }
+}
+
+/// Pod spec defaults (restart policy, DNS policy, grace period, scheduler, container fields).
+pub fn pod_spec(spec: &mut Map<String, Value>) {
+    put_default(spec, "restartPolicy", json!("Always"));
+    put_default(spec, "terminationGracePeriodSeconds", json!(30));
+    put_default(spec, "dnsPolicy", json!("ClusterFirst"));
+    put_default(spec, "securityContext", json!({}));
+    put_default(spec, "schedulerName", json!("default-scheduler"));
+    for key in ["containers", "initContainers"] {
+        if let Some(Value::Array(cs)) = spec.get_mut(key) {
+            cs.iter_mut().for_each(default_container);
+        }
+    }
+}
+
+/// A pod's QoS class, as the real server computes it at creation.
+pub fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        let req = c.pointer("/resources/requests").and_then(Value::as_object);
+        let lim = c.pointer("/resources/limits").and_then(Value::as_object);
+        let relevant = |m: Option<&Map<String, Value>>| {
+            m.map(|m| {
+                m.iter()
+                    .filter(|(k, _)| *k == "cpu" || *k == "memory")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+        };
+        let (r, l) = (relevant(req), relevant(lim));
+        if !r.is_empty() || !l.is_empty() {
+            any = true;
+        }
+        let has_both_limits = l.len() == 2;
+        let req_eq_lim = r.iter().all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v));
+        if !has_both_limits || !req_eq_lim {
+            guaranteed = false;
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+fn template(obj: &mut Value, path: &[&str]) {
+    if let Some(spec) = obj_at(obj, path) {
+        pod_spec(spec);
+    }
+}
+
+/// Applies the defaults of a built-in kind.
+pub fn apply(group: &str, plural: &str, obj: &mut Value) {
+    match (group, plural) {
+        ("", "pods") => {
+            if let Some(spec) = obj_at(obj, &["spec"]) {
+                pod_spec(spec);
+                put_default(spec, "serviceAccountName", json!("default"));
+                put_default(spec, "enableServiceLinks", json!(true));
+                put_default(spec, "priority", json!(0));
+                put_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+                put_default(
+                    spec,
+                    "tolerations",
+                    json!([
+                        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                    ]),
+                );
+            }
+        }
+        ("", "podtemplates") => template(obj, &["template", "spec"]),
+        ("apps", "deployments") => {
+            if let Some(spec) = obj_at(obj, &["spec"]) {
+                put_default(spec, "replicas", json!(1));
+                put_default(spec, "revisionHistoryLimit", json!(10));
+                put_default(spec, "progressDeadlineSeconds", json!(600));
+                put_default(
+                    spec,
+                    "strategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+                );
+            }
+            template(obj, &["spec", "template", "spec"]);
+        }
+        ("apps", "replicasets") | ("", "replicationcontrollers") => {
+            if let Some(spec) = obj_at(obj, &["spec"]) {
+                put_default(spec, "replicas", json!(1));
+            }
+            template(obj, &["spec", "template", "spec"]);
+        }
+        ("apps", "statefulsets") => {
+            if let Some(spec) = obj_at(obj, &["spec"]) {
+                put_default(spec, "replicas", json!(1));
+                put_default(spec, "podManagementPolicy", json!("OrderedReady"));
+                put_default(spec, "revisionHistoryLimit", json!(10));
+                put_default(
+                    spec,
+                    "updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                );
+                put_default(
+                    spec,
+                    "persistentVolumeClaimRetentionPolicy",
+                    json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+                );
+            }
+            template(obj, &["spec", "template", "spec"]);
+        }
+        ("apps", "daemonsets") => {
+            if let Some(spec) = obj_at(obj, &["spec"]) {
+                put_default(spec, "revisionHistoryLimit", json!(10));
+                put_default(
+                    spec,
+                    "updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+                );
+            }
+            template(obj, &["spec", "template", "spec"]);
+        }
+        ("batch", "jobs") => {
+            if let Some(spec) = obj_at(obj, &["spec"]) {
+                put_default(spec, "parallelism", json!(1));
+                put_default(spec, "backoffLimit", json!(6));
+                put_default(spec, "completionMode", json!("NonIndexed"));
+                put_default(spec, "suspend", json!(false));
+                if !spec.contains_key("completions") {
+                    spec.insert("completions".into(), json!(1));
+                }
+            }
+            template(obj, &["spec", "template", "spec"]);
+        }
+        ("batch", "cronjobs") => {
+            if let Some(spec) = obj_at(obj, &["spec"]) {
+                put_default(spec, "concurrencyPolicy", json!("Allow"));
+                put_default(spec, "suspend", json!(false));
+                put_default(spec, "successfulJobsHistoryLimit", json!(3));
+                put_default(spec, "failedJobsHistoryLimit", json!(1));
+            }
+            template(obj, &["spec", "jobTemplate", "spec", "template", "spec"]);
+        }
+        ("", "services") => {
+            if let Some(spec) = obj_at(obj, &["spec"]) {
+                put_default(spec, "type", json!("ClusterIP"));
+                put_default(spec, "sessionAffinity", json!("None"));
+                if let Some(Value::Array(ports)) = spec.get_mut("ports") {
+                    for p in ports {
+                        if let Some(pm) = p.as_object_mut() {
+                            put_default(pm, "protocol", json!("TCP"));
+                            if let Some(port) = pm.get("port").cloned() {
+                                put_default(pm, "targetPort", port);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        ("", "namespaces") => {
+            if let Some(m) = obj.as_object_mut() {
+                let spec = m.entry("spec").or_insert_with(|| json!({}));
+                if let Some(spec) = spec.as_object_mut() {
+                    put_default(spec, "finalizers", json!(["kubernetes"]));
+                }
+            }
+            let name = crate::util::meta_str(obj, "name").unwrap_or_default().to_string();
+            if let Some(meta) = crate::util::meta_mut(obj) {
+                let labels = meta.entry("labels").or_insert_with(|| json!({}));
+                if let Some(l) = labels.as_object_mut() {
+                    l.insert("kubernetes.io/metadata.name".into(), json!(name));
+                }
+            }
+        }
+        ("", "secrets") => {
+            if let Some(m) = obj.as_object_mut() {
+                put_default(m, "type", json!("Opaque"));
+            }
+        }
+        _ => {}
+    }
+}

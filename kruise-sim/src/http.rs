@@ -1,0 +1,783 @@
+//! The REST layer: routing, content negotiation, bodies, and watch streams.
+
+use crate::cluster::{
+    Cluster, DeleteOptions, FieldValidation, ListOptions, PatchType, Sub, WriteOptions, present,
+};
+use crate::discovery;
+use crate::error::ApiError;
+use crate::resources::ResourceDef;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::{Event, EventType, TooOld};
+use crate::table::{self, IncludeObject};
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, watch};
+
+/// The response body type.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Shared state of the HTTP front end.
+pub(crate) struct App {
+    pub cluster: Arc<Cluster>,
+    pub token: Option<String>,
+    pub server_addr: String,
+    pub bookmark_interval: Duration,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+struct ChannelBody(mpsc::Receiver<Bytes>);
+
+impl http_body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(http_body::Frame::data(b))))
+    }
+}
+
+fn full(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into()).boxed()
+}
+
+fn respond(code: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Ok(v) = header::HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+fn json_response(code: u16, v: &Value) -> Response<Body> {
+    respond(code, "application/json", serde_json::to_vec(v).unwrap_or_default())
+}
+
+fn error_response(e: &ApiError) -> Response<Body> {
+    json_response(e.code, &e.to_status())
+}
+
+/// The representation a client asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Output {
+    Json,
+    Yaml,
+    Table,
+    Meta,
+}
+
+fn negotiate(accept: Option<&str>) -> Result<Output, ApiError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else { return Ok(Output::Json) };
+    for range in accept.split(',') {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let params: HashMap<String, String> = parts
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        let jsonish = matches!(media.as_str(), "application/json" | "*/*" | "application/*");
+        match params.get("as").map(String::as_str) {
+            Some("Table")
+                if jsonish && params.get("g").map(String::as_str) == Some("meta.k8s.io") =>
+            {
+                return Ok(Output::Table);
+            }
+            Some("PartialObjectMetadata" | "PartialObjectMetadataList")
+                if jsonish && params.get("g").map(String::as_str) == Some("meta.k8s.io") =>
+            {
+                return Ok(Output::Meta);
+            }
+            Some(_) => continue,
+            None => {}
+        }
+        if jsonish {
+            return Ok(Output::Json);
+        }
+        if media == "application/yaml" {
+            return Ok(Output::Yaml);
+        }
+    }
+    Err(ApiError::not_acceptable())
+}
+
+fn render(code: u16, v: &Value, out: Output, warnings: &[String]) -> Response<Body> {
+    let mut r = match out {
+        Output::Yaml => {
+            respond(code, "application/yaml", serde_yaml::to_string(v).unwrap_or_default())
+        }
+        _ => json_response(code, v),
+    };
+    for w in warnings {
+        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
+        if let Ok(h) = header::HeaderValue::from_str(&text) {
+            r.headers_mut().append(header::WARNING, h);
+        }
+    }
+    r
+}
+
+fn query_map(q: Option<&str>) -> HashMap<String, String> {
+    q.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default()
+}
+
+fn truthy(v: Option<&String>) -> bool {
+    matches!(v.map(String::as_str), Some("true" | "1"))
+}
+
+fn decode_body(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if !matches!(media, "" | "application/json" | "application/yaml" | "*/*") {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (kruise-sim does not decode {media})"
+            ),
+        ));
+    }
+    if content_type.contains("yaml") {
+        let v: Value = serde_yaml::from_slice(bytes).map_err(|e| {
+            ApiError::bad_request(format!("error converting YAML to JSON: yaml: {e}"))
+        })?;
+        return Ok(v);
+    }
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })
+}
+
+fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, ApiError> {
+    let field_validation = match q.get("fieldValidation").map(String::as_str) {
+        None | Some("") | Some("Warn") => FieldValidation::Warn,
+        Some("Ignore") => FieldValidation::Ignore,
+        Some("Strict") => FieldValidation::Strict,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}. Supported values: Ignore, Warn, Strict"
+            )));
+        }
+    };
+    let dry_run = match q.get("dryRun").map(String::as_str) {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+            )));
+        }
+    };
+    Ok(WriteOptions { dry_run, field_validation, field_manager: q.get("fieldManager").cloned() })
+}
+
+fn list_options(def: &ResourceDef, q: &HashMap<String, String>) -> Result<ListOptions, ApiError> {
+    let labels = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let fields = FieldSelector::parse(
+        q.get("fieldSelector").map(String::as_str).unwrap_or(""),
+        &def.field_selectors,
+    )?;
+    let limit = match q.get("limit").map(String::as_str) {
+        None | Some("") => 0,
+        Some(l) => l
+            .parse::<i64>()
+            .map(|l| l.max(0) as usize)
+            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))?,
+    };
+    let continue_token = q.get("continue").filter(|c| !c.is_empty()).cloned();
+    Ok(ListOptions { labels, fields, limit, continue_token })
+}
+
+fn include_object(q: &HashMap<String, String>) -> IncludeObject {
+    match q.get("includeObject").map(String::as_str) {
+        Some("None") => IncludeObject::None,
+        Some("Object") => IncludeObject::Object,
+        _ => IncludeObject::Metadata,
+    }
+}
+
+fn format_one(def: &ResourceDef, obj: Value, out: Output, q: &HashMap<String, String>) -> Value {
+    match out {
+        Output::Table => table::table(
+            def,
+            std::slice::from_ref(&obj),
+            include_object(q),
+            json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""))}),
+            true,
+        ),
+        Output::Meta => table::partial_metadata(&obj),
+        _ => obj,
+    }
+}
+
+fn version_json() -> Value {
+    json!({
+        "major": "1",
+        "minor": "32",
+        "gitVersion": "v1.32.0-kruise-sim",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-01-01T00:00:00Z",
+        "goVersion": "go1.23.0",
+        "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+}
+
+/// Handles one request; never fails (errors become Status bodies).
+pub(crate) async fn handle<B>(app: Arc<App>, req: Request<B>) -> Result<Response<Body>, Infallible>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    Ok(match route(app, req).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    })
+}
+
+fn authorized<B>(app: &App, req: &Request<B>) -> bool {
+    let Some(token) = &app.token else { return true };
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .is_some_and(|t| t.trim() == token)
+}
+
+async fn route<B>(app: Arc<App>, req: Request<B>) -> Result<Response<Body>, ApiError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let path = req.uri().path().to_string();
+    let segs: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let method = req.method().clone();
+    if let ["healthz" | "livez" | "readyz", ..] = segs.as_slice() {
+        return Ok(respond(200, "text/plain; charset=utf-8", "ok"));
+    }
+    if segs.as_slice() == ["version"] {
+        return Ok(json_response(200, &version_json()));
+    }
+    if !authorized(&app, &req) {
+        return Err(ApiError::unauthorized());
+    }
+    let q = query_map(req.uri().query());
+    let defs = app.cluster.all_defs();
+    let accept =
+        req.headers().get(header::ACCEPT).and_then(|h| h.to_str().ok()).map(str::to_string);
+    let discovery_get = |v: Option<Value>| -> Result<Response<Body>, ApiError> {
+        if method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        v.map(|v| json_response(200, &v)).ok_or_else(ApiError::no_route)
+    };
+    match segs.as_slice() {
+        [] => {
+            let mut paths = vec!["/api".to_string(), "/api/v1".into(), "/apis".into()];
+            for (g, vs) in discovery::groups(&defs) {
+                paths.push(format!("/apis/{g}"));
+                paths.extend(vs.iter().map(|v| format!("/apis/{g}/{v}")));
+            }
+            paths.extend(
+                ["/healthz", "/livez", "/openapi/v3", "/readyz", "/version"].map(String::from),
+            );
+            discovery_get(Some(json!({"paths": paths})))
+        }
+        ["api"] => discovery_get(Some(discovery::core_versions(&app.server_addr))),
+        ["apis"] => discovery_get(Some(discovery::group_list(&defs))),
+        ["apis", g] => discovery_get(discovery::group(&defs, g)),
+        ["openapi", "v3"] => discovery_get(Some(discovery::openapi_index(&defs))),
+        ["openapi", "v3", "api", v] => discovery_get(discovery::openapi_gv(&defs, "", v)),
+        ["openapi", "v3", "apis", g, v] => discovery_get(discovery::openapi_gv(&defs, g, v)),
+        ["api", v, rest @ ..] => {
+            let (g, v) = (String::new(), v.to_string());
+            let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+            resource_request(app, req, &g, &v, rest, q, accept).await
+        }
+        ["apis", g, v, rest @ ..] => {
+            let (g, v) = (g.to_string(), v.to_string());
+            let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+            resource_request(app, req, &g, &v, rest, q, accept).await
+        }
+        _ => Err(ApiError::no_route()),
+    }
+}
+
+async fn read_body<B>(req: Request<B>) -> Result<(Bytes, String), ApiError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let body = http_body_util::Limited::new(req.into_body(), MAX_BODY);
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.to_string().contains("length limit") {
+                ApiError::new(
+                    413,
+                    "RequestEntityTooLarge",
+                    format!("Request entity too large: limit is {MAX_BODY}"),
+                )
+            } else {
+                ApiError::bad_request(format!("error reading the request body: {e}"))
+            }
+        })?
+        .to_bytes();
+    Ok((bytes, ct))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn resource_request<B>(
+    app: Arc<App>,
+    req: Request<B>,
+    group: &str,
+    version: &str,
+    mut rest: Vec<String>,
+    mut q: HashMap<String, String>,
+    accept: Option<String>,
+) -> Result<Response<Body>, ApiError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let method = req.method().clone();
+    let defs = app.cluster.all_defs();
+    if rest.is_empty() {
+        if method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        return discovery::resource_list(&defs, group, version)
+            .map(|v| json_response(200, &v))
+            .ok_or_else(ApiError::no_route);
+    }
+    if rest[0] == "watch" {
+        rest.remove(0);
+        q.insert("watch".into(), "true".into());
+    }
+    let is_ns_sub = group.is_empty()
+        && rest.len() == 3
+        && rest[0] == "namespaces"
+        && (rest[2] == "status" || rest[2] == "finalize");
+    let (ns, plural, name, sub) = if rest[0] == "namespaces" && rest.len() >= 3 && !is_ns_sub {
+        if rest.len() > 5 {
+            return Err(ApiError::no_route());
+        }
+        (Some(rest[1].clone()), rest[2].clone(), rest.get(3).cloned(), rest.get(4).cloned())
+    } else {
+        if rest.len() > 3 {
+            return Err(ApiError::no_route());
+        }
+        (None, rest[0].clone(), rest.get(1).cloned(), rest.get(2).cloned())
+    };
+    let def = app.cluster.resolve(group, version, &plural).ok_or_else(ApiError::no_route)?;
+    if (!def.namespaced && ns.is_some()) || (def.namespaced && ns.is_none() && name.is_some()) {
+        return Err(ApiError::no_route());
+    }
+    let ns_str = ns.clone().unwrap_or_default();
+    let out = negotiate(accept.as_deref())?;
+    let cluster = app.cluster.clone();
+    let sub_kind = match sub.as_deref() {
+        None => Sub::Main,
+        Some("status") if def.status => Sub::Status,
+        Some("scale") if def.scale.is_some() => Sub::Scale,
+        Some(s) if def.extra_subresources.iter().any(|x| x == s) => Sub::Main,
+        Some(_) => return Err(ApiError::no_route()),
+    };
+    match (name.as_deref(), sub.as_deref(), &method) {
+        (None, _, &Method::GET) => {
+            if truthy(q.get("watch")) {
+                return serve_watch(app, def, ns, q, out).await;
+            }
+            let opts = list_options(&def, &q)?;
+            let page = cluster.list(&def, ns.as_deref(), &opts)?;
+            let mut meta = json!({"resourceVersion": page.rv.to_string()});
+            if let Some(c) = &page.continue_token {
+                meta["continue"] = json!(c);
+            }
+            if let Some(r) = page.remaining {
+                meta["remainingItemCount"] = json!(r);
+            }
+            let items: Vec<Value> = page.items.iter().map(|o| present(&def, o)).collect();
+            let v = match out {
+                Output::Table => table::table(&def, &items, include_object(&q), meta, true),
+                Output::Meta => json!({
+                    "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": items.iter().map(table::partial_metadata).collect::<Vec<_>>(),
+                }),
+                _ => {
+                    let items: Vec<Value> = if def.is_custom() {
+                        items
+                    } else {
+                        items
+                            .into_iter()
+                            .map(|mut o| {
+                                if let Some(m) = o.as_object_mut() {
+                                    m.remove("apiVersion");
+                                    m.remove("kind");
+                                }
+                                o
+                            })
+                            .collect()
+                    };
+                    json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta, "items": items})
+                }
+            };
+            Ok(render(200, &v, out, &[]))
+        }
+        (None, None, &Method::POST) => {
+            if def.namespaced && ns.is_none() {
+                return Err(ApiError::method_not_allowed());
+            }
+            let opts = write_options(&q)?;
+            let (bytes, ct) = read_body(req).await?;
+            let body = decode_body(&bytes, &ct)?;
+            let (obj, warnings) = cluster.create(&def, &ns_str, body, &opts)?;
+            Ok(render(201, &format_one(&def, obj, out, &q), out, &warnings))
+        }
+        (None, None, &Method::DELETE) => {
+            let opts = list_options(&def, &q)?;
+            let (bytes, _) = read_body(req).await?;
+            let dopts = delete_options(&bytes, &q)?;
+            let items = cluster.delete_collection(&def, ns.as_deref(), &opts, &dopts)?;
+            let v = json!({"kind": def.list_kind, "apiVersion": def.api_version(),
+                "metadata": {"resourceVersion": cluster.store().current_rv().to_string()}, "items": items});
+            Ok(render(200, &v, out, &[]))
+        }
+        (None, _, _) => Err(ApiError::method_not_allowed()),
+        (Some(name), None | Some("status" | "scale"), &Method::GET) => {
+            if truthy(q.get("watch")) && sub.is_none() {
+                let fs = q.get("fieldSelector").cloned().unwrap_or_default();
+                let pin = format!("metadata.name={name}");
+                q.insert(
+                    "fieldSelector".into(),
+                    if fs.is_empty() { pin } else { format!("{fs},{pin}") },
+                );
+                return serve_watch(app, def, ns, q, out).await;
+            }
+            let obj = cluster.get(&def, &ns_str, name)?;
+            if sub_kind == Sub::Scale {
+                return Ok(render(200, &cluster.scale_of(&def, &obj)?, out, &[]));
+            }
+            Ok(render(200, &format_one(&def, obj, out, &q), out, &[]))
+        }
+        (Some(name), None | Some("status" | "scale" | "finalize"), &Method::PUT) => {
+            let opts = write_options(&q)?;
+            let (bytes, ct) = read_body(req).await?;
+            let body = decode_body(&bytes, &ct)?;
+            let (obj, created, warnings) =
+                cluster.update(&def, &ns_str, name, sub_kind, body, &opts)?;
+            let obj = if sub_kind == Sub::Scale { obj } else { format_one(&def, obj, out, &q) };
+            Ok(render(if created { 201 } else { 200 }, &obj, out, &warnings))
+        }
+        (Some(name), None | Some("status" | "scale"), &Method::PATCH) => {
+            let opts = write_options(&q)?;
+            let (bytes, ct) = read_body(req).await?;
+            let ptype = match ct.split(';').next().unwrap_or("").trim() {
+                "application/json-patch+json" => PatchType::Json,
+                "application/merge-patch+json" => PatchType::Merge,
+                "application/strategic-merge-patch+json" => PatchType::Strategic,
+                "application/apply-patch+yaml" | "application/apply-patch+cbor" => PatchType::Apply,
+                _ => {
+                    let mut accepted =
+                        vec!["application/json-patch+json", "application/merge-patch+json"];
+                    if def.smp != crate::resources::SmpKind::Unsupported {
+                        accepted.push("application/strategic-merge-patch+json");
+                    }
+                    accepted.push("application/apply-patch+yaml");
+                    return Err(ApiError::unsupported_patch(&accepted));
+                }
+            };
+            let (obj, created, warnings) =
+                cluster.patch(&def, &ns_str, name, sub_kind, ptype, &bytes, &opts)?;
+            let obj = if sub_kind == Sub::Scale { obj } else { format_one(&def, obj, out, &q) };
+            Ok(render(if created { 201 } else { 200 }, &obj, out, &warnings))
+        }
+        (Some(name), None, &Method::DELETE) => {
+            let (bytes, _) = read_body(req).await?;
+            let dopts = delete_options(&bytes, &q)?;
+            let obj = cluster.delete(&def, &ns_str, name, &dopts)?;
+            Ok(render(200, &format_one(&def, obj, out, &q), out, &[]))
+        }
+        (Some(name), Some("binding"), &Method::POST) => {
+            let opts = write_options(&q)?;
+            let (bytes, ct) = read_body(req).await?;
+            let body = decode_body(&bytes, &ct)?;
+            let v = cluster.bind(&ns_str, name, &body, opts.dry_run)?;
+            Ok(render(201, &v, out, &[]))
+        }
+        (Some(name), Some("eviction"), &Method::POST) => {
+            let opts = write_options(&q)?;
+            let (bytes, ct) = read_body(req).await?;
+            let _body = decode_body(&bytes, &ct)?;
+            let v = cluster.evict(&ns_str, name, opts.dry_run)?;
+            Ok(render(201, &v, out, &[]))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn delete_options(bytes: &[u8], q: &HashMap<String, String>) -> Result<DeleteOptions, ApiError> {
+    let body: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        serde_json::from_slice(bytes).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?
+    };
+    let s = |p: &str| body.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let dry_run =
+        body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"))
+            || q.get("dryRun").map(String::as_str) == Some("All");
+    Ok(DeleteOptions {
+        uid: s("/preconditions/uid"),
+        resource_version: s("/preconditions/resourceVersion"),
+        dry_run,
+        propagation: s("/propagationPolicy").or_else(|| q.get("propagationPolicy").cloned()),
+    })
+}
+
+/// The filters and rendering of one watch.
+struct WatchCtx {
+    def: Arc<ResourceDef>,
+    ns: Option<String>,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    out: Output,
+    include: IncludeObject,
+    columns_sent: bool,
+}
+
+impl WatchCtx {
+    fn matches(&self, o: &Value) -> bool {
+        if let Some(ns) = &self.ns
+            && o.pointer("/metadata/namespace").and_then(Value::as_str) != Some(ns.as_str())
+        {
+            return false;
+        }
+        self.labels.matches_object(o) && self.fields.matches(o)
+    }
+
+    /// The event as this watcher sees it (selector transitions become ADDED/DELETED).
+    fn filter(&self, ev: &Event) -> Option<(&'static str, Value)> {
+        let now = self.matches(&ev.object);
+        let before = ev.prev.as_ref().map(|p| self.matches(p));
+        let t = match (ev.type_, now, before) {
+            (EventType::Deleted, _, Some(true)) => "DELETED",
+            (EventType::Deleted, _, _) => return None,
+            (EventType::Added, true, _) => "ADDED",
+            (EventType::Modified, true, Some(true)) => "MODIFIED",
+            (EventType::Modified, true, _) => "ADDED",
+            (EventType::Modified, false, Some(true)) => "DELETED",
+            _ => return None,
+        };
+        let object = if t == "DELETED" && ev.type_ == EventType::Deleted {
+            ev.prev
+                .as_deref()
+                .cloned()
+                .map(|mut p| {
+                    crate::store::set_rv(&mut p, ev.rv);
+                    p
+                })
+                .unwrap_or_else(|| (*ev.object).clone())
+        } else {
+            (*ev.object).clone()
+        };
+        Some((t, object))
+    }
+
+    fn line(&mut self, t: &str, obj: &Value) -> Bytes {
+        let obj = present(&self.def, obj);
+        let obj = match self.out {
+            Output::Table => {
+                let with = !self.columns_sent;
+                self.columns_sent = true;
+                let rv = obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""));
+                table::table(&self.def, &[obj], self.include, json!({"resourceVersion": rv}), with)
+            }
+            Output::Meta => table::partial_metadata(&obj),
+            _ => obj,
+        };
+        let mut v = serde_json::to_vec(&json!({"type": t, "object": obj})).unwrap_or_default();
+        v.push(b'\n');
+        Bytes::from(v)
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let obj =
+            json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": meta});
+        let mut v =
+            serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
+        v.push(b'\n');
+        Bytes::from(v)
+    }
+}
+
+async fn serve_watch(
+    app: Arc<App>,
+    def: Arc<ResourceDef>,
+    ns: Option<String>,
+    q: HashMap<String, String>,
+    out: Output,
+) -> Result<Response<Body>, ApiError> {
+    let opts = list_options(&def, &q)?;
+    let allow_bookmarks = truthy(q.get("allowWatchBookmarks"));
+    let send_initial = q.get("sendInitialEvents").map(String::as_str) == Some("true");
+    if q.contains_key("sendInitialEvents")
+        && q.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan")
+    {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            vec![crate::error::Cause::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            )],
+        ));
+    }
+    let rv: Option<u64> = match q.get("resourceVersion").map(String::as_str) {
+        None | Some("") => None,
+        Some(s) => Some(s.parse().map_err(|_| {
+            ApiError::bad_request(format!(
+                "invalid resource version: strconv.ParseUint: parsing {s:?}: invalid syntax"
+            ))
+        })?),
+    };
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(1800));
+    let mut ctx = WatchCtx {
+        def: def.clone(),
+        ns: ns.clone(),
+        labels: opts.labels,
+        fields: opts.fields,
+        out,
+        include: include_object(&q),
+        columns_sent: false,
+    };
+    let table = def.key();
+    let store = &app.cluster.store;
+    let mut first: Vec<Bytes> = Vec::new();
+    let snapshot = send_initial || rv.is_none() || rv == Some(0);
+    let (start, mut last_rv) = if snapshot {
+        let (items, start) = store.snapshot_and_watch(&table, ns.as_deref());
+        for o in &items {
+            if ctx.matches(o) {
+                first.push(ctx.line("ADDED", o));
+            }
+        }
+        if send_initial && allow_bookmarks {
+            first.push(ctx.bookmark(start.rv, true));
+        }
+        let r = start.rv;
+        (Some(start), r)
+    } else {
+        let from = rv.unwrap_or(0);
+        match store.watch(&table, Some(from)) {
+            Ok(start) => {
+                for ev in &start.replay {
+                    if let Some((t, o)) = ctx.filter(ev) {
+                        first.push(ctx.line(t, &o));
+                    }
+                }
+                let r = start.replay.last().map(|e| e.rv).unwrap_or(from);
+                (Some(start), r)
+            }
+            Err(TooOld(req, oldest)) => {
+                let e = ApiError::gone(format!("too old resource version: {req} ({oldest})"));
+                let mut v = serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()}))
+                    .unwrap_or_default();
+                v.push(b'\n');
+                first.push(Bytes::from(v));
+                (None, 0)
+            }
+        }
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    let mut shutdown = app.shutdown.clone();
+    let bookmark_every = app.bookmark_interval;
+    let cluster = app.cluster.clone();
+    tokio::spawn(async move {
+        for b in first {
+            if tx.send(b).await.is_err() {
+                return;
+            }
+        }
+        let Some(start) = start else { return };
+        let mut live = start.rx;
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval(bookmark_every);
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                _ = &mut deadline => break,
+                _ = shutdown.changed() => break,
+                _ = tx.closed() => break,
+                r = live.recv() => match r {
+                    Ok(ev) => {
+                        if ev.rv <= last_rv { continue; }
+                        last_rv = ev.rv;
+                        if let Some((t, o)) = ctx.filter(&ev)
+                            && tx.send(ctx.line(t, &o)).await.is_err() { break; }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) | Err(broadcast::error::RecvError::Closed) => break,
+                },
+                _ = ticker.tick(), if allow_bookmarks => {
+                    let now = cluster.store.current_rv();
+                    let mut held = None;
+                    while let Ok(ev) = live.try_recv() {
+                        if ev.rv <= last_rv { continue; }
+                        if ev.rv > now { held = Some(ev); break; }
+                        last_rv = ev.rv;
+                        if let Some((t, o)) = ctx.filter(&ev)
+                            && tx.send(ctx.line(t, &o)).await.is_err() { return; }
+                    }
+                    if now > last_rv { last_rv = now; }
+                    if tx.send(ctx.bookmark(last_rv, false)).await.is_err() { return; }
+                    if let Some(ev) = held {
+                        last_rv = ev.rv;
+                        if let Some((t, o)) = ctx.filter(&ev)
+                            && tx.send(ctx.line(t, &o)).await.is_err() { return; }
+                    }
+                }
+            }
+        }
+    });
+    let mut r = Response::new(ChannelBody(rx).boxed());
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache, private"));
+    Ok(r)
+}

@@ -1,0 +1,42 @@
+//! # kruise-sim
+//!
+//! An in-process, in-memory Kubernetes API server that real clients (`kubectl`, kube-rs)
+//! talk to unchanged, over HTTPS (self-signed CA, bearer token) or plain HTTP on loopback.
+//! The real kube-apiserver is the specification: status codes, `Status` error bodies,
+//! resourceVersion and watch semantics follow it.
+//!
+//! Rooms:
+//! - [`store`]: the versioned object store and watch cache (one global resourceVersion).
+//! - [`cluster`]: API semantics over the store (metadata, generation, preconditions,
+//!   finalizers, patches, subresources, CRD registration, namespaces).
+//! - [`resources`]: what is served, as data (built-in kinds and CRD-defined ones).
+//! - [`schema`]: structural schemas of CRDs (pruning, defaults, validation).
+//! - `http`: routing, content negotiation (`Table`, `PartialObjectMetadata`), watch streams.
+//! - `discovery`: discovery and the OpenAPI v3 documents kubectl consults.
+//! - [`server`]: TLS, listeners, the kubeconfig and the [`ServerHandle`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kruise_sim::SimError> {
+//! let server = kruise_sim::Server::start(kruise_sim::Config::default()).await?;
+//! server.write_kubeconfig(std::path::Path::new("/tmp/kubeconfig"))?;
+//! # Ok(()) }
+//! ```
+
+pub mod cluster;
+pub mod crd;
+mod defaults;
+mod discovery;
+pub mod error;
+mod http;
+pub mod jsonpath;
+pub mod resources;
+pub mod schema;
+pub mod selector;
+pub mod server;
+pub mod store;
+pub mod table;
+mod util;
+
+pub use cluster::Cluster;
+pub use error::{ApiError, SimError};
+pub use server::{Config, Server, ServerHandle};

@@ -1,0 +1,229 @@
+//! `Table` (meta.k8s.io/v1) and `PartialObjectMetadata` renderings, as `kubectl get` asks.
+
+use crate::jsonpath;
+use crate::resources::{CellSource, Column, ResourceDef};
+use crate::util::{human_duration, seconds_since};
+use serde_json::{Value, json};
+
+/// How a row's `object` is included (`includeObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum IncludeObject {
+    /// No object.
+    None,
+    /// A `PartialObjectMetadata`.
+    #[default]
+    Metadata,
+    /// The full object.
+    Object,
+}
+
+fn age_of(ts: Option<&str>) -> Value {
+    match ts.and_then(seconds_since) {
+        Some(s) => json!(human_duration(s)),
+        None => json!("<unknown>"),
+    }
+}
+
+fn count(v: Option<&Value>) -> i64 {
+    match v {
+        Some(Value::Object(m)) => m.len() as i64,
+        Some(Value::Array(a)) => a.len() as i64,
+        _ => 0,
+    }
+}
+
+fn cell_json(type_: &str, v: &Value) -> Value {
+    match type_ {
+        "integer" => match v {
+            Value::Number(n) => n
+                .as_i64()
+                .map(Value::from)
+                .unwrap_or_else(|| n.as_f64().map(|f| json!(f as i64)).unwrap_or(Value::Null)),
+            _ => Value::Null,
+        },
+        "number" => {
+            if v.is_number() {
+                v.clone()
+            } else {
+                Value::Null
+            }
+        }
+        "boolean" => {
+            if v.is_boolean() {
+                v.clone()
+            } else {
+                Value::Null
+            }
+        }
+        "date" => match v.as_str() {
+            Some(s) => match seconds_since(s) {
+                Some(sec) => json!(human_duration(sec)),
+                None => json!("<invalid>"),
+            },
+            None => Value::Null,
+        },
+        _ => match v {
+            Value::String(s) => json!(s),
+            Value::Null => Value::Null,
+            other => json!(other.to_string()),
+        },
+    }
+}
+
+fn pod_status(o: &Value) -> String {
+    let mut reason = o
+        .pointer("/status/reason")
+        .and_then(Value::as_str)
+        .or_else(|| o.pointer("/status/phase").and_then(Value::as_str))
+        .unwrap_or("Pending")
+        .to_string();
+    if let Some(cs) = o.pointer("/status/containerStatuses").and_then(Value::as_array) {
+        for c in cs.iter().rev() {
+            if let Some(r) = c.pointer("/state/waiting/reason").and_then(Value::as_str) {
+                reason = r.to_string();
+            } else if let Some(r) = c.pointer("/state/terminated/reason").and_then(Value::as_str) {
+                reason = r.to_string();
+            }
+        }
+    }
+    if o.pointer("/metadata/deletionTimestamp").is_some() {
+        reason = "Terminating".into();
+    }
+    reason
+}
+
+fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
+    match &col.source {
+        CellSource::Name => o.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+        CellSource::Age => age_of(o.pointer("/metadata/creationTimestamp").and_then(Value::as_str)),
+        CellSource::JsonPath(p) => match jsonpath::first(o, p) {
+            Some(v) => cell_json(&col.type_, v),
+            // Built-in printers show zero counts and `<none>`; CRD columns stay empty.
+            None if builtin && col.type_ == "integer" => json!(0),
+            None if builtin && col.type_ == "string" => json!("<none>"),
+            None => Value::Null,
+        },
+        CellSource::Ratio(a, b) => {
+            let n = |p: &str| jsonpath::first(o, p).and_then(Value::as_i64).unwrap_or(0);
+            json!(format!("{}/{}", n(a), n(b)))
+        }
+        CellSource::Count(p) => json!(count(jsonpath::first(o, p))),
+        CellSource::PodReady => {
+            let total = count(o.pointer("/spec/containers"));
+            let ready = o
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter(|c| c.get("ready") == Some(&json!(true))).count())
+                .unwrap_or(0);
+            json!(format!("{ready}/{total}"))
+        }
+        CellSource::PodStatus => json!(pod_status(o)),
+        CellSource::PodRestarts => {
+            let n: i64 = o
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter().filter_map(|c| c.get("restartCount").and_then(Value::as_i64)).sum()
+                })
+                .unwrap_or(0);
+            json!(n.to_string())
+        }
+        CellSource::NodeStatus => {
+            let ready = o
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().find(|c| c.get("type") == Some(&json!("Ready"))))
+                .and_then(|c| c.get("status").and_then(Value::as_str));
+            let mut s = match ready {
+                Some("True") => "Ready".to_string(),
+                Some(_) => "NotReady".to_string(),
+                None => "Unknown".to_string(),
+            };
+            if o.pointer("/spec/unschedulable") == Some(&json!(true)) {
+                s.push_str(",SchedulingDisabled");
+            }
+            json!(s)
+        }
+        CellSource::ServicePorts => {
+            let ports: Vec<String> = o
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|p| {
+                            let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+                            let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+                            match p.get("nodePort").and_then(Value::as_i64) {
+                                Some(np) => format!("{port}:{np}/{proto}"),
+                                None => format!("{port}/{proto}"),
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!(if ports.is_empty() { "<none>".to_string() } else { ports.join(",") })
+        }
+    }
+}
+
+/// The column definitions of a resource, the Name column first.
+pub fn column_definitions(def: &ResourceDef) -> Vec<Value> {
+    let mut cols = vec![json!({
+        "name": "Name", "type": "string", "format": "name",
+        "description": "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+        "priority": 0
+    })];
+    for c in &def.columns {
+        let type_ = if c.type_ == "date" { "string" } else { c.type_.as_str() };
+        let type_ = if matches!(c.source, CellSource::Age) { "string" } else { type_ };
+        cols.push(json!({
+            "name": c.name, "type": type_, "format": c.format,
+            "description": c.description, "priority": c.priority
+        }));
+    }
+    cols
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(o: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": o.get("metadata").cloned().unwrap_or(json!({})),
+    })
+}
+
+/// One table row.
+pub fn row(def: &ResourceDef, o: &Value, include: IncludeObject) -> Value {
+    let mut cells = vec![o.pointer("/metadata/name").cloned().unwrap_or(Value::Null)];
+    cells.extend(def.columns.iter().map(|c| cell(c, o, !def.is_custom())));
+    let mut r = json!({"cells": cells});
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Metadata => r["object"] = partial_metadata(o),
+        IncludeObject::Object => r["object"] = o.clone(),
+    }
+    r
+}
+
+/// A table of objects (already in the served version).
+pub fn table(
+    def: &ResourceDef,
+    objs: &[Value],
+    include: IncludeObject,
+    list_meta: Value,
+    with_columns: bool,
+) -> Value {
+    let rows: Vec<Value> = objs.iter().map(|o| row(def, o, include)).collect();
+    let mut t = json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "rows": rows,
+    });
+    if with_columns {
+        t["columnDefinitions"] = Value::Array(column_definitions(def));
+    }
+    t
+}

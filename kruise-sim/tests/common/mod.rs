@@ -1,0 +1,109 @@
+//! Test helpers: a server in its own thread, and the real kubectl pointed at it.
+#![allow(dead_code)]
+
+use kruise_sim::{Config, Server, ServerHandle};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const KUBECTL: &str = "/usr/bin/kubectl";
+
+pub struct Env {
+    pub server: ServerHandle,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+pub struct Out {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Env {
+    pub fn new(config: Config) -> Env {
+        let server = Server::start_in_thread(config).expect("server starts");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).expect("kubeconfig written");
+        Env { server, dir, kubeconfig }
+    }
+
+    pub fn kruise() -> Env {
+        Env::new(Config::default().with_kruise_crds())
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(KUBECTL);
+        c.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args)
+            .env("HOME", self.dir.path())
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Runs kubectl with optional stdin, killing it after `timeout`.
+    pub fn run_with(&self, args: &[&str], stdin: Option<&str>, timeout: Duration) -> Out {
+        let mut child = self.command(args).spawn().expect("kubectl runs");
+        if let Some(input) = stdin {
+            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("stdin written");
+        } else {
+            drop(child.stdin.take());
+        }
+        let start = Instant::now();
+        loop {
+            if child.try_wait().expect("wait").is_some() {
+                break;
+            }
+            if start.elapsed() > timeout {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o: Output = child.wait_with_output().expect("output");
+        Out {
+            ok: o.status.success(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    pub fn run(&self, args: &[&str]) -> Out {
+        self.run_with(args, None, Duration::from_secs(30))
+    }
+
+    /// Runs kubectl and asserts success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(o.ok, "kubectl {args:?} failed:\nstdout: {}\nstderr: {}", o.stdout, o.stderr);
+        o.stdout
+    }
+
+    /// Runs kubectl with a manifest on stdin and asserts success.
+    pub fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let o = self.run_with(args, Some(stdin), Duration::from_secs(30));
+        assert!(o.ok, "kubectl {args:?} failed:\nstdout: {}\nstderr: {}", o.stdout, o.stderr);
+        o.stdout
+    }
+
+    /// Runs kubectl and asserts failure; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(!o.ok, "kubectl {args:?} should fail:\nstdout: {}", o.stdout);
+        o.stderr
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&a)).expect("kubectl printed JSON")
+    }
+}

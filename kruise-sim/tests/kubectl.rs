@@ -1,0 +1,287 @@
+//! The real kubectl against an in-process kruise-sim.
+
+mod common;
+
+use common::Env;
+use kruise_sim::Config;
+use std::time::Duration;
+
+const DEPLOY: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.25
+        env:
+        - {name: A, value: "1"}
+"#;
+
+#[test]
+fn discovery_and_health() {
+    let env = Env::new(Config::default());
+    let v = env.ok(&["version", "-o", "json"]);
+    assert!(v.contains("v1.32.0-kruise-sim"), "{v}");
+    let res = env.ok(&["api-resources"]);
+    for want in
+        ["deployments", "leases", "poddisruptionbudgets", "customresourcedefinitions", "cronjobs"]
+    {
+        assert!(res.contains(want), "{want} missing from:\n{res}");
+    }
+    assert_eq!(env.ok(&["get", "--raw", "/readyz"]), "ok");
+    let ns = env.ok(&["get", "ns", "-o", "name"]);
+    assert!(ns.contains("namespace/default") && ns.contains("namespace/kube-system"), "{ns}");
+}
+
+#[test]
+fn create_apply_get_and_errors() {
+    let env = Env::new(Config::default());
+    assert!(env.ok_stdin(&["apply", "-f", "-"], DEPLOY).contains("deployment.apps/web created"));
+    assert!(env.ok_stdin(&["apply", "-f", "-"], DEPLOY).contains("unchanged"));
+    let d = env.json(&["get", "deploy", "web"]);
+    assert_eq!(d["metadata"]["generation"], 1);
+    assert_eq!(d["metadata"]["uid"].as_str().map(str::len), Some(36));
+    assert!(d["metadata"]["creationTimestamp"].as_str().is_some_and(|t| t.ends_with('Z')));
+    let rv1: u64 =
+        d["metadata"]["resourceVersion"].as_str().and_then(|r| r.parse().ok()).expect("rv");
+    // Defaults filled by the server.
+    assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate");
+    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(d["status"], serde_json::json!({}));
+
+    let changed = DEPLOY.replace("replicas: 2", "replicas: 3");
+    assert!(env.ok_stdin(&["apply", "-f", "-"], &changed).contains("configured"));
+    let d = env.json(&["get", "deploy", "web"]);
+    assert_eq!(d["metadata"]["generation"], 2);
+    assert_eq!(d["spec"]["replicas"], 3);
+    let rv2: u64 =
+        d["metadata"]["resourceVersion"].as_str().and_then(|r| r.parse().ok()).expect("rv");
+    assert!(rv2 > rv1);
+
+    // Table columns of a built-in kind.
+    let table = env.ok(&["get", "deploy"]);
+    assert!(table.starts_with("NAME   READY   UP-TO-DATE   AVAILABLE   AGE"), "{table}");
+    assert!(table.contains("web    0/3"), "{table}");
+
+    // Errors as the real server words them.
+    let e = env.fails(&["get", "deploy", "nope"]);
+    assert!(
+        e.contains(r#"Error from server (NotFound): deployments.apps "nope" not found"#),
+        "{e}"
+    );
+    let e = env.run_with(&["create", "-f", "-"], Some(DEPLOY), Duration::from_secs(20)).stderr;
+    assert!(e.contains(r#"Error from server (AlreadyExists): error when creating "STDIN": deployments.apps "web" already exists"#), "{e}");
+    let e = env.fails(&["get", "pods", "--field-selector", "spec.foo=1"]);
+    assert!(e.contains("field label not supported: spec.foo"), "{e}");
+
+    // generateName.
+    let generated =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: gen-\ndata: {a: b}\n";
+    let out = env.ok_stdin(&["create", "-f", "-", "-o", "name"], generated);
+    assert!(
+        out.trim().starts_with("configmap/gen-") && out.trim().len() == "configmap/gen-".len() + 5,
+        "{out}"
+    );
+
+    // Invalid object: 422 with the field error.
+    let bad_pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers: []\n";
+    let e = env.run_with(&["create", "-f", "-"], Some(bad_pod), Duration::from_secs(20)).stderr;
+    assert!(e.contains(r#"Pod "p" is invalid: spec.containers: Required value"#), "{e}");
+}
+
+#[test]
+fn conflict_on_stale_update() {
+    let env = Env::new(Config::default());
+    env.ok_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata: {a: '1'}\n",
+    );
+    let stale = env.ok(&["get", "cm", "c", "-o", "json"]);
+    env.ok(&["patch", "cm", "c", "--type", "merge", "-p", r#"{"data":{"a":"2"}}"#]);
+    let o = env.run_with(&["replace", "-f", "-"], Some(&stale), Duration::from_secs(20));
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains(r#"Error from server (Conflict): error when replacing "STDIN": Operation cannot be fulfilled on configmaps "c": the object has been modified; please apply your changes to the latest version and try again"#),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn patches_of_each_type() {
+    let env = Env::new(Config::default());
+    env.ok_stdin(&["apply", "-f", "-"], DEPLOY);
+    env.ok(&[
+        "patch", "deploy", "web", "--type", "strategic", "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"nginx","env":[{"name":"B","value":"2"}]}]}}}}"#,
+    ]);
+    let d = env.json(&["get", "deploy", "web"]);
+    let env_names: Vec<&str> = d["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(env_names, vec!["B", "A"], "strategic merge keeps A and adds B");
+    env.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"labels":{"m":"1"}}}"#,
+    ]);
+    env.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/replicas","value":7}]"#,
+    ]);
+    let d = env.json(&["get", "deploy", "web"]);
+    assert_eq!(d["metadata"]["labels"]["m"], "1");
+    assert_eq!(d["spec"]["replicas"], 7);
+    let e = env.fails(&[
+        "patch",
+        "deploy",
+        "web",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"test","path":"/spec/replicas","value":1}]"#,
+    ]);
+    assert!(
+        e.contains("The request is invalid: operation '/0' failed at path '/spec/replicas'"),
+        "{e}"
+    );
+    // kubectl label / annotate go through patches too.
+    env.ok(&["label", "deploy", "web", "tier=front"]);
+    assert!(
+        env.ok(&["get", "deploy", "-l", "tier=front", "-o", "name"])
+            .contains("deployment.apps/web")
+    );
+}
+
+#[test]
+fn selectors_and_paging() {
+    let env = Env::new(Config::default());
+    for i in 0..5 {
+        let tier = if i % 2 == 0 { "even" } else { "odd" };
+        let m = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p{i}\n  labels: {{tier: {tier}}}\nspec:\n  containers: [{{name: c, image: busybox}}]\n"
+        );
+        env.ok_stdin(&["create", "-f", "-"], &m);
+    }
+    let even = env.ok(&["get", "pods", "-l", "tier=even", "-o", "name"]);
+    assert_eq!(even.lines().count(), 3, "{even}");
+    let notin = env.ok(&["get", "pods", "-l", "tier notin (even)", "-o", "name"]);
+    assert_eq!(notin.lines().count(), 2, "{notin}");
+    let by_name = env.ok(&["get", "pods", "--field-selector", "metadata.name=p3", "-o", "name"]);
+    assert_eq!(by_name.trim(), "pod/p3");
+    let pending =
+        env.ok(&["get", "pods", "--field-selector", "status.phase=Pending", "-o", "name"]);
+    assert_eq!(pending.lines().count(), 5);
+    let none = env.run(&["get", "pods", "--field-selector", "spec.nodeName=n1", "-o", "name"]);
+    assert!(none.ok && none.stdout.trim().is_empty());
+    // Paging: kubectl follows continue tokens.
+    let paged = env.ok(&["get", "pods", "--chunk-size", "2", "-o", "name"]);
+    assert_eq!(paged.lines().count(), 5, "{paged}");
+    let raw = env.ok(&["get", "--raw", "/api/v1/namespaces/default/pods?limit=2"]);
+    let v: serde_json::Value = serde_json::from_str(&raw).expect("json");
+    assert_eq!(v["items"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["metadata"]["remainingItemCount"], 3);
+    assert!(v["metadata"]["continue"].is_string());
+}
+
+#[test]
+fn watch_streams_events() {
+    let env = Env::new(Config::default());
+    let watcher = {
+        let cmd_env = (env.kubeconfig.clone(), env.dir.path().to_path_buf());
+        std::thread::spawn(move || {
+            let out = std::process::Command::new(common::KUBECTL)
+                .arg("--kubeconfig")
+                .arg(&cmd_env.0)
+                .arg("--cache-dir")
+                .arg(cmd_env.1.join("cache-w"))
+                .args([
+                    "get",
+                    "cm",
+                    "-w",
+                    "--output-watch-events",
+                    "-o",
+                    "json",
+                    "--request-timeout",
+                    "4s",
+                ])
+                .env("HOME", &cmd_env.1)
+                .output()
+                .expect("kubectl watch");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(1200));
+    env.ok_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w\n");
+    env.ok(&["patch", "cm", "w", "--type", "merge", "-p", r#"{"data":{"k":"v"}}"#]);
+    env.ok(&["delete", "cm", "w"]);
+    let out = watcher.join().expect("watch thread");
+    let types: Vec<String> = serde_json::Deserializer::from_str(&out)
+        .into_iter::<serde_json::Value>()
+        .filter_map(|v| v.ok())
+        .filter_map(|v| v["type"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(types, vec!["ADDED", "MODIFIED", "DELETED"], "{out}");
+}
+
+#[test]
+fn bad_input_keeps_serving() {
+    let env = Env::new(Config::default());
+    let bad = env.dir.path().join("bad.json");
+    std::fs::write(&bad, "{not json").expect("write");
+    let e = env.fails(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps",
+        "-f",
+        bad.to_str().expect("path"),
+    ]);
+    assert!(e.contains("couldn't get version/kind; json parse error"), "{e}");
+    let e = env.fails(&["get", "--raw", "/apis/nope.example.com/v1/things"]);
+    assert!(e.contains("NotFound"), "{e}");
+    let e = env.fails(&["get", "pods", "-l", "a in b"]);
+    assert!(e.contains("unable to parse requirement"), "{e}");
+    // Still serving.
+    assert_eq!(env.ok(&["get", "--raw", "/healthz"]), "ok");
+    env.ok(&["get", "pods"]);
+}
+
+#[test]
+fn namespace_deletion_removes_contents() {
+    let env = Env::new(Config::default());
+    env.ok_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tmp\n",
+    );
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+    env.ok_stdin(&["create", "-n", "tmp", "-f", "-"], cm);
+    let e = env
+        .run_with(&["create", "-n", "missing", "-f", "-"], Some(cm), Duration::from_secs(20))
+        .stderr;
+    assert!(e.contains(r#"namespaces "missing" not found"#), "{e}");
+    env.ok(&["delete", "ns", "tmp", "--wait=false"]);
+    let o = env.run(&["get", "ns", "tmp"]);
+    assert!(!o.ok && o.stderr.contains(r#"namespaces "tmp" not found"#), "{}", o.stderr);
+}
