@@ -52,13 +52,10 @@ pub fn snapshot(n: usize) -> CloneSetSnapshot {
     let first = |cs: CloneSet, revisions| {
         let mut s = CloneSetSnapshot::new(cs);
         s.revisions = revisions;
-        plan(&s, now())
-            .actions
-            .into_iter()
-            .find_map(|a| match a {
-                Action::CreateRevision { revision } => Some(*revision),
-                _ => None,
-            })
+        plan(&s, now()).actions.into_iter().find_map(|a| match a {
+            Action::CreateRevision { revision } => Some(*revision),
+            _ => None,
+        })
     };
     let old = first(cloneset(n, "app:v1", "", ""), Vec::new());
     let new = first(cloneset(n, "app:v2", "", ""), old.clone().into_iter().collect());

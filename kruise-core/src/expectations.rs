@@ -325,7 +325,12 @@ impl UpdateExpectations {
 
     /// Whether objects are still expected at `revision` at `now`. Expectations for another
     /// revision never hold anything back.
-    pub fn state(&self, revision: &str, now: Timestamp, timeout: SignedDuration) -> ExpectationState {
+    pub fn state(
+        &self,
+        revision: &str,
+        now: Timestamp,
+        timeout: SignedDuration,
+    ) -> ExpectationState {
         if self.revision != revision || self.objects.is_empty() {
             ExpectationState::Satisfied
         } else {
@@ -534,6 +539,8 @@ mod tests {
         let yaml = serde_yaml::to_string(&exp).expect("encode");
         let back: ControllerExpectations = serde_yaml::from_str(&yaml).expect("decode");
         assert_eq!(back, exp);
-        assert!(serde_yaml::from_str::<ControllerExpectations>("scale: {since: nonsense}").is_err());
+        assert!(
+            serde_yaml::from_str::<ControllerExpectations>("scale: {since: nonsense}").is_err()
+        );
     }
 }

@@ -106,23 +106,25 @@ fn knobs() -> impl Strategy<Value = Knobs> {
             proptest::bool::weighted(0.2),
         ),
     )
-        .prop_map(|((replicas, partition, mu, ms, smu), (ip, paused, mrs, pdh, iph, mark, ptd, c))| {
-            Knobs {
-                replicas,
-                partition,
-                max_unavailable: mu,
-                max_surge: ms,
-                scale_max_unavailable: smu,
-                in_place: ip,
-                paused,
-                min_ready_seconds: mrs,
-                pre_delete_hook: pdh,
-                in_place_hook: iph,
-                mark_not_ready: mark,
-                pods_to_delete: ptd,
-                consistent: c,
-            }
-        })
+        .prop_map(
+            |((replicas, partition, mu, ms, smu), (ip, paused, mrs, pdh, iph, mark, ptd, c))| {
+                Knobs {
+                    replicas,
+                    partition,
+                    max_unavailable: mu,
+                    max_surge: ms,
+                    scale_max_unavailable: smu,
+                    in_place: ip,
+                    paused,
+                    min_ready_seconds: mrs,
+                    pre_delete_hook: pdh,
+                    in_place_hook: iph,
+                    mark_not_ready: mark,
+                    pods_to_delete: ptd,
+                    consistent: c,
+                }
+            },
+        )
 }
 
 fn pod_knobs() -> impl Strategy<Value = PodKnobs> {
@@ -142,15 +144,17 @@ fn pod_knobs() -> impl Strategy<Value = PodKnobs> {
         proptest::bool::weighted(0.1),
         proptest::bool::weighted(0.3),
     )
-        .prop_map(|(new_revision, running, ready, ready_long, scheduled, state, sd, held)| PodKnobs {
-            new_revision,
-            running,
-            ready,
-            ready_long,
-            scheduled,
-            state,
-            specified_delete: sd,
-            held,
+        .prop_map(|(new_revision, running, ready, ready_long, scheduled, state, sd, held)| {
+            PodKnobs {
+                new_revision,
+                running,
+                ready,
+                ready_long,
+                scheduled,
+                state,
+                specified_delete: sd,
+                held,
+            }
         })
 }
 
@@ -178,7 +182,9 @@ fn cloneset(k: &Knobs, image: &str, status: Option<CloneSetStatus>) -> CloneSet 
         },
         spec: CloneSetSpec {
             replicas: Some(k.replicas),
-            selector: Some(serde_json::from_value(json!({"matchLabels": {"app": "demo"}})).expect("selector")),
+            selector: Some(
+                serde_json::from_value(json!({"matchLabels": {"app": "demo"}})).expect("selector"),
+            ),
             template: serde_json::from_value(template(image)).expect("template"),
             scale_strategy: kruise_api::apps::v1beta1::CloneSetScaleStrategy {
                 max_unavailable: k.scale_max_unavailable.clone(),
@@ -209,7 +215,10 @@ fn cloneset(k: &Knobs, image: &str, status: Option<CloneSetStatus>) -> CloneSet 
 }
 
 /// The revision the planner creates for `cs` on an empty cluster with `existing` revisions.
-fn revision_for(cs: CloneSet, existing: Vec<k8s_openapi::api::apps::v1::ControllerRevision>) -> k8s_openapi::api::apps::v1::ControllerRevision {
+fn revision_for(
+    cs: CloneSet,
+    existing: Vec<k8s_openapi::api::apps::v1::ControllerRevision>,
+) -> k8s_openapi::api::apps::v1::ControllerRevision {
     let mut snapshot = CloneSetSnapshot::new(cs);
     snapshot.revisions = existing;
     let p = plan(&snapshot, now());
@@ -239,7 +248,11 @@ fn make_pod(i: usize, k: &PodKnobs, revision: &str, image: &str) -> Pod {
     if k.held {
         labels.insert(HOLD.into(), "true".into());
     }
-    let since = if k.ready_long { now() - SignedDuration::from_secs(3600) } else { now() - SignedDuration::from_secs(5) };
+    let since = if k.ready_long {
+        now() - SignedDuration::from_secs(3600)
+    } else {
+        now() - SignedDuration::from_secs(5)
+    };
     let pod = json!({
         "metadata": {
             "name": format!("{NAME}-p{i}"),
@@ -257,10 +270,10 @@ fn make_pod(i: usize, k: &PodKnobs, revision: &str, image: &str) -> Pod {
         },
     });
     let mut pod: Pod = serde_json::from_value(pod).expect("pod");
-    if !k.scheduled {
-        if let Some(spec) = pod.spec.as_mut() {
-            spec.node_name = None;
-        }
+    if !k.scheduled
+        && let Some(spec) = pod.spec.as_mut()
+    {
+        spec.node_name = None;
     }
     pod.status = Some(PodStatus {
         phase: Some(if k.running { "Running" } else { "Pending" }.into()),
@@ -312,7 +325,11 @@ fn snapshot_for(k: &Knobs, pods: &[PodKnobs]) -> CloneSetSnapshot {
 // The simulator.
 // ---------------------------------------------------------------------------------------------
 
-fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(obj: &T, patch: &Value, schema: Option<PatchSchema>) -> T {
+fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(
+    obj: &T,
+    patch: &Value,
+    schema: Option<PatchSchema>,
+) -> T {
     let doc = serde_json::to_value(obj).expect("encode");
     let out = match schema {
         Some(schema) => apply_patch(&doc, patch, schema).expect("patch applies"),
@@ -383,10 +400,12 @@ fn apply(snapshot: &CloneSetSnapshot, plan: &CloneSetPlan) -> CloneSetSnapshot {
             }
             Action::CreatePod { pod } => {
                 let mut pod = (**pod).clone();
-                pod.metadata.uid = Some(format!("uid-{}", pod.metadata.name.clone().unwrap_or_default()));
+                pod.metadata.uid =
+                    Some(format!("uid-{}", pod.metadata.name.clone().unwrap_or_default()));
                 pod.metadata.resource_version = Some("1".into());
                 pod.metadata.creation_timestamp = Some(Time(now()));
-                pod.status = Some(PodStatus { phase: Some("Pending".into()), ..Default::default() });
+                pod.status =
+                    Some(PodStatus { phase: Some("Pending".into()), ..Default::default() });
                 out.pods.push(pod);
             }
             Action::PatchPod { name, patch, .. } | Action::PatchPodStatus { name, patch, .. } => {
@@ -431,7 +450,9 @@ fn active(snapshot: &CloneSetSnapshot) -> impl Iterator<Item = &Pod> {
 fn available(snapshot: &CloneSetSnapshot) -> usize {
     let cs = snapshot.cloneset.to_v1beta1().expect("v1beta1");
     active(snapshot)
-        .filter(|p| kruise_core::pod::is_available_for_cloneset(p, cs.spec.min_ready_seconds, now()))
+        .filter(|p| {
+            kruise_core::pod::is_available_for_cloneset(p, cs.spec.min_ready_seconds, now())
+        })
         .count()
 }
 
@@ -469,7 +490,10 @@ fn keys(plan: &CloneSetPlan) -> Vec<(String, String)> {
 }
 
 /// The invariants of one plan against the snapshot it was made for; returns the outcome.
-fn check_round(snapshot: &CloneSetSnapshot, first: &CloneSetPlan) -> Result<CloneSetSnapshot, TestCaseError> {
+fn check_round(
+    snapshot: &CloneSetSnapshot,
+    first: &CloneSetPlan,
+) -> Result<CloneSetSnapshot, TestCaseError> {
     prop_assert!(first.blocked.is_none(), "blocked: {:?}", first.blocked);
     let b = budgets(snapshot);
     let outcome = apply(snapshot, first);
@@ -480,26 +504,47 @@ fn check_round(snapshot: &CloneSetSnapshot, first: &CloneSetPlan) -> Result<Clon
     let mut updated = BTreeSet::new();
     for a in &first.actions {
         match a {
-            Action::DeletePod { name, .. } => prop_assert!(deleted.insert(name.clone()), "{name} deleted twice"),
-            Action::CreatePod { .. } => prop_assert!(created.insert(a.target().to_owned()), "created twice"),
-            Action::PatchPod { name, purpose: PodPatchPurpose::InPlaceUpdate | PodPatchPurpose::SpecifiedDelete, .. } => {
+            Action::DeletePod { name, .. } => {
+                prop_assert!(deleted.insert(name.clone()), "{name} deleted twice")
+            }
+            Action::CreatePod { .. } => {
+                prop_assert!(created.insert(a.target().to_owned()), "created twice")
+            }
+            Action::PatchPod {
+                name,
+                purpose: PodPatchPurpose::InPlaceUpdate | PodPatchPurpose::SpecifiedDelete,
+                ..
+            } => {
                 updated.insert(name.clone());
             }
             _ => {}
         }
     }
-    prop_assert!(deleted.is_disjoint(&updated), "deleted and updated: {:?}", deleted.intersection(&updated).collect::<Vec<_>>());
+    prop_assert!(
+        deleted.is_disjoint(&updated),
+        "deleted and updated: {:?}",
+        deleted.intersection(&updated).collect::<Vec<_>>()
+    );
 
     // Availability: never below replicas - maxUnavailable because of the plan.
     let before = available(snapshot);
     let after = available(&outcome);
     let floor = usize::try_from((b.replicas - b.max_unavailable).max(0)).unwrap_or(0);
-    prop_assert!(after >= before.min(floor), "available {before} -> {after}, floor {floor}\n{:#?}", keys(first));
+    prop_assert!(
+        after >= before.min(floor),
+        "available {before} -> {after}, floor {floor}\n{:#?}",
+        keys(first)
+    );
 
     // Size: never above replicas + maxSurge because of the plan.
     let count = |s: &CloneSetSnapshot| active(s).count();
     let ceiling = usize::try_from(b.replicas.saturating_add(b.max_surge).max(0)).unwrap_or(0);
-    prop_assert!(count(&outcome) <= count(snapshot).max(ceiling), "pods {} -> {}, ceiling {ceiling}", count(snapshot), count(&outcome));
+    prop_assert!(
+        count(&outcome) <= count(snapshot).max(ceiling),
+        "pods {} -> {}, ceiling {ceiling}",
+        count(snapshot),
+        count(&outcome)
+    );
 
     // Partition: old-revision pods never fall below what the partition keeps.
     let cs = snapshot.cloneset.to_v1beta1().expect("v1beta1");

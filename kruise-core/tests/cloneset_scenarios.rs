@@ -24,8 +24,8 @@ struct Scenario {
 
 fn run(path: &Path) {
     let text = std::fs::read_to_string(path).expect("read scenario");
-    let scenario: Scenario = serde_yaml::from_str(&text)
-        .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let scenario: Scenario =
+        serde_yaml::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     let now: jiff::Timestamp = scenario.now.parse().expect("scenario.now is RFC 3339");
     let first = plan(&scenario.snapshot, now);
     // Determinism: planning twice gives the same plan.

@@ -72,9 +72,21 @@ pub(crate) fn calculate(
             Counting::Update => p.updated,
         };
         let (count, active, unavailable, to_delete, pre_deleting) = if updated {
-            (&mut new_count, &mut new_active, &mut unavailable_new, &mut to_delete_new, &mut pre_deleting_new)
+            (
+                &mut new_count,
+                &mut new_active,
+                &mut unavailable_new,
+                &mut to_delete_new,
+                &mut pre_deleting_new,
+            )
         } else {
-            (&mut old_count, &mut old_active, &mut unavailable_old, &mut to_delete_old, &mut pre_deleting_old)
+            (
+                &mut old_count,
+                &mut old_active,
+                &mut unavailable_old,
+                &mut to_delete_old,
+                &mut pre_deleting_old,
+            )
         };
         *count += 1;
         if p.preparing_delete() {
@@ -116,7 +128,8 @@ pub(crate) fn calculate(
         // Surge for moving pods between revisions.
         let mut update_surge = 0;
         let mut update_old_surge = 0;
-        if (update_old_diff < 0 && update_new_diff > 0) || (update_old_diff > 0 && update_new_diff < 0)
+        if (update_old_diff < 0 && update_new_diff > 0)
+            || (update_old_diff > 0 && update_new_diff < 0)
         {
             if update_old_diff.abs() <= update_new_diff.abs() {
                 update_surge = update_old_diff.abs();
@@ -153,7 +166,8 @@ pub(crate) fn calculate(
     if up > 0 {
         res.scale_up_num = up;
         res.scale_up_num_old_revision = (expected_total_old - current_total_old).max(0);
-        res.scale_up_limit = up.min(spec.scale_max_unavailable.saturating_sub(total_unavailable).max(0));
+        res.scale_up_limit =
+            up.min(spec.scale_max_unavailable.saturating_sub(total_unavailable).max(0));
     }
 
     let down = current_total - to_delete_old - to_delete_new - expected_total;
@@ -184,7 +198,9 @@ mod tests {
     use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    use kruise_api::apps::v1beta1::{CloneSet, CloneSetSpec, CloneSetUpdateStrategy, RollingUpdateCloneSetStrategy};
+    use kruise_api::apps::v1beta1::{
+        CloneSet, CloneSetSpec, CloneSetUpdateStrategy, RollingUpdateCloneSetStrategy,
+    };
 
     use super::*;
     use crate::cloneset::podinfo::RevisionName;
@@ -240,7 +256,8 @@ mod tests {
         let spec = Spec::parse(cs, false, &mut warnings).expect("valid spec");
         let update = RevisionName::new(NEW);
         let now = Timestamp::from_second(1_700_000_000).expect("valid");
-        let infos: Vec<PodInfo<'_>> = pods.iter().map(|p| PodInfo::new(p, &spec, &update, now)).collect();
+        let infos: Vec<PodInfo<'_>> =
+            pods.iter().map(|p| PodInfo::new(p, &spec, &update, now)).collect();
         calculate(&spec, &infos, false, false, counting)
     }
 
@@ -271,7 +288,10 @@ mod tests {
         let mut pods = n("Normal", 4, NEW, true);
         pods.push(pod(NEW, "Normal", true, true));
         let d = diffs(&cloneset(5, 0, 0, 1), &pods, SCALE);
-        assert_eq!(d, Diffs { scale_up_num: 1, use_surge: 1, scale_up_limit: 1, ..Default::default() });
+        assert_eq!(
+            d,
+            Diffs { scale_up_num: 1, use_surge: 1, scale_up_limit: 1, ..Default::default() }
+        );
         pods.push(pod(NEW, "Normal", false, false));
         let d = diffs(&cloneset(5, 0, 0, 1), &pods, SCALE);
         assert_eq!(d, Diffs { use_surge: 1, ..Default::default() });

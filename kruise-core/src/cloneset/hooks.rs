@@ -7,7 +7,11 @@ use super::podinfo::PodInfo;
 
 /// Appends the actions of `transition` for `pod`: the `KruisePodReady` status change first,
 /// then the metadata patch. Returns whether the state label changes.
-pub(crate) fn push(actions: &mut Vec<Action>, pod: &PodInfo<'_>, transition: LifecycleTransition) -> bool {
+pub(crate) fn push(
+    actions: &mut Vec<Action>,
+    pod: &PodInfo<'_>,
+    transition: LifecycleTransition,
+) -> bool {
     if let Some(readiness) = &transition.readiness {
         actions.push(Action::PatchPodStatus {
             name: pod.name.to_owned(),

@@ -14,15 +14,15 @@ use super::spec::UpdatePolicy;
 
 /// The in-place options of this CloneSet and its feature gates.
 pub(crate) fn options(r: &Round<'_, '_>) -> UpdateOptions {
-    let mut opts = UpdateOptions::default();
-    opts.grace_period_seconds = r.spec.grace_period_seconds();
-    opts.vertical_scaling = r.gates.in_place_workload_vertical_scaling;
-    opts.env_from_metadata = r.gates.in_place_update_env_from_metadata;
-    opts.resize_subresource = r.snapshot.options.resize_subresource;
-    opts.recreate_on_volume_claim_template_change = r.gates.recreate_pod_when_change_vct;
-    opts.ignore_volume_claim_template_change = r.spec.policy == UpdatePolicy::InPlaceOnly;
-    opts.short_hash = r.gates.clone_set_short_hash;
-    opts
+    UpdateOptions {
+        grace_period_seconds: r.spec.grace_period_seconds(),
+        vertical_scaling: r.gates.in_place_workload_vertical_scaling,
+        env_from_metadata: r.gates.in_place_update_env_from_metadata,
+        resize_subresource: r.snapshot.options.resize_subresource,
+        recreate_on_volume_claim_template_change: r.gates.recreate_pod_when_change_vct,
+        ignore_volume_claim_template_change: r.spec.policy == UpdatePolicy::InPlaceOnly,
+        short_hash: r.gates.clone_set_short_hash,
+    }
 }
 
 /// The conditions of `after` that differ from the pod's, as a status patch action.
@@ -41,7 +41,12 @@ fn conditions_action(p: &Pod, name: &str, uid: &str, after: Vec<PodCondition>) -
 }
 
 /// Pushes the actions of a pod update: the resize subresource first, then the pod patch.
-fn push_update(r: &mut Round<'_, '_>, i: usize, update: inplace::PodUpdate, purpose: PodPatchPurpose) {
+fn push_update(
+    r: &mut Round<'_, '_>,
+    i: usize,
+    update: inplace::PodUpdate,
+    purpose: PodPatchPurpose,
+) {
     let p = &r.pods[i];
     if let Some(resize) = update.resize {
         r.actions.push(Action::PatchPodResize {
@@ -69,7 +74,9 @@ pub(crate) fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<(), String> {
         RefreshAction::FinishGracePeriod(update) | RefreshAction::DropGracePeriod(update) => {
             push_update(r, i, *update, PodPatchPurpose::InPlaceGrace);
         }
-        RefreshAction::NextBatch(update) => push_update(r, i, *update, PodPatchPurpose::InPlaceUpdate),
+        RefreshAction::NextBatch(update) => {
+            push_update(r, i, *update, PodPatchPurpose::InPlaceUpdate)
+        }
         RefreshAction::MarkReady { conditions } => {
             if let Some(action) = conditions_action(p.pod, p.name, p.uid, conditions) {
                 r.actions.push(action);
@@ -87,7 +94,11 @@ pub(crate) fn update_completed(r: &Round<'_, '_>, i: usize) -> bool {
 
 /// The in-place change from revision `old` (an index into the round's revisions) to
 /// `target`, computed once per revision pair; `None` when it needs recreation.
-pub(crate) fn update_spec(r: &mut Round<'_, '_>, old: usize, target: &Revision) -> Option<UpdateSpec> {
+pub(crate) fn update_spec(
+    r: &mut Round<'_, '_>,
+    old: usize,
+    target: &Revision,
+) -> Option<UpdateSpec> {
     if let Some(cached) = r.in_place_specs.get(&(old, target.name.clone())) {
         return cached.clone();
     }
@@ -128,7 +139,9 @@ fn merge_lifecycle(patch: &mut serde_json::Value, lifecycle: &LifecyclePatch) {
     let Some(root) = patch.as_object_mut() else { return };
     let metadata = root.entry("metadata").or_insert_with(|| serde_json::json!({}));
     let Some(metadata) = metadata.as_object_mut() else { return };
-    for (section, entries) in [("labels", &lifecycle.labels), ("annotations", &lifecycle.annotations)] {
+    for (section, entries) in
+        [("labels", &lifecycle.labels), ("annotations", &lifecycle.annotations)]
+    {
         let target = metadata.entry(section).or_insert_with(|| serde_json::json!({}));
         if let Some(target) = target.as_object_mut() {
             for (k, v) in entries {

@@ -24,10 +24,19 @@
 //! 6. **Status.** Counters, revisions and the Progressing condition; surplus history and stale
 //!    `podsToDelete` names are cleaned up.
 //!
-//! Differences from upstream, on purpose: instance ids are derived deterministically from the
-//! CloneSet's UID instead of drawn at random; PodUnavailableBudgets and image pre-download
-//! jobs are out of scope (kruise-kube handles them); the minReadySeconds requeue is computed
-//! per pod instead of waiting the full minReadySeconds.
+//! Differences from upstream, on purpose:
+//!
+//! - instance ids are derived deterministically from the CloneSet's UID instead of drawn at
+//!   random, so the same snapshot always names the same pods;
+//! - expectations that time out are dropped and planning goes on (upstream stays blocked
+//!   unless its `ForceDeleteTimeoutExpectation` gate is on);
+//! - ready pods are deleted only while `replicas - maxUnavailable` pods stay available
+//!   (upstream's limit counts unavailable pods already marked for deletion as available);
+//! - when updating, pods marked for deletion count as leaving: they are neither updated nor
+//!   counted as kept at the old revision, so the partition holds for the pods that stay;
+//! - the minReadySeconds requeue is the time until the next pod becomes available, not the
+//!   full minReadySeconds;
+//! - PodUnavailableBudgets and image pre-download jobs are out of scope (kruise-kube's).
 
 mod diffs;
 mod hooks;

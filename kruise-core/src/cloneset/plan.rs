@@ -296,7 +296,10 @@ pub struct CloneSetPlan {
     pub events: Vec<Event>,
     /// Plan again after this long even if nothing changes (minReadySeconds, grace periods,
     /// progress deadline, expectation timeouts).
-    #[serde(skip_serializing_if = "Option::is_none", with = "super::snapshot::duration_serde::option")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "super::snapshot::duration_serde::option"
+    )]
     pub requeue_after: Option<SignedDuration>,
     /// The expectations to keep from now on: the snapshot's, less those the snapshot shows
     /// fulfilled and those that timed out. Expectations for this plan's own actions are not

@@ -38,6 +38,10 @@ pub(crate) struct PodInfo<'a> {
     pub instance_id: &'a str,
     /// An in-place update waits for its grace period.
     pub in_grace: bool,
+    /// No in-place update bookkeeping to do for this pod this round.
+    pub in_place_idle: bool,
+    /// The pod has the `pod-template-hash` label.
+    pub has_template_hash: bool,
 }
 
 impl<'a> PodInfo<'a> {
@@ -50,27 +54,64 @@ impl<'a> PodInfo<'a> {
     ) -> Self {
         let meta = &pod.metadata;
         let labels_map = meta.labels.as_ref();
-        let label = |key: &str| labels_map.and_then(|l| l.get(key)).map(String::as_str);
-        let revision_hash = label(kubernetes::labels::CONTROLLER_REVISION_HASH).unwrap_or_default();
+        // One pass over the labels (this runs for every pod on every round).
+        let mut revision_hash = "";
+        let mut state = None;
+        let mut marked = false;
+        let mut instance_id = "";
+        let mut has_template_hash = false;
+        for (key, value) in labels_map.into_iter().flatten() {
+            match key.as_str() {
+                kubernetes::labels::CONTROLLER_REVISION_HASH => revision_hash = value,
+                kubernetes::labels::POD_TEMPLATE_HASH => has_template_hash = true,
+                labels::LIFECYCLE_STATE if !value.is_empty() => {
+                    state = Some(LifecycleState::from(value.as_str()));
+                }
+                labels::SPECIFIED_DELETE => marked = true,
+                labels::CLONESET_INSTANCE_ID => instance_id = value,
+                _ => {}
+            }
+        }
         let name = meta.name.as_deref().unwrap_or_default();
-        let state = crate::lifecycle::state_of(pod);
         let normal = matches!(state, None | Some(LifecycleState::Normal));
-        let specified_delete = label(labels::SPECIFIED_DELETE).is_some()
-            || (!spec.pods_to_delete.is_empty() && spec.pods_to_delete.contains(name));
+        let specified_delete =
+            marked || (!spec.pods_to_delete.is_empty() && spec.pods_to_delete.contains(name));
+        let mut in_grace = false;
+        let mut in_place_state = false;
+        for (key, value) in meta.annotations.iter().flatten() {
+            match key.as_str() {
+                annotations::INPLACE_UPDATE_GRACE | annotations::INPLACE_UPDATE_GRACE_LEGACY => {
+                    in_grace |= !value.is_empty();
+                }
+                annotations::INPLACE_UPDATE_STATE | annotations::INPLACE_UPDATE_STATE_LEGACY => {
+                    in_place_state = true;
+                }
+                _ => {}
+            }
+        }
 
         let status = pod.status.as_ref();
         let running = status.and_then(|s| s.phase.as_deref()) == Some("Running");
         let mut ready_since = None;
         let mut is_ready = false;
         let mut in_place_ready = true;
+        let mut in_place_condition_clean = false;
         for cond in status.and_then(|s| s.conditions.as_deref()).unwrap_or_default() {
             if cond.type_ == "Ready" {
                 is_ready = cond.status == "True";
                 ready_since = cond.last_transition_time.as_ref().map(|t| t.0);
             } else if cond.type_ == readiness_gates::IN_PLACE_UPDATE_READY {
                 in_place_ready = cond.status == "True";
+                in_place_condition_clean = in_place_ready
+                    && cond.reason.as_deref().unwrap_or_default().is_empty()
+                    && cond.message.as_deref().unwrap_or_default().is_empty();
             }
         }
+        // Nothing for the in-place refresh to do: no grace period, no update record, and the
+        // readiness gate (if any) already satisfied.
+        let in_place_idle = !in_grace
+            && !in_place_state
+            && (in_place_condition_clean || !crate::inplace::has_readiness_gate(pod));
         let update_ready = running && is_ready && in_place_ready;
         let (update_available, available_at) = if !update_ready {
             (false, None)
@@ -81,18 +122,15 @@ impl<'a> PodInfo<'a> {
                 // Kubernetes: available once readySince + minReadySeconds is strictly before now.
                 Some(since) => {
                     let at = since
-                        .saturating_add(SignedDuration::from_secs(i64::from(spec.min_ready_seconds)))
+                        .saturating_add(SignedDuration::from_secs(i64::from(
+                            spec.min_ready_seconds,
+                        )))
                         .unwrap_or(since);
                     if at < now { (true, None) } else { (false, Some(at)) }
                 }
                 None => (false, None),
             }
         };
-        let in_grace = meta.annotations.as_ref().is_some_and(|a| {
-            a.get(annotations::INPLACE_UPDATE_GRACE)
-                .or_else(|| a.get(annotations::INPLACE_UPDATE_GRACE_LEGACY))
-                .is_some_and(|v| !v.is_empty())
-        });
         Self {
             pod,
             name,
@@ -106,8 +144,10 @@ impl<'a> PodInfo<'a> {
             ready: update_ready && normal,
             available: update_available && normal,
             available_at: if normal { available_at } else { None },
-            instance_id: label(labels::CLONESET_INSTANCE_ID).unwrap_or_default(),
+            instance_id,
             in_grace,
+            in_place_idle,
+            has_template_hash,
         }
     }
 

@@ -112,17 +112,21 @@ pub(crate) fn truncate_history(
     current: &str,
     update: &str,
 ) -> Vec<Action> {
+    let limit = usize::try_from(spec.revision_history_limit).unwrap_or(0);
+    let candidates: Vec<&str> =
+        sorted.iter().map(|r| r.name).filter(|name| *name != current && *name != update).collect();
+    if candidates.len() <= limit {
+        // Nothing can exceed the limit; no need to look at the pods.
+        return Vec::new();
+    }
     let hashes: BTreeSet<&str> = pods.iter().map(|p| p.revision_hash).collect();
-    let dead: Vec<&str> = sorted
-        .iter()
-        .map(|r| r.name)
-        .filter(|name| *name != current && *name != update)
+    let dead: Vec<&str> = candidates
+        .into_iter()
         .filter(|name| {
             let revision = RevisionName::new(name);
             !hashes.iter().any(|h| revision.matches(h))
         })
         .collect();
-    let limit = usize::try_from(spec.revision_history_limit).unwrap_or(0);
     if dead.len() <= limit {
         return Vec::new();
     }

@@ -41,7 +41,13 @@ pub(crate) struct Round<'r, 'a> {
 
 impl Round<'_, '_> {
     /// Records an Event; `after_last_action` ties it to the action just planned.
-    pub(crate) fn event(&mut self, type_: EventType, reason: &str, message: String, after_last_action: bool) {
+    pub(crate) fn event(
+        &mut self,
+        type_: EventType,
+        reason: &str,
+        message: String,
+        after_last_action: bool,
+    ) {
         let after_action = if after_last_action { self.actions.len().checked_sub(1) } else { None };
         self.events.push(Event { type_, reason: reason.to_owned(), message, after_action });
     }
@@ -91,8 +97,16 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
             ExpectationState::Satisfied => {}
             ExpectationState::Waiting { remaining, .. } => {
                 let blocked = Blocked::ScaleExpectations {
-                    creations: expectations.scale.pending(ScaleAction::Create).map(str::to_owned).collect(),
-                    deletions: expectations.scale.pending(ScaleAction::Delete).map(str::to_owned).collect(),
+                    creations: expectations
+                        .scale
+                        .pending(ScaleAction::Create)
+                        .map(str::to_owned)
+                        .collect(),
+                    deletions: expectations
+                        .scale
+                        .pending(ScaleAction::Delete)
+                        .map(str::to_owned)
+                        .collect(),
                 };
                 let mut plan = CloneSetPlan::empty(expectations);
                 plan.blocked = Some(blocked);
@@ -120,7 +134,8 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     }
 
     // 2. Pods the CloneSet keeps, and resourceVersion expectations on them.
-    let (active, inactive): (Vec<&Pod>, Vec<&Pod>) = snapshot.pods.iter().partition(|p| is_active(p));
+    let (active, inactive): (Vec<&Pod>, Vec<&Pod>) =
+        snapshot.pods.iter().partition(|p| is_active(p));
     let mut released = Vec::new();
     let mut kept = Vec::with_capacity(active.len());
     for pod in active {
@@ -135,7 +150,8 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         for pod in &kept {
             by_uid.insert(pod.metadata.uid.as_deref().unwrap_or_default(), pod);
         }
-        let tracked: Vec<String> = expectations.resource_versions.iter().map(|(uid, _)| uid.to_owned()).collect();
+        let tracked: Vec<String> =
+            expectations.resource_versions.iter().map(|(uid, _)| uid.to_owned()).collect();
         for uid in tracked {
             let Some(pod) = by_uid.get(uid.as_str()) else {
                 // The pod is gone; nothing to wait for.
@@ -144,7 +160,9 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
             };
             let observed = pod.metadata.resource_version.as_deref().unwrap_or_default();
             match expectations.resource_versions.state(&uid, observed, now, timeout) {
-                ExpectationState::Satisfied => expectations.resource_versions.observe(&uid, observed),
+                ExpectationState::Satisfied => {
+                    expectations.resource_versions.observe(&uid, observed)
+                }
                 ExpectationState::Waiting { remaining, .. } => {
                     let name = pod.metadata.name.clone().unwrap_or_default();
                     let mut plan = CloneSetPlan::empty(expectations);
@@ -209,7 +227,12 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         let scaling = match scale::scale(&mut round) {
             Ok(scaling) => scaling,
             Err(message) => {
-                status::set_failure(&mut new_status, conditions::cloneset::FAILED_SCALE, message, now);
+                status::set_failure(
+                    &mut new_status,
+                    conditions::cloneset::FAILED_SCALE,
+                    message,
+                    now,
+                );
                 true
             }
         };
@@ -233,7 +256,13 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     truncate_pods_to_delete(&mut round, &cs);
     let current_name = round.current.name.clone();
     let update_name = round.update.name.clone();
-    let history = revisions::truncate_history(&spec, &round.revisions, &round.pods, &current_name, &update_name);
+    let history = revisions::truncate_history(
+        &spec,
+        &round.revisions,
+        &round.pods,
+        &current_name,
+        &update_name,
+    );
     round.actions.extend(history);
 
     let old_status = cs.status.clone().unwrap_or_default();
@@ -248,7 +277,10 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     }
 }
 
-fn invalid(expectations: crate::expectations::ControllerExpectations, err: SpecError) -> CloneSetPlan {
+fn invalid(
+    expectations: crate::expectations::ControllerExpectations,
+    err: SpecError,
+) -> CloneSetPlan {
     let mut plan = CloneSetPlan::empty(expectations);
     plan.blocked = Some(Blocked::Invalid { message: err.to_string() });
     plan
@@ -263,7 +295,10 @@ fn round_up_seconds(d: SignedDuration) -> SignedDuration {
 /// Upstream's `cleanupPVCs` (only without `enablePVCReuse`): PVCs whose pod is active are
 /// kept; PVCs whose pod has finished are handed to that pod, so they go with it; the rest are
 /// deleted. Returns the PVCs kept. With `enablePVCReuse`, every live PVC is kept.
-fn cleanup_pvcs<'a>(round: &mut Round<'_, 'a>, inactive: &[&'a Pod]) -> Vec<&'a PersistentVolumeClaim> {
+fn cleanup_pvcs<'a>(
+    round: &mut Round<'_, 'a>,
+    inactive: &[&'a Pod],
+) -> Vec<&'a PersistentVolumeClaim> {
     let live: Vec<&'a PersistentVolumeClaim> =
         round.snapshot.pvcs.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
     if round.spec.enable_pvc_reuse || live.is_empty() {
@@ -273,7 +308,9 @@ fn cleanup_pvcs<'a>(round: &mut Round<'_, 'a>, inactive: &[&'a Pod]) -> Vec<&'a 
         round.pods.iter().map(|p| p.instance_id).filter(|id| !id.is_empty()).collect();
     let mut inactive_ids: BTreeMap<&str, &Pod> = BTreeMap::new();
     for pod in inactive {
-        if let Some(id) = pod.metadata.labels.as_ref().and_then(|l| l.get(labels::CLONESET_INSTANCE_ID)) {
+        if let Some(id) =
+            pod.metadata.labels.as_ref().and_then(|l| l.get(labels::CLONESET_INSTANCE_ID))
+        {
             inactive_ids.insert(id.as_str(), pod);
         }
     }

@@ -92,7 +92,8 @@ pub(crate) fn scale(r: &mut Round<'_, '_>) -> Result<bool, String> {
             // Wait for the pods already on their way out.
             return Ok(false);
         }
-        let victims = choose_pods_to_delete(r, d.scale_down_num, d.scale_down_num_old_revision, gate);
+        let victims =
+            choose_pods_to_delete(r, d.scale_down_num, d.scale_down_num_old_revision, gate);
         let victims: Vec<usize> = victims
             .into_iter()
             .filter(|&i| take_ready(r.pods[i].ready, &mut delete_ready_limit))
@@ -118,7 +119,11 @@ fn take_ready(ready: bool, limit: &mut i32) -> bool {
 /// Upstream's `managePreparingDelete`: while fewer pods than wanted would remain, pods in
 /// PreparingDelete that were not named for deletion go back to PreparingNormal. Not done when a
 /// hook marks pods not ready (a pod may not come back then).
-fn restore_preparing_delete(r: &mut Round<'_, '_>, pre_delete: &[usize], num_to_delete: i32) -> bool {
+fn restore_preparing_delete(
+    r: &mut Round<'_, '_>,
+    pre_delete: &[usize],
+    num_to_delete: i32,
+) -> bool {
     if !crate::lifecycle::cloneset_can_cancel_delete(r.spec.lifecycle) {
         return false;
     }
@@ -168,7 +173,8 @@ fn create_pods(r: &mut Round<'_, '_>, expected: i32, expected_current: i32) -> u
     let short_hash = r.gates.clone_set_short_hash;
     for (n, id) in ids.iter().enumerate() {
         let revision = if n < current_count { &r.current } else { &r.update };
-        let pod = newpods::new_pod(r.spec, &revision.template, &revision.name, id, short_hash, r.now);
+        let pod =
+            newpods::new_pod(r.spec, &revision.template, &revision.name, id, short_hash, r.now);
         for (_, claim) in newpods::claims_for(r.spec, id) {
             if claim.metadata.name.as_ref().is_some_and(|name| existing_pvcs.contains(name)) {
                 continue;
@@ -177,14 +183,23 @@ fn create_pods(r: &mut Round<'_, '_>, expected: i32, expected_current: i32) -> u
         }
         let name = pod.metadata.name.clone().unwrap_or_default();
         r.actions.push(Action::CreatePod { pod: Box::new(pod) });
-        r.event(EventType::Normal, "SuccessfulCreate", format!("succeed to create pod {name}"), true);
+        r.event(
+            EventType::Normal,
+            "SuccessfulCreate",
+            format!("succeed to create pod {name}"),
+            true,
+        );
     }
     ids.len()
 }
 
 /// Upstream's `deletePods`: pods held by a preDelete hook move to PreparingDelete; the others
 /// are deleted with their PVCs. Returns whether anything was planned.
-pub(crate) fn delete_pods(r: &mut Round<'_, '_>, victims: &[usize], purpose: DeletePurpose) -> bool {
+pub(crate) fn delete_pods(
+    r: &mut Round<'_, '_>,
+    victims: &[usize],
+    purpose: DeletePurpose,
+) -> bool {
     let mut modified = false;
     for &i in victims {
         let p = &r.pods[i];
@@ -197,7 +212,12 @@ pub(crate) fn delete_pods(r: &mut Round<'_, '_>, victims: &[usize], purpose: Del
         let name = p.name.to_owned();
         let instance_id = p.instance_id;
         r.actions.push(Action::DeletePod { name: name.clone(), uid: p.uid.to_owned(), purpose });
-        r.event(EventType::Normal, "SuccessfulDelete", format!("succeed to delete pod {name}"), true);
+        r.event(
+            EventType::Normal,
+            "SuccessfulDelete",
+            format!("succeed to delete pod {name}"),
+            true,
+        );
         modified = true;
         let claims: Vec<Action> = r
             .pvcs
@@ -223,7 +243,12 @@ pub(crate) fn delete_pods(r: &mut Round<'_, '_>, victims: &[usize], purpose: Del
 
 /// Upstream's `choosePodsToDelete`: `total` victims, `old_revision` of them (at most) from the
 /// pods not yet updated, each group ranked for deletion.
-fn choose_pods_to_delete(r: &Round<'_, '_>, total: i32, old_revision: i32, gate: bool) -> Vec<usize> {
+fn choose_pods_to_delete(
+    r: &Round<'_, '_>,
+    total: i32,
+    old_revision: i32,
+    gate: bool,
+) -> Vec<usize> {
     let (updated, not_updated): (Vec<usize>, Vec<usize>) =
         (0..r.pods.len()).partition(|&i| r.pods[i].updated_for_scale(gate));
     let mut victims = Vec::new();
@@ -246,7 +271,9 @@ fn rank(r: &Round<'_, '_>, group: Vec<usize>, count: i32) -> Vec<usize> {
     }
     let views: Vec<crate::pod::PodRankView> = group
         .iter()
-        .map(|&i| crate::pod::PodRankView::from_pod(r.pods[i].pod).with_available(r.pods[i].available))
+        .map(|&i| {
+            crate::pod::PodRankView::from_pod(r.pods[i].pod).with_available(r.pods[i].available)
+        })
         .collect();
     let topology_keys: Vec<String> = r
         .spec

@@ -148,7 +148,11 @@ mod tests {
         assert_eq!(parsed.render(), "app=demo,!canary,tier in (api,web)");
         assert!(parsed.matches(Some(&labels(&[("app", "demo"), ("tier", "web")]))));
         assert!(!parsed.matches(Some(&labels(&[("app", "demo"), ("tier", "db")]))));
-        assert!(!parsed.matches(Some(&labels(&[("app", "demo"), ("tier", "web"), ("canary", "x")]))));
+        assert!(!parsed.matches(Some(&labels(&[
+            ("app", "demo"),
+            ("tier", "web"),
+            ("canary", "x")
+        ]))));
         assert!(!Selector::Nothing.matches(Some(&labels(&[("app", "demo")]))));
         assert!(Selector::parse(Some(&LabelSelector::default())).expect("valid").matches(None));
     }

@@ -54,11 +54,17 @@ pub(crate) fn progressing(
     let partition_available = status.expected_updated_replicas < replicas
         && status.expected_updated_replicas <= status.updated_available_replicas;
     if available {
-        set_condition(status, new_condition(cond::REASON_AVAILABLE, "True", "CloneSet is available", now));
+        set_condition(
+            status,
+            new_condition(cond::REASON_AVAILABLE, "True", "CloneSet is available", now),
+        );
         return None;
     }
     if spec.paused {
-        set_condition(status, new_condition(cond::REASON_PAUSED, "True", "CloneSet is paused", now));
+        set_condition(
+            status,
+            new_condition(cond::REASON_PAUSED, "True", "CloneSet is paused", now),
+        );
         return None;
     }
     if partition_available {
@@ -91,17 +97,29 @@ pub(crate) fn progressing(
         );
         return None;
     }
-    set_condition(status, new_condition(cond::REASON_UPDATED, "True", "CloneSet is progressing", now));
+    set_condition(
+        status,
+        new_condition(cond::REASON_UPDATED, "True", "CloneSet is progressing", now),
+    );
     let since = get_condition(status, cond::PROGRESSING)
         .and_then(|c| c.last_update_time.as_ref())
         .map_or(now, |t| t.0);
     let after = since.duration_since(now) + deadline;
     // Round up to whole seconds past the deadline, as upstream adds a second of slack.
-    Some(if after < SignedDuration::from_secs(1) { after } else { after + SignedDuration::from_secs(1) })
+    Some(if after < SignedDuration::from_secs(1) {
+        after
+    } else {
+        after + SignedDuration::from_secs(1)
+    })
 }
 
 /// Sets a failure condition (`FailedScale` / `FailedUpdate`).
-pub(crate) fn set_failure(status: &mut CloneSetStatus, type_: &str, message: String, now: Timestamp) {
+pub(crate) fn set_failure(
+    status: &mut CloneSetStatus,
+    type_: &str,
+    message: String,
+    now: Timestamp,
+) {
     set_condition(
         status,
         CloneSetCondition {
@@ -151,11 +169,12 @@ fn remove_condition(status: &mut CloneSetStatus, type_: &str) {
 
 /// Upstream's `inconsistentStatus`: whether the new status is worth writing.
 pub(crate) fn differs(old: &CloneSetStatus, new: &CloneSetStatus) -> bool {
-    let progressing_changed = match (get_condition(old, cond::PROGRESSING), get_condition(new, cond::PROGRESSING)) {
-        (None, None) => false,
-        (Some(a), Some(b)) => a.status != b.status || a.reason != b.reason,
-        _ => true,
-    };
+    let progressing_changed =
+        match (get_condition(old, cond::PROGRESSING), get_condition(new, cond::PROGRESSING)) {
+            (None, None) => false,
+            (Some(a), Some(b)) => a.status != b.status || a.reason != b.reason,
+            _ => true,
+        };
     new.observed_generation > old.observed_generation
         || new.replicas != old.replicas
         || new.ready_replicas != old.ready_replicas

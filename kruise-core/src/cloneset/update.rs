@@ -60,10 +60,15 @@ pub(crate) fn update(r: &mut Round<'_, '_>) -> Result<(), String> {
         }
     }
 
-    // 4. Order them, 5. keep what the budgets allow.
-    let waiting = sort_update_indexes(r, waiting);
+    // 4. Order them, 5. keep what the budgets allow. (When the budget admits none of them
+    // whatever the order, skip the ordering: the common case while a rollout waits.)
     let target = if forward { r.update.clone() } else { r.current.clone() };
-    let chosen = limit(r, &d, waiting, &RevisionName::new(&target.name));
+    let target_name = RevisionName::new(&target.name);
+    if budget_exhausted(r, &d, &waiting, &target_name) {
+        return Ok(());
+    }
+    let waiting = sort_update_indexes(r, waiting);
+    let chosen = limit(r, &d, waiting, &target_name);
 
     // 6. Move them.
     for i in chosen {
@@ -94,6 +99,30 @@ fn sort_update_indexes(r: &Round<'_, '_>, mut waiting: Vec<usize>) -> Vec<usize>
     }
     waiting.sort_by_key(|&i| !r.pods[i].preparing_update());
     waiting
+}
+
+/// Whether [`limit`] would keep no pod whatever the order of `waiting`.
+fn budget_exhausted(
+    r: &Round<'_, '_>,
+    d: &diffs::Diffs,
+    waiting: &[usize],
+    target: &RevisionName<'_>,
+) -> bool {
+    let mut unavailable = 0;
+    let mut target_unavailable = 0;
+    for p in &r.pods {
+        if !p.available {
+            unavailable += 1;
+            if target.matches(p.revision_hash) {
+                target_unavailable += 1;
+            }
+        }
+    }
+    if target_unavailable >= d.update_max_unavailable {
+        return true;
+    }
+    // Only pods that are already unavailable could still go.
+    unavailable >= d.update_max_unavailable && waiting.iter().all(|&i| r.pods[i].available)
 }
 
 /// Upstream's `limitUpdateIndexes`: at most `|update_num|` pods, and never more unavailable
@@ -137,20 +166,42 @@ fn limit(
 /// Upstream's `refreshPodState`: in-place update bookkeeping, then the lifecycle state the pod
 /// should be in. Returns whether the state changed.
 fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<bool, String> {
-    inplace_glue::refresh(r, i)?;
-    let completed = r.pods[i].state == Some(LifecycleState::Updating)
-        && inplace_glue::update_completed(r, i);
+    if !r.pods[i].in_place_idle {
+        inplace_glue::refresh(r, i)?;
+    }
+    // Only these states move on their own.
+    if !matches!(
+        r.pods[i].state,
+        Some(
+            LifecycleState::PreparingNormal
+                | LifecycleState::PreparingUpdate
+                | LifecycleState::Updating
+                | LifecycleState::Updated
+        )
+    ) {
+        return Ok(false);
+    }
+    let completed =
+        r.pods[i].state == Some(LifecycleState::Updating) && inplace_glue::update_completed(r, i);
     let p = &r.pods[i];
-    Ok(match crate::lifecycle::cloneset_refresh(r.spec.lifecycle, p.pod, p.updated, completed, r.now) {
-        Some(transition) => hooks::push(&mut r.actions, p, transition),
-        None => false,
-    })
+    Ok(
+        match crate::lifecycle::cloneset_refresh(
+            r.spec.lifecycle,
+            p.pod,
+            p.updated,
+            completed,
+            r.now,
+        ) {
+            Some(transition) => hooks::push(&mut r.actions, p, transition),
+            None => false,
+        },
+    )
 }
 
 /// Adds the `pod-template-hash` label to pods made before it existed.
 fn fix_template_hash_label(r: &mut Round<'_, '_>, i: usize) -> bool {
     let p = &r.pods[i];
-    if p.labels.is_some_and(|l| l.contains_key(kubernetes::labels::POD_TEMPLATE_HASH)) {
+    if p.has_template_hash {
         return false;
     }
     r.actions.push(Action::PatchPod {
@@ -166,7 +217,11 @@ fn fix_template_hash_label(r: &mut Round<'_, '_>, i: usize) -> bool {
 
 /// Upstream's `updatePod`: in place when the policy and the change allow (through the
 /// inPlaceUpdate hook), else by marking the pod for deletion.
-fn update_pod(r: &mut Round<'_, '_>, i: usize, target: &super::revisions::Revision) -> Result<(), String> {
+fn update_pod(
+    r: &mut Round<'_, '_>,
+    i: usize,
+    target: &super::revisions::Revision,
+) -> Result<(), String> {
     let spec = r.spec;
     if matches!(spec.policy, UpdatePolicy::InPlaceIfPossible | UpdatePolicy::InPlaceOnly) {
         let hash = r.pods[i].revision_hash;
@@ -220,7 +275,10 @@ fn update_pod(r: &mut Round<'_, '_>, i: usize, target: &super::revisions::Revisi
     r.event(
         EventType::Normal,
         "SuccessfulUpdatePodReCreate",
-        format!("successfully patch pod {name} specified-delete for update(revision {})", target.name),
+        format!(
+            "successfully patch pod {name} specified-delete for update(revision {})",
+            target.name
+        ),
         true,
     );
     Ok(())

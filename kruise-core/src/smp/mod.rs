@@ -25,14 +25,22 @@
 //! placed in the patch's order (or the `$setElementOrder` order), and items only the original
 //! has keep their relative order, interleaved by their original positions; an item the patch
 //! adds without an order directive lands before the original items it cannot be placed
-//! against. Where Kubernetes panics or keeps junk, this module differs on purpose:
+//! against. Container ports merge on `containerPort` alone, as in Kubernetes (the protocol is
+//! only part of server-side apply's key). Where Kubernetes panics, keeps junk or fails later
+//! in its decoder, this module differs on purpose:
 //! - values a patch adds whole (new fields, replaced lists, new list items) are cleaned:
 //!   object members set to `null` and directives inside them are dropped, as the API server's
 //!   decoder would ignore them;
 //! - a `$patch: replace` object at a place the original does not have is added (Kubernetes
 //!   drops it);
-//! - lists holding `null` items or mixed item types are errors instead of panics;
-//! - an empty `$setElementOrder` with nothing to order is accepted.
+//! - merge lists holding `null` items or nested lists, and primitives in a list merged by key,
+//!   are errors (Kubernetes panics, or accepts them and fails to decode the result);
+//! - a `$deleteFromPrimitiveList` that is not a list is an error even where the list is absent;
+//! - an empty `$setElementOrder` with nothing to order is accepted;
+//! - unknown fields merge as plain objects instead of failing the schema lookup.
+//!
+//! Lists with repeated merge keys or repeated primitives in merge lists are handled as
+//! Kubernetes handles them where that is well defined; no promise is made for them.
 //!
 //! Errors ([`SmpError`]) name the JSON path of the offending value. Nothing here panics.
 
