@@ -9,19 +9,25 @@
 //! - [`scatter_sort`]: `updateStrategy.scatterStrategy` (spread labelled pods out).
 //! - [`sort_cloneset_update_indexes`]: CloneSet's full update order (default order, then
 //!   priority, then scatter, then pods already in `PreparingUpdate` first).
+//! - [`UpdateOrder`] and [`OrderLabels`]: the same priority and scatter orders for planners
+//!   that sort many pods, with the strategy compiled once and each pod's labels read once.
 //!
 //! Indexes past the end of the label slice are tolerated: such pods are treated as having no
 //! labels and are not counted among all pods. Repeated indexes are kept (the output is still a
 //! permutation of the input), although the resulting order is then not meaningful.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::apps::common::{UpdatePriorityStrategy, UpdateScatterTerm};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kruise_api::apps::common::{
+    UpdatePriorityOrderTerm, UpdatePriorityStrategy, UpdatePriorityWeightTerm, UpdateScatterTerm,
+};
 use kruise_api::apps::v1beta1::CloneSetUpdateStrategy;
 use kruise_api::well_known::{labels, lifecycle};
 
-use crate::pod::{PodRankView, compare_active, labels_of, selector_matches};
+use crate::pod::{ActiveRank, labels_of, name_of};
 
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
@@ -30,6 +36,297 @@ fn labels_at<'a>(
     i: usize,
 ) -> &'a BTreeMap<String, String> {
     pod_labels.get(i).copied().unwrap_or(&NO_LABELS)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compiled strategies
+// ---------------------------------------------------------------------------------------------
+
+/// A priority and scatter strategy compiled against the few label keys it reads.
+///
+/// Each distinct key gets a slot ([`UpdateOrder::keys`]); a planner reads every pod's values
+/// for those keys once into an [`OrderLabels`] table and then computes priorities
+/// ([`UpdateOrder::priority_key`]) and scatter orders ([`UpdateOrder::scatter`]) from the
+/// table, without touching label maps again. Results are exactly those of [`priority_sort`]
+/// and [`scatter_sort`].
+#[derive(Clone, Debug, Default)]
+pub struct UpdateOrder<'s> {
+    keys: Vec<&'s str>,
+    priority: Priority<'s>,
+    scatter: Vec<ScatterTerm<'s>>,
+}
+
+#[derive(Clone, Debug, Default)]
+enum Priority<'s> {
+    #[default]
+    None,
+    Weight(Vec<WeightTerm<'s>>),
+    /// The slot of each term's `orderedKey`, in strategy order.
+    Order(Vec<usize>),
+}
+
+#[derive(Clone, Debug)]
+struct WeightTerm<'s> {
+    weight: i64,
+    /// `None` when the selector has an invalid operator: the term never matches.
+    requirements: Option<Vec<Requirement<'s>>>,
+}
+
+#[derive(Clone, Debug)]
+enum Requirement<'s> {
+    Equals(usize, &'s str),
+    In(usize, &'s [String]),
+    NotIn(usize, &'s [String]),
+    Exists(usize),
+    DoesNotExist(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ScatterTerm<'s> {
+    slot: usize,
+    value: &'s str,
+}
+
+/// Where a pod goes under a priority strategy; smaller keys are updated first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PriorityKey(i64, Reverse<i64>);
+
+impl<'s> UpdateOrder<'s> {
+    /// Compiles `priority` (weight terms when there are any, else order terms) and `scatter`.
+    pub fn new(priority: Option<&'s UpdatePriorityStrategy>, scatter: &'s [UpdateScatterTerm]) -> Self {
+        let (weights, orders) = match priority {
+            Some(p) => (&p.weight_priority[..], &p.order_priority[..]),
+            None => (&[][..], &[][..]),
+        };
+        Self::compile(weights, orders, scatter)
+    }
+
+    fn compile(
+        weights: &'s [UpdatePriorityWeightTerm],
+        orders: &'s [UpdatePriorityOrderTerm],
+        scatter: &'s [UpdateScatterTerm],
+    ) -> Self {
+        let mut keys: Vec<&'s str> = Vec::new();
+        let mut slot = |key: &'s str| match keys.iter().position(|k| *k == key) {
+            Some(slot) => slot,
+            None => {
+                keys.push(key);
+                keys.len() - 1
+            }
+        };
+        let priority = if !weights.is_empty() {
+            Priority::Weight(
+                weights
+                    .iter()
+                    .map(|term| WeightTerm {
+                        weight: i64::from(term.weight),
+                        requirements: compile_selector(&term.match_selector, &mut slot),
+                    })
+                    .collect(),
+            )
+        } else if !orders.is_empty() {
+            Priority::Order(orders.iter().map(|term| slot(&term.ordered_key)).collect())
+        } else {
+            Priority::None
+        };
+        let scatter = scatter
+            .iter()
+            .map(|term| ScatterTerm { slot: slot(&term.key), value: &term.value })
+            .collect();
+        UpdateOrder { keys, priority, scatter }
+    }
+
+    /// The label keys the strategy reads, in slot order.
+    pub fn keys(&self) -> &[&'s str] {
+        &self.keys
+    }
+
+    /// Whether the strategy orders pods by priority at all.
+    pub fn has_priority(&self) -> bool {
+        !matches!(self.priority, Priority::None)
+    }
+
+    /// Whether the strategy has scatter terms.
+    pub fn has_scatter(&self) -> bool {
+        !self.scatter.is_empty()
+    }
+
+    /// The priority of a pod whose values for [`UpdateOrder::keys`] are `row`
+    /// (see [`OrderLabels::row`]): with weight terms, the heavier first; with order terms, by
+    /// level then higher order first (as [`priority_order`]); otherwise all equal.
+    pub fn priority_key(&self, row: &[Option<&str>]) -> PriorityKey {
+        match &self.priority {
+            Priority::None => PriorityKey(0, Reverse(0)),
+            Priority::Weight(terms) => PriorityKey(0, Reverse(weight_of(terms, row))),
+            Priority::Order(slots) => {
+                let (level, order) = order_of(slots, row);
+                PriorityKey(level, Reverse(order))
+            }
+        }
+    }
+
+    /// [`scatter_sort`] over the pods of `labels` (all of them count as "all pods").
+    pub fn scatter(&self, labels: &OrderLabels<'_>, mut indexes: Vec<usize>) -> Vec<usize> {
+        if self.scatter.is_empty() || indexes.len() <= 1 {
+            return indexes;
+        }
+        for term in self.scatter_term_order(labels, &indexes) {
+            indexes = scatter_by(self.scatter[term], labels, indexes);
+        }
+        indexes
+    }
+
+    /// Positions in the scatter strategy of the terms [`UpdateOrder::scatter`] applies, in the
+    /// order it applies them (see [`scatter_terms`]).
+    fn scatter_term_order(&self, labels: &OrderLabels<'_>, indexes: &[usize]) -> Vec<usize> {
+        if self.scatter.len() == 1 {
+            return vec![0];
+        }
+        let mut terms: Vec<(usize, usize)> = Vec::new();
+        for (t, term) in self.scatter.iter().enumerate() {
+            let count = indexes
+                .iter()
+                .filter(|&&i| labels.value(i, term.slot) == Some(term.value))
+                .count();
+            if count == 0 {
+                continue;
+            }
+            match terms.iter_mut().find(|(_, u)| self.scatter[*u] == *term) {
+                Some((existing, _)) => *existing += count,
+                None => terms.push((count, t)),
+            }
+        }
+        terms.sort_by_key(|(count, _)| Reverse(*count));
+        terms.into_iter().map(|(_, t)| t).collect()
+    }
+}
+
+/// Compiles a selector against key slots as [`crate::pod::selector_matches`] evaluates it;
+/// `None` when an operator is invalid.
+fn compile_selector<'s>(
+    selector: &'s LabelSelector,
+    slot: &mut impl FnMut(&'s str) -> usize,
+) -> Option<Vec<Requirement<'s>>> {
+    let expressions = selector.match_expressions.as_deref().unwrap_or_default();
+    if expressions
+        .iter()
+        .any(|e| !matches!(e.operator.as_str(), "In" | "NotIn" | "Exists" | "DoesNotExist"))
+    {
+        return None;
+    }
+    let mut requirements: Vec<Requirement<'s>> = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| Requirement::Equals(slot(k), v.as_str()))
+        .collect();
+    for e in expressions {
+        let key = slot(&e.key);
+        let values = e.values.as_deref().unwrap_or_default();
+        requirements.push(match e.operator.as_str() {
+            "In" => Requirement::In(key, values),
+            "NotIn" => Requirement::NotIn(key, values),
+            "Exists" => Requirement::Exists(key),
+            _ => Requirement::DoesNotExist(key),
+        });
+    }
+    Some(requirements)
+}
+
+fn row_value<'a>(row: &[Option<&'a str>], slot: usize) -> Option<&'a str> {
+    row.get(slot).copied().flatten()
+}
+
+fn weight_of(terms: &[WeightTerm<'_>], row: &[Option<&str>]) -> i64 {
+    let holds = |r: &Requirement<'_>| match *r {
+        Requirement::Equals(slot, value) => row_value(row, slot) == Some(value),
+        Requirement::In(slot, values) => {
+            row_value(row, slot).is_some_and(|v| values.iter().any(|x| x == v))
+        }
+        Requirement::NotIn(slot, values) => {
+            row_value(row, slot).is_none_or(|v| !values.iter().any(|x| x == v))
+        }
+        Requirement::Exists(slot) => row_value(row, slot).is_some(),
+        Requirement::DoesNotExist(slot) => row_value(row, slot).is_none(),
+    };
+    terms
+        .iter()
+        .filter(|t| t.requirements.as_ref().is_some_and(|reqs| reqs.iter().all(holds)))
+        .map(|t| t.weight)
+        .sum()
+}
+
+fn order_of(slots: &[usize], row: &[Option<&str>]) -> (i64, i64) {
+    for (level, &slot) in slots.iter().enumerate() {
+        if let Some(value) = row_value(row, slot) {
+            let level = i64::try_from(level).unwrap_or(i64::MAX);
+            return (level, trailing_integer(value));
+        }
+    }
+    (-1, 0)
+}
+
+/// Each pod's values for the keys of an [`UpdateOrder`], one row per pod, filled once.
+#[derive(Clone, Debug, Default)]
+pub struct OrderLabels<'a> {
+    width: usize,
+    pods: usize,
+    values: Vec<Option<&'a str>>,
+}
+
+impl<'a> OrderLabels<'a> {
+    /// An empty table for `order`, with room for `pods` rows.
+    pub fn with_capacity(order: &UpdateOrder<'_>, pods: usize) -> Self {
+        let width = order.keys.len();
+        OrderLabels { width, pods: 0, values: Vec::with_capacity(width * pods) }
+    }
+
+    /// Appends the row of a pod with `labels` (`None`: no labels), reading each label once.
+    pub fn push(&mut self, order: &UpdateOrder<'_>, labels: Option<&'a BTreeMap<String, String>>) {
+        self.pods += 1;
+        if self.width == 0 {
+            return;
+        }
+        let start = self.values.len();
+        self.values.resize(start + self.width, None);
+        let (Some(labels), Some(row)) = (labels, self.values.get_mut(start..)) else {
+            return;
+        };
+        let mut found = 0;
+        for (key, value) in labels {
+            // Comparing lengths first skips almost every key without reading its bytes.
+            if let Some(slot) =
+                order.keys.iter().position(|k| k.len() == key.len() && *k == key.as_str())
+                && let Some(cell) = row.get_mut(slot)
+            {
+                *cell = Some(value.as_str());
+                found += 1;
+                if found == self.width {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The number of pods (rows).
+    pub fn len(&self) -> usize {
+        self.pods
+    }
+
+    /// Whether the table has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.pods == 0
+    }
+
+    /// The values of pod `pod`, in slot order (all `None` past the last row).
+    pub fn row(&self, pod: usize) -> &[Option<&'a str>] {
+        let start = pod.saturating_mul(self.width);
+        self.values.get(start..start.saturating_add(self.width)).unwrap_or_default()
+    }
+
+    fn value(&self, pod: usize, slot: usize) -> Option<&'a str> {
+        row_value(self.row(pod), slot)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -42,12 +339,13 @@ pub fn priority_weight(
     strategy: &UpdatePriorityStrategy,
     labels: &BTreeMap<String, String>,
 ) -> i64 {
-    strategy
-        .weight_priority
-        .iter()
-        .filter(|term| selector_matches(&term.match_selector, labels).unwrap_or(false))
-        .map(|term| i64::from(term.weight))
-        .sum()
+    let order = UpdateOrder::compile(&strategy.weight_priority, &[], &[]);
+    let mut table = OrderLabels::with_capacity(&order, 1);
+    table.push(&order, Some(labels));
+    match &order.priority {
+        Priority::Weight(terms) => weight_of(terms, table.row(0)),
+        _ => 0,
+    }
 }
 
 /// The `(level, order)` of `labels` under order priorities: `level` is the position of the
@@ -57,13 +355,13 @@ pub fn priority_order(
     strategy: &UpdatePriorityStrategy,
     labels: &BTreeMap<String, String>,
 ) -> (i64, i64) {
-    for (level, term) in strategy.order_priority.iter().enumerate() {
-        if let Some(value) = labels.get(&term.ordered_key) {
-            let level = i64::try_from(level).unwrap_or(i64::MAX);
-            return (level, trailing_integer(value));
-        }
+    let order = UpdateOrder::compile(&[], &strategy.order_priority, &[]);
+    let mut table = OrderLabels::with_capacity(&order, 1);
+    table.push(&order, Some(labels));
+    match &order.priority {
+        Priority::Order(slots) => order_of(slots, table.row(0)),
+        _ => (-1, 0),
     }
-    (-1, 0)
 }
 
 fn trailing_integer(value: &str) -> i64 {
@@ -83,30 +381,34 @@ fn trailing_integer(value: &str) -> i64 {
 pub fn priority_sort(
     strategy: &UpdatePriorityStrategy,
     pod_labels: &[&BTreeMap<String, String>],
-    mut indexes: Vec<usize>,
+    indexes: Vec<usize>,
 ) -> Vec<usize> {
-    if !strategy.weight_priority.is_empty() {
-        // Compute each key once; sort_by_cached_key is not stable, so sort pairs stably.
-        let mut keyed: Vec<(i64, usize)> = indexes
-            .iter()
-            .map(|&i| (priority_weight(strategy, labels_at(pod_labels, i)), i))
-            .collect();
-        keyed.sort_by_key(|&(weight, _)| std::cmp::Reverse(weight));
-        indexes = keyed.into_iter().map(|(_, i)| i).collect();
-    } else if !strategy.order_priority.is_empty() {
-        let mut keyed: Vec<((i64, i64), usize)> = indexes
-            .iter()
-            .map(|&i| (priority_order(strategy, labels_at(pod_labels, i)), i))
-            .collect();
-        keyed.sort_by(|((la, oa), _), ((lb, ob), _)| la.cmp(lb).then(ob.cmp(oa)));
-        indexes = keyed.into_iter().map(|(_, i)| i).collect();
+    let order = UpdateOrder::new(Some(strategy), &[]);
+    if !order.has_priority() {
+        return indexes;
     }
-    indexes
+    // Compute each key once; sort_by_cached_key is not stable, so sort pairs stably.
+    let mut table = OrderLabels::with_capacity(&order, indexes.len());
+    for &i in &indexes {
+        table.push(&order, Some(labels_at(pod_labels, i)));
+    }
+    let mut keyed: Vec<(PriorityKey, usize)> =
+        indexes.iter().enumerate().map(|(pos, &i)| (order.priority_key(table.row(pos)), i)).collect();
+    keyed.sort_by_key(|&(key, _)| key);
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
 // Scatter
 // ---------------------------------------------------------------------------------------------
+
+fn table_of<'a>(order: &UpdateOrder<'_>, pod_labels: &[&'a BTreeMap<String, String>]) -> OrderLabels<'a> {
+    let mut table = OrderLabels::with_capacity(order, pod_labels.len());
+    for labels in pod_labels {
+        table.push(order, Some(labels));
+    }
+    table
+}
 
 /// Reorders `indexes` so that pods carrying each scatter term's label are spread across the
 /// update rather than updated back to back, exactly as upstream's scatter sorter does.
@@ -120,15 +422,13 @@ pub fn priority_sort(
 pub fn scatter_sort(
     strategy: &[UpdateScatterTerm],
     pod_labels: &[&BTreeMap<String, String>],
-    mut indexes: Vec<usize>,
+    indexes: Vec<usize>,
 ) -> Vec<usize> {
     if strategy.is_empty() || indexes.len() <= 1 {
         return indexes;
     }
-    for term in scatter_terms(strategy, pod_labels, &indexes) {
-        indexes = scatter_by_term(&term, pod_labels, indexes);
-    }
-    indexes
+    let order = UpdateOrder::new(None, strategy);
+    order.scatter(&table_of(&order, pod_labels), indexes)
 }
 
 /// The terms [`scatter_sort`] applies, in the order it applies them.
@@ -137,44 +437,38 @@ pub fn scatter_terms(
     pod_labels: &[&BTreeMap<String, String>],
     indexes: &[usize],
 ) -> Vec<UpdateScatterTerm> {
-    if strategy.len() == 1 {
-        return strategy.to_vec();
-    }
-    let mut terms: Vec<(usize, UpdateScatterTerm)> = Vec::new();
-    for term in strategy {
-        let count = indexes
-            .iter()
-            .filter(|&&i| labels_at(pod_labels, i).get(&term.key) == Some(&term.value))
-            .count();
-        if count == 0 {
-            continue;
-        }
-        match terms.iter_mut().find(|(_, t)| t == term) {
-            Some((existing, _)) => *existing += count,
-            None => terms.push((count, term.clone())),
-        }
-    }
-    terms.sort_by_key(|(count, _)| std::cmp::Reverse(*count));
-    terms.into_iter().map(|(_, t)| t).collect()
+    let order = UpdateOrder::new(None, strategy);
+    let table = if strategy.len() == 1 { OrderLabels::default() } else { table_of(&order, pod_labels) };
+    order
+        .scatter_term_order(&table, indexes)
+        .into_iter()
+        .filter_map(|t| strategy.get(t).cloned())
+        .collect()
 }
 
+#[cfg(test)]
 fn scatter_by_term(
     term: &UpdateScatterTerm,
     pod_labels: &[&BTreeMap<String, String>],
     indexes: Vec<usize>,
 ) -> Vec<usize> {
+    let order = UpdateOrder::new(None, std::slice::from_ref(term));
+    match order.scatter.first() {
+        Some(&t) => scatter_by(t, &table_of(&order, pod_labels), indexes),
+        None => indexes,
+    }
+}
+
+fn scatter_by(term: ScatterTerm<'_>, labels: &OrderLabels<'_>, indexes: Vec<usize>) -> Vec<usize> {
     // Upstream compares with a plain map lookup here, so a missing key reads as "".
-    let matches = |labels: &BTreeMap<String, String>| {
-        labels.get(&term.key).map(String::as_str).unwrap_or("") == term.value
-    };
+    let matches = |i: usize| labels.value(i, term.slot).unwrap_or("") == term.value;
     let (mut matched, mut unmatched): (Vec<usize>, Vec<usize>) =
-        indexes.iter().partition(|&&i| matches(labels_at(pod_labels, i)));
+        indexes.iter().partition(|&&i| matches(i));
     if matched.len() <= 1 || unmatched.len() <= 1 {
         return indexes;
     }
-    let total_matched = pod_labels.iter().filter(|l| matches(l)).count();
-    let total_unmatched = pod_labels.len() - total_matched;
-
+    let total_matched = (0..labels.len()).filter(|&i| matches(i)).count();
+    let total_unmatched = labels.len() - total_matched;
     // The last matching pod goes to the very end.
     let Some(last) = matched.pop() else {
         return indexes;
@@ -260,8 +554,8 @@ fn group_by_density(
 
 /// CloneSet's update order for the pods at `indexes` (upstream's `SortUpdateIndexes`):
 ///
-/// 1. Kubernetes' active-pods order ([`compare_active`]: unscheduled, pending, not ready,
-///    ready for less time, more restarts, newer first; ties by name);
+/// 1. Kubernetes' active-pods order ([`crate::pod::compare_active`]: unscheduled, pending, not
+///    ready, ready for less time, more restarts, newer first; ties by name);
 /// 2. then, with a rolling update, [`priority_sort`] when a priority strategy is set and
 ///    [`scatter_sort`] with the scatter strategy;
 /// 3. finally, stably, pods whose lifecycle state is `PreparingUpdate` first.
@@ -270,15 +564,16 @@ pub fn sort_cloneset_update_indexes(
     pods: &[Pod],
     indexes: Vec<usize>,
 ) -> Vec<usize> {
-    let views: Vec<PodRankView> = pods.iter().map(PodRankView::from_pod).collect();
-    let mut indexes = indexes;
-    indexes.sort_by(|&a, &b| match (views.get(a), views.get(b)) {
-        (Some(va), Some(vb)) => compare_active(va, vb),
-        // Out-of-range indexes go last, in their input order.
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => std::cmp::Ordering::Equal,
-    });
+    // Out-of-range indexes go last, in their input order; the sort is stable.
+    let mut keyed: Vec<(bool, Option<(ActiveRank, &str)>, usize)> = indexes
+        .iter()
+        .map(|&i| {
+            let key = pods.get(i).map(|p| (ActiveRank::of_pod(p), name_of(p)));
+            (key.is_none(), key, i)
+        })
+        .collect();
+    keyed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let mut indexes: Vec<usize> = keyed.into_iter().map(|(_, _, i)| i).collect();
 
     let pod_labels: Vec<&BTreeMap<String, String>> = pods.iter().map(labels_of).collect();
     if let Some(rolling) = &strategy.rolling_update {
@@ -292,8 +587,19 @@ pub fn sort_cloneset_update_indexes(
         labels_at(&pod_labels, i).get(labels::LIFECYCLE_STATE).map(String::as_str)
             == Some(lifecycle::PREPARING_UPDATE)
     };
-    indexes.sort_by_key(|&i| !preparing_update(i));
-    indexes
+    preparing_update_first(indexes, preparing_update)
+}
+
+/// Moves the indexes for which `preparing_update` holds to the front, keeping the order within
+/// both groups (a stable partition).
+pub fn preparing_update_first(
+    indexes: Vec<usize>,
+    preparing_update: impl Fn(usize) -> bool,
+) -> Vec<usize> {
+    let (mut first, rest): (Vec<usize>, Vec<usize>) =
+        indexes.into_iter().partition(|&i| preparing_update(i));
+    first.extend(rest);
+    first
 }
 
 #[cfg(test)]

@@ -14,8 +14,9 @@
 //! - The `KruisePodReady` readiness gate, which Kruise components hold `False` with named
 //!   holds: [`not_ready_holds`], [`add_not_ready_hold`], [`remove_not_ready_hold`].
 //! - Label selectors: [`selector_matches`].
-//! - Ranking pods for deletion or update: [`PodRankView`], [`compare_active`],
-//!   [`compare_for_deletion`], [`same_node_ranks`], [`spread_constraint_ranks`].
+//! - Ranking pods for deletion or update: [`PodRankView`], [`compare_active`] (and its
+//!   precomputed form [`ActiveRank`]), [`compare_for_deletion`], [`same_node_ranks`],
+//!   [`spread_constraint_ranks`].
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -559,6 +560,18 @@ impl PodRankView {
         }
     }
 
+    /// The view's [`ActiveRank`].
+    pub fn active_rank(&self) -> ActiveRank {
+        ActiveRank::new(
+            !self.node_name.is_empty(),
+            &self.phase,
+            self.ready,
+            self.ready_since,
+            self.max_restarts,
+            self.created,
+        )
+    }
+
     /// The same view with `available` replaced.
     pub fn with_available(mut self, available: bool) -> Self {
         self.available = available;
@@ -598,7 +611,14 @@ fn newest_or_unset_first(a: Option<Timestamp>, b: Option<Timestamp>) -> Ordering
     }
 }
 
-fn compare_with(a: &PodRankView, b: &PodRankView, criteria: Criteria) -> Ordering {
+/// Compares with `rank_a`/`rank_b` standing in for the views' own ranks (rankers compare
+/// with provisional ranks without copying the views).
+fn compare_with(
+    a: &PodRankView,
+    b: &PodRankView,
+    criteria: Criteria,
+    (rank_a, rank_b): (f64, f64),
+) -> Ordering {
     // 1. Unscheduled before scheduled.
     let assigned = |v: &PodRankView| !v.node_name.is_empty();
     assigned(a)
@@ -615,7 +635,7 @@ fn compare_with(a: &PodRankView, b: &PodRankView, criteria: Criteria) -> Orderin
         // 4. Lower deletion cost first; 5. higher rank first.
         .then_with(|| {
             if criteria.cost_and_rank {
-                a.deletion_cost.cmp(&b.deletion_cost).then_with(|| b.rank.total_cmp(&a.rank))
+                a.deletion_cost.cmp(&b.deletion_cost).then_with(|| rank_b.total_cmp(&rank_a))
             } else {
                 Ordering::Equal
             }
@@ -640,14 +660,63 @@ fn compare_with(a: &PodRankView, b: &PodRankView, criteria: Criteria) -> Orderin
 /// are "worth less" come first (unscheduled, pending, not ready, ready for less time, more
 /// restarts, newer), ties broken by name. `available`, `deletion_cost` and `rank` are ignored.
 pub fn compare_active(a: &PodRankView, b: &PodRankView) -> Ordering {
-    compare_with(a, b, Criteria { available: false, cost_and_rank: false })
+    compare_with(a, b, Criteria { available: false, cost_and_rank: false }, (a.rank, b.rank))
+}
+
+/// [`compare_active`]'s order without the name tie-break, as one small value that sorts the
+/// same way: `compare_active(a, b)` equals
+/// `a.active_rank().cmp(&b.active_rank()).then(a.name.cmp(&b.name))`. Planners compute it once
+/// per pod so that sorting compares integers only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ActiveRank {
+    /// Scheduled, phase ordinal and readiness, most significant first.
+    class: u8,
+    /// For ready pods, unset first then newest first; 0 otherwise.
+    ready_since: i128,
+    /// Negated restart count: more restarts first.
+    restarts: i64,
+    /// Creation time, unset first then newest first.
+    created: i128,
+}
+
+impl ActiveRank {
+    /// The rank of a pod with these facts (see [`PodRankView`] for their meaning).
+    pub fn new(
+        scheduled: bool,
+        phase: &str,
+        ready: bool,
+        ready_since: Option<Timestamp>,
+        max_restarts: i32,
+        created: Option<Timestamp>,
+    ) -> Self {
+        // Unset first, then the newest (largest) time first.
+        let newest_first = |t: Option<Timestamp>| t.map_or(i128::MIN, |t| -t.as_nanosecond());
+        ActiveRank {
+            class: u8::from(scheduled) * 6 + phase_ordinal(phase) * 2 + u8::from(ready),
+            ready_since: if ready { newest_first(ready_since) } else { 0 },
+            restarts: -i64::from(max_restarts),
+            created: newest_first(created),
+        }
+    }
+
+    /// The rank of `pod`, reading the same facts as [`PodRankView::from_pod`].
+    pub fn of_pod(pod: &Pod) -> Self {
+        ActiveRank::new(
+            is_scheduled(pod),
+            phase_of(pod),
+            is_pod_ready(pod),
+            ready_since(pod),
+            max_container_restarts(pod),
+            pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        )
+    }
 }
 
 /// CloneSet's `ActivePodsWithRanks` order for choosing pods to delete: the first pods are
 /// deleted first. Like [`compare_active`], plus unavailable before available (after the
 /// phase), lower `deletion_cost` first and higher `rank` first (after readiness).
 pub fn compare_for_deletion(a: &PodRankView, b: &PodRankView) -> Ordering {
-    compare_with(a, b, Criteria { available: true, cost_and_rank: true })
+    compare_with(a, b, Criteria { available: true, cost_and_rank: true }, (a.rank, b.rank))
 }
 
 /// Indices of `views` in [`compare_for_deletion`] order (first = delete first).
@@ -674,10 +743,7 @@ pub fn same_node_ranks(views: &[PodRankView]) -> Vec<f64> {
         if members.len() <= 1 {
             continue;
         }
-        members.sort_by(|&i, &j| {
-            let (a, b) = (views[i].clone().with_rank(0.0), views[j].clone().with_rank(0.0));
-            compare_with(&a, &b, plain)
-        });
+        members.sort_by(|&i, &j| compare_with(&views[i], &views[j], plain, (0.0, 0.0)));
         let ranked = members.len() - 1;
         for (pos, &i) in members[..ranked].iter().enumerate() {
             ranks[i] = (ranked - pos) as f64;
@@ -714,9 +780,7 @@ pub fn spread_constraint_ranks(
         for mut members in groups.into_values() {
             let rank_of = |i: usize| if use_node_ranks { node_ranks[i] } else { 0.0 };
             members.sort_by(|&i, &j| {
-                let a = views[i].clone().with_rank(rank_of(i));
-                let b = views[j].clone().with_rank(rank_of(j));
-                compare_with(&a, &b, criteria)
+                compare_with(&views[i], &views[j], criteria, (rank_of(i), rank_of(j)))
             });
             let n = members.len();
             for (pos, &i) in members.iter().enumerate() {
@@ -1145,5 +1209,40 @@ mod tests {
         assert_eq!(v.max_restarts, 5);
         assert_eq!(v.deletion_cost, 0, "invalid cost reads as 0");
         assert!(!v.clone().with_available(false).available);
+    }
+
+    #[test]
+    fn active_rank_sorts_like_compare_active() {
+        let mut views = Vec::new();
+        for node in ["", "n"] {
+            for phase in [PHASE_PENDING, PHASE_UNKNOWN, PHASE_RUNNING, PHASE_FAILED, ""] {
+                for ready in [false, true] {
+                    for since in [None, Some(ts(-5)), Some(ts(3)), Some(ts(4))] {
+                        for restarts in [0, 2, i32::MIN, i32::MAX] {
+                            for created in [None, Some(ts(1)), Some(ts(2))] {
+                                for name in ["a", "b"] {
+                                    views.push(PodRankView {
+                                        ready_since: since,
+                                        max_restarts: restarts,
+                                        created,
+                                        ..view(name, node, phase, ready)
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let ranks: Vec<ActiveRank> = views.iter().map(PodRankView::active_rank).collect();
+        for (a, ra) in views.iter().zip(&ranks) {
+            for (b, rb) in views.iter().zip(&ranks) {
+                let by_rank = ra.cmp(rb).then_with(|| a.name.cmp(&b.name));
+                assert_eq!(compare_active(a, b), by_rank, "{a:?} vs {b:?}");
+            }
+        }
+        let mut pod = pod_with(PHASE_RUNNING, vec![cond(CONDITION_READY, "True", Some(7))]);
+        pod.metadata.creation_timestamp = Some(Time(ts(3)));
+        assert_eq!(ActiveRank::of_pod(&pod), PodRankView::from_pod(&pod).active_rank());
     }
 }

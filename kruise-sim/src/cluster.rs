@@ -75,6 +75,8 @@ pub struct DeleteOptions {
     pub dry_run: bool,
     /// `propagationPolicy`.
     pub propagation: Option<String>,
+    /// `gracePeriodSeconds` (used for pods when deletion is graceful).
+    pub grace_period_seconds: Option<i64>,
 }
 
 /// Options of a list.
@@ -112,6 +114,11 @@ struct Defs {
 pub struct Cluster {
     pub(crate) store: Store,
     defs: RwLock<Defs>,
+    pub(crate) admission: crate::admission::Admission,
+    pub(crate) faults: crate::faults::Faults,
+    /// Pods are deleted gracefully (a kubelet finishes the deletion): set when simulated
+    /// nodes are attached.
+    graceful_pods: std::sync::atomic::AtomicBool,
 }
 
 const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
@@ -246,7 +253,45 @@ impl Cluster {
                 builtin: builtins().into_iter().map(Arc::new).collect(),
                 crd: Vec::new(),
             }),
+            admission: Default::default(),
+            faults: Default::default(),
+            graceful_pods: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Makes pod deletion graceful (as with kubelets: `deletionTimestamp` plus
+    /// `deletionGracePeriodSeconds`, and the kubelet deletes with grace 0) or immediate.
+    pub fn set_graceful_pod_deletion(&self, on: bool) {
+        self.graceful_pods.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The grace period a delete of `old` gets: 0 unless pod deletion is graceful and the
+    /// pod is bound and not terminal; else the request's, else the pod's
+    /// `terminationGracePeriodSeconds` (30 by default).
+    fn pod_grace(&self, def: &ResourceDef, old: &Value, opts: &DeleteOptions) -> i64 {
+        let graceful = self.graceful_pods.load(std::sync::atomic::Ordering::Relaxed);
+        if !(graceful && def.group.is_empty() && def.plural == "pods") {
+            return 0;
+        }
+        let bound = old.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+        let phase = old.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default();
+        if !bound || phase == "Succeeded" || phase == "Failed" {
+            return 0;
+        }
+        opts.grace_period_seconds
+            .or_else(|| old.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
+            .unwrap_or(30)
+            .max(0)
+    }
+
+    /// The admission webhooks' registered services.
+    pub fn admission(&self) -> &crate::admission::Admission {
+        &self.admission
+    }
+
+    /// The injected faults.
+    pub fn faults(&self) -> &crate::faults::Faults {
+        &self.faults
     }
 
     /// The store.
@@ -293,7 +338,7 @@ impl Cluster {
         d.crd = defs;
     }
 
-    fn check_namespace(&self, def: &ResourceDef, ns: &str) -> Result<(), ApiError> {
+    pub(crate) fn check_namespace(&self, def: &ResourceDef, ns: &str) -> Result<(), ApiError> {
         if !def.namespaced {
             return Ok(());
         }
@@ -439,7 +484,7 @@ impl Cluster {
     }
 
     /// Builds a new object from a create body: metadata, status reset, defaults, validation.
-    fn build_new(
+    pub(crate) fn build_new(
         &self,
         def: &ResourceDef,
         ns: &str,
@@ -551,21 +596,63 @@ impl Cluster {
     ) -> Result<(Value, Vec<String>), ApiError> {
         self.check_namespace(def, ns)?;
         let (obj, warnings) = self.build_new(def, ns, body, opts)?;
+        Ok((self.commit_create(def, obj, opts)?, warnings))
+    }
+
+    /// Stores a new object built by `build_new`; answers it as served.
+    pub(crate) fn commit_create(
+        &self,
+        def: &ResourceDef,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
         let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-        let key = (if def.namespaced { ns.to_string() } else { String::new() }, name.clone());
+        let ns = meta_str(&obj, "namespace").unwrap_or_default().to_string();
+        let key = (if def.namespaced { ns } else { String::new() }, name.clone());
         let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| {
             if cur.is_some() {
                 return Err(ApiError::already_exists(&def.group, &def.plural, &name));
             }
             Ok(Write::Put(obj))
         })?;
-        if !opts.dry_run && (def.group.as_str(), def.plural.as_str()) == CRDS {
-            self.sync_crds();
+        if !opts.dry_run {
+            self.after_write(def, &written.event, &written.object);
         }
-        Ok((present(def, &written.object), warnings))
+        Ok(present(def, &written.object))
     }
 
-    fn obj_key(def: &ResourceDef, ns: &str, name: &str) -> ObjKey {
+    /// A create body as admission webhooks see it: checked, in the served version, with its
+    /// namespace and the defaults the real server applies when decoding.
+    pub(crate) fn creation_view(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        mut obj: Value,
+    ) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "Object 'Kind' is missing in '{}'",
+                serde_json::to_string(&obj).unwrap_or_default()
+            )));
+        }
+        bad_body_kind(def, &obj)?;
+        if def.namespaced
+            && let Some(meta) = meta_mut(&mut obj)
+            && meta.get("namespace").and_then(Value::as_str).is_none_or(str::is_empty)
+        {
+            meta.insert("namespace".into(), json!(ns));
+        }
+        if def.is_custom() {
+            if let Some(schema) = def.schema.clone() {
+                crate::schema::default(&mut obj, &schema);
+            }
+        } else {
+            defaults::apply(&def.group, &def.plural, &mut obj);
+        }
+        Ok(present(def, &obj))
+    }
+
+    pub(crate) fn obj_key(def: &ResourceDef, ns: &str, name: &str) -> ObjKey {
         (if def.namespaced { ns.to_string() } else { String::new() }, name.to_string())
     }
 
@@ -655,7 +742,7 @@ impl Cluster {
     }
 
     /// Applies an update's rules to `new` given `old`; decides the write.
-    fn update_rules(
+    pub(crate) fn update_rules(
         &self,
         def: &ResourceDef,
         old: &Value,
@@ -782,7 +869,9 @@ impl Cluster {
         if equal_ignoring_rv(old, &result) {
             return Ok(Write::Keep);
         }
-        if result.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&result).is_empty()
+        if result.pointer("/metadata/deletionTimestamp").is_some()
+            && finalizers(&result).is_empty()
+            && result.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) == 0
         {
             return Ok(Write::Delete);
         }
@@ -834,7 +923,7 @@ impl Cluster {
     }
 
     /// The object with the replicas of a Scale applied (checking the Scale's resourceVersion).
-    fn apply_scale(
+    pub(crate) fn apply_scale(
         &self,
         def: &ResourceDef,
         old: &Value,
@@ -879,37 +968,7 @@ impl Cluster {
         body: &[u8],
         opts: &WriteOptions,
     ) -> Result<(Value, bool, Vec<String>), ApiError> {
-        let patch: Value = match ptype {
-            PatchType::Apply => serde_yaml::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
-            _ => serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
-        };
-        if ptype == PatchType::Strategic
-            && (def.smp == SmpKind::Unsupported || sub == Sub::Scale && def.is_custom())
-        {
-            return Err(ApiError::unsupported_patch(&[
-                "application/json-patch+json",
-                "application/merge-patch+json",
-                "application/apply-patch+yaml",
-            ]));
-        }
-        if ptype == PatchType::Apply {
-            if opts.field_manager.as_deref().unwrap_or("").is_empty() {
-                return Err(ApiError::invalid(
-                    "meta.k8s.io",
-                    "PatchOptions",
-                    "",
-                    vec![Cause::required("fieldManager", "is required for apply patch")],
-                ));
-            }
-            if sub != Sub::Main {
-                return Err(ApiError::unsupported_patch(&[
-                    "application/json-patch+json",
-                    "application/merge-patch+json",
-                ]));
-            }
-        }
+        let patch = self.check_patch(def, sub, ptype, body, opts)?;
         let key = Self::obj_key(def, ns, name);
         let mut warnings = Vec::new();
         let mut created = false;
@@ -944,10 +1003,52 @@ impl Cluster {
         Ok((out, created, warnings))
     }
 
-    fn after_write(&self, def: &ResourceDef, event: &Option<EventType>, obj: &Value) {
-        if event.is_none() {
-            return;
+    /// Decodes a patch body and checks that its type suits the resource.
+    pub(crate) fn check_patch(
+        &self,
+        def: &ResourceDef,
+        sub: Sub,
+        ptype: PatchType,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let patch: Value = match ptype {
+            PatchType::Apply => serde_yaml::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
+            _ => serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        };
+        if ptype == PatchType::Strategic
+            && (def.smp == SmpKind::Unsupported || sub == Sub::Scale && def.is_custom())
+        {
+            return Err(ApiError::unsupported_patch(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ]));
         }
+        if ptype == PatchType::Apply {
+            if opts.field_manager.as_deref().unwrap_or("").is_empty() {
+                return Err(ApiError::invalid(
+                    "meta.k8s.io",
+                    "PatchOptions",
+                    "",
+                    vec![Cause::required("fieldManager", "is required for apply patch")],
+                ));
+            }
+            if sub != Sub::Main {
+                return Err(ApiError::unsupported_patch(&[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                ]));
+            }
+        }
+        Ok(patch)
+    }
+
+    pub(crate) fn after_write(&self, def: &ResourceDef, event: &Option<EventType>, obj: &Value) {
+        let Some(ev) = *event else { return };
+        self.collect_garbage(def, ev, obj);
         if (def.group.as_str(), def.plural.as_str()) == CRDS {
             if event == &Some(EventType::Deleted) {
                 self.drop_custom_objects(obj);
@@ -984,6 +1085,20 @@ impl Cluster {
     ) -> Result<Value, ApiError> {
         let key = Self::obj_key(def, ns, name);
         let is_namespace = def.group.is_empty() && def.plural == "namespaces";
+        if let Some(p) = opts.propagation.as_deref()
+            && !["Foreground", "Background", "Orphan"].contains(&p)
+        {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                vec![Cause::not_supported(
+                    "propagationPolicy",
+                    &json!(p),
+                    &[json!("Foreground"), json!("Background"), json!("Orphan")],
+                )],
+            ));
+        }
         let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| {
             let Some(old) = cur else {
                 return Err(ApiError::not_found(&def.group, &def.plural, name));
@@ -1010,17 +1125,67 @@ impl Cluster {
                     ));
                 }
             }
-            let pending = !finalizers(old).is_empty() || is_namespace;
+            let before = finalizers(old);
+            let mut fins = before.clone();
+            if !is_namespace {
+                let (fg, orphan) = (json!(crate::gc::FOREGROUND), json!(crate::gc::ORPHAN));
+                let add = match opts.propagation.as_deref() {
+                    Some("Foreground") => {
+                        fins.retain(|f| f != &orphan);
+                        Some(fg)
+                    }
+                    Some("Orphan") => {
+                        fins.retain(|f| f != &fg);
+                        Some(orphan)
+                    }
+                    Some("Background") => {
+                        fins.retain(|f| f != &fg && f != &orphan);
+                        None
+                    }
+                    _ => None,
+                };
+                if let Some(a) = add
+                    && !fins.contains(&a)
+                {
+                    fins.push(a);
+                }
+            }
+            let grace = self.pod_grace(def, old, opts);
+            let pending = !fins.is_empty() || is_namespace || grace > 0;
             if !pending {
                 return Ok(Write::Delete);
             }
-            if old.pointer("/metadata/deletionTimestamp").is_some() {
-                return Ok(Write::Keep);
-            }
             let mut next = (**old).clone();
+            let deadline = || {
+                (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(grace))
+                    .strftime("%Y-%m-%dT%H:%M:%SZ")
+                    .to_string()
+            };
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                let old_grace = old
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                // A shorter grace period shortens a pending graceful deletion.
+                let shorten = grace < old_grace;
+                if fins == before && !shorten {
+                    return Ok(Write::Keep);
+                }
+                if let Some(meta) = meta_mut(&mut next) {
+                    meta.insert("finalizers".into(), json!(fins));
+                    if shorten {
+                        meta.insert("deletionTimestamp".into(), json!(deadline()));
+                        meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                    }
+                }
+                return Ok(Write::Put(next));
+            }
             if let Some(meta) = meta_mut(&mut next) {
-                meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
-                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                meta.insert("deletionTimestamp".into(), json!(deadline()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                if !fins.is_empty() {
+                    meta.insert("finalizers".into(), json!(fins));
+                }
             }
             if is_namespace
                 && let Some(m) = next.as_object_mut() {
@@ -1204,7 +1369,7 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-fn apply_patch(
+pub(crate) fn apply_patch(
     def: &ResourceDef,
     current: &Value,
     patch: &Value,

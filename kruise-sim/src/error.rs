@@ -275,8 +275,10 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         });
+        if let (false, Value::Object(m)) = (self.reason.is_empty(), &mut status) {
+            m.insert("reason".into(), json!(self.reason));
+        }
         if let (Some(d), Value::Object(m)) = (&self.details, &mut status) {
             m.insert("details".into(), d.clone());
         }
@@ -323,4 +325,7 @@ pub enum SimError {
     /// Encoding the kubeconfig failed.
     #[error("kubeconfig: {0}")]
     Kubeconfig(#[from] serde_yaml::Error),
+    /// The simulated nodes could not be started.
+    #[error("simulated nodes: {0}")]
+    Nodes(#[from] crate::nodes::NodeError),
 }

@@ -5,6 +5,7 @@ use crate::cluster::{
 };
 use crate::discovery;
 use crate::error::ApiError;
+use crate::faults::FaultAction;
 use crate::resources::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{Event, EventType, TooOld};
@@ -406,10 +407,56 @@ where
         Some(s) if def.extra_subresources.iter().any(|x| x == s) => Sub::Main,
         Some(_) => return Err(ApiError::no_route()),
     };
+    let watching = truthy(q.get("watch")) && sub.is_none() && method == Method::GET;
+    let verb = match (&method, name.is_some()) {
+        _ if watching => "watch",
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => "",
+    };
+    let actions = cluster.faults().check(&crate::faults::RequestInfo {
+        verb,
+        resource: &def.plural,
+        sub: sub.as_deref(),
+        name: name.as_deref(),
+        namespace: ns.as_deref(),
+    });
+    let mut drop_after = None;
+    for a in actions {
+        match a {
+            FaultAction::Latency(d) => tokio::time::sleep(d).await,
+            FaultAction::DropWatch { after_events } => drop_after = Some(after_events),
+            FaultAction::Conflict => {
+                let n = name.as_deref().unwrap_or_default();
+                return Err(ApiError::stale(&def.group, &def.plural, n));
+            }
+            FaultAction::InternalError => {
+                return Err(ApiError::internal("injected fault"));
+            }
+            FaultAction::TooManyRequests { retry_after_seconds } => {
+                let e = ApiError {
+                    code: 429,
+                    reason: "TooManyRequests",
+                    message: "Too many requests, please try again later.".into(),
+                    details: Some(json!({"retryAfterSeconds": retry_after_seconds})),
+                };
+                let mut r = error_response(&e);
+                if let Ok(v) = header::HeaderValue::from_str(&retry_after_seconds.to_string()) {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                return Ok(r);
+            }
+        }
+    }
     match (name.as_deref(), sub.as_deref(), &method) {
         (None, _, &Method::GET) => {
             if truthy(q.get("watch")) {
-                return serve_watch(app, def, ns, q, out).await;
+                return serve_watch(app, def, ns, q, out, drop_after).await;
             }
             let opts = list_options(&def, &q)?;
             let page = cluster.list(&def, ns.as_deref(), &opts)?;
@@ -455,7 +502,7 @@ where
             let opts = write_options(&q)?;
             let (bytes, ct) = read_body(req).await?;
             let body = decode_body(&bytes, &ct)?;
-            let (obj, warnings) = cluster.create(&def, &ns_str, body, &opts)?;
+            let (obj, warnings) = cluster.create_admitted(&def, &ns_str, body, &opts).await?;
             Ok(render(201, &format_one(&def, obj, out, &q), out, &warnings))
         }
         (None, None, &Method::DELETE) => {
@@ -476,7 +523,7 @@ where
                     "fieldSelector".into(),
                     if fs.is_empty() { pin } else { format!("{fs},{pin}") },
                 );
-                return serve_watch(app, def, ns, q, out).await;
+                return serve_watch(app, def, ns, q, out, drop_after).await;
             }
             let obj = cluster.get(&def, &ns_str, name)?;
             if sub_kind == Sub::Scale {
@@ -489,7 +536,7 @@ where
             let (bytes, ct) = read_body(req).await?;
             let body = decode_body(&bytes, &ct)?;
             let (obj, created, warnings) =
-                cluster.update(&def, &ns_str, name, sub_kind, body, &opts)?;
+                cluster.update_admitted(&def, &ns_str, name, sub_kind, body, &opts).await?;
             let obj = if sub_kind == Sub::Scale { obj } else { format_one(&def, obj, out, &q) };
             Ok(render(if created { 201 } else { 200 }, &obj, out, &warnings))
         }
@@ -512,14 +559,14 @@ where
                 }
             };
             let (obj, created, warnings) =
-                cluster.patch(&def, &ns_str, name, sub_kind, ptype, &bytes, &opts)?;
+                cluster.patch_admitted(&def, &ns_str, name, sub_kind, ptype, &bytes, &opts).await?;
             let obj = if sub_kind == Sub::Scale { obj } else { format_one(&def, obj, out, &q) };
             Ok(render(if created { 201 } else { 200 }, &obj, out, &warnings))
         }
         (Some(name), None, &Method::DELETE) => {
             let (bytes, _) = read_body(req).await?;
             let dopts = delete_options(&bytes, &q)?;
-            let obj = cluster.delete(&def, &ns_str, name, &dopts)?;
+            let obj = cluster.delete_admitted(&def, &ns_str, name, &dopts).await?;
             Ok(render(200, &format_one(&def, obj, out, &q), out, &[]))
         }
         (Some(name), Some("binding"), &Method::POST) => {
@@ -557,6 +604,10 @@ fn delete_options(bytes: &[u8], q: &HashMap<String, String>) -> Result<DeleteOpt
         resource_version: s("/preconditions/resourceVersion"),
         dry_run,
         propagation: s("/propagationPolicy").or_else(|| q.get("propagationPolicy").cloned()),
+        grace_period_seconds: body
+            .get("gracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .or_else(|| q.get("gracePeriodSeconds").and_then(|g| g.parse().ok())),
     })
 }
 
@@ -646,6 +697,7 @@ async fn serve_watch(
     ns: Option<String>,
     q: HashMap<String, String>,
     out: Output,
+    drop_after: Option<usize>,
 ) -> Result<Response<Body>, ApiError> {
     let opts = list_options(&def, &q)?;
     let allow_bookmarks = truthy(q.get("allowWatchBookmarks"));
@@ -723,7 +775,31 @@ async fn serve_watch(
             }
         }
     };
-    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    let (tx, mut inner_rx) = mpsc::channel::<Bytes>(256);
+    let (out_tx, rx) = mpsc::channel::<Bytes>(256);
+    // Between the watch and the client: ends the stream on injected faults.
+    let mut drops = app.cluster.faults().subscribe_drops();
+    tokio::spawn(async move {
+        let mut sent = 0usize;
+        if drop_after == Some(0) {
+            return;
+        }
+        loop {
+            tokio::select! {
+                b = inner_rx.recv() => {
+                    let Some(b) = b else { return };
+                    if out_tx.send(b).await.is_err() {
+                        return;
+                    }
+                    sent += 1;
+                    if drop_after.is_some_and(|n| sent >= n) {
+                        return;
+                    }
+                }
+                _ = drops.recv() => return,
+            }
+        }
+    });
     let mut shutdown = app.shutdown.clone();
     let bookmark_every = app.bookmark_interval;
     let cluster = app.cluster.clone();

@@ -14,6 +14,8 @@
 //! - `http`: routing, content negotiation (`Table`, `PartialObjectMetadata`), watch streams.
 //! - `discovery`: discovery and the OpenAPI v3 documents kubectl consults.
 //! - [`server`]: TLS, listeners, the kubeconfig and the [`ServerHandle`].
+//! - [`nodes`]: simulated nodes, scheduler, kubelets and a fake container runtime, talking
+//!   to any API server through kube-rs (kwok-style).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kruise_sim::SimError> {
@@ -22,13 +24,18 @@
 //! # Ok(()) }
 //! ```
 
+pub mod admission;
+mod admitted;
 pub mod cluster;
 pub mod crd;
 mod defaults;
 mod discovery;
 pub mod error;
+pub mod faults;
+pub mod gc;
 mod http;
 pub mod jsonpath;
+pub mod nodes;
 pub mod resources;
 pub mod schema;
 pub mod selector;

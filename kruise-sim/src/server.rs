@@ -30,6 +30,14 @@ pub struct Config {
     pub watch_history: usize,
     /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// Webhook services: `(namespace, name)` of a Service reached at a local address.
+    pub webhook_services: Vec<(String, String, SocketAddr)>,
+    /// Simulated nodes (scheduler, kubelets) to run against this server through its own
+    /// kubeconfig; attaching nodes makes pod deletion graceful.
+    pub nodes: Option<crate::nodes::NodesConfig>,
+    /// Delete pods gracefully (`deletionTimestamp` + `deletionGracePeriodSeconds`; a kubelet
+    /// finishes the deletion). Implied by `nodes`; set it alone when the nodes run elsewhere.
+    pub graceful_pod_deletion: bool,
 }
 
 impl Default for Config {
@@ -41,6 +49,9 @@ impl Default for Config {
             install_kruise_crds: false,
             watch_history: 10_000,
             bookmark_interval: Duration::from_secs(10),
+            webhook_services: Vec::new(),
+            nodes: None,
+            graceful_pod_deletion: false,
         }
     }
 }
@@ -55,6 +66,18 @@ impl Config {
     /// Install the OpenKruise CRDs at start.
     pub fn with_kruise_crds(mut self) -> Self {
         self.install_kruise_crds = true;
+        self
+    }
+
+    /// Reach the Service `namespace/name` of webhook configurations at `addr`.
+    pub fn with_webhook_service(mut self, namespace: &str, name: &str, addr: SocketAddr) -> Self {
+        self.webhook_services.push((namespace.to_string(), name.to_string(), addr));
+        self
+    }
+
+    /// Run simulated nodes against the server (makes pod deletion graceful).
+    pub fn with_nodes(mut self, nodes: crate::nodes::NodesConfig) -> Self {
+        self.nodes = Some(nodes);
         self
     }
 
@@ -78,6 +101,7 @@ pub struct ServerHandle {
     /// A kubeconfig (YAML) for clients.
     pub kubeconfig: String,
     cluster: Arc<Cluster>,
+    nodes: Option<crate::nodes::NodeSim>,
     shutdown: watch::Sender<bool>,
     _thread: Option<RuntimeThread>,
 }
@@ -102,6 +126,27 @@ impl ServerHandle {
     /// The cluster state, for tests that inspect or seed it directly.
     pub fn cluster(&self) -> &Arc<Cluster> {
         &self.cluster
+    }
+
+    /// The simulated nodes, when the config asked for them.
+    pub fn nodes(&self) -> Option<&crate::nodes::NodeSim> {
+        self.nodes.as_ref()
+    }
+
+    /// Makes the Service `namespace/name` of webhook configurations reachable at `addr`.
+    pub fn register_webhook_service(&self, namespace: &str, name: &str, addr: SocketAddr) {
+        self.cluster.admission().register_service(namespace, name, addr);
+    }
+
+    /// The injected faults: make requests fail or wait, or end watches.
+    pub fn faults(&self) -> &crate::faults::Faults {
+        self.cluster.faults()
+    }
+
+    /// Forgets the watch history, so that watches resuming from an older resourceVersion
+    /// get 410 Gone.
+    pub fn compact(&self) {
+        self.cluster.store().compact();
     }
 
     /// Writes the kubeconfig to a file.
@@ -220,6 +265,10 @@ impl Server {
     pub async fn start(config: Config) -> Result<ServerHandle, SimError> {
         let cluster = Arc::new(Cluster::new(config.watch_history.max(1)));
         seed(&cluster, &config)?;
+        cluster.set_graceful_pod_deletion(config.graceful_pod_deletion || config.nodes.is_some());
+        for (ns, name, a) in &config.webhook_services {
+            cluster.admission().register_service(ns, name, *a);
+        }
         let certs = certificates()?;
         let token = config.token.clone().unwrap_or_else(|| {
             format!("{:016x}{:016x}", crate::util::rand_u64(), crate::util::rand_u64())
@@ -252,6 +301,13 @@ impl Server {
             None => None,
         };
         let kubeconfig = kubeconfig(&format!("https://{addr}"), &certs.ca_pem, &token)?;
+        let nodes = match config.nodes.clone() {
+            Some(nc) => {
+                let client = crate::nodes::client_from_kubeconfig(&kubeconfig).await?;
+                Some(crate::nodes::NodeSim::start(client, nc).await?)
+            }
+            None => None,
+        };
         Ok(ServerHandle {
             addr,
             http_addr,
@@ -259,6 +315,7 @@ impl Server {
             token,
             kubeconfig,
             cluster,
+            nodes,
             shutdown,
             _thread: None,
         })

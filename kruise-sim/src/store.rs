@@ -10,7 +10,7 @@
 
 use crate::error::ApiError;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -110,6 +110,34 @@ struct Inner {
     /// The resourceVersion up to which history was last compacted away for all tables.
     compacted: u64,
     tables: HashMap<TableKey, Table>,
+    /// Owner uid -> the objects whose `ownerReferences` name it (for garbage collection).
+    dependents: HashMap<String, BTreeSet<(TableKey, ObjKey)>>,
+}
+
+/// The uids an object's `ownerReferences` name.
+fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+}
+
+fn unindex(deps: &mut HashMap<String, BTreeSet<(TableKey, ObjKey)>>, obj: &Value, at: &(TableKey, ObjKey)) {
+    for uid in owner_uids(obj) {
+        if let Some(set) = deps.get_mut(uid) {
+            set.remove(at);
+            if set.is_empty() {
+                deps.remove(uid);
+            }
+        }
+    }
+}
+
+fn index(deps: &mut HashMap<String, BTreeSet<(TableKey, ObjKey)>>, obj: &Value, at: &(TableKey, ObjKey)) {
+    for uid in owner_uids(obj) {
+        deps.entry(uid.to_string()).or_default().insert(at.clone());
+    }
 }
 
 /// The object store.
@@ -129,7 +157,12 @@ impl Store {
     /// A store keeping up to `history_limit` events per resource for resuming watches.
     pub fn new(history_limit: usize) -> Self {
         Store {
-            inner: Mutex::new(Inner { rv: 1, compacted: 0, tables: HashMap::new() }),
+            inner: Mutex::new(Inner {
+                rv: 1,
+                compacted: 0,
+                tables: HashMap::new(),
+                dependents: HashMap::new(),
+            }),
             history_limit,
         }
     }
@@ -180,7 +213,8 @@ impl Store {
     where
         F: FnOnce(Option<&Arc<Value>>) -> Result<Write, ApiError>,
     {
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let next_rv = inner.rv + 1;
         let compacted = inner.compacted;
         let t = inner.tables.entry(table.clone()).or_insert_with(|| Table::new(compacted));
@@ -202,6 +236,11 @@ impl Store {
                 set_rv(&mut obj, next_rv);
                 let obj = Arc::new(obj);
                 let kind = if current.is_some() { EventType::Modified } else { EventType::Added };
+                let at = (table.clone(), key.clone());
+                if let Some(c) = &current {
+                    unindex(&mut inner.dependents, c, &at);
+                }
+                index(&mut inner.dependents, &obj, &at);
                 t.objects.insert(key.clone(), obj.clone());
                 (obj, kind)
             }
@@ -209,6 +248,7 @@ impl Store {
                 let Some(old) = t.objects.remove(key) else {
                     return Err(ApiError::internal("deleted a missing object"));
                 };
+                unindex(&mut inner.dependents, &old, &(table.clone(), key.clone()));
                 let mut last = (*old).clone();
                 set_rv(&mut last, next_rv);
                 (Arc::new(last), EventType::Deleted)
@@ -291,6 +331,11 @@ impl Store {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The objects whose `ownerReferences` name the owner `uid`.
+    pub fn dependents(&self, uid: &str) -> Vec<(TableKey, ObjKey)> {
+        self.lock().dependents.get(uid).map(|s| s.iter().cloned().collect()).unwrap_or_default()
     }
 
     /// The tables that exist.

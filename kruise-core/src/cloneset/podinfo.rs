@@ -1,14 +1,13 @@
 //! Facts about each pod, computed once per plan so that the scale and update passes only
 //! compare numbers and flags.
 
-use std::collections::BTreeMap;
-
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::common::LifecycleState;
 use kruise_api::well_known::{annotations, kubernetes, labels, readiness_gates};
 
 use super::spec::Spec;
+use crate::pod::ActiveRank;
 
 /// Where a pod stands relative to the revisions in play.
 #[derive(Debug)]
@@ -16,7 +15,6 @@ pub(crate) struct PodInfo<'a> {
     pub pod: &'a Pod,
     pub name: &'a str,
     pub uid: &'a str,
-    pub labels: Option<&'a BTreeMap<String, String>>,
     /// The `controller-revision-hash` label ("" when absent).
     pub revision_hash: &'a str,
     /// At the update revision.
@@ -42,6 +40,8 @@ pub(crate) struct PodInfo<'a> {
     pub in_place_idle: bool,
     /// The pod has the `pod-template-hash` label.
     pub has_template_hash: bool,
+    /// Where the pod goes in Kubernetes' active-pods order (before the name tie-break).
+    pub active_rank: ActiveRank,
 }
 
 impl<'a> PodInfo<'a> {
@@ -53,14 +53,13 @@ impl<'a> PodInfo<'a> {
         now: Timestamp,
     ) -> Self {
         let meta = &pod.metadata;
-        let labels_map = meta.labels.as_ref();
         // One pass over the labels (this runs for every pod on every round).
         let mut revision_hash = "";
         let mut state = None;
         let mut marked = false;
         let mut instance_id = "";
         let mut has_template_hash = false;
-        for (key, value) in labels_map.into_iter().flatten() {
+        for (key, value) in meta.labels.iter().flatten() {
             match key.as_str() {
                 kubernetes::labels::CONTROLLER_REVISION_HASH => revision_hash = value,
                 kubernetes::labels::POD_TEMPLATE_HASH => has_template_hash = true,
@@ -91,13 +90,17 @@ impl<'a> PodInfo<'a> {
         }
 
         let status = pod.status.as_ref();
-        let running = status.and_then(|s| s.phase.as_deref()) == Some("Running");
+        let phase = status.and_then(|s| s.phase.as_deref());
+        let running = phase == Some("Running");
+        // The active-pods order reads the first Ready condition; the rest of the planner the last.
+        let mut first_ready = None;
         let mut ready_since = None;
         let mut is_ready = false;
         let mut in_place_ready = true;
         let mut in_place_condition_clean = false;
         for cond in status.and_then(|s| s.conditions.as_deref()).unwrap_or_default() {
             if cond.type_ == "Ready" {
+                first_ready = first_ready.or(Some(cond));
                 is_ready = cond.status == "True";
                 ready_since = cond.last_transition_time.as_ref().map(|t| t.0);
             } else if cond.type_ == readiness_gates::IN_PLACE_UPDATE_READY {
@@ -131,11 +134,19 @@ impl<'a> PodInfo<'a> {
                 None => (false, None),
             }
         };
+        let rank_ready = first_ready.is_some_and(|c| c.status == "True");
+        let active_rank = ActiveRank::new(
+            pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()),
+            phase.unwrap_or_default(),
+            rank_ready,
+            first_ready.filter(|_| rank_ready).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0),
+            crate::pod::max_container_restarts(pod),
+            meta.creation_timestamp.as_ref().map(|t| t.0),
+        );
         Self {
             pod,
             name,
             uid: meta.uid.as_deref().unwrap_or_default(),
-            labels: labels_map,
             revision_hash,
             updated: update_revision.matches(revision_hash),
             state,
@@ -148,6 +159,7 @@ impl<'a> PodInfo<'a> {
             in_grace,
             in_place_idle,
             has_template_hash,
+            active_rank,
         }
     }
 

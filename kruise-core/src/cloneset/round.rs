@@ -15,6 +15,7 @@ use super::snapshot::{CloneSetSnapshot, FeatureGates};
 use super::spec::Spec;
 use super::{SpecError, scale, status, update};
 use crate::expectations::{ExpectationState, ScaleAction};
+use crate::ordering::OrderLabels;
 
 /// The state shared by the scale and update passes.
 pub(crate) struct Round<'r, 'a> {
@@ -24,6 +25,8 @@ pub(crate) struct Round<'r, 'a> {
     pub now: Timestamp,
     /// Active pods the CloneSet keeps.
     pub pods: Vec<PodInfo<'a>>,
+    /// Each pod's values for the label keys the update strategy reads (`spec.order`).
+    pub order_labels: OrderLabels<'a>,
     /// Live PVCs the CloneSet keeps.
     pub pvcs: Vec<&'a PersistentVolumeClaim>,
     pub current: Revision,
@@ -181,8 +184,12 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         Err(err) => return invalid(expectations, err),
     };
     let update_name = RevisionName::new(&resolved.update.name);
-    let pods: Vec<PodInfo<'_>> =
-        kept.iter().map(|pod| PodInfo::new(pod, &spec, &update_name, now)).collect();
+    let mut pods: Vec<PodInfo<'_>> = Vec::with_capacity(kept.len());
+    let mut order_labels = OrderLabels::with_capacity(&spec.order, kept.len());
+    for pod in &kept {
+        pods.push(PodInfo::new(pod, &spec, &update_name, now));
+        order_labels.push(&spec.order, pod.metadata.labels.as_ref());
+    }
 
     let mut round = Round {
         spec: &spec,
@@ -190,6 +197,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         snapshot,
         now,
         pods,
+        order_labels,
         pvcs: Vec::new(),
         current: resolved.current,
         update: resolved.update,

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use kruise_api::apps::common::{
-    InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy, UpdateScatterTerm,
+    InPlaceUpdateStrategy, Lifecycle,
 };
 use kruise_api::apps::v1beta1::{
     CloneSet, CloneSetPodUpdatePolicy, CloneSetUpdateStrategyType, RollingUpdateCloneSetStrategy,
@@ -42,8 +42,8 @@ pub(crate) struct Spec<'a> {
     pub on_delete: bool,
     pub paused: bool,
     pub policy: UpdatePolicy,
-    pub priority: Option<&'a UpdatePriorityStrategy>,
-    pub scatter: &'a [UpdateScatterTerm],
+    /// The priority and scatter strategies, compiled against the label keys they read.
+    pub order: crate::ordering::UpdateOrder<'a>,
     pub in_place: Option<&'a InPlaceUpdateStrategy>,
     pub min_ready_seconds: i32,
     pub lifecycle: Option<&'a Lifecycle>,
@@ -87,6 +87,8 @@ impl<'a> Spec<'a> {
                 UpdatePolicy::ReCreate
             }
         };
+        let priority = rolling.and_then(|ru| ru.priority_strategy.as_ref());
+        let scatter = rolling.map(|ru| ru.scatter_strategy.as_slice()).unwrap_or_default();
         Ok(Self {
             cs,
             name: cs.metadata.name.as_deref().unwrap_or_default(),
@@ -104,8 +106,7 @@ impl<'a> Spec<'a> {
             ),
             paused: ru.paused,
             policy,
-            priority: rolling.and_then(|ru| ru.priority_strategy.as_ref()),
-            scatter: rolling.map(|ru| ru.scatter_strategy.as_slice()).unwrap_or_default(),
+            order: crate::ordering::UpdateOrder::new(priority, scatter),
             in_place: rolling.and_then(|ru| ru.in_place_update_strategy.as_ref()),
             min_ready_seconds: spec.min_ready_seconds.max(0),
             lifecycle: spec.lifecycle.as_ref(),

@@ -1,12 +1,12 @@
 //! Updating: advancing lifecycle states, then moving pods between revisions.
 
-use std::collections::BTreeMap;
-
 use kruise_api::apps::common::LifecycleState;
 use kruise_api::well_known::kubernetes;
 use serde_json::json;
 
 use crate::lifecycle::InPlaceStep;
+use crate::ordering::PriorityKey;
+use crate::pod::ActiveRank;
 
 use super::diffs::{self, Counting};
 use super::hooks;
@@ -79,26 +79,23 @@ pub(crate) fn update(r: &mut Round<'_, '_>) -> Result<(), String> {
 
 /// CloneSet's update order: Kubernetes' active-pods order, then priority, then scatter, then
 /// pods already in PreparingUpdate first.
-fn sort_update_indexes(r: &Round<'_, '_>, mut waiting: Vec<usize>) -> Vec<usize> {
-    if waiting.len() > 1 {
-        let mut views: Vec<(crate::pod::PodRankView, usize)> = waiting
-            .iter()
-            .map(|&i| (crate::pod::PodRankView::from_pod(r.pods[i].pod), i))
-            .collect();
-        views.sort_by(|a, b| crate::pod::compare_active(&a.0, &b.0));
-        waiting = views.into_iter().map(|(_, i)| i).collect();
-    }
-    static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
-    let labels: Vec<&BTreeMap<String, String>> =
-        r.pods.iter().map(|p| p.labels.unwrap_or(&NO_LABELS)).collect();
-    if let Some(priority) = r.spec.priority {
-        waiting = crate::ordering::priority_sort(priority, &labels, waiting);
-    }
-    if !r.spec.scatter.is_empty() {
-        waiting = crate::ordering::scatter_sort(r.spec.scatter, &labels, waiting);
-    }
-    waiting.sort_by_key(|&i| !r.pods[i].preparing_update());
-    waiting
+///
+/// The active-pods sort and the (stable) priority sort are done as one sort by
+/// (priority, active rank, name, index): `waiting` is in index order, so the index stands in
+/// for stability and every key is distinct.
+fn sort_update_indexes(r: &Round<'_, '_>, waiting: Vec<usize>) -> Vec<usize> {
+    let order = &r.spec.order;
+    let mut keyed: Vec<(PriorityKey, ActiveRank, &str, usize)> = waiting
+        .iter()
+        .map(|&i| {
+            let p = &r.pods[i];
+            (order.priority_key(r.order_labels.row(i)), p.active_rank, p.name, i)
+        })
+        .collect();
+    keyed.sort_unstable();
+    let mut waiting: Vec<usize> = keyed.into_iter().map(|(.., i)| i).collect();
+    waiting = order.scatter(&r.order_labels, waiting);
+    crate::ordering::preparing_update_first(waiting, |i| r.pods[i].preparing_update())
 }
 
 /// Whether [`limit`] would keep no pod whatever the order of `waiting`.

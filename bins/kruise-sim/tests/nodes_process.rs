@@ -1,0 +1,127 @@
+//! The node simulator in its own process drives pods to Ready against `kruise-sim serve` in
+//! another process, through the kubeconfig only — as it would against a real cluster.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const KUBECTL: &str = "/usr/bin/kubectl";
+
+/// Kills the child process it holds when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn kubectl(
+    dir: &Path,
+    kubeconfig: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (bool, String, String) {
+    use std::io::Write as _;
+    let mut child = Command::new(KUBECTL)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .args(args)
+        .env("HOME", dir)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    if let Some(s) = stdin {
+        child.stdin.take().expect("stdin").write_all(s.as_bytes()).expect("stdin written");
+    }
+    drop(child.stdin.take());
+    let o = child.wait_with_output().expect("kubectl output");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn nodes_process_drives_pods_to_ready_against_serve_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kc = dir.path().join("kubeconfig");
+    let bin = env!("CARGO_BIN_EXE_kruise-sim");
+    let _server = Killed(
+        Command::new(bin)
+            .args(["serve", "--addr", "127.0.0.1:0", "--graceful-pod-deletion", "--kubeconfig-out"])
+            .arg(&kc)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve starts"),
+    );
+    let start = Instant::now();
+    while !kc.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no kubeconfig written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _nodes = Killed(
+        Command::new(bin)
+            .args([
+                "nodes",
+                "--count",
+                "3",
+                "--pull-ms",
+                "20",
+                "--start-ms",
+                "10",
+                "--ready-ms",
+                "50",
+                "--stop-ms",
+                "20",
+            ])
+            .args(["--lease-renew-ms", "200", "--kubeconfig"])
+            .arg(&kc)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nodes start"),
+    );
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let (ok, out, err) = kubectl(dir.path(), &kc, args, stdin);
+        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
+        out
+    };
+    let start = Instant::now();
+    loop {
+        let (ok, out, _) = kubectl(dir.path(), &kc, &["get", "nodes", "--no-headers"], None);
+        if ok && out.lines().filter(|l| l.contains(" Ready")).count() == 3 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "nodes never became Ready: {out}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pods: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web-{i}\n  labels: {{app: web}}\nspec:\n  containers:\n  - name: app\n    image: nginx:1.25\n    readinessProbe:\n      httpGet: {{path: /, port: 80}}\n"
+            )
+        })
+        .collect();
+    run(&["apply", "-f", "-"], Some(&pods.join("---\n")));
+    run(&["wait", "--for=condition=Ready", "pod", "-l", "app=web", "--timeout=30s"], None);
+    let list: serde_json::Value =
+        serde_json::from_str(&run(&["get", "pods", "-l", "app=web", "-o", "json"], None))
+            .expect("json");
+    for p in list["items"].as_array().expect("items") {
+        assert_eq!(p["status"]["phase"], "Running");
+        assert!(p["spec"]["nodeName"].as_str().expect("bound").starts_with("sim-node-"));
+    }
+    // Graceful deletion finished by the out-of-process kubelet.
+    run(&["delete", "pod", "web-0", "--timeout=30s"], None);
+    let (ok, _, err) = kubectl(dir.path(), &kc, &["get", "pod", "web-0"], None);
+    assert!(!ok && err.contains("not found"), "{err}");
+}

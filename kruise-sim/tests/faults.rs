@@ -1,0 +1,156 @@
+//! Fault injection: kube-rs watchers through dropped watches and 410 Gone; failing,
+//! throttled and slow requests seen by kube-rs and the real kubectl.
+
+mod common;
+
+use common::Env;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kruise_sim::faults::{Fault, FaultAction};
+use kruise_sim::{Config, Server, ServerHandle};
+use kube::api::{Api, PostParams};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+async fn client(h: &ServerHandle) -> kube::Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&h.kubeconfig).expect("kubeconfig parses");
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.expect("config");
+    kube::Client::try_from(cfg).expect("client")
+}
+
+fn cm(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).expect("cm")
+}
+
+async fn until(what: &str, f: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_survives_dropped_watches_and_gone() {
+    let server = Server::start(Config::default()).await.expect("server");
+    let c = client(&server).await;
+    let api: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let (reader, writer) = reflector::store::<ConfigMap>();
+    let inits = Arc::new(AtomicUsize::new(0));
+    let inits2 = inits.clone();
+    let stream = reflector(writer, watcher(api.clone(), watcher::Config::default()))
+        .default_backoff()
+        .for_each(move |ev| {
+            if let Ok(watcher::Event::Init) = ev {
+                inits2.fetch_add(1, Ordering::SeqCst);
+            }
+            async {}
+        });
+    let driver = tokio::spawn(stream);
+    reader.wait_until_ready().await.expect("ready");
+    let has = |n: &'static str| {
+        let r = reader.clone();
+        move || r.state().iter().any(|o| o.metadata.name.as_deref() == Some(n))
+    };
+
+    api.create(&PostParams::default(), &cm("a")).await.expect("create a");
+    until("a", has("a")).await;
+
+    // An established watch is cut: the watcher resumes from its resourceVersion.
+    server.faults().drop_watches();
+    api.create(&PostParams::default(), &cm("b")).await.expect("create b");
+    until("b", has("b")).await;
+
+    // Reconnections fail: twice dropped at once, once a 500, then allowed.
+    let watch = |a| Fault::new(a).verb("watch").resource("configmaps");
+    server.faults().inject(watch(FaultAction::DropWatch { after_events: 0 }).times(2));
+    server.faults().inject(watch(FaultAction::InternalError).times(1));
+    server.faults().drop_watches();
+    api.create(&PostParams::default(), &cm("c")).await.expect("create c");
+    until("c", has("c")).await;
+    assert_eq!(inits.load(Ordering::SeqCst), 1, "no relist was needed so far");
+
+    // History compacted past the watcher's resourceVersion: 410 Gone, then a relist.
+    let secrets: Api<Secret> = Api::namespaced(c.clone(), "default");
+    let s: Secret = serde_json::from_value(json!({"metadata": {"name": "s"}})).expect("secret");
+    secrets.create(&PostParams::default(), &s).await.expect("secret");
+    server.compact();
+    server.faults().drop_watches();
+    api.create(&PostParams::default(), &cm("d")).await.expect("create d");
+    until("d", has("d")).await;
+    until("a relist", || inits.load(Ordering::SeqCst) >= 2).await;
+    assert_eq!(reader.state().len(), 4);
+    driver.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injected_errors_reach_kube_clients() {
+    let server = Server::start(Config::default()).await.expect("server");
+    let api: Api<ConfigMap> = Api::namespaced(client(&server).await, "default");
+    api.create(&PostParams::default(), &cm("a")).await.expect("create");
+    server.faults().inject(
+        Fault::new(FaultAction::Conflict).verb("update").resource("configmaps").name("a").times(1),
+    );
+    let cur = api.get("a").await.expect("get");
+    match api.replace("a", &PostParams::default(), &cur).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+            assert!(s.message.contains("the object has been modified"), "{}", s.message);
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    api.replace("a", &PostParams::default(), &cur).await.expect("the fault was used up");
+
+    server.faults().inject(Fault::new(FaultAction::InternalError).verb("get").times(1));
+    match api.get("a").await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 500);
+            assert_eq!(s.message, "Internal error occurred: injected fault");
+        }
+        other => panic!("expected a 500, got {other:?}"),
+    }
+    server
+        .faults()
+        .inject(Fault::new(FaultAction::Latency(Duration::from_millis(300))).verb("get").times(1));
+    let t = Instant::now();
+    api.get("a").await.expect("slow get");
+    assert!(t.elapsed() >= Duration::from_millis(300));
+    server.faults().inject(Fault::new(FaultAction::InternalError).resource("secrets"));
+    server.faults().clear();
+    let secrets: Api<Secret> = Api::default_namespaced(client(&server).await);
+    secrets.list(&Default::default()).await.expect("cleared");
+}
+
+#[test]
+fn kubectl_retries_429_and_reports_500() {
+    let env = Env::new(Config::default());
+    env.ok_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n");
+    env.server.faults().inject(
+        Fault::new(FaultAction::TooManyRequests { retry_after_seconds: 1 })
+            .verb("get")
+            .resource("configmaps")
+            .name("a")
+            .times(1),
+    );
+    let t = Instant::now();
+    assert!(env.ok(&["get", "cm", "a", "-o", "name"]).contains("configmap/a"));
+    assert!(t.elapsed() >= Duration::from_millis(900), "kubectl honoured Retry-After");
+    env.server
+        .faults()
+        .inject(Fault::new(FaultAction::InternalError).verb("create").resource("configmaps"));
+    let o = env.run_with(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"),
+        Duration::from_secs(30),
+    );
+    assert!(
+        o.stderr.contains(
+            r#"Error from server (InternalError): error when creating "STDIN": Internal error occurred: injected fault"#
+        ),
+        "{}",
+        o.stderr
+    );
+}
