@@ -48,11 +48,25 @@ fn bench(c: &mut Criterion) {
         })
     });
     let many: Vec<Pod> = (0..10_000).map(pod).collect();
-    let delays = Delays { pull: Duration::ZERO, start: Duration::ZERO, ready: Duration::ZERO, init_run: Duration::ZERO, stop: Duration::ZERO };
+    let delays = Delays {
+        pull: Duration::ZERO,
+        start: Duration::ZERO,
+        ready: Duration::ZERO,
+        init_run: Duration::ZERO,
+        stop: Duration::ZERO,
+    };
     c.bench_function("kubelets drive 10000 pods on 100 nodes to Ready", |b| {
         b.iter(|| {
             let mut kubelets: Vec<Kubelet> = (0..100)
-                .map(|i| Kubelet::new(&format!("n-{i}"), "172.18.0.2", &format!("10.244.{i}"), Arc::new(FakeRuntime::new("n")), delays))
+                .map(|i| {
+                    Kubelet::new(
+                        &format!("n-{i}"),
+                        "172.18.0.2",
+                        &format!("10.244.{i}"),
+                        Arc::new(FakeRuntime::new("n")),
+                        delays,
+                    )
+                })
                 .collect();
             let now = tokio::time::Instant::now();
             for (i, p) in many.iter().enumerate() {

@@ -137,15 +137,28 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     }
 
     // 2. Pods the CloneSet keeps, and resourceVersion expectations on them.
-    let (active, inactive): (Vec<&Pod>, Vec<&Pod>) =
-        snapshot.pods.iter().partition(|p| is_active(p));
+    // One pass over the pods, so each pod is read while it is in cache: sort out the inactive
+    // pods and those the selector no longer matches, and compute the facts of the rest. The
+    // revisions depend on the CloneSet only; an error there is reported after the
+    // resourceVersion expectations, as before.
+    let resolved = revisions::resolve(&cs, &snapshot.revisions);
+    let update_name = resolved.as_ref().ok().map(|r| RevisionName::new(&r.update.name));
+    let mut inactive = Vec::new();
     let mut released = Vec::new();
-    let mut kept = Vec::with_capacity(active.len());
-    for pod in active {
-        if spec.selector.matches(pod.metadata.labels.as_ref()) {
-            kept.push(pod);
-        } else {
+    let mut kept = Vec::with_capacity(snapshot.pods.len());
+    let mut pods: Vec<PodInfo<'_>> = Vec::with_capacity(snapshot.pods.len());
+    let mut order_labels = OrderLabels::with_capacity(&spec.order, snapshot.pods.len());
+    for pod in &snapshot.pods {
+        if !is_active(pod) {
+            inactive.push(pod);
+        } else if !spec.selector.matches(pod.metadata.labels.as_ref()) {
             released.push(pod);
+        } else {
+            kept.push(pod);
+            if let Some(update_name) = &update_name {
+                pods.push(PodInfo::new(pod, &spec, update_name, now));
+                order_labels.push(&spec.order, pod.metadata.labels.as_ref());
+            }
         }
     }
     if !expectations.resource_versions.is_empty() {
@@ -179,17 +192,10 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     }
 
     // 3. Revisions.
-    let resolved = match revisions::resolve(&cs, &snapshot.revisions) {
+    let resolved = match resolved {
         Ok(resolved) => resolved,
         Err(err) => return invalid(expectations, err),
     };
-    let update_name = RevisionName::new(&resolved.update.name);
-    let mut pods: Vec<PodInfo<'_>> = Vec::with_capacity(kept.len());
-    let mut order_labels = OrderLabels::with_capacity(&spec.order, kept.len());
-    for pod in &kept {
-        pods.push(PodInfo::new(pod, &spec, &update_name, now));
-        order_labels.push(&spec.order, pod.metadata.labels.as_ref());
-    }
 
     let mut round = Round {
         spec: &spec,
