@@ -93,7 +93,10 @@ pub struct PriorityKey(i64, Reverse<i64>);
 
 impl<'s> UpdateOrder<'s> {
     /// Compiles `priority` (weight terms when there are any, else order terms) and `scatter`.
-    pub fn new(priority: Option<&'s UpdatePriorityStrategy>, scatter: &'s [UpdateScatterTerm]) -> Self {
+    pub fn new(
+        priority: Option<&'s UpdatePriorityStrategy>,
+        scatter: &'s [UpdateScatterTerm],
+    ) -> Self {
         let (weights, orders) = match priority {
             Some(p) => (&p.weight_priority[..], &p.order_priority[..]),
             None => (&[][..], &[][..]),
@@ -184,10 +187,8 @@ impl<'s> UpdateOrder<'s> {
         }
         let mut terms: Vec<(usize, usize)> = Vec::new();
         for (t, term) in self.scatter.iter().enumerate() {
-            let count = indexes
-                .iter()
-                .filter(|&&i| labels.value(i, term.slot) == Some(term.value))
-                .count();
+            let count =
+                indexes.iter().filter(|&&i| labels.value(i, term.slot) == Some(term.value)).count();
             if count == 0 {
                 continue;
             }
@@ -308,6 +309,16 @@ impl<'a> OrderLabels<'a> {
         }
     }
 
+    /// Appends a row whose values the caller has read: `row` yields the value of each of the
+    /// order's keys in slot order (missing entries read as absent labels, extra ones are
+    /// ignored).
+    pub fn push_row(&mut self, row: impl IntoIterator<Item = Option<&'a str>>) {
+        self.pods += 1;
+        let start = self.values.len();
+        self.values.extend(row.into_iter().take(self.width));
+        self.values.resize(start + self.width, None);
+    }
+
     /// The number of pods (rows).
     pub fn len(&self) -> usize {
         self.pods
@@ -392,8 +403,11 @@ pub fn priority_sort(
     for &i in &indexes {
         table.push(&order, Some(labels_at(pod_labels, i)));
     }
-    let mut keyed: Vec<(PriorityKey, usize)> =
-        indexes.iter().enumerate().map(|(pos, &i)| (order.priority_key(table.row(pos)), i)).collect();
+    let mut keyed: Vec<(PriorityKey, usize)> = indexes
+        .iter()
+        .enumerate()
+        .map(|(pos, &i)| (order.priority_key(table.row(pos)), i))
+        .collect();
     keyed.sort_by_key(|&(key, _)| key);
     keyed.into_iter().map(|(_, i)| i).collect()
 }
@@ -402,7 +416,10 @@ pub fn priority_sort(
 // Scatter
 // ---------------------------------------------------------------------------------------------
 
-fn table_of<'a>(order: &UpdateOrder<'_>, pod_labels: &[&'a BTreeMap<String, String>]) -> OrderLabels<'a> {
+fn table_of<'a>(
+    order: &UpdateOrder<'_>,
+    pod_labels: &[&'a BTreeMap<String, String>],
+) -> OrderLabels<'a> {
     let mut table = OrderLabels::with_capacity(order, pod_labels.len());
     for labels in pod_labels {
         table.push(order, Some(labels));
@@ -438,7 +455,8 @@ pub fn scatter_terms(
     indexes: &[usize],
 ) -> Vec<UpdateScatterTerm> {
     let order = UpdateOrder::new(None, strategy);
-    let table = if strategy.len() == 1 { OrderLabels::default() } else { table_of(&order, pod_labels) };
+    let table =
+        if strategy.len() == 1 { OrderLabels::default() } else { table_of(&order, pod_labels) };
     order
         .scatter_term_order(&table, indexes)
         .into_iter()
@@ -565,7 +583,9 @@ pub fn sort_cloneset_update_indexes(
     indexes: Vec<usize>,
 ) -> Vec<usize> {
     // Out-of-range indexes go last, in their input order; the sort is stable.
-    let mut keyed: Vec<(bool, Option<(ActiveRank, &str)>, usize)> = indexes
+    // (out of range, active-pods key, index)
+    type Keyed<'p> = (bool, Option<(ActiveRank, &'p str)>, usize);
+    let mut keyed: Vec<Keyed<'_>> = indexes
         .iter()
         .map(|&i| {
             let key = pods.get(i).map(|p| (ActiveRank::of_pod(p), name_of(p)));

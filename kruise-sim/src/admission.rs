@@ -199,18 +199,20 @@ impl Admission {
         s.get(&(namespace.to_string(), name.to_string())).copied()
     }
 
-    fn target(&self, cc: &Value, timeout: u64) -> Result<Target, String> {
+    fn target(&self, cc: &Value, timeout: u64) -> Result<Target, CallError> {
         let ca = match cc.get("caBundle").and_then(Value::as_str).filter(|s| !s.is_empty()) {
             Some(b) => Some(
                 base64::engine::general_purpose::STANDARD
                     .decode(b)
-                    .map_err(|e| format!("invalid caBundle: {e}"))?,
+                    .map_err(|e| CallError::Config(format!("invalid caBundle: {e}")))?,
             ),
             None => None,
         };
         if let Some(url) = cc.get("url").and_then(Value::as_str) {
             let rest = url.strip_prefix("https://").ok_or_else(|| {
-                format!("unsupported URL scheme in {url:?}: only https is allowed")
+                CallError::Config(format!(
+                    "unsupported URL scheme in {url:?}: only https is allowed"
+                ))
             })?;
             let (authority, path) = match rest.find('/') {
                 Some(i) => (&rest[..i], &rest[i..]),
@@ -229,7 +231,7 @@ impl Admission {
             });
         }
         let Some(svc) = cc.get("service") else {
-            return Err("no clientConfig.url or clientConfig.service".into());
+            return Err(CallError::Config("no clientConfig.url or clientConfig.service".into()));
         };
         let ns = svc.get("namespace").and_then(Value::as_str).unwrap_or_default();
         let name = svc.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -239,9 +241,12 @@ impl Admission {
         let path = format!("{path}{sep}timeout={timeout}s");
         let host = format!("{name}.{ns}.svc");
         let shown = format!("https://{host}:{port}{path}");
-        let addr = self.service(ns, name).ok_or_else(|| {
-            format!("failed to call webhook: Post {shown:?}: service {name:?} not found")
-        })?;
+        let Some(addr) = self.service(ns, name) else {
+            return Err(CallError::Post {
+                url: shown,
+                reason: format!("service {name:?} not found"),
+            });
+        };
         Ok(Target {
             shown,
             connect: addr.to_string(),
@@ -252,36 +257,46 @@ impl Admission {
         })
     }
 
-    /// Posts an AdmissionReview; answers the `response` or why the call failed (the
-    /// real server's `failed to call webhook: ...` wording).
-    async fn call(&self, hook: &Hook, review: &Value) -> Result<Value, String> {
-        let t = self.target(&hook.client, hook.timeout)?;
-        let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
+    /// Posts `body` to a webhook's `clientConfig` (url, or a registered service, TLS verified
+    /// against `caBundle`); answers the decoded JSON reply. Shared by admission and CRD
+    /// conversion webhooks.
+    pub(crate) async fn post_json(
+        &self,
+        client: &Value,
+        timeout: u64,
+        body: &Value,
+    ) -> Result<Value, CallError> {
+        let t = self.target(client, timeout)?;
+        let body = serde_json::to_vec(body).map_err(|e| CallError::Config(e.to_string()))?;
         let fut = post(&t, body);
-        let (code, bytes) = match tokio::time::timeout(Duration::from_secs(hook.timeout), fut).await
-        {
-            Ok(r) => r.map_err(|e| format!("failed to call webhook: Post {:?}: {e}", t.shown))?,
+        let (code, bytes) = match tokio::time::timeout(Duration::from_secs(timeout), fut).await {
+            Ok(r) => r.map_err(|reason| CallError::Post { url: t.shown.clone(), reason })?,
             Err(_) => {
-                return Err(format!(
-                    "failed to call webhook: Post {:?}: context deadline exceeded",
-                    t.shown
-                ));
+                return Err(CallError::Post {
+                    url: t.shown.clone(),
+                    reason: "context deadline exceeded".into(),
+                });
             }
         };
         if !(200..300).contains(&code) {
-            let text = String::from_utf8_lossy(&bytes);
+            let text = String::from_utf8_lossy(&bytes).into_owned();
             return Err(if code >= 500 {
-                format!(
-                    "failed to call webhook: an error on the server ({text:?}) has prevented the request from succeeding"
-                )
+                CallError::Server { text }
             } else {
-                format!(
-                    "failed to call webhook: the server responded with the status code {code} but did not return more information"
-                )
+                CallError::Status { code }
             });
         }
-        let v: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("received invalid webhook response: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|e| CallError::Decode(e.to_string()))
+    }
+
+    /// Posts an AdmissionReview; answers the `response` or why the call failed (the
+    /// real server's `failed to call webhook: ...` wording).
+    async fn call(&self, hook: &Hook, review: &Value) -> Result<Value, String> {
+        let v = self.post_json(&hook.client, hook.timeout, review).await.map_err(|e| match e {
+            CallError::Config(m) => m,
+            CallError::Decode(m) => format!("received invalid webhook response: {m}"),
+            other => format!("failed to call webhook: {other}"),
+        })?;
         let Some(resp) = v.get("response").cloned() else {
             return Err("received invalid webhook response: webhook response was absent".into());
         };
@@ -294,6 +309,38 @@ impl Admission {
         }
         Ok(resp)
     }
+}
+
+/// Why posting to a webhook failed, worded as the real server's REST client words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The client configuration is unusable (bad caBundle, URL scheme).
+    #[error("{0}")]
+    Config(String),
+    /// The request did not complete (dial, TLS, unknown service, timeout).
+    #[error("Post {url:?}: {reason}")]
+    Post {
+        /// The URL as shown in errors (with `?timeout=`).
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The webhook answered 5xx.
+    #[error("an error on the server ({text:?}) has prevented the request from succeeding")]
+    Server {
+        /// The body of the answer.
+        text: String,
+    },
+    /// The webhook answered another non-2xx code.
+    #[error("the server responded with the status code {code} but did not return more information")]
+    Status {
+        /// The HTTP code.
+        code: u16,
+    },
+    /// The answer was not JSON.
+    #[error("{0}")]
+    Decode(String),
 }
 
 fn bracket(host: &str) -> String {

@@ -7,7 +7,7 @@
 //! Without any webhook configuration, requests take the plain synchronous path.
 
 use crate::admission::{Attributes, Operation};
-use crate::cluster::{Cluster, DeleteOptions, PatchType, Sub, WriteOptions, present};
+use crate::cluster::{Cluster, DeleteOptions, PatchType, Sub, WriteOptions, present, to_storage};
 use crate::error::ApiError;
 use crate::resources::ResourceDef;
 use crate::store::Write;
@@ -49,12 +49,14 @@ impl Cluster {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        if !self.has_webhooks() {
+        let converts = self.conversion_webhook(def).is_some();
+        if !self.has_webhooks() && !converts {
             return self.create(def, ns, body, opts);
         }
         self.check_namespace(def, ns)?;
         let (obj, mut warnings) = self.admit_new(def, ns, body, opts).await?;
-        let out = self.commit_create(def, obj, opts)?;
+        let obj = self.to_stored(def, obj).await?;
+        let out = self.served(def, self.commit_create(def, obj, opts)?).await?;
         warnings.dedup();
         Ok((out, warnings))
     }
@@ -96,7 +98,7 @@ impl Cluster {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<(Value, bool, Vec<String>), ApiError> {
-        if !self.has_webhooks() {
+        if !self.has_webhooks() && self.conversion_webhook(def).is_none() {
             return self.update(def, ns, name, sub, body, opts);
         }
         self.write_admitted(def, ns, name, sub, opts, false, |_| Ok(body.clone())).await
@@ -114,13 +116,13 @@ impl Cluster {
         body: &[u8],
         opts: &WriteOptions,
     ) -> Result<(Value, bool, Vec<String>), ApiError> {
-        if !self.has_webhooks() {
+        if !self.has_webhooks() && self.conversion_webhook(def).is_none() {
             return self.patch(def, ns, name, sub, ptype, body, opts);
         }
         let patch = self.check_patch(def, sub, ptype, body, opts)?;
         let apply = ptype == PatchType::Apply;
         self.write_admitted(def, ns, name, sub, opts, apply, |current| match current {
-            Some(cur) => crate::cluster::apply_patch(def, cur, &patch, ptype),
+            Some(cur) => crate::cluster::apply_with(def, cur, &patch, ptype, opts),
             None => Ok(patch.clone()),
         })
         .await
@@ -144,7 +146,7 @@ impl Cluster {
     {
         let key = Self::obj_key(def, ns, name);
         for _ in 0..RETRIES {
-            let Some(old) = self.store.get(&def.key(), &key) else {
+            let Some(stored) = self.store.get(&def.key(), &key) else {
                 if !(create_missing || def.create_on_update && sub == Sub::Main) {
                     return Err(ApiError::not_found(&def.group, &def.plural, name));
                 }
@@ -154,13 +156,22 @@ impl Cluster {
                     m.insert("name".into(), json!(name));
                     m.remove("resourceVersion");
                 }
-                let (obj, warnings) = self.admit_new(def, ns, body, opts).await?;
+                let (mut obj, warnings) = self.admit_new(def, ns, body.clone(), opts).await?;
+                if create_missing {
+                    let manager = opts.field_manager.as_deref().unwrap_or_default();
+                    crate::managed::created_by_apply(def, &mut obj, &body, manager);
+                }
+                let obj = self.to_stored(def, obj).await?;
                 match self.commit_create(def, obj, opts) {
-                    Ok(out) => return Ok((out, true, warnings)),
+                    Ok(out) => return Ok((self.served(def, out).await?, true, warnings)),
                     Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
                     Err(e) => return Err(e),
                 }
             };
+            // The stored object in the request's version (a webhook conversion, or the same
+            // JSON), labelled with the storage apiVersion as the update rules expect.
+            let mut old = self.served(def, (*stored).clone()).await?;
+            to_storage(def, &mut old);
             let old_view =
                 if sub == Sub::Scale { self.scale_of(def, &old)? } else { present(def, &old) };
             let view = make(Some(&old_view))?;
@@ -178,9 +189,10 @@ impl Cluster {
             let new =
                 if sub == Sub::Scale { self.apply_scale(def, &old, &mutated)? } else { mutated };
             let decision = self.update_rules(def, &old, new.clone(), sub, opts, &mut warnings)?;
+            let decision = self.own(def, &old, decision, sub, opts, create_missing);
             let result = match &decision {
                 Write::Put(r) => r.clone(),
-                Write::Keep => (*old).clone(),
+                Write::Keep => old.clone(),
                 _ => new,
             };
             let result_view = if sub == Sub::Scale {
@@ -190,9 +202,13 @@ impl Cluster {
             };
             warnings
                 .extend(self.validate_admission(&a, Some(&result_view), Some(&old_view)).await?);
+            let decision = match decision {
+                Write::Put(r) => Write::Put(self.to_stored(def, r).await?),
+                d => d,
+            };
             let mut raced = false;
             let written = self.store.write(&def.key(), &key, opts.dry_run, |cur| match cur {
-                Some(c) if rv(c) == rv(&old) => Ok(decision),
+                Some(c) if rv(c) == rv(&stored) => Ok(decision),
                 _ => {
                     raced = true;
                     Err(ApiError::stale(&def.group, &def.plural, name))
@@ -203,11 +219,8 @@ impl Cluster {
                 w => w?,
             };
             self.after_write(def, &written.event, &written.object);
-            let out = if sub == Sub::Scale {
-                self.scale_of(def, &written.object)?
-            } else {
-                present(def, &written.object)
-            };
+            let out = self.served(def, (*written.object).clone()).await?;
+            let out = if sub == Sub::Scale { self.scale_of(def, &out)? } else { out };
             return Ok((out, false, warnings));
         }
         Err(ApiError::stale(&def.group, &def.plural, name))
@@ -222,7 +235,7 @@ impl Cluster {
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
         if self.has_webhooks() {
-            let old = self.get(def, ns, name)?;
+            let old = self.get_served(def, ns, name).await?;
             let mut o = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
             if let Some(p) = &opts.propagation {
                 o["propagationPolicy"] = json!(p);
@@ -242,6 +255,7 @@ impl Cluster {
             self.mutate(&a, None, Some(&old)).await?;
             self.validate_admission(&a, None, Some(&old)).await?;
         }
-        self.delete(def, ns, name, opts)
+        let out = self.delete(def, ns, name, opts)?;
+        self.served(def, out).await
     }
 }

@@ -48,6 +48,8 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `fieldManager`.
     pub field_manager: Option<String>,
+    /// `force` (server-side apply takes conflicting fields over).
+    pub force: bool,
 }
 
 /// A patch's media type.
@@ -145,7 +147,7 @@ fn storage_api_version(def: &ResourceDef) -> String {
     }
 }
 
-fn to_storage(def: &ResourceDef, obj: &mut Value) {
+pub(crate) fn to_storage(def: &ResourceDef, obj: &mut Value) {
     if let Some(m) = obj.as_object_mut() {
         m.insert("apiVersion".into(), json!(storage_api_version(def)));
         m.insert("kind".into(), json!(def.kind));
@@ -233,7 +235,6 @@ fn equal_ignoring_rv(a: &Value, b: &Value) -> bool {
         let mut v = v.clone();
         if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("resourceVersion");
-            m.remove("managedFields");
         }
         v
     };
@@ -544,6 +545,7 @@ impl Cluster {
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
         meta.remove("selfLink");
+        meta.remove("managedFields");
         if def.generation {
             meta.insert("generation".into(), json!(1));
         } else {
@@ -583,6 +585,7 @@ impl Cluster {
         if (def.group.as_str(), def.plural.as_str()) == CRDS {
             crd::prepare(&mut obj, None)?;
         }
+        crate::managed::track_update(def, None, &mut obj, opts.field_manager.as_deref(), "");
         Ok((obj, warnings))
     }
 
@@ -866,6 +869,13 @@ impl Cluster {
                 meta.insert("generation".into(), json!(if changed { g + 1 } else { g }));
             }
         }
+        // A body without managedFields keeps the stored ones (an apply changes them).
+        if result.pointer("/metadata/managedFields").is_none()
+            && let (Some(mf), Some(meta)) =
+                (old.pointer("/metadata/managedFields").cloned(), meta_mut(&mut result))
+        {
+            meta.insert("managedFields".into(), mf);
+        }
         if equal_ignoring_rv(old, &result) {
             return Ok(Write::Keep);
         }
@@ -891,10 +901,12 @@ impl Cluster {
         let key = Self::obj_key(def, ns, name);
         let mut warnings = Vec::new();
         let mut created = false;
+        // Checked outside the store's write (the store's lock is not reentrant).
+        let ns_ok = self.check_namespace(def, ns);
         let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| match cur {
             None => {
                 if def.create_on_update && sub == Sub::Main {
-                    self.check_namespace(def, ns)?;
+                    ns_ok?;
                     let mut body = body;
                     if let Some(m) = meta_mut(&mut body) {
                         m.insert("name".into(), json!(name));
@@ -910,7 +922,8 @@ impl Cluster {
             }
             Some(old) => {
                 let new = if sub == Sub::Scale { self.apply_scale(def, old, &body)? } else { body };
-                self.update_rules(def, old, new, sub, opts, &mut warnings)
+                let d = self.update_rules(def, old, new, sub, opts, &mut warnings)?;
+                Ok(self.own(def, old, d, sub, opts, false))
             }
         })?;
         self.after_write(def, &written.event, &written.object);
@@ -972,15 +985,19 @@ impl Cluster {
         let key = Self::obj_key(def, ns, name);
         let mut warnings = Vec::new();
         let mut created = false;
+        // Checked outside the store's write (the store's lock is not reentrant).
+        let ns_ok = self.check_namespace(def, ns);
         let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| {
             let Some(old) = cur else {
                 if ptype == PatchType::Apply {
-                    self.check_namespace(def, ns)?;
+                    ns_ok?;
                     let mut body = patch.clone();
                     if let Some(m) = meta_mut(&mut body) {
                         m.insert("name".into(), json!(name));
                     }
-                    let (obj, w) = self.build_new(def, ns, body, opts)?;
+                    let (mut obj, w) = self.build_new(def, ns, body, opts)?;
+                    let manager = opts.field_manager.as_deref().unwrap_or_default();
+                    crate::managed::created_by_apply(def, &mut obj, &patch, manager);
                     warnings = w;
                     created = true;
                     return Ok(Write::Put(obj));
@@ -989,10 +1006,11 @@ impl Cluster {
             };
             let current =
                 if sub == Sub::Scale { self.scale_of(def, old)? } else { present(def, old) };
-            let patched = apply_patch(def, &current, &patch, ptype)?;
+            let patched = apply_with(def, &current, &patch, ptype, opts)?;
             let new =
                 if sub == Sub::Scale { self.apply_scale(def, old, &patched)? } else { patched };
-            self.update_rules(def, old, new, sub, opts, &mut warnings)
+            let d = self.update_rules(def, old, new, sub, opts, &mut warnings)?;
+            Ok(self.own(def, old, d, sub, opts, ptype == PatchType::Apply))
         })?;
         self.after_write(def, &written.event, &written.object);
         let out = if sub == Sub::Scale {
@@ -1044,6 +1062,37 @@ impl Cluster {
             }
         }
         Ok(patch)
+    }
+
+    /// Records an update's field ownership (`managedFields`) in a write decided by
+    /// `update_rules`; an apply has recorded its own.
+    pub(crate) fn own(
+        &self,
+        def: &ResourceDef,
+        old: &Value,
+        decision: Write,
+        sub: Sub,
+        opts: &WriteOptions,
+        applying: bool,
+    ) -> Write {
+        match decision {
+            Write::Put(mut r) if !applying => {
+                let sub = match sub {
+                    Sub::Main => "",
+                    Sub::Status => "status",
+                    Sub::Scale => "scale",
+                };
+                crate::managed::track_update(
+                    def,
+                    Some(old),
+                    &mut r,
+                    opts.field_manager.as_deref(),
+                    sub,
+                );
+                Write::Put(r)
+            }
+            d => d,
+        }
     }
 
     pub(crate) fn after_write(&self, def: &ResourceDef, event: &Option<EventType>, obj: &Value) {
@@ -1367,6 +1416,24 @@ fn json_kind(v: &Value) -> &'static str {
         Value::Array(_) => "array",
         Value::Object(_) => "object",
     }
+}
+
+/// Applies a patch; server-side apply also checks and records field ownership.
+pub(crate) fn apply_with(
+    def: &ResourceDef,
+    current: &Value,
+    patch: &Value,
+    ptype: PatchType,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    if ptype != PatchType::Apply {
+        return apply_patch(def, current, patch, ptype);
+    }
+    if !patch.is_object() {
+        return Err(ApiError::bad_request("the patch must be a JSON object"));
+    }
+    let manager = opts.field_manager.as_deref().unwrap_or_default();
+    crate::managed::apply(def, current, patch, manager, opts.force)
 }
 
 pub(crate) fn apply_patch(

@@ -108,6 +108,8 @@ pub fn resource_list(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> O
                     json!({"name": "pods/eviction", "singularName": "", "namespaced": true,
                     "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
                 }
+                "resize" => json!({"name": "pods/resize", "singularName": "", "namespaced": true,
+                    "kind": "Pod", "verbs": ["get", "patch", "update"]}),
                 "finalize" => json!({"name": "namespaces/finalize", "singularName": "",
                     "namespaced": false, "kind": "Namespace", "verbs": ["update"]}),
                 _ => continue,

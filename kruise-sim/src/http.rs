@@ -179,7 +179,12 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, ApiError> 
             )));
         }
     };
-    Ok(WriteOptions { dry_run, field_validation, field_manager: q.get("fieldManager").cloned() })
+    Ok(WriteOptions {
+        dry_run,
+        field_validation,
+        field_manager: q.get("fieldManager").cloned(),
+        force: truthy(q.get("force")),
+    })
 }
 
 fn list_options(def: &ResourceDef, q: &HashMap<String, String>) -> Result<ListOptions, ApiError> {
@@ -467,7 +472,7 @@ where
             if let Some(r) = page.remaining {
                 meta["remainingItemCount"] = json!(r);
             }
-            let items: Vec<Value> = page.items.iter().map(|o| present(&def, o)).collect();
+            let items: Vec<Value> = cluster.served_arcs(&def, &page.items).await?;
             let v = match out {
                 Output::Table => table::table(&def, &items, include_object(&q), meta, true),
                 Output::Meta => json!({
@@ -510,12 +515,31 @@ where
             let (bytes, _) = read_body(req).await?;
             let dopts = delete_options(&bytes, &q)?;
             let items = cluster.delete_collection(&def, ns.as_deref(), &opts, &dopts)?;
+            let items = cluster.served_all(&def, items).await?;
             let v = json!({"kind": def.list_kind, "apiVersion": def.api_version(),
                 "metadata": {"resourceVersion": cluster.store().current_rv().to_string()}, "items": items});
             Ok(render(200, &v, out, &[]))
         }
         (None, _, _) => Err(ApiError::method_not_allowed()),
-        (Some(name), None | Some("status" | "scale"), &Method::GET) => {
+        (Some(name), Some("resize"), &Method::PATCH | &Method::PUT) => {
+            let opts = write_options(&q)?;
+            let (bytes, ct) = read_body(req).await?;
+            let request = if method == Method::PUT {
+                crate::resize::Request::Put(decode_body(&bytes, &ct)?)
+            } else {
+                let ptype = match ct.split(';').next().unwrap_or("").trim() {
+                    "application/json-patch+json" => PatchType::Json,
+                    "application/merge-patch+json" => PatchType::Merge,
+                    "application/strategic-merge-patch+json" => PatchType::Strategic,
+                    _ => PatchType::Apply,
+                };
+                crate::resize::Request::Patch(ptype, &bytes)
+            };
+            let (obj, warnings) =
+                crate::resize::resize(&cluster, &def, &ns_str, name, request, &opts).await?;
+            Ok(render(200, &format_one(&def, obj, out, &q), out, &warnings))
+        }
+        (Some(name), None | Some("status" | "scale" | "resize"), &Method::GET) => {
             if truthy(q.get("watch")) && sub.is_none() {
                 let fs = q.get("fieldSelector").cloned().unwrap_or_default();
                 let pin = format!("metadata.name={name}");
@@ -525,7 +549,7 @@ where
                 );
                 return serve_watch(app, def, ns, q, out, drop_after).await;
             }
-            let obj = cluster.get(&def, &ns_str, name)?;
+            let obj = cluster.get_served(&def, &ns_str, name).await?;
             if sub_kind == Sub::Scale {
                 return Ok(render(200, &cluster.scale_of(&def, &obj)?, out, &[]));
             }
@@ -609,6 +633,14 @@ fn delete_options(bytes: &[u8], q: &HashMap<String, String>) -> Result<DeleteOpt
             .and_then(Value::as_i64)
             .or_else(|| q.get("gracePeriodSeconds").and_then(|g| g.parse().ok())),
     })
+}
+
+/// A watch `ERROR` event carrying `e`'s Status.
+fn error_line(e: &ApiError) -> Bytes {
+    let mut v =
+        serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default();
+    v.push(b'\n');
+    Bytes::from(v)
 }
 
 /// The filters and rendering of one watch.
@@ -743,10 +775,9 @@ async fn serve_watch(
     let snapshot = send_initial || rv.is_none() || rv == Some(0);
     let (start, mut last_rv) = if snapshot {
         let (items, start) = store.snapshot_and_watch(&table, ns.as_deref());
-        for o in &items {
-            if ctx.matches(o) {
-                first.push(ctx.line("ADDED", o));
-            }
+        let items: Vec<Arc<Value>> = items.into_iter().filter(|o| ctx.matches(o)).collect();
+        for o in &app.cluster.served_arcs(&def, &items).await? {
+            first.push(ctx.line("ADDED", o));
         }
         if send_initial && allow_bookmarks {
             first.push(ctx.bookmark(start.rv, true));
@@ -759,6 +790,7 @@ async fn serve_watch(
             Ok(start) => {
                 for ev in &start.replay {
                     if let Some((t, o)) = ctx.filter(ev) {
+                        let o = app.cluster.served(&def, o).await?;
                         first.push(ctx.line(t, &o));
                     }
                 }
@@ -824,8 +856,16 @@ async fn serve_watch(
                     Ok(ev) => {
                         if ev.rv <= last_rv { continue; }
                         last_rv = ev.rv;
-                        if let Some((t, o)) = ctx.filter(&ev)
-                            && tx.send(ctx.line(t, &o)).await.is_err() { break; }
+                        if let Some((t, o)) = ctx.filter(&ev) {
+                            let line = match cluster.served(&ctx.def, o).await {
+                                Ok(o) => ctx.line(t, &o),
+                                Err(e) => {
+                                    let _ = tx.send(error_line(&e)).await;
+                                    break;
+                                }
+                            };
+                            if tx.send(line).await.is_err() { break; }
+                        }
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) | Err(broadcast::error::RecvError::Closed) => break,
                 },
@@ -836,15 +876,25 @@ async fn serve_watch(
                         if ev.rv <= last_rv { continue; }
                         if ev.rv > now { held = Some(ev); break; }
                         last_rv = ev.rv;
-                        if let Some((t, o)) = ctx.filter(&ev)
-                            && tx.send(ctx.line(t, &o)).await.is_err() { return; }
+                        if let Some((t, o)) = ctx.filter(&ev) {
+                            let line = match cluster.served(&ctx.def, o).await {
+                                Ok(o) => ctx.line(t, &o),
+                                Err(e) => error_line(&e),
+                            };
+                            if tx.send(line).await.is_err() { return; }
+                        }
                     }
                     if now > last_rv { last_rv = now; }
                     if tx.send(ctx.bookmark(last_rv, false)).await.is_err() { return; }
                     if let Some(ev) = held {
                         last_rv = ev.rv;
-                        if let Some((t, o)) = ctx.filter(&ev)
-                            && tx.send(ctx.line(t, &o)).await.is_err() { return; }
+                        if let Some((t, o)) = ctx.filter(&ev) {
+                            let line = match cluster.served(&ctx.def, o).await {
+                                Ok(o) => ctx.line(t, &o),
+                                Err(e) => error_line(&e),
+                            };
+                            if tx.send(line).await.is_err() { return; }
+                        }
                     }
                 }
             }

@@ -27,6 +27,7 @@
 pub mod admission;
 mod admitted;
 pub mod cluster;
+pub mod conversion;
 pub mod crd;
 mod defaults;
 mod discovery;
@@ -35,7 +36,9 @@ pub mod faults;
 pub mod gc;
 mod http;
 pub mod jsonpath;
+mod managed;
 pub mod nodes;
+mod resize;
 pub mod resources;
 pub mod schema;
 pub mod selector;

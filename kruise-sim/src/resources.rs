@@ -459,7 +459,7 @@ pub fn builtins() -> Vec<ResourceDef> {
         });
         let mut extra = Vec::new();
         if b.group.is_empty() && b.plural == "pods" {
-            extra = vec![s("binding"), s("eviction")];
+            extra = vec![s("binding"), s("eviction"), s("resize")];
         }
         if b.group.is_empty() && b.plural == "namespaces" {
             extra = vec![s("finalize")];

@@ -6,7 +6,7 @@ use common::Env;
 use kruise_sim::Config;
 use kruise_sim::nodes::kubelet::Delays;
 use kruise_sim::nodes::{Failure, NodeOp, NodeSpec, NodesConfig};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 fn fast() -> Delays {
@@ -303,4 +303,95 @@ fn graceful_deletion_init_containers_sidecars_and_readiness_gates() {
     e.ok(&["wait", "--for=condition=Ready", "pod/ev", "--timeout=20s"]);
     e.ok(&["drain", "n-a", "n-b", "n-c", "--pod-selector=app=web", "--timeout=20s", "--force"]);
     assert!(e.fails(&["get", "pod", "ev"]).contains("not found"));
+}
+
+#[test]
+fn in_place_resize_through_the_resize_subresource() {
+    let e = env(vec![NodeSpec::new("n-a").zone("zone-a").capacity("4", "8Gi", 110)]);
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: r\nspec:\n  containers:\n  - name: app\n    image: nginx\n    resources:\n      requests: {cpu: 500m, memory: 256Mi}\n      limits: {cpu: \"1\", memory: 512Mi}\n    resizePolicy:\n    - {resourceName: memory, restartPolicy: RestartContainer}\n  - name: side\n    image: busybox\n";
+    e.ok_stdin(&["apply", "-f", "-"], manifest);
+    e.ok(&["wait", "--for=condition=Ready", "pod/r", "--timeout=20s"]);
+    let before = e.json(&["get", "pod", "r"]);
+    let app0 = before["status"]["containerStatuses"][0].clone();
+    assert_eq!(app0["resources"]["limits"]["cpu"], "1");
+    assert_eq!(app0["allocatedResources"]["cpu"], "500m");
+    let resize = |patch: &str| {
+        e.run(&["patch", "pod", "r", "--subresource", "resize", "--type=strategic", "-p", patch])
+    };
+    // CPU (resizePolicy NotRequired by default): applied in place, no restart.
+    let o = resize(
+        r#"{"spec":{"containers":[{"name":"app","image":"ignored:2","resources":{"requests":{"cpu":"1"},"limits":{"cpu":"2"}}}]}}"#,
+    );
+    assert!(o.ok, "{}", o.stderr);
+    let settled = |what: &str, f: &dyn Fn(&Value) -> bool| {
+        eventually(what, || {
+            let p = e.json(&["get", "pod", "r"]);
+            let conds = p["status"]["conditions"].to_string();
+            (f(&p) && !conds.contains("PodResize") && is_ready(&p)).then_some(p)
+        })
+    };
+    let p = settled("the cpu resize", &|p| {
+        p["status"]["containerStatuses"][0]["resources"]["limits"]["cpu"] == "2"
+    });
+    let app = &p["status"]["containerStatuses"][0];
+    assert_eq!(p["spec"]["containers"][0]["image"], "nginx", "resize changes resources only");
+    assert_eq!(app["allocatedResources"]["cpu"], "1");
+    assert_eq!(app["resources"]["requests"]["memory"], "256Mi");
+    assert_eq!((&app["restartCount"], &app["containerID"]), (&json!(0), &app0["containerID"]));
+    assert_eq!(p["metadata"]["uid"], before["metadata"]["uid"]);
+    // Memory with resizePolicy RestartContainer: only that container restarts.
+    let o = resize(
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"memory":"512Mi"},"limits":{"memory":"1Gi"}}}]}}"#,
+    );
+    assert!(o.ok, "{}", o.stderr);
+    let p = settled("the memory resize", &|p| {
+        p["status"]["containerStatuses"][0]["resources"]["limits"]["memory"] == "1Gi"
+    });
+    let app = &p["status"]["containerStatuses"][0];
+    assert_eq!(app["restartCount"], 1);
+    assert_eq!(app["lastState"]["terminated"]["containerID"], app0["containerID"]);
+    assert_eq!(p["status"]["containerStatuses"][1]["restartCount"], 0);
+    // More than the node's allocatable: Infeasible, the old allocation stays.
+    let o = resize(
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"6"},"limits":{"cpu":"6"}}}]}}"#,
+    );
+    assert!(o.ok, "{}", o.stderr);
+    let c = eventually("PodResizePending", || {
+        condition(&e.json(&["get", "pod", "r"]), "PodResizePending")
+    });
+    assert_eq!((c["status"].as_str(), c["reason"].as_str()), (Some("True"), Some("Infeasible")));
+    assert_eq!(
+        c["message"],
+        "Node didn't have enough capacity: cpu, requested: 6000, capacity: 4000"
+    );
+    let p = e.json(&["get", "pod", "r"]);
+    assert_eq!(p["status"]["containerStatuses"][0]["allocatedResources"]["cpu"], "1");
+    // A plain pod patch back to something that fits clears the condition.
+    e.ok(&[
+        "patch",
+        "pod",
+        "r",
+        "--type=strategic",
+        "-p",
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"2"},"limits":{"cpu":"3"}}}]}}"#,
+    ]);
+    settled("the resize to fit", &|p| {
+        p["status"]["containerStatuses"][0]["resources"]["limits"]["cpu"] == "3"
+    });
+    // The server forbids what the real one forbids.
+    let o = resize(
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"ephemeral-storage":"1Gi"}}}]}}"#,
+    );
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains("spec: Forbidden: only cpu and memory resources are mutable"),
+        "{}",
+        o.stderr
+    );
+    let o = resize(r#"{"spec":{"containers":[{"name":"app","resources":null}]}}"#);
+    assert!(
+        o.stderr.contains("Pod QOS Class may not change as a result of resizing"),
+        "{}",
+        o.stderr
+    );
 }

@@ -46,11 +46,25 @@ pub(crate) struct PodInfo<'a> {
 
 impl<'a> PodInfo<'a> {
     /// Computes the facts of `pod` for the CloneSet `spec` and `update_revision`.
+    #[cfg(test)]
     pub(crate) fn new(
         pod: &'a Pod,
         spec: &Spec<'_>,
         update_revision: &RevisionName<'_>,
         now: Timestamp,
+    ) -> Self {
+        Self::scan(pod, spec, update_revision, now, &[], &mut [])
+    }
+
+    /// [`PodInfo::new`], also reading the values of the labels `keys` into `values` (same
+    /// length; entries for absent labels are left as they are) in the same pass over the labels.
+    pub(crate) fn scan(
+        pod: &'a Pod,
+        spec: &Spec<'_>,
+        update_revision: &RevisionName<'_>,
+        now: Timestamp,
+        keys: &[&str],
+        values: &mut [Option<&'a str>],
     ) -> Self {
         let meta = &pod.metadata;
         // One pass over the labels (this runs for every pod on every round).
@@ -60,6 +74,12 @@ impl<'a> PodInfo<'a> {
         let mut instance_id = "";
         let mut has_template_hash = false;
         for (key, value) in meta.labels.iter().flatten() {
+            // Comparing lengths first skips almost every key without reading its bytes.
+            if let Some(slot) = keys.iter().position(|k| k.len() == key.len() && *k == key.as_str())
+                && let Some(cell) = values.get_mut(slot)
+            {
+                *cell = Some(value.as_str());
+            }
             match key.as_str() {
                 kubernetes::labels::CONTROLLER_REVISION_HASH => revision_hash = value,
                 kubernetes::labels::POD_TEMPLATE_HASH => has_template_hash = true,
@@ -139,7 +159,10 @@ impl<'a> PodInfo<'a> {
             pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()),
             phase.unwrap_or_default(),
             rank_ready,
-            first_ready.filter(|_| rank_ready).and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0),
+            first_ready
+                .filter(|_| rank_ready)
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map(|t| t.0),
             crate::pod::max_container_restarts(pod),
             meta.creation_timestamp.as_ref().map(|t| t.0),
         );
@@ -201,7 +224,11 @@ impl<'a> RevisionName<'a> {
 
 /// The part of a revision name after its last `-`.
 pub(crate) fn short_hash(name: &str) -> &str {
-    crate::revision::short_hash(name)
+    // `crate::revision::short_hash`, without the general string splitter: '-' is one byte.
+    match name.bytes().rposition(|b| b == b'-') {
+        Some(dash) => name.get(dash + 1..).unwrap_or(name),
+        None => name,
+    }
 }
 
 /// Whether a pod counts as active: not terminating and not finished.

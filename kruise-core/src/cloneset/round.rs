@@ -148,17 +148,41 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     let mut kept = Vec::with_capacity(snapshot.pods.len());
     let mut pods: Vec<PodInfo<'_>> = Vec::with_capacity(snapshot.pods.len());
     let mut order_labels = OrderLabels::with_capacity(&spec.order, snapshot.pods.len());
+    // The label keys read besides the planner's own: the selector's, then the update order's.
+    let selector_keys = spec.selector.keys();
+    let mut keys: Vec<&str> = Vec::new();
+    let mut slot = |key| match keys.iter().position(|k| *k == key) {
+        Some(slot) => slot,
+        None => {
+            keys.push(key);
+            keys.len() - 1
+        }
+    };
+    let selector_slots: Vec<usize> = selector_keys.iter().map(|&k| slot(k)).collect();
+    let order_slots: Vec<usize> = spec.order.keys().iter().map(|&k| slot(k)).collect();
+    let mut values: Vec<Option<&str>> = vec![None; keys.len()];
     for pod in &snapshot.pods {
         if !is_active(pod) {
             inactive.push(pod);
-        } else if !spec.selector.matches(pod.metadata.labels.as_ref()) {
-            released.push(pod);
-        } else {
-            kept.push(pod);
-            if let Some(update_name) = &update_name {
-                pods.push(PodInfo::new(pod, &spec, update_name, now));
-                order_labels.push(&spec.order, pod.metadata.labels.as_ref());
+            continue;
+        }
+        let Some(update_name) = &update_name else {
+            // The plan stops at the revisions; only the pods' fate is needed until then.
+            if spec.selector.matches(pod.metadata.labels.as_ref()) {
+                kept.push(pod);
+            } else {
+                released.push(pod);
             }
+            continue;
+        };
+        values.fill(None);
+        let info = PodInfo::scan(pod, &spec, update_name, now, &keys, &mut values);
+        if spec.selector.matches_values(|r| selector_slots.get(r).and_then(|&s| values[s])) {
+            kept.push(pod);
+            pods.push(info);
+            order_labels.push_row(order_slots.iter().map(|&s| values[s]));
+        } else {
+            released.push(pod);
         }
     }
     if !expectations.resource_versions.is_empty() {

@@ -29,13 +29,18 @@ impl Requirement {
     }
 
     fn matches(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        let get = |key: &str| labels.and_then(|labels| labels.get(key));
+        self.holds(labels.and_then(|labels| labels.get(self.key())).map(String::as_str))
+    }
+
+    /// Whether the requirement holds when its key has `value` (`None`: the label is absent).
+    fn holds(&self, value: Option<&str>) -> bool {
+        let listed = |values: &[String], v: &str| values.iter().any(|x| x == v);
         match self {
-            Self::Equals(key, value) => get(key) == Some(value),
-            Self::In(key, values) => get(key).is_some_and(|v| values.contains(v)),
-            Self::NotIn(key, values) => get(key).is_none_or(|v| !values.contains(v)),
-            Self::Exists(key) => get(key).is_some(),
-            Self::DoesNotExist(key) => get(key).is_none(),
+            Self::Equals(_, expected) => value == Some(expected.as_str()),
+            Self::In(_, values) => value.is_some_and(|v| listed(values, v)),
+            Self::NotIn(_, values) => value.is_none_or(|v| !listed(values, v)),
+            Self::Exists(_) => value.is_some(),
+            Self::DoesNotExist(_) => value.is_none(),
         }
     }
 
@@ -107,6 +112,23 @@ impl Selector {
     }
 
     /// The canonical string form, e.g. `app=demo,tier in (a,b)`.
+    /// The key of each requirement, in order (see [`Selector::matches_values`]).
+    pub(crate) fn keys(&self) -> Vec<&str> {
+        match self {
+            Self::Nothing => Vec::new(),
+            Self::Requirements(reqs) => reqs.iter().map(Requirement::key).collect(),
+        }
+    }
+
+    /// [`Selector::matches`] with the labels already looked up: `value(i)` is the value of the
+    /// key of requirement `i` (the i-th of [`Selector::keys`]).
+    pub(crate) fn matches_values<'v>(&self, value: impl Fn(usize) -> Option<&'v str>) -> bool {
+        match self {
+            Self::Nothing => false,
+            Self::Requirements(reqs) => reqs.iter().enumerate().all(|(i, req)| req.holds(value(i))),
+        }
+    }
+
     pub(crate) fn render(&self) -> String {
         match self {
             Self::Nothing => String::new(),

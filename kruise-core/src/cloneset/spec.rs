@@ -2,9 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use kruise_api::apps::common::{
-    InPlaceUpdateStrategy, Lifecycle,
-};
+use kruise_api::apps::common::{InPlaceUpdateStrategy, Lifecycle};
 use kruise_api::apps::v1beta1::{
     CloneSet, CloneSetPodUpdatePolicy, CloneSetUpdateStrategyType, RollingUpdateCloneSetStrategy,
 };

@@ -4,10 +4,21 @@
 //! (pull → create → running → ready; init containers and native sidecars in order; a changed
 //! image restarts only that container; deletion stops containers within the grace period)
 //! and says which status to write, whether to delete the pod, and when to look again.
+//!
+//! In-place resize (InPlacePodVerticalScaling, as the 1.33+ kubelet reports it): when a
+//! container's `resources` in the spec differ from what the kubelet allocated, the kubelet
+//! checks that the pod fits the node (`PodResizePending`, reason `Infeasible` when it can
+//! never fit the node's allocatable, `Deferred` when other pods' allocations are in the
+//! way), allocates the new resources (`allocatedResources`), and applies them: in place,
+//! taking [`Delays::start`] (`PodResizeInProgress` meanwhile), or by restarting the
+//! container when its `resizePolicy` says `RestartContainer` for a changed resource.
+//! `containerStatuses[].resources` shows what is applied.
 
 use super::runtime::ContainerRuntime;
+use super::scheduler::{Resources, parse_quantity, spec_requests};
 use crate::util::now_rfc3339;
 use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -51,6 +62,65 @@ enum Stage {
     Exited { code: i32, reason: &'static str, started: Option<String>, finished: String },
 }
 
+/// A container's requests and limits, as the spec writes them.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Res {
+    requests: BTreeMap<String, Quantity>,
+    limits: BTreeMap<String, Quantity>,
+}
+
+fn amount(m: &BTreeMap<String, Quantity>, k: &str) -> Option<i128> {
+    m.get(k).and_then(|q| parse_quantity(&q.0))
+}
+
+impl Res {
+    fn of(c: &Container) -> Res {
+        let r = c.resources.as_ref();
+        Res {
+            requests: r.and_then(|r| r.requests.clone()).unwrap_or_default(),
+            limits: r.and_then(|r| r.limits.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Whether the amounts of `resource` differ (`1` and `1000m` are the same).
+    fn differs_in(&self, other: &Res, resource: &str) -> bool {
+        amount(&self.requests, resource) != amount(&other.requests, resource)
+            || amount(&self.limits, resource) != amount(&other.limits, resource)
+    }
+
+    fn differs(&self, other: &Res) -> bool {
+        let keys: std::collections::BTreeSet<&String> =
+            [self, other].iter().flat_map(|r| r.requests.keys().chain(r.limits.keys())).collect();
+        keys.into_iter().any(|k| self.differs_in(other, k))
+    }
+
+    /// Requests, a limit standing in for a missing request.
+    fn effective_requests(&self) -> Resources {
+        let mut out = Resources::new();
+        for (k, q) in self.limits.iter().chain(self.requests.iter()) {
+            if let Some(v) = parse_quantity(&q.0) {
+                out.insert(k.clone(), v);
+            }
+        }
+        out
+    }
+
+    fn is_empty(&self) -> bool {
+        self.requests.is_empty() && self.limits.is_empty()
+    }
+
+    fn to_json(&self) -> Value {
+        let mut v = json!({});
+        if !self.requests.is_empty() {
+            v["requests"] = json!(self.requests);
+        }
+        if !self.limits.is_empty() {
+            v["limits"] = json!(self.limits);
+        }
+        v
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Ctr {
     name: String,
@@ -64,6 +134,12 @@ struct Ctr {
     restart_count: i64,
     stage: Stage,
     last: Option<Value>,
+    /// The resources the kubelet allocated (what the spec asked for when it fit).
+    allocated: Res,
+    /// The resources applied to the running container.
+    actual: Res,
+    /// When applying `allocated` in place completes.
+    resize_at: Option<Instant>,
 }
 
 impl Ctr {
@@ -80,6 +156,9 @@ impl Ctr {
             restart_count: 0,
             stage: Stage::NotStarted,
             last: None,
+            allocated: Res::of(c),
+            actual: Res::of(c),
+            resize_at: None,
         }
     }
 
@@ -101,6 +180,14 @@ impl Ctr {
     }
 
     fn wake(&self, now: Instant) -> Option<Instant> {
+        let stage = self.stage_wake(now);
+        match (stage, self.resize_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn stage_wake(&self, now: Instant) -> Option<Instant> {
         match &self.stage {
             Stage::Pulling(t) | Stage::Creating(t) | Stage::Stopping { until: t, .. } => Some(*t),
             Stage::Running { ready_at, done_at, .. } => {
@@ -123,6 +210,31 @@ struct PodState {
     main: Vec<Ctr>,
     conds: BTreeMap<&'static str, (bool, String)>,
     delete_sent: bool,
+    /// `PodResizePending`: reason, message, lastTransitionTime.
+    resize_pending: Option<(&'static str, String, String)>,
+    /// `PodResizeInProgress`'s lastTransitionTime.
+    resize_progress: Option<String>,
+    /// Whether resize conditions were ever written (so clearing them deletes them).
+    resize_seen: bool,
+}
+
+impl PodState {
+    /// The pod's allocated requests, counted as the scheduler counts a pod's requests.
+    fn allocated_requests(&self) -> Resources {
+        let mut total = Resources::new();
+        for c in self.main.iter().chain(self.init.iter().filter(|c| c.sidecar)) {
+            for (k, v) in c.allocated.effective_requests() {
+                *total.entry(k).or_default() += v;
+            }
+        }
+        for c in self.init.iter().filter(|c| !c.sidecar) {
+            for (k, v) in c.allocated.effective_requests() {
+                let e = total.entry(k).or_default();
+                *e = (*e).max(v);
+            }
+        }
+        total
+    }
 }
 
 /// What the node should do about a pod after a sync.
@@ -145,6 +257,8 @@ pub struct Kubelet {
     delays: Delays,
     pods: HashMap<String, PodState>,
     next_ip: u32,
+    /// The node's allocatable resources, for resize admission; `None` admits every resize.
+    allocatable: Option<Resources>,
 }
 
 fn pod_uid(pod: &Pod) -> &str {
@@ -168,6 +282,122 @@ impl Kubelet {
             delays,
             pods: HashMap::new(),
             next_ip: 0,
+            allocatable: None,
+        }
+    }
+
+    /// Sets the node's allocatable CPU and memory (quantities such as `"32"` and `"256Gi"`),
+    /// against which in-place resizes are admitted. Unparsable quantities are ignored.
+    pub fn with_allocatable(mut self, cpu: &str, memory: &str) -> Kubelet {
+        let mut r = Resources::new();
+        for (k, q) in [("cpu", cpu), ("memory", memory)] {
+            if let Some(v) = parse_quantity(q) {
+                r.insert(k.to_string(), v);
+            }
+        }
+        self.allocatable = Some(r);
+        self
+    }
+
+    /// Whether a resize of the pod `uid` to `want` (its requests) can be admitted now:
+    /// `Err((reason, message))` with the real kubelet's `Infeasible` or `Deferred`.
+    fn admit_resize(&self, uid: &str, want: &Resources) -> Result<(), (&'static str, String)> {
+        let Some(alloc) = &self.allocatable else { return Ok(()) };
+        let get = |r: &Resources, k: &str| r.get(k).copied().unwrap_or(0);
+        // The kubelet reports CPU in millicores and memory in bytes.
+        let shown = |k: &str, v: i128| if k == "memory" { v / 1000 } else { v };
+        for k in ["memory", "cpu"] {
+            if alloc.contains_key(k) && get(want, k) > get(alloc, k) {
+                return Err((
+                    "Infeasible",
+                    format!(
+                        "Node didn't have enough capacity: {k}, requested: {}, capacity: {}",
+                        shown(k, get(want, k)),
+                        shown(k, get(alloc, k))
+                    ),
+                ));
+            }
+        }
+        let mut used = Resources::new();
+        for (u, st) in &self.pods {
+            if u == uid || all_exited(st) {
+                continue;
+            }
+            for (k, v) in st.allocated_requests() {
+                *used.entry(k).or_default() += v;
+            }
+        }
+        for k in ["cpu", "memory"] {
+            if alloc.contains_key(k) && get(want, k) + get(&used, k) > get(alloc, k) {
+                return Err((
+                    "Deferred",
+                    format!(
+                        "Node didn't have enough resource: {k}, requested: {}, used: {}, capacity: {}",
+                        shown(k, get(want, k)),
+                        shown(k, get(&used, k)),
+                        shown(k, get(alloc, k))
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Allocates and starts applying changed container resources, or says why not.
+    fn resize(
+        &self,
+        pod: &Pod,
+        uid: &str,
+        st: &mut PodState,
+        specs: &HashMap<&str, &Container>,
+        now: Instant,
+    ) {
+        let changed =
+            st.main.iter().chain(st.init.iter().filter(|c| c.sidecar)).any(|c| {
+                specs.get(c.name.as_str()).is_some_and(|s| Res::of(s).differs(&c.allocated))
+            });
+        if !changed {
+            st.resize_pending = None;
+            return;
+        }
+        if let Err((reason, message)) = self.admit_resize(uid, &spec_requests(pod)) {
+            let same =
+                st.resize_pending.as_ref().is_some_and(|(r, m, _)| *r == reason && *m == message);
+            if !same {
+                st.resize_pending = Some((reason, message, now_rfc3339()));
+            }
+            return;
+        }
+        st.resize_pending = None;
+        for c in st.main.iter_mut().chain(st.init.iter_mut().filter(|c| c.sidecar)) {
+            let Some(s) = specs.get(c.name.as_str()) else { continue };
+            let want = Res::of(s);
+            if !want.differs(&c.allocated) {
+                continue;
+            }
+            let restart = s.resize_policy.iter().flatten().any(|p| {
+                p.restart_policy == "RestartContainer"
+                    && want.differs_in(&c.actual, &p.resource_name)
+            });
+            c.allocated = want;
+            match &c.stage {
+                Stage::Running { since, .. } if restart => {
+                    let since = since.clone();
+                    if let Some(id) = c.container_id.take() {
+                        let _ = self.runtime.stop_container(&id, 0);
+                        c.last = Some(json!({"terminated": {
+                            "exitCode": 0, "reason": "Completed", "startedAt": since,
+                            "finishedAt": now_rfc3339(), "containerID": id,
+                        }}));
+                        c.restart_count += 1;
+                    }
+                    c.resize_at = None;
+                    self.begin(c, now);
+                }
+                Stage::Running { .. } => c.resize_at = Some(now + self.delays.start),
+                // Not running: the new resources apply when it (re)starts.
+                _ => {}
+            }
         }
     }
 
@@ -203,6 +433,13 @@ impl Kubelet {
 
     /// Advances one container's timers; true when something changed.
     fn advance(&self, uid: &str, c: &mut Ctr, now: Instant) -> bool {
+        if let Some(t) = c.resize_at
+            && now >= t
+        {
+            c.actual = c.allocated.clone();
+            c.resize_at = None;
+            return true;
+        }
         match c.stage.clone() {
             Stage::Pulling(t) if now >= t => {
                 match self.runtime.pull_image(&c.image) {
@@ -232,6 +469,8 @@ impl Kubelet {
                             c.image_id = info.image_id;
                         }
                         c.container_id = Some(id);
+                        c.actual = c.allocated.clone();
+                        c.resize_at = None;
                         let ready_at = if c.probe { now + self.delays.ready } else { now };
                         let done_at = (c.init && !c.sidecar).then(|| now + self.delays.init_run);
                         c.stage = Stage::Running { since: now_rfc3339(), ready_at, done_at };
@@ -281,6 +520,9 @@ impl Kubelet {
                 main: spec.containers.iter().map(|c| Ctr::new(c, false)).collect(),
                 conds: BTreeMap::new(),
                 delete_sent: false,
+                resize_pending: None,
+                resize_progress: None,
+                resize_seen: false,
             };
             self.pods.insert(uid.clone(), st);
         }
@@ -349,8 +591,10 @@ impl Kubelet {
                     c.restart_count += 1;
                 }
                 c.image = want;
+                c.resize_at = None;
                 self.begin(c, now);
             }
+            self.resize(pod, &uid, &mut st, &specs, now);
             for _ in 0..(2 * (st.init.len() + st.main.len()) + 4) {
                 let mut changed = false;
                 let mut init_done = true;
@@ -483,6 +727,7 @@ impl Kubelet {
         conditions.push(c_cr);
         conditions.push(c_ready);
         conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": sched_time}));
+        conditions.extend(resize_conditions(st, terminating));
         let phase = if terminating && all_exited(st) {
             "Succeeded"
         } else if initialized
@@ -514,6 +759,39 @@ impl Kubelet {
         let _ = &self.node;
         json!({"status": status})
     }
+}
+
+/// `PodResizePending` and `PodResizeInProgress` as the 1.33+ kubelet sets them; once either
+/// was written, an absent one is sent as a strategic-merge delete so that it is cleared.
+fn resize_conditions(st: &mut PodState, terminating: bool) -> Vec<Value> {
+    let mut out = Vec::new();
+    let pending = if terminating { None } else { st.resize_pending.clone() };
+    match pending {
+        Some((reason, message, at)) => out.push(json!({
+            "type": "PodResizePending", "status": "True", "reason": reason, "message": message,
+            "lastProbeTime": null, "lastTransitionTime": at,
+        })),
+        None if st.resize_seen => out.push(json!({"type": "PodResizePending", "$patch": "delete"})),
+        None => {}
+    }
+    let in_progress =
+        !terminating && st.main.iter().chain(st.init.iter()).any(|c| c.resize_at.is_some());
+    if in_progress {
+        let at = st.resize_progress.get_or_insert_with(now_rfc3339).clone();
+        out.push(json!({
+            "type": "PodResizeInProgress", "status": "True",
+            "lastProbeTime": null, "lastTransitionTime": at,
+        }));
+    } else {
+        st.resize_progress = None;
+        if st.resize_seen {
+            out.push(json!({"type": "PodResizeInProgress", "$patch": "delete"}));
+        }
+    }
+    if out.iter().any(|c| c["status"] == "True") {
+        st.resize_seen = true;
+    }
+    out
 }
 
 fn all_exited(st: &PodState) -> bool {
@@ -555,10 +833,16 @@ fn ctr_status(c: &Ctr, now: Instant, initialized: bool, terminating: bool) -> Va
     if let Some(id) = &c.container_id {
         v["containerID"] = json!(id);
     }
+    if !c.allocated.requests.is_empty() {
+        v["allocatedResources"] = json!(c.allocated.requests);
+    }
+    if !c.actual.is_empty() {
+        v["resources"] = c.actual.to_json();
+    }
     v
 }
 
-fn qos_class(pod: &Pod) -> &'static str {
+pub(crate) fn qos_class(pod: &Pod) -> &'static str {
     let Some(spec) = pod.spec.as_ref() else { return "BestEffort" };
     let all: Vec<&Container> =
         spec.containers.iter().chain(spec.init_containers.iter().flatten()).collect();
@@ -682,6 +966,83 @@ mod tests {
         assert!(r.delete);
         assert_eq!(r.status.expect("status")["status"]["phase"], "Succeeded");
         assert!(!k.sync(&p, t + Duration::from_secs(1)).delete, "asks once");
+    }
+
+    fn cond(s: &Value, t: &str) -> Option<Value> {
+        s["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == t).cloned()
+    }
+
+    fn set_resources(p: &mut Pod, i: usize, r: Value) {
+        if let Some(spec) = p.spec.as_mut() {
+            spec.containers[i].resources = Some(serde_json::from_value(r).expect("resources"));
+        }
+    }
+
+    #[test]
+    fn resize_in_place_restart_policy_and_infeasible() {
+        let mut k = kubelet().with_allocatable("4", "8Gi");
+        let mut p = pod(json!({"containers": [
+            {"name": "a", "image": "nginx", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}},
+            {"name": "b", "image": "redis", "resources": {"requests": {"cpu": "500m"}},
+             "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}]}
+        ]}));
+        let (s0, t) = run_until_settled(&mut k, &p, Instant::now());
+        let a0 = s0["status"]["containerStatuses"][0].clone();
+        assert_eq!(a0["resources"]["limits"]["cpu"], "1");
+        assert_eq!(a0["allocatedResources"]["memory"], "1Gi");
+        assert!(cond(&s0, "PodResizeInProgress").is_none());
+        // In place: same container, in progress until applied.
+        set_resources(
+            &mut p,
+            0,
+            json!({"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}),
+        );
+        let mid = k.sync(&p, t).status.expect("status");
+        assert_eq!(cond(&mid, "PodResizeInProgress").expect("in progress")["status"], "True");
+        assert_eq!(mid["status"]["containerStatuses"][0]["allocatedResources"]["cpu"], "2");
+        assert_eq!(mid["status"]["containerStatuses"][0]["resources"]["limits"]["cpu"], "1");
+        let (s1, t) = run_until_settled(&mut k, &p, t);
+        let a1 = &s1["status"]["containerStatuses"][0];
+        assert_eq!(a1["resources"]["limits"]["cpu"], "2");
+        assert_eq!(a1["containerID"], a0["containerID"]);
+        assert_eq!(a1["restartCount"], 0);
+        assert_eq!(cond(&s1, "PodResizeInProgress").expect("cleared")["$patch"], "delete", "{s1}");
+        // RestartContainer for cpu: b restarts.
+        set_resources(&mut p, 1, json!({"requests": {"cpu": "1"}}));
+        let (s2, t) = run_until_settled(&mut k, &p, t);
+        let b2 = &s2["status"]["containerStatuses"][1];
+        assert_eq!(b2["restartCount"], 1);
+        assert_eq!(b2["resources"]["requests"]["cpu"], "1");
+        // More than the node has: Infeasible; nothing changes.
+        set_resources(&mut p, 1, json!({"requests": {"cpu": "8"}}));
+        let (s3, t) = run_until_settled(&mut k, &p, t);
+        let pending = cond(&s3, "PodResizePending").expect("pending");
+        assert_eq!(pending["reason"], "Infeasible");
+        assert_eq!(
+            pending["message"],
+            "Node didn't have enough capacity: cpu, requested: 10000, capacity: 4000"
+        );
+        assert_eq!(s3["status"]["containerStatuses"][1]["allocatedResources"]["cpu"], "1");
+        // Fits the node but not next to another pod: Deferred.
+        let mut other = pod(
+            json!({"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "2"}}}]}),
+        );
+        other.metadata.uid = Some("u2".into());
+        run_until_settled(&mut k, &other, t);
+        set_resources(&mut p, 1, json!({"requests": {"cpu": "2"}}));
+        let (s4, t) = run_until_settled(&mut k, &p, t);
+        let pending = cond(&s4, "PodResizePending").expect("pending");
+        assert_eq!(pending["reason"], "Deferred");
+        assert_eq!(
+            pending["message"],
+            "Node didn't have enough resource: cpu, requested: 4000, used: 2000, capacity: 4000"
+        );
+        // The other pod goes: the deferred resize goes ahead.
+        k.retain(&["u1".to_string()].into_iter().collect());
+        let (s5, _) = run_until_settled(&mut k, &p, t);
+        assert_eq!(cond(&s5, "PodResizePending").expect("cleared")["$patch"], "delete");
+        assert_eq!(s5["status"]["containerStatuses"][1]["resources"]["requests"]["cpu"], "2");
+        assert_eq!(s5["status"]["containerStatuses"][1]["restartCount"], 2);
     }
 
     #[test]

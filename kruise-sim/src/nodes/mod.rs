@@ -490,7 +490,8 @@ impl Sim {
         let runtime: Arc<dyn ContainerRuntime> = Arc::new(FakeRuntime::new(&spec.name));
         let ip = format!("172.18.{}.{}", i / 250, i % 250 + 2);
         let mut node = SimNode {
-            kubelet: Kubelet::new(&spec.name, &ip, &prefix, runtime, self.delays),
+            kubelet: Kubelet::new(&spec.name, &ip, &prefix, runtime, self.delays)
+                .with_allocatable(&spec.cpu, &spec.memory),
             kubelet_prefix: prefix,
             spec,
             uid: String::new(),

@@ -123,11 +123,49 @@ fn container_requests(c: &k8s_openapi::api::core::v1::Container) -> Resources {
 
 /// A pod's effective requests: the larger of its containers plus sidecars and each init
 /// container (plus the sidecars started before it), plus the pod overhead.
+///
+/// For a pod being resized in place, a container counts with the largest of its spec, its
+/// applied (`status.containerStatuses[].resources`) and its allocated requests — but not its
+/// spec while the resize is `Infeasible` — as the real scheduler counts it.
 pub fn pod_requests(pod: &Pod) -> Resources {
+    requests(pod, true)
+}
+
+/// A pod's effective requests from its spec alone (what a resize asks for).
+pub fn spec_requests(pod: &Pod) -> Resources {
+    requests(pod, false)
+}
+
+fn status_requests(pod: &Pod, c: &k8s_openapi::api::core::v1::Container) -> Option<Resources> {
+    let st = pod.status.as_ref()?;
+    let cs = st.container_statuses.iter().flatten().find(|s| s.name == c.name)?;
+    let applied = cs.resources.as_ref()?;
+    let infeasible = st
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "PodResizePending" && c.reason.as_deref() == Some("Infeasible"));
+    let mut r = if infeasible { Resources::new() } else { container_requests(c) };
+    let mut other = Resources::new();
+    add_quantities(&mut other, applied.requests.as_ref());
+    let mut allocated = Resources::new();
+    add_quantities(&mut allocated, cs.allocated_resources.as_ref());
+    for (k, v) in other.into_iter().chain(allocated) {
+        let e = r.entry(k).or_default();
+        *e = (*e).max(v);
+    }
+    Some(r)
+}
+
+fn requests(pod: &Pod, use_status: bool) -> Resources {
     let Some(spec) = pod.spec.as_ref() else { return Resources::new() };
     let mut total = Resources::new();
     for c in &spec.containers {
-        for (k, v) in container_requests(c) {
+        let r = use_status
+            .then(|| status_requests(pod, c))
+            .flatten()
+            .unwrap_or_else(|| container_requests(c));
+        for (k, v) in r {
             *total.entry(k).or_default() += v;
         }
     }

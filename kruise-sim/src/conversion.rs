@@ -1,0 +1,290 @@
+//! Conversion of custom resources between the versions of their CRD.
+//!
+//! Objects are stored at the CRD's storage version. With `spec.conversion.strategy: None`,
+//! another served version is the same JSON with its `apiVersion` rewritten. With `Webhook`,
+//! the CRD's conversion webhook (`spec.conversion.webhook.clientConfig`, reached as admission
+//! webhooks are, see [`crate::admission`]) converts, with the `ConversionReview`
+//! `apiextensions.k8s.io/v1` wire format: on reads (get, list, watch events) from the storage
+//! version, and on writes to the storage version and back for the response.
+//!
+//! As the real server does, a webhook's answer is checked (uid, count, apiVersion, kind) and
+//! the object's metadata is restored from the input except for labels and annotations. Not
+//! done: the converted object is not pruned against the storage version's schema, and field
+//! selectors on CRD selectable fields are evaluated on the stored object.
+
+use crate::admission::CallError;
+use crate::cluster::{Cluster, present};
+use crate::error::ApiError;
+use crate::resources::{Origin, ResourceDef};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The real server's fixed timeout for conversion webhooks.
+const TIMEOUT_SECONDS: u64 = 30;
+
+/// Why a conversion webhook did not convert.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConversionError {
+    /// The call failed.
+    #[error("conversion webhook for {gvk} failed: {source}")]
+    Call {
+        /// `group/version, Kind=Kind` of the input.
+        gvk: String,
+        /// Why.
+        source: CallError,
+    },
+    /// The webhook answered, but not with a usable `ConversionReview`.
+    #[error("conversion webhook for {gvk} returned invalid response: {why}")]
+    Response {
+        /// `group/version, Kind=Kind` of the input.
+        gvk: String,
+        /// Why.
+        why: String,
+    },
+    /// The webhook answered with the wrong number of objects.
+    #[error("conversion webhook for {gvk} returned {got} objects, expected {want}")]
+    Count {
+        /// `group/version, Kind=Kind` of the input.
+        gvk: String,
+        /// How many came back.
+        got: usize,
+        /// How many were sent.
+        want: usize,
+    },
+    /// One converted object is wrong.
+    #[error(
+        "conversion webhook for {gvk} returned invalid converted object at index {index}: {why}"
+    )]
+    Object {
+        /// `group/version, Kind=Kind` of the input.
+        gvk: String,
+        /// Its index.
+        index: usize,
+        /// Why.
+        why: String,
+    },
+}
+
+fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
+}
+
+fn set_api_version(obj: &mut Value, av: &str) {
+    if let Some(m) = obj.as_object_mut() {
+        m.insert("apiVersion".into(), json!(av));
+    }
+}
+
+/// Restores metadata from `orig`, keeping only the converted labels and annotations.
+fn restore_meta(orig: &Value, converted: &mut Value) {
+    let mut meta = orig.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let (Some(m), Some(new)) =
+        (meta.as_object_mut(), converted.get("metadata").and_then(Value::as_object))
+    {
+        for k in ["labels", "annotations"] {
+            match new.get(k) {
+                Some(v) => m.insert(k.into(), v.clone()),
+                None => m.remove(k),
+            };
+        }
+    }
+    if let Some(c) = converted.as_object_mut() {
+        c.insert("metadata".into(), meta);
+    }
+}
+
+impl Cluster {
+    /// The conversion webhook's `clientConfig`, if `def`'s CRD converts through a webhook
+    /// and `def` is not the storage version (otherwise conversion is an apiVersion rewrite).
+    pub(crate) fn conversion_webhook(&self, def: &ResourceDef) -> Option<Value> {
+        let Origin::Crd(name) = &def.origin else { return None };
+        if def.version == def.storage_version {
+            return None;
+        }
+        let crd = self.store.get(
+            &("apiextensions.k8s.io".into(), "customresourcedefinitions".into()),
+            &(String::new(), name.clone()),
+        )?;
+        let conv = crd.pointer("/spec/conversion")?;
+        if conv.get("strategy").and_then(Value::as_str) != Some("Webhook") {
+            return None;
+        }
+        Some(conv.pointer("/webhook/clientConfig").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Converts `objs` (all of `def`'s kind, at `from`) to `to` through the webhook.
+    async fn convert_via(
+        &self,
+        def: &ResourceDef,
+        client: &Value,
+        objs: Vec<Value>,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Value>, ConversionError> {
+        if objs.is_empty() || from == to {
+            return Ok(objs);
+        }
+        let gvk = format!("{}/{from}, Kind={}", def.group, def.kind);
+        let desired = api_version(&def.group, to);
+        let uid = crate::util::uuid();
+        let review = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objs},
+        });
+        let bad = |why: String| ConversionError::Response { gvk: gvk.clone(), why };
+        let reply = self
+            .admission
+            .post_json(client, TIMEOUT_SECONDS, &review)
+            .await
+            .map_err(|source| ConversionError::Call { gvk: gvk.clone(), source })?;
+        let kind_ok = reply.get("kind").and_then(Value::as_str) == Some("ConversionReview")
+            && reply.get("apiVersion").and_then(Value::as_str) == Some("apiextensions.k8s.io/v1");
+        if !kind_ok {
+            return Err(bad(format!(
+                "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {}, Kind={}",
+                reply.get("apiVersion").and_then(Value::as_str).unwrap_or(""),
+                reply.get("kind").and_then(Value::as_str).unwrap_or("")
+            )));
+        }
+        let Some(resp) = reply.get("response") else {
+            return Err(bad("no response provided".into()));
+        };
+        let got_uid = resp.get("uid").and_then(Value::as_str).unwrap_or("");
+        if got_uid != uid {
+            return Err(bad(format!("expected response.uid={uid:?}, got {got_uid:?}")));
+        }
+        let status = resp.pointer("/result/status").and_then(Value::as_str).unwrap_or("");
+        if status != "Success" {
+            let msg = resp.pointer("/result/message").and_then(Value::as_str).unwrap_or("");
+            return Err(bad(if msg.is_empty() {
+                format!("response.result.status was '{status}', not 'Success'")
+            } else {
+                msg.to_string()
+            }));
+        }
+        let converted =
+            resp.get("convertedObjects").and_then(Value::as_array).cloned().unwrap_or_default();
+        if converted.len() != objs.len() {
+            return Err(ConversionError::Count { gvk, got: converted.len(), want: objs.len() });
+        }
+        let mut out = Vec::with_capacity(objs.len());
+        for (index, (orig, mut c)) in objs.iter().zip(converted).enumerate() {
+            let av = c.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if av != desired {
+                return Err(ConversionError::Object {
+                    gvk,
+                    index,
+                    why: format!("invalid groupVersion (expected {desired}, received {av})"),
+                });
+            }
+            let kind = c.get("kind").and_then(Value::as_str).unwrap_or("");
+            if kind != def.kind {
+                return Err(ConversionError::Object {
+                    gvk,
+                    index,
+                    why: format!("invalid kind (expected {}, received {kind})", def.kind),
+                });
+            }
+            restore_meta(orig, &mut c);
+            out.push(c);
+        }
+        Ok(out)
+    }
+
+    /// Stored objects as served in `def`'s version (the input's `apiVersion` is ignored:
+    /// the content is the storage version's). A failure answers 500 with the webhook error.
+    pub(crate) async fn served_all(
+        &self,
+        def: &ResourceDef,
+        objs: Vec<Value>,
+    ) -> Result<Vec<Value>, ApiError> {
+        let Some(client) = self.conversion_webhook(def) else {
+            return Ok(objs.iter().map(|o| present(def, o)).collect());
+        };
+        let storage = api_version(&def.group, &def.storage_version);
+        let objs = objs
+            .into_iter()
+            .map(|mut o| {
+                set_api_version(&mut o, &storage);
+                o
+            })
+            .collect();
+        let out = self
+            .convert_via(def, &client, objs, &def.storage_version, &def.version)
+            .await
+            .map_err(|e| ApiError::new(500, "", e.to_string()))?;
+        Ok(out.iter().map(|o| present(def, o)).collect())
+    }
+
+    /// One stored object as served in `def`'s version.
+    pub(crate) async fn served(&self, def: &ResourceDef, obj: Value) -> Result<Value, ApiError> {
+        let mut v = self.served_all(def, vec![obj]).await?;
+        v.pop().ok_or_else(|| ApiError::internal("conversion lost the object"))
+    }
+
+    /// Stored objects (shared) as served in `def`'s version.
+    pub(crate) async fn served_arcs(
+        &self,
+        def: &ResourceDef,
+        objs: &[Arc<Value>],
+    ) -> Result<Vec<Value>, ApiError> {
+        if self.conversion_webhook(def).is_none() {
+            return Ok(objs.iter().map(|o| present(def, o)).collect());
+        }
+        self.served_all(def, objs.iter().map(|o| (**o).clone()).collect()).await
+    }
+
+    /// Reads one object as served in `def`'s version.
+    pub async fn get_served(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let obj = self.get(def, ns, name)?;
+        self.served(def, obj).await
+    }
+
+    /// An object in `def`'s version (content) converted to the storage version; the result
+    /// carries the storage apiVersion. A failure answers 500 InternalError, as storage
+    /// encoding failures do on the real server.
+    pub(crate) async fn to_stored(
+        &self,
+        def: &ResourceDef,
+        mut obj: Value,
+    ) -> Result<Value, ApiError> {
+        let Some(client) = self.conversion_webhook(def) else { return Ok(obj) };
+        set_api_version(&mut obj, &def.api_version());
+        let mut out = self
+            .convert_via(def, &client, vec![obj], &def.version, &def.storage_version)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        out.pop().ok_or_else(|| ApiError::internal("conversion lost the object"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_is_restored_but_labels_and_annotations() {
+        let orig = json!({"metadata": {"name": "a", "uid": "u", "labels": {"x": "1"}}});
+        let mut c = json!({"metadata": {"name": "b", "annotations": {"y": "2"}}, "spec": {}});
+        restore_meta(&orig, &mut c);
+        assert_eq!(c["metadata"], json!({"name": "a", "uid": "u", "annotations": {"y": "2"}}));
+        let e = ConversionError::Call {
+            gvk: "apps.kruise.io/v1beta1, Kind=CloneSet".into(),
+            source: CallError::Post {
+                url: "https://x.default.svc:443/c?timeout=30s".into(),
+                reason: "service \"x\" not found".into(),
+            },
+        };
+        assert_eq!(
+            e.to_string(),
+            r#"conversion webhook for apps.kruise.io/v1beta1, Kind=CloneSet failed: Post "https://x.default.svc:443/c?timeout=30s": service "x" not found"#
+        );
+    }
+}

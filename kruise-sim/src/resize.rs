@@ -1,0 +1,136 @@
+//! The `pods/resize` subresource (InPlacePodVerticalScaling, Kubernetes 1.33+).
+//!
+//! As the real server's resize strategy does, a request to `pods/NAME/resize` may change only
+//! the containers' `resources` and `resizePolicy` (regular containers and native sidecars);
+//! every other change in the request is dropped. The result is validated: only `cpu` and
+//! `memory` may change, and the pod's QoS class may not.
+
+use crate::cluster::{Cluster, PatchType, Sub, WriteOptions, apply_patch};
+use crate::error::{ApiError, Cause};
+use crate::resources::ResourceDef;
+use serde_json::{Value, json};
+
+/// The parts of a PATCH or PUT to `pods/resize`.
+pub(crate) enum Request<'a> {
+    /// A PUT with the whole pod.
+    Put(Value),
+    /// A PATCH of this type.
+    Patch(PatchType, &'a [u8]),
+}
+
+/// Serves a PATCH or PUT of `pods/NAME/resize`: returns the stored pod and warnings.
+pub(crate) async fn resize(
+    cluster: &Cluster,
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    req: Request<'_>,
+    opts: &WriteOptions,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let patch = match &req {
+        Request::Put(_) => None,
+        Request::Patch(PatchType::Apply, _) => {
+            return Err(ApiError::unsupported_patch(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ]));
+        }
+        Request::Patch(t, body) => Some((*t, cluster.check_patch(def, Sub::Main, *t, body, opts)?)),
+    };
+    // A patch without a resourceVersion is retried on conflicts, as the real server does.
+    let mut attempts = 0;
+    loop {
+        let old = cluster.get(def, ns, name)?;
+        let requested = match (&req, &patch) {
+            (Request::Put(body), _) => body.clone(),
+            (_, Some((t, p))) => apply_patch(def, &old, p, *t)?,
+            (Request::Patch(..), None) => return Err(ApiError::internal("resize patch lost")),
+        };
+        let body = resized(def, &old, &requested)?;
+        match cluster.update_admitted(def, ns, name, Sub::Main, body, opts).await {
+            Err(e) if e.code == 409 && patch.is_some() && attempts < 5 => attempts += 1,
+            Err(e) => return Err(e),
+            Ok((obj, _, warnings)) => return Ok((obj, warnings)),
+        }
+    }
+}
+
+fn containers<'a>(pod: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {
+    pod.pointer(&format!("/spec/{field}")).and_then(Value::as_array).into_iter().flatten()
+}
+
+/// The stored pod `old` with the resize-able fields of `requested` applied, validated.
+pub(crate) fn resized(
+    def: &ResourceDef,
+    old: &Value,
+    requested: &Value,
+) -> Result<Value, ApiError> {
+    let name = old.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let mut out = old.clone();
+    if let Some(rv) = requested.pointer("/metadata/resourceVersion")
+        && let Some(m) = out.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("resourceVersion".into(), rv.clone());
+    }
+    let mut causes = Vec::new();
+    for field in ["containers", "initContainers"] {
+        let Some(list) = out.pointer_mut(&format!("/spec/{field}")).and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for c in list.iter_mut() {
+            if field == "initContainers" && c.get("restartPolicy") != Some(&json!("Always")) {
+                continue;
+            }
+            let Some(want) = containers(requested, field).find(|w| w.get("name") == c.get("name"))
+            else {
+                continue;
+            };
+            for key in ["requests", "limits"] {
+                let before = c.pointer(&format!("/resources/{key}")).cloned().unwrap_or(json!({}));
+                let after =
+                    want.pointer(&format!("/resources/{key}")).cloned().unwrap_or(json!({}));
+                let names =
+                    before.as_object().into_iter().chain(after.as_object()).flat_map(|m| m.keys());
+                for r in names {
+                    if r != "cpu" && r != "memory" && before.get(r) != after.get(r) {
+                        // The real server says it once, on `spec`.
+                        causes.push(Cause::forbidden(
+                            "spec",
+                            "only cpu and memory resources are mutable",
+                        ));
+                    }
+                }
+            }
+            let Some(obj) = c.as_object_mut() else { continue };
+            for k in ["resources", "resizePolicy"] {
+                match want.get(k) {
+                    Some(v) if !v.is_null() => obj.insert(k.into(), v.clone()),
+                    _ => obj.remove(k),
+                };
+            }
+        }
+    }
+    if causes.is_empty() {
+        let qos = |v: &Value| {
+            serde_json::from_value::<k8s_openapi::api::core::v1::Pod>(v.clone())
+                .map(|p| crate::nodes::kubelet::qos_class(&p))
+                .ok()
+        };
+        let (before, after) = (qos(old), qos(&out));
+        if before != after {
+            let shown = old.pointer("/status/qosClass").cloned().unwrap_or(json!(before));
+            causes.push(Cause::invalid(
+                "spec",
+                &shown,
+                "Pod QOS Class may not change as a result of resizing",
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        causes.dedup_by(|a, b| a.message == b.message && a.field == b.field);
+        return Err(ApiError::invalid(&def.group, &def.kind, name, causes));
+    }
+    Ok(out)
+}

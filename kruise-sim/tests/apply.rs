@@ -1,0 +1,143 @@
+//! Server-side apply with field ownership, driven by the real kubectl: managedFields,
+//! conflicts with the real message, --force-conflicts, and removal of fields a manager
+//! stopped applying.
+
+mod common;
+
+use common::Env;
+use kruise_sim::Config;
+use serde_json::Value;
+
+fn managers(obj: &Value) -> Vec<(String, String, Value)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or("").to_string(),
+                e["operation"].as_str().unwrap_or("").to_string(),
+                e["fieldsV1"].clone(),
+            )
+        })
+        .collect()
+}
+
+const CM: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm, labels: {x: "1", z: "2"}}
+data: {a: "2", b: "3"}
+"#;
+
+#[test]
+fn server_side_apply_owns_fields_and_conflicts() {
+    let env = Env::new(Config::default());
+    env.ok_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: \"1\"}\n",
+    );
+    let cm = env.json(&["get", "configmap", "cm", "--show-managed-fields"]);
+    let m = managers(&cm);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!((m[0].0.as_str(), m[0].1.as_str()), ("kubectl-create", "Update"));
+    assert_eq!(m[0].2, serde_json::json!({"f:data": {"f:a": {}}}));
+
+    // A different value for a field another manager owns is a conflict.
+    let o = env.run_with(
+        &["apply", "--server-side", "-f", "-"],
+        Some(CM),
+        std::time::Duration::from_secs(30),
+    );
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains(
+            r#"Apply failed with 1 conflict: conflict with "kubectl-create" using v1: .data.a"#
+        ),
+        "{}",
+        o.stderr
+    );
+    // Forced, the applier takes the field over.
+    env.ok_stdin(&["apply", "--server-side", "--force-conflicts", "-f", "-"], CM);
+    let cm = env.json(&["get", "configmap", "cm", "--show-managed-fields"]);
+    assert_eq!(cm["data"]["a"], "2");
+    let m = managers(&cm);
+    assert_eq!(m.len(), 1, "kubectl-create lost its only field: {m:?}");
+    assert_eq!((m[0].0.as_str(), m[0].1.as_str()), ("kubectl", "Apply"));
+    assert_eq!(
+        m[0].2,
+        serde_json::json!({"f:data": {"f:a": {}, "f:b": {}}, "f:metadata": {"f:labels": {"f:x": {}, "f:z": {}}}})
+    );
+
+    // Another manager applies b with the same value: shared, no conflict.
+    env.ok_stdin(
+        &["apply", "--server-side", "--field-manager", "other", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {b: \"3\"}\n",
+    );
+    // kubectl stops applying b and label z: z is removed, b stays (other owns it).
+    env.ok_stdin(
+        &["apply", "--server-side", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, labels: {x: \"1\"}}\ndata: {a: \"2\"}\n",
+    );
+    let cm = env.json(&["get", "configmap", "cm"]);
+    assert_eq!(cm["data"], serde_json::json!({"a": "2", "b": "3"}));
+    assert_eq!(cm["metadata"]["labels"], serde_json::json!({"x": "1"}));
+    // Now other stops applying b too: it is removed.
+    env.ok_stdin(
+        &["apply", "--server-side", "--field-manager", "other", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, labels: {o: \"1\"}}\n",
+    );
+    let cm = env.json(&["get", "configmap", "cm"]);
+    assert_eq!(cm["data"], serde_json::json!({"a": "2"}));
+}
+
+const DEPLOY: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: nginx}]
+"#;
+
+#[test]
+fn apply_conflicts_on_replicas_owned_by_a_patch() {
+    let env = Env::new(Config::default());
+    env.ok_stdin(&["apply", "--server-side", "-f", "-"], DEPLOY);
+    env.ok(&["patch", "deployment", "web", "-p", r#"{"spec":{"replicas":3}}"#]);
+    let d = env.json(&["get", "deployment", "web", "--show-managed-fields"]);
+    let m = managers(&d);
+    assert!(
+        m.iter().any(|(n, op, f)| n == "kubectl-patch"
+            && op == "Update"
+            && *f == serde_json::json!({"f:spec": {"f:replicas": {}}})),
+        "{m:?}"
+    );
+    let kubectl = m.iter().find(|(n, _, _)| n == "kubectl").expect("applier entry");
+    assert!(
+        kubectl.2["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]["."]
+            .is_object()
+    );
+    let applied = DEPLOY.replace("replicas: 1", "replicas: 5");
+    let o = env.run_with(
+        &["apply", "--server-side", "-f", "-"],
+        Some(&applied),
+        std::time::Duration::from_secs(30),
+    );
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains(
+            r#"Apply failed with 1 conflict: conflict with "kubectl-patch" using apps/v1: .spec.replicas"#
+        ),
+        "{}",
+        o.stderr
+    );
+    env.ok_stdin(&["apply", "--server-side", "--force-conflicts", "-f", "-"], &applied);
+    let d = env.json(&["get", "deployment", "web", "--show-managed-fields"]);
+    assert_eq!(d["spec"]["replicas"], 5);
+    assert!(managers(&d).iter().all(|(n, _, _)| n != "kubectl-patch"));
+}
