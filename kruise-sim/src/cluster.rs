@@ -274,7 +274,8 @@ impl Cluster {
         if !(graceful && def.group.is_empty() && def.plural == "pods") {
             return 0;
         }
-        let bound = old.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+        let bound =
+            old.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
         let phase = old.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default();
         if !bound || phase == "Succeeded" || phase == "Failed" {
             return 0;
@@ -881,7 +882,11 @@ impl Cluster {
         }
         if result.pointer("/metadata/deletionTimestamp").is_some()
             && finalizers(&result).is_empty()
-            && result.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) == 0
+            && result
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                == 0
         {
             return Ok(Write::Delete);
         }

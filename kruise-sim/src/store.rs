@@ -123,7 +123,11 @@ fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
         .filter_map(|r| r.get("uid").and_then(Value::as_str))
 }
 
-fn unindex(deps: &mut HashMap<String, BTreeSet<(TableKey, ObjKey)>>, obj: &Value, at: &(TableKey, ObjKey)) {
+fn unindex(
+    deps: &mut HashMap<String, BTreeSet<(TableKey, ObjKey)>>,
+    obj: &Value,
+    at: &(TableKey, ObjKey),
+) {
     for uid in owner_uids(obj) {
         if let Some(set) = deps.get_mut(uid) {
             set.remove(at);
@@ -134,7 +138,11 @@ fn unindex(deps: &mut HashMap<String, BTreeSet<(TableKey, ObjKey)>>, obj: &Value
     }
 }
 
-fn index(deps: &mut HashMap<String, BTreeSet<(TableKey, ObjKey)>>, obj: &Value, at: &(TableKey, ObjKey)) {
+fn index(
+    deps: &mut HashMap<String, BTreeSet<(TableKey, ObjKey)>>,
+    obj: &Value,
+    at: &(TableKey, ObjKey),
+) {
     for uid in owner_uids(obj) {
         deps.entry(uid.to_string()).or_default().insert(at.clone());
     }
