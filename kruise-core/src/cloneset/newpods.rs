@@ -12,8 +12,8 @@ use kruise_api::well_known::{kubernetes, labels, readiness_gates};
 
 use crate::lifecycle::{LifecyclePatch, LifecycleState};
 
-use super::podinfo::short_hash;
 use super::spec::Spec;
+use crate::revision::short_hash;
 
 /// Length of a generated instance id.
 const ID_LEN: usize = 5;

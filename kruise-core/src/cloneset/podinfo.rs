@@ -8,6 +8,7 @@ use kruise_api::well_known::{annotations, kubernetes, labels, readiness_gates};
 
 use super::spec::Spec;
 use crate::pod::ActiveRank;
+use crate::revision::short_hash;
 
 /// Where a pod stands relative to the revisions in play.
 #[derive(Debug)]
@@ -220,19 +221,4 @@ impl<'a> RevisionName<'a> {
     pub(crate) fn matches(&self, label: &str) -> bool {
         label == self.name || short_hash(label) == self.short
     }
-}
-
-/// The part of a revision name after its last `-`.
-pub(crate) fn short_hash(name: &str) -> &str {
-    // `crate::revision::short_hash`, without the general string splitter: '-' is one byte.
-    match name.bytes().rposition(|b| b == b'-') {
-        Some(dash) => name.get(dash + 1..).unwrap_or(name),
-        None => name,
-    }
-}
-
-/// Whether a pod counts as active: not terminating and not finished.
-pub(crate) fn is_active(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
 }

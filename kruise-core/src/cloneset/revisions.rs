@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::SpecError;
 use super::plan::{Action, Patch};
-use super::podinfo::{PodInfo, RevisionName};
+use super::podinfo::PodInfo;
 use super::spec::Spec;
 use crate::revision::{self as rev, UpdateRevision};
 
@@ -102,9 +102,8 @@ pub(crate) fn resolve<'a>(
     Ok(Resolved { sorted, current, update, collision_count: active.collision_count, actions })
 }
 
-/// Upstream's `truncateHistory`: revisions that are neither current nor update and that no
-/// pod uses are deleted, oldest first, until `revisionHistoryLimit` remain. (The same rule as
-/// [`crate::revision::revisions_to_prune`], over the planner's pod view.)
+/// Upstream's `truncateHistory` over the planner's pod view; the rule itself is
+/// [`crate::revision::history_to_prune`].
 pub(crate) fn truncate_history(
     spec: &Spec<'_>,
     sorted: &[RevView<'_>],
@@ -113,25 +112,10 @@ pub(crate) fn truncate_history(
     update: &str,
 ) -> Vec<Action> {
     let limit = usize::try_from(spec.revision_history_limit).unwrap_or(0);
-    let candidates: Vec<&str> =
-        sorted.iter().map(|r| r.name).filter(|name| *name != current && *name != update).collect();
-    if candidates.len() <= limit {
-        // Nothing can exceed the limit; no need to look at the pods.
-        return Vec::new();
-    }
+    let names: Vec<&str> = sorted.iter().map(|r| r.name).collect();
     let hashes: BTreeSet<&str> = pods.iter().map(|p| p.revision_hash).collect();
-    let dead: Vec<&str> = candidates
+    rev::history_to_prune(&names, &hashes, current, update, limit)
         .into_iter()
-        .filter(|name| {
-            let revision = RevisionName::new(name);
-            !hashes.iter().any(|h| revision.matches(h))
-        })
-        .collect();
-    if dead.len() <= limit {
-        return Vec::new();
-    }
-    dead[..dead.len() - limit]
-        .iter()
-        .map(|name| Action::DeleteRevision { name: (*name).to_owned() })
+        .map(|name| Action::DeleteRevision { name: name.to_owned() })
         .collect()
 }

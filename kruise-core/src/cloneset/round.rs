@@ -9,13 +9,14 @@ use kruise_api::well_known::{conditions, labels};
 use serde_json::json;
 
 use super::plan::{Action, Blocked, CloneSetPlan, Event, EventType, Patch, PodPatchPurpose};
-use super::podinfo::{PodInfo, RevisionName, is_active};
+use super::podinfo::{PodInfo, RevisionName};
 use super::revisions::{self, Revision};
 use super::snapshot::{CloneSetSnapshot, FeatureGates};
 use super::spec::Spec;
 use super::{SpecError, scale, status, update};
 use crate::expectations::{ExpectationState, ScaleAction};
 use crate::ordering::OrderLabels;
+use crate::pod::is_pod_active;
 
 /// The state shared by the scale and update passes.
 pub(crate) struct Round<'r, 'a> {
@@ -162,7 +163,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     let order_slots: Vec<usize> = spec.order.keys().iter().map(|&k| slot(k)).collect();
     let mut values: Vec<Option<&str>> = vec![None; keys.len()];
     for pod in &snapshot.pods {
-        if !is_active(pod) {
+        if !is_pod_active(pod) {
             inactive.push(pod);
             continue;
         }

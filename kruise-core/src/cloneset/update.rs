@@ -12,9 +12,10 @@ use super::diffs::{self, Counting};
 use super::hooks;
 use super::inplace_glue;
 use super::plan::{Action, EventType, Patch, PodPatchPurpose};
-use super::podinfo::{RevisionName, short_hash};
+use super::podinfo::RevisionName;
 use super::round::Round;
 use super::spec::UpdatePolicy;
+use crate::revision::short_hash;
 
 /// Upstream's `Update`: an error message for the `FailedUpdate` condition if a pod cannot be
 /// updated as the strategy asks.

@@ -26,7 +26,7 @@ pub mod hash;
 pub mod quantity;
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec};
@@ -197,7 +197,17 @@ pub fn revision_name(prefix: &str, hash: &str) -> String {
 
 /// The part of a revision name after its last `-`: the hash.
 pub fn short_hash(name: &str) -> &str {
-    name.rsplit('-').next().unwrap_or(name)
+    // '-' is one byte, so a byte search finds it without a general string splitter.
+    match name.bytes().rposition(|b| b == b'-') {
+        Some(dash) => name.get(dash + 1..).unwrap_or(name),
+        None => name,
+    }
+}
+
+/// Whether a pod's revision label names `revision`: equal names, or equal short hashes
+/// (upstream's `EqualToRevisionHash`).
+pub fn revision_label_matches(label: &str, revision: &str) -> bool {
+    label == revision || short_hash(label) == short_hash(revision)
 }
 
 /// Whether a pod's `controller-revision-hash` label names `revision` (by full name or, as
@@ -210,7 +220,7 @@ pub fn pod_matches_revision(pod: &Pod, revision: &str) -> bool {
         .and_then(|labels| labels.get(POD_REVISION_LABEL))
         .map(String::as_str)
         .unwrap_or("");
-    label == revision || short_hash(label) == short_hash(revision)
+    revision_label_matches(label, revision)
 }
 
 /// The hash of a CloneSet's volume claim templates, as recorded in
@@ -577,23 +587,49 @@ pub fn revisions_to_prune<'a>(
     current: &str,
     update: &str,
 ) -> Vec<&'a ControllerRevision> {
-    let mut history: Vec<&ControllerRevision> = revisions
-        .iter()
-        .filter(|r| {
-            let name = r.metadata.name.as_deref().unwrap_or("");
-            name != current && name != update && !pods.iter().any(|p| pod_matches_revision(p, name))
-        })
-        .collect();
-    history.sort_by(|a, b| compare_revisions(a, b));
+    let mut sorted: Vec<&ControllerRevision> = revisions.iter().collect();
+    sorted.sort_by(|a, b| compare_revisions(a, b));
     let limit =
         cloneset.spec.revision_history_limit.unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT).max(0);
-    let limit = usize::try_from(limit).unwrap_or(0);
-    if history.len() <= limit {
+    let labels: BTreeSet<&str> = pods
+        .iter()
+        .filter_map(|p| p.metadata.labels.as_ref()?.get(POD_REVISION_LABEL))
+        .map(String::as_str)
+        .collect();
+    let names: Vec<&str> =
+        sorted.iter().map(|r| r.metadata.name.as_deref().unwrap_or("")).collect();
+    let prune: BTreeSet<&str> =
+        history_to_prune(&names, &labels, current, update, usize::try_from(limit).unwrap_or(0))
+            .into_iter()
+            .collect();
+    sorted
+        .into_iter()
+        .filter(|r| prune.contains(r.metadata.name.as_deref().unwrap_or("")))
+        .collect()
+}
+
+/// Upstream's `truncateHistory` rule over names: of the revisions (oldest first) that are
+/// neither `current` nor `update` and that no pod revision label in `in_use` names, the oldest
+/// are pruned until `limit` remain. Returns the names to delete, oldest first.
+pub fn history_to_prune<'a>(
+    sorted_names: &[&'a str],
+    in_use: &BTreeSet<&str>,
+    current: &str,
+    update: &str,
+    limit: usize,
+) -> Vec<&'a str> {
+    let candidates: Vec<&'a str> =
+        sorted_names.iter().copied().filter(|n| *n != current && *n != update).collect();
+    if candidates.len() <= limit {
+        // Nothing can exceed the limit; no need to look at the pods.
         return Vec::new();
     }
-    let excess = history.len() - limit;
-    history.truncate(excess);
-    history
+    let dead: Vec<&'a str> = candidates
+        .into_iter()
+        .filter(|name| !in_use.iter().any(|label| revision_label_matches(label, name)))
+        .collect();
+    let excess = dead.len().saturating_sub(limit);
+    dead[..excess].to_vec()
 }
 
 #[cfg(test)]
