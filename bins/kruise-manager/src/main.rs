@@ -1,11 +1,22 @@
-//! kruise-manager: the OpenKruise controllers and webhooks. Today it has one subcommand,
-//! `crds`, which prints or writes every Kruise CRD.
+//! kruise-manager: the OpenKruise controllers.
+//!
+//! - `run`: the manager against any cluster (kubeconfig or in-cluster config).
+//! - `playground`: an embedded cluster (kruise-sim) with simulated nodes and the Kruise CRDs,
+//!   and the manager running against it.
+//! - `crds`: prints or writes every Kruise CRD.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use kruise_kube::client::{ClientOptions, build_client, client_from_config};
+use kruise_kube::cloneset::CloneSetConfig;
+use kruise_kube::features::FeatureGates;
+use kruise_kube::leader::LeaderElectionConfig;
+use kruise_kube::manager::ManagerConfig;
 
 #[derive(Parser)]
 #[command(name = "kruise-manager", version, about = "OpenKruise manager (Rust)")]
@@ -16,6 +27,32 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the controllers against a cluster, until SIGTERM or Ctrl-C.
+    ///
+    /// The CRDs must be installed first: `kruise-manager crds | kubectl apply --server-side -f -`.
+    Run {
+        /// The kubeconfig to use; without it KUBECONFIG, ~/.kube/config or the in-cluster
+        /// service account.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+        #[command(flatten)]
+        flags: ManagerFlags,
+    },
+    /// Start an embedded cluster (kruise-sim) with simulated nodes and the Kruise CRDs, and run
+    /// the manager against it. Point kubectl at the written kubeconfig.
+    Playground {
+        /// How many simulated nodes (spread over zone-a, zone-b, zone-c).
+        #[arg(long, default_value_t = 3)]
+        nodes: usize,
+        /// Where to write the kubeconfig for kubectl.
+        #[arg(long, value_name = "FILE", default_value = "kruise.kubeconfig")]
+        kubeconfig_out: PathBuf,
+        /// The API server's HTTPS address (port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:6443")]
+        addr: SocketAddr,
+        #[command(flatten)]
+        flags: ManagerFlags,
+    },
     /// Print every Kruise CRD as multi-document YAML, or write one file per CRD.
     ///
     /// Install them with `kruise-manager crds | kubectl apply --server-side -f -`.
@@ -27,10 +64,200 @@ enum Command {
     },
 }
 
+/// The manager's flags, named as upstream's kruise-manager names them.
+#[derive(Args, Clone, Debug)]
+struct ManagerFlags {
+    /// Watch and manage only this namespace (all namespaces when empty).
+    #[arg(long, default_value = "")]
+    namespace: String,
+    /// Elect a leader on a Lease so that only one replica reconciles.
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    enable_leader_election: bool,
+    /// The namespace of the leader election Lease.
+    #[arg(long, default_value = kruise_kube::leader::DEFAULT_NAMESPACE)]
+    leader_election_namespace: String,
+    /// How long a lease holds without renewal (Go duration, e.g. 15s).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before giving up.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// How often electors retry.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    leader_elect_retry_period: Duration,
+    /// Where /metrics is served (`:8080` is every interface; `0` disables).
+    #[arg(long, default_value = ":8080")]
+    metrics_addr: String,
+    /// Where /healthz and /readyz are served (`0` disables).
+    #[arg(long, default_value = ":8000")]
+    health_probe_addr: String,
+    /// Sustained API requests per second.
+    #[arg(long, default_value_t = 30.0)]
+    rest_config_qps: f32,
+    /// API requests allowed in a burst.
+    #[arg(long, default_value_t = 50)]
+    rest_config_burst: u32,
+    /// Feature gates, `Name=true,Other=false`, with upstream's names and defaults.
+    #[arg(long, default_value = "")]
+    feature_gates: String,
+    /// Concurrent CloneSet reconciles.
+    #[arg(long, default_value_t = 3)]
+    cloneset_workers: usize,
+    /// How long an unobserved create, delete or update is waited for before it is dropped.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    expectation_timeout: Duration,
+    /// Log filter, e.g. `info` or `info,kruise_kube=debug` (RUST_LOG also works).
+    #[arg(long, default_value = "info")]
+    log: String,
+}
+
+/// Parses a Go-style duration (`15s`, `5m`, `1h30m`, `500ms`).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let parsed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|err| format!("{text:?} is not a duration like 15s, 5m or 1h30m: {err}"))?;
+    Duration::try_from(parsed).map_err(|_| format!("{text:?} must not be negative"))
+}
+
+impl ManagerFlags {
+    fn manager_config(&self) -> anyhow::Result<ManagerConfig> {
+        let gates = FeatureGates::parse(&self.feature_gates).context("--feature-gates")?;
+        if self.cloneset_workers == 0 {
+            anyhow::bail!("--cloneset-workers: must be at least 1");
+        }
+        let mut cloneset = CloneSetConfig::default();
+        cloneset.workers = self.cloneset_workers;
+        cloneset.gates = gates.to_cloneset_gates();
+        cloneset.options.expectation_timeout = jiff::SignedDuration::try_from(
+            self.expectation_timeout,
+        )
+        .context("--expectation-timeout")?;
+        let mut config = ManagerConfig::default();
+        config.namespace = Some(self.namespace.clone()).filter(|ns| !ns.is_empty());
+        config.cloneset = cloneset;
+        config.metrics_addr = kruise_kube::health::parse_listen_addr(&self.metrics_addr)
+            .context("--metrics-addr")?;
+        config.health_addr = kruise_kube::health::parse_listen_addr(&self.health_probe_addr)
+            .context("--health-probe-addr")?;
+        if self.enable_leader_election {
+            let mut le = LeaderElectionConfig::new(
+                &self.leader_election_namespace,
+                kruise_kube::leader::DEFAULT_NAME,
+                kruise_kube::leader::default_identity(),
+            );
+            le.lease_duration = self.leader_elect_lease_duration;
+            le.renew_deadline = self.leader_elect_renew_deadline;
+            le.retry_period = self.leader_elect_retry_period;
+            le.validate()?;
+            config.leader_election = Some(le);
+        }
+        Ok(config)
+    }
+
+    fn init_logging(&self) {
+        let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| self.log.clone());
+        let targets: tracing_subscriber::filter::Targets =
+            filter.parse().unwrap_or_else(|_| tracing_subscriber::filter::Targets::new());
+        use tracing_subscriber::prelude::*;
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(targets)
+            .init();
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Crds { out } => crds(out),
+        Command::Run { kubeconfig, flags } => runtime()?.block_on(run(kubeconfig, flags)),
+        Command::Playground { nodes, kubeconfig_out, addr, flags } => {
+            runtime()?.block_on(playground(nodes, kubeconfig_out, addr, flags))
+        }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutting down");
+}
+
+async fn run(kubeconfig: Option<PathBuf>, flags: ManagerFlags) -> anyhow::Result<()> {
+    flags.init_logging();
+    let config = flags.manager_config()?;
+    let options = ClientOptions {
+        kubeconfig,
+        qps: flags.rest_config_qps,
+        burst: flags.rest_config_burst,
+    };
+    let client = build_client(&options).await?;
+    kruise_kube::manager::run(client, config, shutdown_signal(), None).await?;
+    Ok(())
+}
+
+async fn playground(
+    nodes: usize,
+    kubeconfig_out: PathBuf,
+    addr: SocketAddr,
+    mut flags: ManagerFlags,
+) -> anyhow::Result<()> {
+    flags.init_logging();
+    // One manager, so no election; the probes stay on loopback.
+    flags.enable_leader_election = false;
+    let config = flags.manager_config()?;
+    let sim_config = kruise_sim::Config {
+        addr,
+        ..kruise_sim::Config::default()
+    }
+    .with_kruise_crds()
+    .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes));
+    let server = kruise_sim::Server::start(sim_config)
+        .await
+        .with_context(|| format!("starting the embedded cluster on {addr}"))?;
+    server
+        .write_kubeconfig(&kubeconfig_out)
+        .with_context(|| format!("writing {}", kubeconfig_out.display()))?;
+    let kube_config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&server.kubeconfig)?,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await?;
+    let client = client_from_config(kube_config, flags.rest_config_qps, flags.rest_config_burst)?;
+
+    let path = std::fs::canonicalize(&kubeconfig_out).unwrap_or(kubeconfig_out);
+    println!("kruise playground: API server at {}, {nodes} nodes", server.url());
+    println!("  export KUBECONFIG={}", path.display());
+    println!("  kubectl get nodes");
+    println!("  kubectl get clonesets   # after creating one");
+    println!("Stop with Ctrl-C.");
+    let _ = std::io::stdout().flush();
+
+    kruise_kube::manager::run(client, config, shutdown_signal(), None).await?;
+    server.shutdown();
+    Ok(())
 }
 
 fn crds(out: Option<PathBuf>) -> anyhow::Result<()> {

@@ -97,3 +97,29 @@ pub enum SpecError {
         reason: String,
     },
 }
+
+/// A CloneSet's `spec.selector`, parsed once and matched against pod labels (for adopting
+/// orphan pods and mapping pod events to CloneSets).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodSelector(selector::Selector);
+
+impl PodSelector {
+    /// Parses a label selector. `None` matches nothing and an empty selector matches
+    /// everything, as Kubernetes has it; unknown operators and malformed value lists are
+    /// refused, naming the requirement.
+    pub fn parse(
+        selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    ) -> Result<Self, SpecError> {
+        selector::Selector::parse(selector).map(Self)
+    }
+
+    /// True when `labels` satisfy every requirement.
+    pub fn matches(&self, labels: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+        self.0.matches(labels)
+    }
+
+    /// The selector in Kubernetes' string form, e.g. `app=demo,tier in (a,b)`.
+    pub fn render(&self) -> String {
+        self.0.render()
+    }
+}

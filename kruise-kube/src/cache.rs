@@ -1,0 +1,319 @@
+//! Shared reflectors: one watch per resource kind, held in memory with the indexes the
+//! controllers look things up by (namespace, controller owner UID).
+//!
+//! Objects are stripped before they are stored: `managedFields` (often the largest part of an
+//! object and never read by a controller) and, through a per-kind [`Strip`] hook, anything
+//! else the controllers never read. Every change is reported to subscribers as an
+//! [`Change`] so controllers can map it to the keys they reconcile.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Debug;
+use std::sync::{Arc, RwLock};
+
+use futures::StreamExt;
+use kube::runtime::watcher;
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+/// The key of a cached object: namespace (empty for cluster-scoped objects) and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// The namespace, empty for cluster-scoped objects.
+    pub namespace: String,
+    /// The name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of `namespace/name`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { namespace: namespace.into(), name: name.into() }
+    }
+
+    /// The key of an object.
+    pub fn of<K: Resource>(obj: &K) -> Self {
+        let meta = obj.meta();
+        Self {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+/// A change seen by a reflector: the object before and after. `old` is `None` for an object
+/// that appeared, `new` is `None` for one that went away.
+#[derive(Debug)]
+pub struct Change<K> {
+    /// The object as it was cached before, if it was.
+    pub old: Option<Arc<K>>,
+    /// The object as it is cached now, if it still exists.
+    pub new: Option<Arc<K>>,
+}
+
+/// Removes from an object what no controller reads, before it is cached.
+pub type Strip<K> = fn(&mut K);
+
+/// Drops `managedFields`, which every object may carry and no controller reads.
+pub fn strip_managed_fields<K: Resource>(obj: &mut K) {
+    obj.meta_mut().managed_fields = None;
+}
+
+/// Receives every change a reflector applies. Called with the cache already updated; must
+/// not block.
+pub type Subscriber<K> = Arc<dyn Fn(&Change<K>) + Send + Sync>;
+
+struct Inner<K> {
+    objects: HashMap<ObjectKey, Arc<K>>,
+    /// Controller owner UID -> keys of the objects it controls.
+    by_owner: HashMap<String, BTreeSet<ObjectKey>>,
+    /// Namespace -> keys of its objects.
+    by_namespace: HashMap<String, BTreeSet<ObjectKey>>,
+}
+
+impl<K> Default for Inner<K> {
+    fn default() -> Self {
+        Self { objects: HashMap::new(), by_owner: HashMap::new(), by_namespace: HashMap::new() }
+    }
+}
+
+/// An in-memory, indexed copy of one kind of object, kept current by [`Cache::run`].
+pub struct Cache<K> {
+    inner: Arc<RwLock<Inner<K>>>,
+    synced: watch::Sender<bool>,
+    subscribers: Arc<RwLock<Vec<Subscriber<K>>>>,
+}
+
+impl<K> Clone for Cache<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            synced: self.synced.clone(),
+            subscribers: self.subscribers.clone(),
+        }
+    }
+}
+
+impl<K> Default for Cache<K> {
+    fn default() -> Self {
+        Self {
+            inner: Arc::default(),
+            synced: watch::channel(false).0,
+            subscribers: Arc::default(),
+        }
+    }
+}
+
+fn controller_uid<K: Resource>(obj: &K) -> Option<String> {
+    obj.meta()
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.clone())
+}
+
+impl<K> Cache<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    /// An empty cache that has not synced yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Calls `subscriber` for every change from now on.
+    pub fn subscribe(&self, subscriber: Subscriber<K>) {
+        self.subscribers.write().unwrap_or_else(|p| p.into_inner()).push(subscriber);
+    }
+
+    /// True once the first complete list has been loaded.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Waits until the first complete list has been loaded.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = rx.wait_for(|synced| *synced).await;
+    }
+
+    /// The object `key`, if cached.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.read().objects.get(key).cloned()
+    }
+
+    /// Every object controlled by the owner with this UID, sorted by key.
+    pub fn controlled_by(&self, owner_uid: &str) -> Vec<Arc<K>> {
+        let inner = self.read();
+        inner
+            .by_owner
+            .get(owner_uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| inner.objects.get(key).cloned())
+            .collect()
+    }
+
+    /// Every object in `namespace`, sorted by key.
+    pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        let inner = self.read();
+        inner
+            .by_namespace
+            .get(namespace)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| inner.objects.get(key).cloned())
+            .collect()
+    }
+
+    /// Every cached object, in no particular order.
+    pub fn all(&self) -> Vec<Arc<K>> {
+        self.read().objects.values().cloned().collect()
+    }
+
+    /// How many objects are cached.
+    pub fn len(&self) -> usize {
+        self.read().objects.len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner<K>> {
+        // A panic while holding the lock cannot leave the maps half-updated in a way that
+        // matters more than losing the cache, so a poisoned lock is used as is.
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner<K>> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn notify(&self, change: &Change<K>) {
+        let subscribers = self.subscribers.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for subscriber in subscribers {
+            subscriber(change);
+        }
+    }
+
+    /// Stores `obj`, returning what it replaces.
+    fn upsert(&self, obj: Arc<K>) -> Option<Arc<K>> {
+        let key = ObjectKey::of(obj.as_ref());
+        let new_owner = controller_uid(obj.as_ref());
+        let mut inner = self.write();
+        let old = inner.objects.insert(key.clone(), obj);
+        let old_owner = old.as_deref().and_then(controller_uid);
+        if old_owner != new_owner {
+            if let Some(uid) = old_owner {
+                remove_index(&mut inner.by_owner, &uid, &key);
+            }
+        }
+        if let Some(uid) = new_owner {
+            inner.by_owner.entry(uid).or_default().insert(key.clone());
+        }
+        inner.by_namespace.entry(key.namespace.clone()).or_default().insert(key);
+        old
+    }
+
+    fn remove(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        let mut inner = self.write();
+        let old = inner.objects.remove(key)?;
+        if let Some(uid) = controller_uid(old.as_ref()) {
+            remove_index(&mut inner.by_owner, &uid, key);
+        }
+        remove_index(&mut inner.by_namespace, &key.namespace, key);
+        Some(old)
+    }
+
+    /// Replaces the whole content after a (re)list, reporting the differences.
+    fn replace_all(&self, objects: Vec<Arc<K>>) {
+        let fresh: HashMap<ObjectKey, Arc<K>> =
+            objects.into_iter().map(|o| (ObjectKey::of(o.as_ref()), o)).collect();
+        let stale: Vec<ObjectKey> =
+            self.read().objects.keys().filter(|k| !fresh.contains_key(k)).cloned().collect();
+        for key in stale {
+            if let Some(old) = self.remove(&key) {
+                self.notify(&Change { old: Some(old), new: None });
+            }
+        }
+        for obj in fresh.into_values() {
+            let old = self.upsert(obj.clone());
+            let unchanged = old.as_ref().is_some_and(|old| {
+                old.meta().resource_version == obj.meta().resource_version
+                    && old.meta().uid == obj.meta().uid
+            });
+            if !unchanged {
+                self.notify(&Change { old, new: Some(obj) });
+            }
+        }
+    }
+
+    /// Keeps the cache current from `api` until the stream ends (it does not: the watcher
+    /// retries with backoff), stripping every object with `strip` first.
+    pub async fn run(self, api: Api<K>, config: watcher::Config, strip: Strip<K>) {
+        self.run_events(watcher(api, config).default_backoff(), strip).await;
+    }
+
+    /// Keeps the cache current from a watcher event stream (for example a
+    /// [`kube::runtime::metadata_watcher`]).
+    pub async fn run_events(
+        self,
+        stream: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+        strip: Strip<K>,
+    ) {
+        futures::pin_mut!(stream);
+        let mut buffer: Vec<Arc<K>> = Vec::new();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Init) => buffer.clear(),
+                Ok(watcher::Event::InitApply(mut obj)) => {
+                    strip(&mut obj);
+                    buffer.push(Arc::new(obj));
+                }
+                Ok(watcher::Event::InitDone) => {
+                    self.replace_all(std::mem::take(&mut buffer));
+                    self.synced.send_replace(true);
+                }
+                Ok(watcher::Event::Apply(mut obj)) => {
+                    strip(&mut obj);
+                    let obj = Arc::new(obj);
+                    let old = self.upsert(obj.clone());
+                    self.notify(&Change { old, new: Some(obj) });
+                }
+                Ok(watcher::Event::Delete(obj)) => {
+                    let key = ObjectKey::of(&obj);
+                    if let Some(old) = self.remove(&key) {
+                        self.notify(&Change { old: Some(old), new: None });
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(kind = %K::kind(&()), error = %err, "watch failed; retrying");
+                }
+            }
+        }
+    }
+}
+
+fn remove_index(index: &mut HashMap<String, BTreeSet<ObjectKey>>, at: &str, key: &ObjectKey) {
+    if let Some(keys) = index.get_mut(at) {
+        keys.remove(key);
+        if keys.is_empty() {
+            index.remove(at);
+        }
+    }
+}

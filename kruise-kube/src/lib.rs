@@ -1,0 +1,30 @@
+//! # kruise-kube
+//!
+//! The runtime that connects kruise-core's pure planners to a Kubernetes cluster through
+//! kube-rs. Planners decide; this crate reads the cluster into snapshots, executes the planned
+//! actions, and keeps the bookkeeping a controller needs between reconciles.
+//!
+//! Rooms:
+//! - [`queue`]: a work queue with per-key exponential backoff (client-go semantics).
+//! - [`metrics`]: Prometheus metrics with controller-runtime's names.
+//! - [`health`]: the `/healthz`, `/readyz` and `/metrics` HTTP server.
+//! - [`leader`]: leader election on a `coordination.k8s.io` Lease.
+//! - [`features`]: `--feature-gates` with upstream's gate names and defaults.
+//! - [`cache`]: shared reflectors with indexes, stripped of what controllers never read.
+//! - [`expectations`]: per-object expectations shared between reconciles.
+//! - [`applier`]: executes a planner's actions.
+//! - [`cloneset`]: the CloneSet controller.
+//! - [`manager`]: runs every controller with leadership, metrics and shutdown.
+
+pub mod queue;
+pub mod metrics;
+pub mod health;
+pub mod leader;
+pub mod features;
+pub mod client;
+pub mod cache;
+pub mod expectations;
+pub mod applier;
+pub mod cloneset;
+pub mod manager;
+pub mod webhook;

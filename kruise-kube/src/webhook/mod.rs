@@ -1,0 +1,1 @@
+//! The HTTPS webhook server (in progress).
