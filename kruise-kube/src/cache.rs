@@ -218,10 +218,8 @@ where
         let mut inner = self.write();
         let old = inner.objects.insert(key.clone(), obj);
         let old_owner = old.as_deref().and_then(controller_uid);
-        if old_owner != new_owner {
-            if let Some(uid) = old_owner {
-                remove_index(&mut inner.by_owner, &uid, &key);
-            }
+        if let Some(uid) = old_owner.filter(|uid| Some(uid) != new_owner.as_ref()) {
+            remove_index(&mut inner.by_owner, &uid, &key);
         }
         if let Some(uid) = new_owner {
             inner.by_owner.entry(uid).or_default().insert(key.clone());

@@ -140,7 +140,7 @@ impl CloneSetController {
         metrics: Metrics,
         config: CloneSetConfig,
     ) -> Self {
-        let queue = WorkQueue::new(CONTROLLER_NAME, config.backoff.clone())
+        let queue = WorkQueue::new(CONTROLLER_NAME, config.backoff)
             .with_metrics(metrics.clone());
         let controller = Self {
             inner: Arc::new(Inner {

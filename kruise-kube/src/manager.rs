@@ -167,7 +167,7 @@ pub async fn run(
     let mut stop = Box::pin(stopped());
     loop {
         tokio::select! {
-            _ = leader.wait_for_leadership() => {}
+            leading = leader.wait_for_leadership() => if !leading { break },
             _ = &mut stop => break,
         }
         tracing::info!("leading: starting controllers");

@@ -77,15 +77,21 @@ struct ManagerFlags {
     /// The namespace of the leader election Lease.
     #[arg(long, default_value = kruise_kube::leader::DEFAULT_NAMESPACE)]
     leader_election_namespace: String,
+    /// The name of the leader election Lease.
+    #[arg(long, default_value = kruise_kube::leader::DEFAULT_NAME)]
+    leader_election_id: String,
     /// How long a lease holds without renewal (Go duration, e.g. 15s).
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
-    leader_elect_lease_duration: Duration,
+    #[arg(long, alias = "leader-elect-lease-duration", default_value = "15s",
+          value_parser = parse_duration)]
+    leader_election_lease_duration: Duration,
     /// How long the leader keeps trying to renew before giving up.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    leader_elect_renew_deadline: Duration,
+    #[arg(long, alias = "leader-elect-renew-deadline", default_value = "10s",
+          value_parser = parse_duration)]
+    leader_election_renew_deadline: Duration,
     /// How often electors retry.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    leader_elect_retry_period: Duration,
+    #[arg(long, alias = "leader-elect-retry-period", default_value = "2s",
+          value_parser = parse_duration)]
+    leader_election_retry_period: Duration,
     /// Where /metrics is served (`:8080` is every interface; `0` disables).
     #[arg(long, default_value = ":8080")]
     metrics_addr: String,
@@ -143,12 +149,12 @@ impl ManagerFlags {
         if self.enable_leader_election {
             let mut le = LeaderElectionConfig::new(
                 &self.leader_election_namespace,
-                kruise_kube::leader::DEFAULT_NAME,
+                &self.leader_election_id,
                 kruise_kube::leader::default_identity(),
             );
-            le.lease_duration = self.leader_elect_lease_duration;
-            le.renew_deadline = self.leader_elect_renew_deadline;
-            le.retry_period = self.leader_elect_retry_period;
+            le.lease_duration = self.leader_election_lease_duration;
+            le.renew_deadline = self.leader_election_renew_deadline;
+            le.retry_period = self.leader_election_retry_period;
             le.validate()?;
             config.leader_election = Some(le);
         }

@@ -5,6 +5,8 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The kubectl to drive: `$KUBECTL`, else the one on PATH.
@@ -49,15 +51,20 @@ impl Kubectl {
             input.write_all(text.as_bytes()).expect("stdin written");
         }
         drop(input);
-        let start = Instant::now();
-        while child.try_wait().expect("wait").is_none() {
-            if start.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                break;
+        // Read the output while waiting (a full pipe would block kubectl), killing it after a
+        // minute.
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let o = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(o) => o.expect("kubectl output"),
+            Err(_) => {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+                rx.recv().expect("kubectl exits").expect("kubectl output")
             }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let o = child.wait_with_output().expect("output");
+        };
         Out {
             ok: o.status.success(),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -188,3 +195,79 @@ impl Playground {
         self.proc.log_text()
     }
 }
+
+/// Pods as the budget monitor sees them: name -> (uid, ready, terminating), and the extremes
+/// seen since it was armed.
+#[derive(Default)]
+pub struct Budget {
+    pub pods: BTreeMap<String, (String, bool, bool)>,
+    pub armed: bool,
+    /// Fewest available pods (ready and not terminating) at any moment.
+    pub min_available: Option<usize>,
+    /// Most active pods (not terminating) at any moment.
+    pub max_active: usize,
+}
+
+impl Budget {
+    fn observe(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let available = self.pods.values().filter(|(_, ready, gone)| *ready && !gone).count();
+        let active = self.pods.values().filter(|(_, _, gone)| !gone).count();
+        self.min_available = Some(self.min_available.map_or(available, |m| m.min(available)));
+        self.max_active = self.max_active.max(active);
+    }
+}
+
+fn pod_ready(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// Watches the pods `selector` picks in a thread of its own, updating `budget` on every event.
+pub fn start_monitor(
+    kubeconfig: std::path::PathBuf,
+    selector: &'static str,
+    budget: Arc<Mutex<Budget>>,
+) {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+        rt.block_on(async move {
+            use futures::StreamExt;
+            use kube::runtime::watcher;
+            let yaml = std::fs::read_to_string(&kubeconfig).expect("kubeconfig");
+            let kc = kube::config::Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
+            let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .expect("config");
+            let client = kube::Client::try_from(config).expect("client");
+            let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
+                kube::Api::namespaced(client, "default");
+            let stream = watcher(api, watcher::Config::default().labels(selector));
+            futures::pin_mut!(stream);
+            while let Some(event) = stream.next().await {
+                let Ok(event) = event else { continue };
+                let mut b = budget.lock().expect("budget");
+                match event {
+                    watcher::Event::Apply(p) | watcher::Event::InitApply(p) => {
+                        let name = p.metadata.name.clone().unwrap_or_default();
+                        let uid = p.metadata.uid.clone().unwrap_or_default();
+                        let gone = p.metadata.deletion_timestamp.is_some();
+                        b.pods.insert(name, (uid, pod_ready(&p), gone));
+                    }
+                    watcher::Event::Delete(p) => {
+                        b.pods.remove(&p.metadata.name.clone().unwrap_or_default());
+                    }
+                    _ => {}
+                }
+                b.observe();
+            }
+        });
+    });
+}
+
