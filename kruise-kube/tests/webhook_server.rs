@@ -22,7 +22,7 @@ use kruise_kube::webhook::{
 };
 use kruise_sim::{Config, Server, ServerHandle};
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
@@ -321,6 +321,28 @@ async fn crd_conversion_through_the_api_server_by_url() {
 
     round_trip(&client, "by-url").await;
 
+    // A reinstalled CRD (conversion back to None) is re-patched by the periodic check.
+    let reset = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .patch("clonesets.apps.kruise.io", &PatchParams::default(), &Patch::Merge(&reset))
+        .await
+        .expect("reset");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let crd = Api::<CustomResourceDefinition>::all(client.clone())
+            .get("clonesets.apps.kruise.io")
+            .await
+            .expect("crd");
+        let strategy = crd.spec.conversion.map(|c| c.strategy);
+        if strategy.as_deref() == Some("Webhook") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never re-patched: {strategy:?}");
+        sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(conversion_client_config(&client).await, client_config);
+    round_trip(&client, "by-url-again").await;
+
     // Patching again is idempotent and covers every multi-version Kruise CRD.
     let patched =
         webhook::configure_crd_conversion(&client, running.handle.config(), &running.handle.ca_pem)
@@ -466,6 +488,12 @@ async fn rotation_swaps_the_certificate_without_failing_a_request() {
 
 /// A CA and a serving certificate for `names`, as PEM: (ca, cert, key).
 fn external_certs(names: &[&str]) -> (String, String, String) {
+    let (ca, cert, key, _) = external_certs_with_ca_key(names);
+    (ca, cert, key)
+}
+
+/// A CA and a serving certificate for `names`, as PEM: (ca, cert, key, CA key).
+fn external_certs_with_ca_key(names: &[&str]) -> (String, String, String, String) {
     let ca_key = rcgen::KeyPair::generate().expect("ca key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -478,7 +506,7 @@ fn external_certs(names: &[&str]) -> (String, String, String) {
         .expect("params")
         .signed_by(&key, &issuer)
         .expect("cert");
-    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+    (ca_cert.pem(), cert.pem(), key.serialize_pem(), issuer.key().serialize_pem())
 }
 
 fn write_certs(dir: &std::path::Path, (ca, cert, key): &(String, String, String)) {
@@ -524,6 +552,71 @@ async fn external_certificates_are_served_and_reloaded_when_the_files_change() {
         assert!(Instant::now() < deadline, "the new certificate is never served");
         sleep(Duration::from_millis(20)).await;
     }
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_new_ca_is_trusted_before_it_is_served() {
+    let (_server, client) = setup(Config::default().with_kruise_crds()).await;
+    let mut config = config().with_host("127.0.0.1");
+    config.configure_crds = true;
+    let names = config.server_names();
+    let running = Running::start(&client, WebhookServer::new(config)).await.expect("starts");
+    let old_ca = running.handle.ca_pem.clone();
+    round_trip(&client, "before").await;
+    let done = Arc::new(AtomicBool::new(false));
+    let api = tokio::spawn({
+        let (done, client) = (done.clone(), client.clone());
+        async move {
+            let mut traffic = Traffic::default();
+            while !done.load(Ordering::SeqCst) {
+                traffic.requests += 1;
+                if let Err(e) = cloneset_api(&client, "v1alpha1").get("before").await {
+                    traffic.failures.push(e.to_string());
+                }
+            }
+            traffic
+        }
+    });
+
+    // Another replica (or an operator) replaced the certificates with a new CA.
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (ca, cert, key, ca_key) = external_certs_with_ca_key(&names);
+    let secrets = Api::<Secret>::namespaced(client.clone(), NS);
+    let mut stored = secrets.get("kruise-webhook-certs").await.expect("secret");
+    let data = stored.data.get_or_insert_default();
+    for (k, v) in [
+        ("ca-cert.pem", &ca),
+        ("ca-key.pem", &ca_key),
+        ("cert.pem", &cert),
+        ("key.pem", &key),
+        ("tls.crt", &cert),
+        ("tls.key", &key),
+    ] {
+        data.insert(k.to_owned(), k8s_openapi::ByteString(v.as_bytes().to_vec()));
+    }
+    secrets
+        .replace("kruise-webhook-certs", &PostParams::default(), &stored)
+        .await
+        .expect("replaced");
+
+    let mut serving = running.handle.serving_updates();
+    tokio::time::timeout(WAIT, serving.changed()).await.expect("swapped").expect("running");
+    // By the time the new certificate is served, the bundle holds both CAs, new first.
+    let trust = running.handle.trust_bundle();
+    assert_eq!(trust, format!("{ca}{old_ca}"));
+    let bundle = base64::engine::general_purpose::STANDARD.encode(&trust);
+    assert_eq!(conversion_client_config(&client).await["caBundle"], bundle);
+    let err = https_get(running.handle.addr, "127.0.0.1", &old_ca, "/healthz")
+        .await
+        .expect_err("the old CA alone does not verify the new certificate");
+    assert!(err.starts_with("TLS"), "{err}");
+    https_get(running.handle.addr, "127.0.0.1", &trust, "/healthz").await.expect("the bundle does");
+    round_trip(&client, "after").await;
+    done.store(true, Ordering::SeqCst);
+    let api = api.await.expect("api");
+    assert!(api.requests > 0);
+    assert!(api.failures.is_empty(), "{:?}", api.failures);
     running.stop().await;
 }
 

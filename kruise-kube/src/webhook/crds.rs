@@ -96,9 +96,9 @@ pub(crate) async fn ensure_crd_conversion(
 fn covers(want: &Value, have: &Value) -> bool {
     match want {
         Value::Null => have.is_null(),
-        Value::Object(fields) => fields
-            .iter()
-            .all(|(key, value)| covers(value, have.get(key).unwrap_or(&Value::Null))),
+        Value::Object(fields) => {
+            fields.iter().all(|(key, value)| covers(value, have.get(key).unwrap_or(&Value::Null)))
+        }
         other => other == have,
     }
 }

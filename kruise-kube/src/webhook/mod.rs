@@ -11,7 +11,8 @@
 //!   [`WebhookServer::routes`]; each request is bounded by
 //!   [`WebhookConfig::request_timeout`] and a panicking handler answers `500`.
 //! - Conversion ([`conversion`], [`crds`]): every multi-version Kruise CRD is switched to
-//!   `strategy: Webhook` with this server's `caBundle`, re-patched when the CA changes.
+//!   `strategy: Webhook` with this server's `caBundle`; every check re-patches a CRD whose
+//!   settings differ (a reinstalled CRD, a changed CA).
 //! - Readiness: the check [`READY_CHECK`] is false until the certificate is loaded and the
 //!   server answered a `GET /healthz` of its own over TLS trusting the CA.
 //!
@@ -76,7 +77,8 @@ pub struct WebhookConfig {
     /// The Secret holding the certificates.
     pub secret_name: String,
     /// `--webhook-cert-dir`: use `tls.crt`, `tls.key` and `ca.crt` from this directory
-    /// instead of the Secret; re-read when the files change.
+    /// instead of the Secret; re-read every check. For readiness the certificate must cover
+    /// `host` when set, else `{service_name}.{namespace}.svc`.
     pub cert_dir: Option<PathBuf>,
     /// Bound on each request (and on each TLS handshake).
     pub request_timeout: Duration,
@@ -84,11 +86,12 @@ pub struct WebhookConfig {
     pub cert_validity: Duration,
     /// Validity of an issued CA.
     pub ca_validity: Duration,
-    /// Reissue the serving certificate when it expires within this.
+    /// Reissue the serving certificate when it expires within this (when this is at least
+    /// [`WebhookConfig::cert_validity`], every check reissues).
     pub rotate_before: Duration,
     /// How often the certificates are re-read (and renewed when due).
     pub check_interval: Duration,
-    /// Patch the Kruise CRDs' conversion to this webhook on start and on CA changes.
+    /// Point the Kruise CRDs' conversion at this webhook on start and keep them so.
     pub configure_crds: bool,
 }
 
@@ -401,8 +404,9 @@ impl WebhookHandle {
         &self.config
     }
 
-    /// The CA bundle (PEM) clients must trust now: the CA, plus the previous one for a while
-    /// after the CA changed.
+    /// The CA bundle (PEM) clients must trust now: the CA; after a CA change, the new CA and
+    /// the previous one (until the next change or restart). A new CA is published one check
+    /// before certificates it signed are served.
     pub fn trust_bundle(&self) -> String {
         self.trust.borrow().clone()
     }
@@ -542,15 +546,21 @@ impl Maintainer {
                 return;
             }
         };
+        let mut trust_changed = false;
         if next.ca_cert_pem != self.current.ca_cert_pem {
             let previous_valid = CertInfo::from_pem(&self.current.ca_cert_pem)
                 .is_ok_and(|ca| ca.not_after > certs::timestamp(SystemTime::now()));
-            self.trust = if previous_valid {
+            let trust = if previous_valid {
                 format!("{}{}", ensure_newline(&next.ca_cert_pem), self.current.ca_cert_pem)
             } else {
                 next.ca_cert_pem.clone()
             };
-            self.trust_tx.send_replace(self.trust.clone());
+            if trust != self.trust {
+                tracing::info!("the webhook CA changed; trusting the old and the new CA");
+                self.trust = trust;
+                self.trust_tx.send_replace(self.trust.clone());
+                trust_changed = true;
+            }
         }
         let patched = self.patch_crds().await;
         if next == self.current {
@@ -560,8 +570,9 @@ impl Maintainer {
             .current
             .serving_info()
             .map_or(true, |info| info.not_after <= certs::timestamp(SystemTime::now()));
-        if !patched && !expired {
-            // The API server may not trust the new CA yet; keep the old certificate a while.
+        if (trust_changed || !patched) && !expired {
+            // Clients may not trust the new CA yet: the new bundle is published (and patched
+            // into the CRDs) one check before the new certificate is served.
             return;
         }
         let (key, info) = match next.certified_key().and_then(|k| Ok((k, next.serving_info()?))) {
