@@ -17,6 +17,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admission;
+pub mod admission_review;
 pub mod cloneset;
 pub mod expectations;
 pub mod inplace;

@@ -4,8 +4,13 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::{Event as CoreEvent, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
 
 use crate::leader::LeaderHandle;
 
@@ -72,12 +77,115 @@ impl ApplyError {
     }
 }
 
+/// Records core/v1 Events as client-go's recorder does (what `kubectl describe` and
+/// `kubectl get events` show): the first occurrence creates an Event, repeats within ten
+/// minutes bump its `count` and `lastTimestamp`.
+#[derive(Clone)]
+pub struct EventRecorder {
+    client: kube::Client,
+    component: String,
+    host: Option<String>,
+    /// Events recorded in the fold window, by what makes them the same Event.
+    seen: Arc<Mutex<HashMap<EventKey, SeenEvent>>>,
+}
+
+/// (object uid, type, reason, message): repeats of one key fold into one Event.
+type EventKey = (String, String, String, String);
+
+#[derive(Clone)]
+struct SeenEvent {
+    name: String,
+    count: i32,
+    first: jiff::Timestamp,
+}
+
+/// How long repeats are folded into one Event (client-go's correlator keeps ten minutes).
+const EVENT_FOLD_WINDOW: jiff::SignedDuration = jiff::SignedDuration::from_mins(10);
+
+impl EventRecorder {
+    /// A recorder reporting as `component` (for example `cloneset-controller`).
+    pub fn new(client: kube::Client, component: &str) -> Self {
+        Self {
+            client,
+            component: component.to_owned(),
+            host: std::env::var("NODE_NAME").ok(),
+            seen: Arc::default(),
+        }
+    }
+
+    /// Records one Event about `regarding`.
+    pub async fn record(
+        &self,
+        regarding: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) -> Result<(), kube::Error> {
+        let namespace = regarding.namespace.clone().unwrap_or_else(|| "default".to_owned());
+        let type_ = if warning { "Warning" } else { "Normal" };
+        let key = (
+            regarding.uid.clone().unwrap_or_default(),
+            type_.to_owned(),
+            reason.to_owned(),
+            note.to_owned(),
+        );
+        let now = jiff::Timestamp::now();
+        let api: Api<CoreEvent> = Api::namespaced(self.client.clone(), &namespace);
+        let previous = {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.retain(|_, e| now.duration_since(e.first) < EVENT_FOLD_WINDOW);
+            seen.get(&key).cloned()
+        };
+        if let Some(previous) = previous {
+            let count = previous.count + 1;
+            let patch = serde_json::json!({"count": count, "lastTimestamp": Time(now)});
+            let patched =
+                api.patch(&previous.name, &PatchParams::default(), &Patch::Merge(&patch)).await;
+            if patched.is_ok() {
+                let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+                seen.insert(key, SeenEvent { count, ..previous });
+                return Ok(());
+            }
+        }
+        let object_name = regarding.name.clone().unwrap_or_default();
+        let name = format!("{object_name}.{:x}", now.as_nanosecond());
+        let event = CoreEvent {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace),
+                ..Default::default()
+            },
+            involved_object: regarding.clone(),
+            reason: Some(reason.to_owned()),
+            message: Some(note.to_owned()),
+            type_: Some(type_.to_owned()),
+            action: Some(action.to_owned()),
+            count: Some(1),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            event_time: None::<MicroTime>,
+            source: Some(EventSource {
+                component: Some(self.component.clone()),
+                host: self.host.clone(),
+            }),
+            reporting_component: Some(self.component.clone()),
+            reporting_instance: Some(self.host.clone().unwrap_or_else(|| self.component.clone())),
+            ..Default::default()
+        };
+        api.create(&PostParams::default(), &event).await?;
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.insert(key, SeenEvent { name, count: 1, first: now });
+        Ok(())
+    }
+}
+
 /// Shared write context: the leadership gate and the Event recorder.
 #[derive(Clone)]
 pub struct Applier {
     client: kube::Client,
     leader: LeaderHandle,
-    recorder: Recorder,
+    recorder: EventRecorder,
     /// How many independent writes of one kind run at once.
     pub concurrency: usize,
     /// Bound on each write.
@@ -88,12 +196,8 @@ impl Applier {
     /// An applier writing with `client` while `leader` says so, recording Events as
     /// `controller`.
     pub fn new(client: kube::Client, leader: LeaderHandle, controller: &str) -> Self {
-        let reporter = Reporter {
-            controller: controller.to_owned(),
-            instance: std::env::var("POD_NAME").ok(),
-        };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: EventRecorder::new(client.clone(), controller),
             client,
             leader,
             concurrency: 32,
@@ -137,14 +241,7 @@ impl Applier {
         if !self.leader.is_leader() {
             return;
         }
-        let event = KubeEvent {
-            type_: if warning { KubeEventType::Warning } else { KubeEventType::Normal },
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: action.to_owned(),
-            secondary: None,
-        };
-        if let Err(err) = self.recorder.publish(&event, regarding).await {
+        if let Err(err) = self.recorder.record(regarding, warning, reason, action, &note).await {
             tracing::debug!(reason, error = %err, "recording an Event failed");
         }
     }
@@ -173,7 +270,10 @@ mod tests {
             ApplyError::from_kube(api_error(409, "Conflict")),
             ApplyError::Conflict(_)
         ));
-        assert!(matches!(ApplyError::from_kube(api_error(404, "NotFound")), ApplyError::NotFound(_)));
+        assert!(matches!(
+            ApplyError::from_kube(api_error(404, "NotFound")),
+            ApplyError::NotFound(_)
+        ));
         assert!(matches!(ApplyError::from_kube(api_error(422, "Invalid")), ApplyError::Invalid(_)));
         let server = ApplyError::from_kube(api_error(500, "InternalError"));
         assert!(matches!(server, ApplyError::Server { code: 500, .. }));

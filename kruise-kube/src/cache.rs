@@ -11,8 +11,8 @@ use std::fmt::Debug;
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
-use kube::runtime::watcher;
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher;
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -107,11 +107,7 @@ impl<K> Clone for Cache<K> {
 
 impl<K> Default for Cache<K> {
     fn default() -> Self {
-        Self {
-            inner: Arc::default(),
-            synced: watch::channel(false).0,
-            subscribers: Arc::default(),
-        }
+        Self { inner: Arc::default(), synced: watch::channel(false).0, subscribers: Arc::default() }
     }
 }
 

@@ -180,7 +180,8 @@ where
                     }
                     self.sleep = None;
                 }
-                let taken = bucket.lock().unwrap_or_else(|p| p.into_inner()).try_take(Instant::now());
+                let taken =
+                    bucket.lock().unwrap_or_else(|p| p.into_inner()).try_take(Instant::now());
                 match taken {
                     Ok(()) => self.admitted = true,
                     Err(wait) => self.sleep = Some(Box::pin(tokio::time::sleep(wait))),

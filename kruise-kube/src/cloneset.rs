@@ -23,17 +23,17 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{DeleteParams, PartialObjectMeta, Patch, PatchParams, PostParams, Preconditions};
-use kube::{Api, Resource};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_core::cloneset::{
     Action, Blocked, CloneSetPlan, CloneSetSnapshot, EventType, FeatureGates, PlannerOptions,
     PodSelector,
 };
 use kruise_core::expectations::Expectation;
+use kube::api::{DeleteParams, PartialObjectMeta, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Api, Resource};
 use serde_json::{Value, json};
 
-use crate::applier::{ApplyError, Applier, FIELD_MANAGER};
+use crate::applier::{Applier, ApplyError, FIELD_MANAGER};
 use crate::cache::{Cache, Change, ObjectKey};
 use crate::expectations::ExpectationStore;
 use crate::metrics::{Metrics, ReconcileResult};
@@ -140,8 +140,7 @@ impl CloneSetController {
         metrics: Metrics,
         config: CloneSetConfig,
     ) -> Self {
-        let queue = WorkQueue::new(CONTROLLER_NAME, config.backoff)
-            .with_metrics(metrics.clone());
+        let queue = WorkQueue::new(CONTROLLER_NAME, config.backoff).with_metrics(metrics.clone());
         let controller = Self {
             inner: Arc::new(Inner {
                 caches,
@@ -298,7 +297,8 @@ impl CloneSetController {
                 continue;
             }
             if let Some(meta) = caches.nodes.get(&ObjectKey::new("", node)) {
-                node_labels.insert(node.to_owned(), meta.metadata.labels.clone().unwrap_or_default());
+                node_labels
+                    .insert(node.to_owned(), meta.metadata.labels.clone().unwrap_or_default());
             }
         }
         let mut snapshot = CloneSetSnapshot::new(cs.clone());

@@ -107,9 +107,10 @@ mod tests {
         let key = ObjectKey::new("ns", "cs");
         let now = Timestamp::UNIX_EPOCH;
         store.expect_scale(&key, ScaleAction::Create, "cs-a", now);
-        assert_eq!(store.get(&key).scale.pending(ScaleAction::Create).collect::<Vec<_>>(), [
-            "cs-a"
-        ]);
+        assert_eq!(
+            store.get(&key).scale.pending(ScaleAction::Create).collect::<Vec<_>>(),
+            ["cs-a"]
+        );
         store.cancel_scale(&key, ScaleAction::Create, "cs-a");
         assert!(store.get(&key).is_empty());
         assert!(store.is_empty(), "an object with nothing pending is forgotten");

@@ -16,15 +16,15 @@
 //! - [`cloneset`]: the CloneSet controller.
 //! - [`manager`]: runs every controller with leadership, metrics and shutdown.
 
-pub mod queue;
-pub mod metrics;
+pub mod applier;
+pub mod cache;
+pub mod client;
+pub mod cloneset;
+pub mod expectations;
+pub mod features;
 pub mod health;
 pub mod leader;
-pub mod features;
-pub mod client;
-pub mod cache;
-pub mod expectations;
-pub mod applier;
-pub mod cloneset;
 pub mod manager;
+pub mod metrics;
+pub mod queue;
 pub mod webhook;

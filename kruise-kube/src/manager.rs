@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use kruise_api::apps::v1beta1::CloneSet;
 use kube::api::PartialObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use kruise_api::apps::v1beta1::CloneSet;
 use tokio::sync::watch;
 
 use crate::applier::Applier;
@@ -43,6 +43,9 @@ pub enum ManagerError {
     /// The leader election settings are inconsistent.
     #[error(transparent)]
     LeaderElection(#[from] crate::leader::LeaderError),
+    /// The webhook server could not start.
+    #[error("webhook server: {0}")]
+    Webhook(#[from] crate::webhook::WebhookError),
 }
 
 /// What the manager runs, and how.
@@ -60,6 +63,8 @@ pub struct ManagerConfig {
     pub health_addr: Option<SocketAddr>,
     /// The CloneSet controller.
     pub cloneset: CloneSetConfig,
+    /// The webhook server (conversion, and admission as it lands); `None` runs none.
+    pub webhook: Option<crate::webhook::WebhookConfig>,
 }
 
 /// A running manager's handles, for embedding and tests.
@@ -73,6 +78,8 @@ pub struct ManagerHandle {
     pub health: Health,
     /// The caches (shared by the controllers).
     pub caches: CloneSetCaches,
+    /// Where the webhook server listens, if it runs.
+    pub webhook_addr: Option<SocketAddr>,
 }
 
 /// Runs the manager with `client` until `shutdown` resolves, then stops the controllers,
@@ -104,20 +111,34 @@ pub async fn run(
     health.set_ready("informers-synced", false);
     let mut servers = tokio::task::JoinSet::new();
     if let Some(addr) = config.health_addr {
-        let listener = crate::health::bind(addr)
-            .await
-            .map_err(|source| ManagerError::Bind { flag: "--health-probe-addr", addr, source })?;
+        let listener = crate::health::bind(addr).await.map_err(|source| ManagerError::Bind {
+            flag: "--health-probe-addr",
+            addr,
+            source,
+        })?;
         let same = config.metrics_addr == Some(addr);
         let (h, m) = (health.clone(), same.then(|| metrics.clone()));
         servers.spawn(crate::health::serve(listener, h, m, stopped()));
     }
     if let Some(addr) = config.metrics_addr.filter(|a| Some(*a) != config.health_addr) {
-        let listener = crate::health::bind(addr)
-            .await
-            .map_err(|source| ManagerError::Bind { flag: "--metrics-addr", addr, source })?;
+        let listener = crate::health::bind(addr).await.map_err(|source| ManagerError::Bind {
+            flag: "--metrics-addr",
+            addr,
+            source,
+        })?;
         let app = crate::health::metrics_router(metrics.clone());
         servers.spawn(crate::health::serve_router(listener, app, stopped()));
     }
+
+    // Every replica serves webhooks (the API server may call any of them).
+    let webhook = match &config.webhook {
+        Some(webhook) => Some(
+            crate::webhook::WebhookServer::new(webhook.clone())
+                .start(client.clone(), health.clone(), stopped())
+                .await?,
+        ),
+        None => None,
+    };
 
     let caches = CloneSetCaches::default();
     let mut reflectors = tokio::task::JoinSet::new();
@@ -155,6 +176,7 @@ pub async fn run(
             metrics: metrics.clone(),
             health: health.clone(),
             caches: caches.clone(),
+            webhook_addr: webhook.as_ref().map(|w| w.addr),
         });
     }
 
@@ -193,6 +215,10 @@ pub async fn run(
     reflectors.abort_all();
     // The elector releases the lease on shutdown; give it a moment to do so.
     let _ = tokio::time::timeout(Duration::from_secs(5), leader.clone().stopped()).await;
+    if let Some(webhook) = webhook {
+        webhook.shutdown();
+        let _ = tokio::time::timeout(Duration::from_secs(5), webhook.join()).await;
+    }
     while let Some(result) = servers.join_next().await {
         if let Ok(Err(err)) = result {
             tracing::warn!(error = %err, "probe server ended with an error");

@@ -44,6 +44,10 @@ pub enum CellSource {
     NodeStatus,
     /// A service's ports, as `80/TCP,443:30443/TCP`.
     ServicePorts,
+    /// An Event's last occurrence, as an age.
+    EventLastSeen,
+    /// An Event's object, as `kind/name`.
+    EventObject,
 }
 
 /// The paths of a scale subresource.
@@ -337,6 +341,13 @@ fn columns_for(group: &str, plural: &str) -> Vec<Column> {
             col("Node", "string", 1, JsonPath(s(".spec.nodeName"))),
         ],
         ("", "namespaces") => vec![jp("Status", "string", ".status.phase"), age()],
+        ("", "events") => vec![
+            col("Last Seen", "string", 0, EventLastSeen),
+            jp("Type", "string", ".type"),
+            jp("Reason", "string", ".reason"),
+            col("Object", "string", 0, EventObject),
+            jp("Message", "string", ".message"),
+        ],
         ("", "nodes") => vec![
             col("Status", "string", 0, NodeStatus),
             age(),

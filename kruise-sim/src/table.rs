@@ -119,6 +119,17 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
             json!(format!("{ready}/{total}"))
         }
         CellSource::PodStatus => json!(pod_status(o)),
+        CellSource::EventLastSeen => {
+            let at = ["/lastTimestamp", "/eventTime", "/metadata/creationTimestamp"]
+                .iter()
+                .find_map(|p| o.pointer(p).and_then(Value::as_str));
+            age_of(at)
+        }
+        CellSource::EventObject => {
+            let kind = o.pointer("/involvedObject/kind").and_then(Value::as_str).unwrap_or("");
+            let name = o.pointer("/involvedObject/name").and_then(Value::as_str).unwrap_or("");
+            json!(format!("{}/{name}", kind.to_lowercase()))
+        }
         CellSource::PodRestarts => {
             let n: i64 = o
                 .pointer("/status/containerStatuses")
@@ -167,13 +178,22 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
     }
 }
 
-/// The column definitions of a resource, the Name column first.
+/// Core Events list their name last, shown only with `-o wide`, as the real server does.
+fn name_last(def: &ResourceDef) -> bool {
+    def.group.is_empty() && def.plural == "events"
+}
+
+/// The column definitions of a resource, the Name column first (last for Events).
 pub fn column_definitions(def: &ResourceDef) -> Vec<Value> {
-    let mut cols = vec![json!({
+    let name = json!({
         "name": "Name", "type": "string", "format": "name",
         "description": "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
-        "priority": 0
-    })];
+        "priority": if name_last(def) { 1 } else { 0 }
+    });
+    let mut cols = Vec::new();
+    if !name_last(def) {
+        cols.push(name.clone());
+    }
     for c in &def.columns {
         let type_ = if c.type_ == "date" { "string" } else { c.type_.as_str() };
         let type_ = if matches!(c.source, CellSource::Age) { "string" } else { type_ };
@@ -181,6 +201,9 @@ pub fn column_definitions(def: &ResourceDef) -> Vec<Value> {
             "name": c.name, "type": type_, "format": c.format,
             "description": c.description, "priority": c.priority
         }));
+    }
+    if name_last(def) {
+        cols.push(name);
     }
     cols
 }
@@ -196,8 +219,15 @@ pub fn partial_metadata(o: &Value) -> Value {
 
 /// One table row.
 pub fn row(def: &ResourceDef, o: &Value, include: IncludeObject) -> Value {
-    let mut cells = vec![o.pointer("/metadata/name").cloned().unwrap_or(Value::Null)];
+    let name = o.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+    let mut cells = Vec::with_capacity(def.columns.len() + 1);
+    if !name_last(def) {
+        cells.push(name.clone());
+    }
     cells.extend(def.columns.iter().map(|c| cell(c, o, !def.is_custom())));
+    if name_last(def) {
+        cells.push(name);
+    }
     let mut r = json!({"cells": cells});
     match include {
         IncludeObject::None => {}

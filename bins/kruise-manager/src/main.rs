@@ -113,6 +113,22 @@ struct ManagerFlags {
     /// How long an unobserved create, delete or update is waited for before it is dropped.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     expectation_timeout: Duration,
+    /// Serve webhooks (CRD conversion, admission). Needs the namespace of the certificate
+    /// Secret (POD_NAMESPACE, default kruise-system) to exist.
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    enable_webhook: bool,
+    /// The webhook server's port (0 picks a free one).
+    #[arg(long, default_value_t = kruise_kube::webhook::DEFAULT_PORT)]
+    webhook_port: u16,
+    /// Register webhooks by URL at this host (`https://HOST:PORT/...`) instead of through the
+    /// Service kruise-webhook-service: for a manager running outside the cluster.
+    #[arg(long)]
+    webhook_host: Option<String>,
+    /// Serve the certificate in this directory (tls.crt, tls.key, ca.crt) instead of the
+    /// self-managed one in the Secret kruise-webhook-certs.
+    #[arg(long, value_name = "DIR")]
+    webhook_cert_dir: Option<PathBuf>,
     /// Log filter, e.g. `info` or `info,kruise_kube=debug` (RUST_LOG also works).
     #[arg(long, default_value = "info")]
     log: String,
@@ -135,17 +151,28 @@ impl ManagerFlags {
         let mut cloneset = CloneSetConfig::default();
         cloneset.workers = self.cloneset_workers;
         cloneset.gates = gates.to_cloneset_gates();
-        cloneset.options.expectation_timeout = jiff::SignedDuration::try_from(
-            self.expectation_timeout,
-        )
-        .context("--expectation-timeout")?;
+        cloneset.options.expectation_timeout =
+            jiff::SignedDuration::try_from(self.expectation_timeout)
+                .context("--expectation-timeout")?;
         let mut config = ManagerConfig::default();
         config.namespace = Some(self.namespace.clone()).filter(|ns| !ns.is_empty());
         config.cloneset = cloneset;
-        config.metrics_addr = kruise_kube::health::parse_listen_addr(&self.metrics_addr)
-            .context("--metrics-addr")?;
+        config.metrics_addr =
+            kruise_kube::health::parse_listen_addr(&self.metrics_addr).context("--metrics-addr")?;
         config.health_addr = kruise_kube::health::parse_listen_addr(&self.health_probe_addr)
             .context("--health-probe-addr")?;
+        if self.enable_webhook {
+            let mut webhook = kruise_kube::webhook::WebhookConfig::new();
+            webhook.port = self.webhook_port;
+            if let Some(host) = &self.webhook_host {
+                webhook = webhook.with_host(host.clone());
+            }
+            webhook.cert_dir = self.webhook_cert_dir.clone();
+            if let Ok(namespace) = std::env::var("POD_NAMESPACE") {
+                webhook.namespace = namespace;
+            }
+            config.webhook = Some(webhook);
+        }
         if self.enable_leader_election {
             let mut le = LeaderElectionConfig::new(
                 &self.leader_election_namespace,
@@ -214,11 +241,8 @@ async fn shutdown_signal() {
 async fn run(kubeconfig: Option<PathBuf>, flags: ManagerFlags) -> anyhow::Result<()> {
     flags.init_logging();
     let config = flags.manager_config()?;
-    let options = ClientOptions {
-        kubeconfig,
-        qps: flags.rest_config_qps,
-        burst: flags.rest_config_burst,
-    };
+    let options =
+        ClientOptions { kubeconfig, qps: flags.rest_config_qps, burst: flags.rest_config_burst };
     let client = build_client(&options).await?;
     kruise_kube::manager::run(client, config, shutdown_signal(), None).await?;
     Ok(())
@@ -231,15 +255,15 @@ async fn playground(
     mut flags: ManagerFlags,
 ) -> anyhow::Result<()> {
     flags.init_logging();
-    // One manager, so no election; the probes stay on loopback.
+    // One manager, so no election; webhooks are reached by URL on loopback.
     flags.enable_leader_election = false;
-    let config = flags.manager_config()?;
-    let sim_config = kruise_sim::Config {
-        addr,
-        ..kruise_sim::Config::default()
+    if flags.webhook_host.is_none() {
+        flags.webhook_host = Some("127.0.0.1".to_owned());
     }
-    .with_kruise_crds()
-    .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes));
+    let config = flags.manager_config()?;
+    let sim_config = kruise_sim::Config { addr, ..kruise_sim::Config::default() }
+        .with_kruise_crds()
+        .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes));
     let server = kruise_sim::Server::start(sim_config)
         .await
         .with_context(|| format!("starting the embedded cluster on {addr}"))?;
@@ -252,6 +276,10 @@ async fn playground(
     )
     .await?;
     let client = client_from_config(kube_config, flags.rest_config_qps, flags.rest_config_burst)?;
+    // What a Helm install would create: the manager's namespace (for the webhook Secret).
+    if let Some(webhook) = &config.webhook {
+        create_namespace(&client, &webhook.namespace).await?;
+    }
 
     let path = std::fs::canonicalize(&kubeconfig_out).unwrap_or(kubeconfig_out);
     println!("kruise playground: API server at {}, {nodes} nodes", server.url());
@@ -264,6 +292,20 @@ async fn playground(
     kruise_kube::manager::run(client, config, shutdown_signal(), None).await?;
     server.shutdown();
     Ok(())
+}
+
+async fn create_namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: kube::Api<Namespace> = kube::Api::all(client.clone());
+    let namespace = Namespace {
+        metadata: kube::api::ObjectMeta { name: Some(name.to_owned()), ..Default::default() },
+        ..Default::default()
+    };
+    match api.create(&kube::api::PostParams::default(), &namespace).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(err) => Err(err).with_context(|| format!("creating namespace {name}")),
+    }
 }
 
 fn crds(out: Option<PathBuf>) -> anyhow::Result<()> {

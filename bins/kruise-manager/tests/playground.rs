@@ -161,7 +161,10 @@ fn demo_clone_walkthrough() {
     // 5. podsToDelete removes exactly the named pod; a new one replaces it.
     let victim = p.keys().next().expect("a pod").clone();
     let before: Vec<String> = p.keys().cloned().collect();
-    patch_v1beta1(&pg, &format!(r#"{{"spec":{{"scaleStrategy":{{"podsToDelete":["{victim}"]}}}}}}"#));
+    patch_v1beta1(
+        &pg,
+        &format!(r#"{{"spec":{{"scaleStrategy":{{"podsToDelete":["{victim}"]}}}}}}"#),
+    );
     let after = wait_for("the named pod replaced", MINUTE, || {
         let p = pods(&pg);
         (p.len() == 5 && !p.contains_key(&victim) && p.values().all(|x| x.3)).then_some(p)
@@ -201,7 +204,7 @@ fn demo_clone_walkthrough() {
     });
 
     // Events were recorded for the CloneSet.
-    let events = pg.kubectl.json(&["get", "events.events.k8s.io"]);
+    let events = pg.kubectl.json(&["get", "events"]);
     let reasons: Vec<&str> = events["items"]
         .as_array()
         .expect("items")

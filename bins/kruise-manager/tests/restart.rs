@@ -64,7 +64,7 @@ fn start_manager(dir: &std::path::Path, kubeconfig: &std::path::Path, n: usize) 
     cmd.arg("run")
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .args(["--enable-leader-election=false", "--metrics-addr", "0"])
+        .args(["--enable-leader-election=false", "--enable-webhook=false", "--metrics-addr", "0"])
         .args(["--health-probe-addr", "0", "--log", "info,kruise_kube=debug"]);
     Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
 }
@@ -94,10 +94,8 @@ fn progress(kubectl: &Kubectl, app: &str, image: &str) -> (usize, usize) {
 
 #[test]
 fn manager_crashes_mid_rollout_under_faults() {
-    let seed = std::env::var("KRUISE_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
+    let seed =
+        std::env::var("KRUISE_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as u64 | 1)
@@ -154,8 +152,12 @@ fn manager_crashes_mid_rollout_under_faults() {
         // Faults for a while: conflicts and 5xx on pod writes, dropped watches.
         let faults = server.faults();
         faults.inject(Fault::new(FaultAction::Conflict).verb("patch").resource("pods").times(4));
-        faults.inject(Fault::new(FaultAction::InternalError).verb("create").resource("pods").times(3));
-        faults.inject(Fault::new(FaultAction::InternalError).verb("delete").resource("pods").times(2));
+        faults.inject(
+            Fault::new(FaultAction::InternalError).verb("create").resource("pods").times(3),
+        );
+        faults.inject(
+            Fault::new(FaultAction::InternalError).verb("delete").resource("pods").times(2),
+        );
         faults.inject(
             Fault::new(FaultAction::InternalError).verb("patch").resource("clonesets").times(2),
         );

@@ -35,7 +35,7 @@ fn start_manager(c: &Cluster) -> Proc {
     cmd.arg("run")
         .arg("--kubeconfig")
         .arg(&c.kubeconfig)
-        .args(["--enable-leader-election=false", "--metrics-addr", "0"])
+        .args(["--enable-leader-election=false", "--enable-webhook=false", "--metrics-addr", "0"])
         .args(["--health-probe-addr", "0"]);
     Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
 }

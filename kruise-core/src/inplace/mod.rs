@@ -22,6 +22,9 @@
 //! the returned patches (see [`InPlaceUpdatePlan`] for the order).
 
 mod base64;
+#[cfg(test)]
+pub(crate) use base64::decode as base64_decode;
+pub(crate) use base64::encode as base64_encode;
 mod calculate;
 mod complete;
 mod condition;

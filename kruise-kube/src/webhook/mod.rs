@@ -352,9 +352,11 @@ impl WebhookServer {
             stop_rx.clone(),
         )));
         tasks.push(tokio::spawn(stop_on(shutdown, stop_tx.clone(), health.clone())));
+        // The first name: `host` when set, else the Service's `{svc}.{ns}.svc`.
+        let probe_name = names.first().cloned().unwrap_or_default();
         tasks.push(tokio::spawn(become_ready(
             config.clone(),
-            names[0].clone(),
+            probe_name,
             trust_rx.clone(),
             health,
             stop_rx.clone(),

@@ -2,10 +2,10 @@
 //! kubectl pointed at a kubeconfig, and polling with a deadline.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -168,7 +168,7 @@ impl Playground {
             .args(["--nodes", &nodes.to_string(), "--kubeconfig-out"])
             .arg(&kubeconfig)
             .args(["--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"])
-            .args(["--health-probe-addr", "127.0.0.1:0"])
+            .args(["--health-probe-addr", "127.0.0.1:0", "--webhook-port", "0"])
             .args(extra);
         let child = cmd.spawn().expect("kruise-manager playground starts");
         let proc = Proc { child, log };
@@ -270,4 +270,3 @@ pub fn start_monitor(
         });
     });
 }
-
