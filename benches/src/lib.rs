@@ -109,7 +109,7 @@ pub fn snapshot(n: usize) -> CloneSetSnapshot {
                         "restartCount": (i % 4) as i32}],
                 },
             });
-            serde_json::from_value::<Pod>(pod).unwrap_or_default()
+            std::sync::Arc::new(serde_json::from_value::<Pod>(pod).unwrap_or_default())
         })
         .collect();
     snapshot

@@ -315,7 +315,7 @@ fn snapshot_for(k: &Knobs, pods: &[PodKnobs]) -> CloneSetSnapshot {
         .map(|(i, p)| {
             let new_rev = p.new_revision || k.consistent;
             let (rev, image) = if new_rev { (&new_name, "app:v2") } else { (&old_name, "app:v1") };
-            make_pod(i, p, rev, image)
+            std::sync::Arc::new(make_pod(i, p, rev, image))
         })
         .collect();
     snapshot
@@ -406,13 +406,14 @@ fn apply(snapshot: &CloneSetSnapshot, plan: &CloneSetPlan) -> CloneSetSnapshot {
                 pod.metadata.creation_timestamp = Some(Time(now()));
                 pod.status =
                     Some(PodStatus { phase: Some("Pending".into()), ..Default::default() });
-                out.pods.push(pod);
+                out.pods.push(std::sync::Arc::new(pod));
             }
             Action::PatchPod { name, patch, .. } | Action::PatchPodStatus { name, patch, .. } => {
                 for p in &mut out.pods {
                     if p.metadata.name.as_deref() == Some(name.as_str()) {
-                        *p = patched(p, patch.body(), Some(PatchSchema::Pod));
-                        bump(&mut p.metadata);
+                        let mut new: Pod = patched(p.as_ref(), patch.body(), Some(PatchSchema::Pod));
+                        bump(&mut new.metadata);
+                        *p = std::sync::Arc::new(new);
                     }
                 }
             }
@@ -444,7 +445,7 @@ fn budgets(snapshot: &CloneSetSnapshot) -> kruise_core::intstr::CloneSetBudget {
 }
 
 fn active(snapshot: &CloneSetSnapshot) -> impl Iterator<Item = &Pod> {
-    snapshot.pods.iter().filter(|p| kruise_core::pod::is_pod_active(p))
+    snapshot.pods.iter().map(|p| p.as_ref()).filter(|p| kruise_core::pod::is_pod_active(p))
 }
 
 fn available(snapshot: &CloneSetSnapshot) -> usize {

@@ -287,7 +287,8 @@ impl CloneSetController {
     fn snapshot(&self, cs: &CloneSet, uid: &str) -> CloneSetSnapshot {
         let caches = &self.inner.caches;
         let key = ObjectKey::of(cs);
-        let pods: Vec<Pod> = caches.pods.controlled_by(uid).iter().map(|p| (**p).clone()).collect();
+        // The cached pods are shared with the planner, not copied.
+        let pods: Vec<Arc<Pod>> = caches.pods.controlled_by(uid);
         let mut node_labels = BTreeMap::new();
         for pod in &pods {
             let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 
 use super::field::{BadValue, FieldError, FieldPath, go};
 use super::names::{
-    is_dns1123_subdomain, is_qualified_name, is_valid_label_value, name_is_dns_label,
+    is_qualified_name, is_valid_label_value, name_is_dns_label,
 };
 
 /// `IsNegativeErrorMsg`.

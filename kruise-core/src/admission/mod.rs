@@ -1,2 +1,26 @@
 //! Admission: validation, defaulting and deletion protection for kruise workloads, as the
-//! upstream webhooks do them, as pure functions over API objects.
+//! upstream OpenKruise webhooks do them, as pure functions over API objects.
+//!
+//! - [`field`]: field paths and field errors printed exactly as Kubernetes prints them, and
+//!   Go's rendering of offending values. Every validator here returns [`field::FieldErrors`].
+//! - [`names`]: the string formats Kubernetes checks (qualified names, label values, DNS
+//!   labels and subdomains, ports, environment variable names, ...).
+//! - [`meta`]: object metadata (create and update), labels, annotations, owner references,
+//!   finalizers and label selectors (validation, parsing and matching).
+//! - [`pod_defaults`]: the pod template defaults upstream applies (so revision hashes agree).
+//! - [`pod_template`]: pod template validation (`ValidatePodTemplateSpec`).
+//! - [`cloneset`]: CloneSet defaulting and validation, both API versions.
+//! - [`protection`]: the `policy.kruise.io/delete-protection` deletion guard.
+//!
+//! Nothing here reads the clock or the cluster: what a check needs from the cluster (pods
+//! named in `podsToDelete`, dependents of an object being deleted) is passed in as data.
+
+pub mod cloneset;
+pub mod field;
+pub mod meta;
+pub mod names;
+pub mod pod_defaults;
+pub mod pod_template;
+pub mod protection;
+
+pub use field::{BadValue, FieldError, FieldErrorKind, FieldErrors, FieldPath};

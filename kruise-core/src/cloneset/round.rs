@@ -164,7 +164,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     let mut values: Vec<Option<&str>> = vec![None; keys.len()];
     for pod in &snapshot.pods {
         if !is_pod_active(pod) {
-            inactive.push(pod);
+            inactive.push(pod.as_ref());
             continue;
         }
         let Some(update_name) = &update_name else {

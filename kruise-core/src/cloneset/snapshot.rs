@@ -2,6 +2,7 @@
 //! feature gates, all read before planning starts.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
@@ -155,9 +156,10 @@ pub struct CloneSetSnapshot {
     /// The CloneSet.
     pub cloneset: CloneSetObject,
     /// The pods it owns (controller ownerReference with its UID), including terminating and
-    /// finished ones; the planner sorts them out.
+    /// finished ones; the planner sorts them out. Shared, so that a controller can hand over
+    /// its cached pods without copying them.
     #[serde(default)]
-    pub pods: Vec<Pod>,
+    pub pods: Vec<Arc<Pod>>,
     /// The PVCs it owns (controller ownerReference with its UID).
     #[serde(default)]
     pub pvcs: Vec<PersistentVolumeClaim>,
