@@ -23,12 +23,16 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kruise_api::apps::{v1alpha1, v1beta1};
+use kruise_core::admission::cloneset as rules;
 use kruise_core::admission::protection::{self, Dependents, ProtectedKind};
 use kruise_core::admission_review::{AdmissionRequest, AdmissionResponse, Operation, decode_review};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::cache::Cache;
+use crate::cache::{Cache, ObjectKey};
 
 /// The label that turns on deletion protection.
 pub const PROTECTION_LABEL: &str = "policy.kruise.io/delete-protection";
@@ -41,10 +45,16 @@ pub const VALIDATING_CONFIGURATION: &str = "kruise-validating-webhook-configurat
 /// What the handlers read.
 #[derive(Clone)]
 pub struct AdmissionContext {
-    /// Pods, to know whether a namespace still runs any (deletion protection).
+    /// Pods: whether a namespace still runs any, and the pods `podsToDelete` names.
     pub pods: Cache<Pod>,
+    /// PVCs: whether a namespace still holds bound claims.
+    pub pvcs: Cache<PersistentVolumeClaim>,
     /// For listing a CRD's objects (deletion protection of CRDs).
     pub client: kube::Client,
+    /// `ResourcesDeletionProtection`.
+    pub deletion_protection: bool,
+    /// `DeletionProtectionForCRDCascadingGate`.
+    pub crd_cascading: bool,
 }
 
 /// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
@@ -64,18 +74,18 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
 }
 
 fn review_response(response: &AdmissionResponse) -> Response {
-    (StatusCode::OK, axum::Json(response.to_review())).into_response()
-}
-
-fn bad_request(message: String) -> Response {
-    (StatusCode::BAD_REQUEST, message).into_response()
+    let body = serde_json::to_vec(&response.to_review()).unwrap_or_default();
+    (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "application/json")], body)
+        .into_response()
 }
 
 /// Decodes the body or answers 400 naming what is wrong.
 fn decode(body: &[u8]) -> Result<AdmissionRequest, Response> {
-    decode_review(body).map_err(|err| bad_request(err.to_string()))
+    decode_review(body).map_err(|err| (StatusCode::BAD_REQUEST, err.to_string()).into_response())
 }
 
+/// A pod webhook that admits everything: the pod features that mutate or check pods
+/// (SidecarSet injection, PodUnavailableBudget, WorkloadSpread) are not written yet.
 async fn pass_through(body: Bytes) -> Response {
     match decode(&body) {
         Ok(request) => review_response(&AdmissionResponse::allow(&request)),
@@ -83,8 +93,53 @@ async fn pass_through(body: Bytes) -> Response {
     }
 }
 
+/// Decodes `value` as `T`, naming the failing field.
+fn typed<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, String> {
+    serde_path_to_error::deserialize(value.clone())
+        .map_err(|err| format!("{what}: {}: {}", err.path(), err.inner()))
+}
+
 fn api_version(object: &Value) -> &str {
     object.get("apiVersion").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Defaults a CloneSet: the typed defaults as a JSON patch, applied to the object as sent
+/// (so fields the typed form does not hold are left alone).
+fn default_cloneset(request: &AdmissionRequest) -> Result<AdmissionResponse, String> {
+    let (Some(object), true) = (
+        request.object.as_ref(),
+        matches!(request.operation, Operation::Create | Operation::Update),
+    ) else {
+        return Ok(AdmissionResponse::allow(request));
+    };
+    let old = request.old_object.as_ref().filter(|_| request.operation == Operation::Update);
+    let (before, after) = match api_version(object) {
+        "apps.kruise.io/v1alpha1" => {
+            let mut cs: v1alpha1::CloneSet = typed(object, "cloneset")?;
+            let before = serde_json::to_value(&cs).map_err(|e| e.to_string())?;
+            match old.map(|o| typed::<v1alpha1::CloneSet>(o, "old cloneset")).transpose()? {
+                Some(old) => rules::default_cloneset_v1alpha1_update(&mut cs, &old),
+                None => rules::default_cloneset_v1alpha1(&mut cs),
+            }
+            (before, serde_json::to_value(&cs).map_err(|e| e.to_string())?)
+        }
+        _ => {
+            let mut cs: v1beta1::CloneSet = typed(object, "cloneset")?;
+            let before = serde_json::to_value(&cs).map_err(|e| e.to_string())?;
+            match old.map(|o| typed::<v1beta1::CloneSet>(o, "old cloneset")).transpose()? {
+                Some(old) => rules::default_cloneset_v1beta1_update(&mut cs, &old),
+                None => rules::default_cloneset_v1beta1(&mut cs),
+            }
+            (before, serde_json::to_value(&cs).map_err(|e| e.to_string())?)
+        }
+    };
+    let defaults = json_patch::diff(&before, &after);
+    let mut result = object.clone();
+    if json_patch::patch(&mut result, &defaults).is_err() {
+        // The typed form differs from the object where a default goes: send the typed result.
+        result = after;
+    }
+    Ok(AdmissionResponse::mutate(request, object, &result))
 }
 
 async fn mutate_cloneset(body: Bytes) -> Response {
@@ -92,74 +147,92 @@ async fn mutate_cloneset(body: Bytes) -> Response {
         Ok(request) => request,
         Err(response) => return response,
     };
-    let Some(object) = request.object.as_ref() else {
-        return review_response(&AdmissionResponse::allow(&request));
-    };
-    if !matches!(request.operation, Operation::Create | Operation::Update) {
-        return review_response(&AdmissionResponse::allow(&request));
-    }
-    let defaulted = kruise_core::admission::cloneset::default_cloneset_value(object);
-    let response = match defaulted {
-        Ok((before, after)) => AdmissionResponse::mutate(&request, &before, &after),
-        Err(message) => AdmissionResponse::deny(&request, 400, message),
-    };
+    let response = default_cloneset(&request)
+        .unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message));
     review_response(&response)
 }
 
-async fn validate_cloneset(body: Bytes) -> Response {
+/// Validates a CloneSet at the version it was written in.
+fn validate_cloneset_object(
+    context: &AdmissionContext,
+    request: &AdmissionRequest,
+    object: &Value,
+) -> Result<(), String> {
+    let old = request.old_object.as_ref().filter(|_| request.operation == Operation::Update);
+    let errors = match api_version(object) {
+        "apps.kruise.io/v1alpha1" => {
+            let cs: v1alpha1::CloneSet = typed(object, "cloneset")?;
+            let old = old.map(|o| typed::<v1alpha1::CloneSet>(o, "old cloneset")).transpose()?;
+            let namespace = request.namespace.clone().unwrap_or_default();
+            let pods: rules::PodsByName = rules::pods_to_look_up(&cs, old.as_ref())
+                .into_iter()
+                .filter_map(|name| {
+                    let pod = context.pods.get(&ObjectKey::new(namespace.clone(), name.clone()))?;
+                    Some((name, (*pod).clone()))
+                })
+                .collect();
+            match &old {
+                Some(old) => rules::validate_cloneset_v1alpha1_update(&cs, old, &pods),
+                None => rules::validate_cloneset_v1alpha1_create(&cs, &pods),
+            }
+        }
+        _ => {
+            let cs: v1beta1::CloneSet = typed(object, "cloneset")?;
+            match old.map(|o| typed::<v1beta1::CloneSet>(o, "old cloneset")).transpose()? {
+                Some(old) => rules::validate_cloneset_update(&cs, &old),
+                None => rules::validate_cloneset_create(&cs),
+            }
+        }
+    };
+    errors.into_result().map_err(|errors| errors.to_string())
+}
+
+async fn validate_cloneset(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
     let request = match decode(&body) {
         Ok(request) => request,
         Err(response) => return response,
     };
-    let response = match request.operation {
-        Operation::Create | Operation::Update => {
-            let Some(object) = request.object.as_ref() else {
-                return review_response(&AdmissionResponse::allow(&request));
-            };
-            let old = match request.operation {
-                Operation::Update => request.old_object.as_ref(),
-                _ => None,
-            };
-            match kruise_core::admission::cloneset::validate_cloneset_value(object, old) {
+    let response = match (request.operation, request.object.as_ref()) {
+        (Operation::Create | Operation::Update, Some(object)) => {
+            match validate_cloneset_object(&context, &request, object) {
                 Ok(()) => AdmissionResponse::allow(&request),
                 Err(message) => AdmissionResponse::deny(&request, 422, message),
             }
         }
-        Operation::Delete => {
-            let old = request.old_object.as_ref().cloned().unwrap_or(Value::Null);
+        (Operation::Delete, _) => {
+            let old = request.old_object.clone().unwrap_or(Value::Null);
             let replicas = old.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-            let dependents = Dependents { replicas: Some(replicas), ..Dependents::default() };
-            protect(&request, ProtectedKind::CloneSet, &old, dependents)
+            let dependents =
+                Dependents { replicas: i32::try_from(replicas).ok(), ..Dependents::default() };
+            protect(&context, &request, ProtectedKind::CloneSet, &old, &dependents)
         }
         _ => AdmissionResponse::allow(&request),
     };
-    let _ = api_version;
     review_response(&response)
 }
 
-fn labels_of(object: &Value) -> std::collections::BTreeMap<String, String> {
-    object
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|labels| {
-            labels
-                .iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn protect(
+    context: &AdmissionContext,
     request: &AdmissionRequest,
     kind: ProtectedKind,
     object: &Value,
-    dependents: Dependents,
+    dependents: &Dependents,
 ) -> AdmissionResponse {
-    match protection::check_deletion(kind, &labels_of(object), &dependents) {
-        Ok(()) => AdmissionResponse::allow(request),
-        Err(reason) => AdmissionResponse::deny(request, 403, reason),
+    if !context.deletion_protection {
+        return AdmissionResponse::allow(request);
     }
+    let meta: ObjectMeta = object
+        .get("metadata")
+        .and_then(|m| serde_json::from_value(m.clone()).ok())
+        .unwrap_or_default();
+    match protection::check_deletion(kind, &meta, dependents) {
+        Ok(()) => AdmissionResponse::allow(request),
+        Err(reason) => AdmissionResponse::deny(request, 403, reason.to_string()),
+    }
+}
+
+fn has_protection_label(object: &Value) -> bool {
+    object.pointer("/metadata/labels").and_then(|l| l.get(PROTECTION_LABEL)).is_some()
 }
 
 async fn validate_namespace(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
@@ -167,19 +240,26 @@ async fn validate_namespace(State(context): State<Arc<AdmissionContext>>, body: 
         Ok(request) => request,
         Err(response) => return response,
     };
-    if request.operation != Operation::Delete {
+    let old = request.old_object.clone().unwrap_or(Value::Null);
+    if request.operation != Operation::Delete || !has_protection_label(&old) {
         return review_response(&AdmissionResponse::allow(&request));
     }
-    let old = request.old_object.clone().unwrap_or(Value::Null);
     let namespace = request.name.clone();
-    let active = context
+    let active_pods = context
         .pods
         .in_namespace(&namespace)
         .iter()
         .filter(|pod| kruise_core::pod::is_pod_active(pod))
         .count();
-    let dependents = Dependents { active_pods: Some(active as i64), ..Dependents::default() };
-    review_response(&protect(&request, ProtectedKind::Namespace, &old, dependents))
+    let bound_pvcs = context
+        .pvcs
+        .in_namespace(&namespace)
+        .iter()
+        .filter(|pvc| pvc.metadata.deletion_timestamp.is_none())
+        .filter(|pvc| pvc.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
+        .count();
+    let dependents = Dependents { active_pods, bound_pvcs, ..Dependents::default() };
+    review_response(&protect(&context, &request, ProtectedKind::Namespace, &old, &dependents))
 }
 
 async fn validate_crd(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
@@ -187,14 +267,14 @@ async fn validate_crd(State(context): State<Arc<AdmissionContext>>, body: Bytes)
         Ok(request) => request,
         Err(response) => return response,
     };
-    if request.operation != Operation::Delete {
-        return review_response(&AdmissionResponse::allow(&request));
-    }
     let old = request.old_object.clone().unwrap_or(Value::Null);
-    if !labels_of(&old).contains_key(PROTECTION_LABEL) {
+    if request.operation != Operation::Delete
+        || !has_protection_label(&old)
+        || !context.deletion_protection
+    {
         return review_response(&AdmissionResponse::allow(&request));
     }
-    let objects = match count_custom_objects(&context.client, &old).await {
+    let active_custom_resources = match count_custom_objects(&context.client, &old).await {
         Ok(n) => n,
         Err(message) => {
             // Not knowing means not deleting a protected CRD.
@@ -202,15 +282,18 @@ async fn validate_crd(State(context): State<Arc<AdmissionContext>>, body: Bytes)
             return review_response(&AdmissionResponse::deny(&request, 403, reason));
         }
     };
-    let dependents = Dependents { objects: Some(objects), ..Dependents::default() };
-    review_response(&protect(&request, ProtectedKind::CustomResourceDefinition, &old, dependents))
+    let dependents = Dependents {
+        active_custom_resources,
+        crd_cascading_enabled: context.crd_cascading,
+        ..Dependents::default()
+    };
+    let kind = ProtectedKind::CustomResourceDefinition;
+    review_response(&protect(&context, &request, kind, &old, &dependents))
 }
 
-/// How many objects of the CRD exist, at its storage version (one is enough to know).
-async fn count_custom_objects(client: &kube::Client, crd: &Value) -> Result<i64, String> {
-    let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
-    let plural = crd.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default();
-    let kind = crd.pointer("/spec/names/kind").and_then(Value::as_str).unwrap_or_default();
+/// How many live objects of the CRD exist, at its storage version.
+async fn count_custom_objects(client: &kube::Client, crd: &Value) -> Result<usize, String> {
+    let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default().to_owned();
     let version = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
@@ -222,45 +305,46 @@ async fn count_custom_objects(client: &kube::Client, crd: &Value) -> Result<i64,
         })
         .and_then(|v| v.get("name"))
         .and_then(Value::as_str)
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .to_owned();
+    let group = text("/spec/group");
     let resource = kube::api::ApiResource {
-        group: group.to_owned(),
-        version: version.to_owned(),
-        api_version: if group.is_empty() {
-            version.to_owned()
-        } else {
-            format!("{group}/{version}")
-        },
-        kind: kind.to_owned(),
-        plural: plural.to_owned(),
+        api_version: if group.is_empty() { version.clone() } else { format!("{group}/{version}") },
+        group,
+        version,
+        kind: text("/spec/names/kind"),
+        plural: text("/spec/names/plural"),
     };
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(client.clone(), &resource);
     let list = api
-        .list_metadata(&kube::api::ListParams::default().limit(1))
+        .list_metadata(&kube::api::ListParams::default())
         .await
         .map_err(|err| err.to_string())?;
-    let more = list.metadata.remaining_item_count.unwrap_or(0);
-    Ok(list.items.len() as i64 + more)
+    Ok(list.items.iter().filter(|o| o.metadata.deletion_timestamp.is_none()).count())
 }
 
-async fn validate_builtin_workload(body: Bytes) -> Response {
+async fn validate_builtin_workload(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
     let request = match decode(&body) {
         Ok(request) => request,
         Err(response) => return response,
     };
+    let old = request.old_object.clone().unwrap_or(Value::Null);
     if request.operation != Operation::Delete {
         return review_response(&AdmissionResponse::allow(&request));
     }
-    let old = request.old_object.clone().unwrap_or(Value::Null);
     let kind = match request.resource.name.as_str() {
         "deployments" => ProtectedKind::Deployment,
         "replicasets" => ProtectedKind::ReplicaSet,
         "statefulsets" => ProtectedKind::StatefulSet,
         _ => return review_response(&AdmissionResponse::allow(&request)),
     };
+    // Unset replicas default to 1 for these kinds.
     let replicas = old.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    let dependents = Dependents { replicas: Some(replicas), ..Dependents::default() };
-    review_response(&protect(&request, kind, &old, dependents))
+    let dependents = Dependents { replicas: i32::try_from(replicas).ok(), ..Dependents::default() };
+    review_response(&protect(&context, &request, kind, &old, &dependents))
 }
 
 /// How the webhook configurations are generated.
@@ -276,6 +360,8 @@ pub struct WebhookPolicy {
     pub timeout_seconds: i32,
     /// The manager's namespace, which pod webhooks never see.
     pub manager_namespace: String,
+    /// Register the deletion protection webhooks (`ResourcesDeletionProtection`).
+    pub deletion_protection: bool,
 }
 
 impl Default for WebhookPolicy {
@@ -285,6 +371,7 @@ impl Default for WebhookPolicy {
             kruise_failure_policy: "Fail".into(),
             timeout_seconds: 5,
             manager_namespace: crate::webhook::DEFAULT_NAMESPACE.into(),
+            deletion_protection: false,
         }
     }
 }
@@ -338,7 +425,8 @@ fn rule(group: &str, versions: &[&str], resource: &str, operations: &[&str]) -> 
 }
 
 /// The mutating and validating webhook configurations, with `client_config(path)` giving
-/// each webhook's `clientConfig` (URL or Service, and the caBundle).
+/// each webhook's `clientConfig` (URL or Service, and the caBundle). Deletion protection
+/// webhooks are included when `policy.deletion_protection` is on.
 pub fn configurations(
     policy: &WebhookPolicy,
     client_config: impl Fn(&str) -> Value,
@@ -408,13 +496,9 @@ pub fn configurations(
         w["objectSelector"] = protected.clone();
         w
     };
-    let validating = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": VALIDATING_CONFIGURATION},
-        "webhooks": [
-            vpod,
-            vcloneset,
+    let mut webhooks = vec![vpod, vcloneset];
+    if policy.deletion_protection {
+        webhooks.extend([
             protected_webhook("vnamespace.kb.io", "/validate-namespace", "", &["v1"], "namespaces"),
             protected_webhook(
                 "vcustomresourcedefinition.kb.io",
@@ -444,7 +528,13 @@ pub fn configurations(
                 &["v1"],
                 "statefulsets",
             ),
-        ]
+        ]);
+    }
+    let validating = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": VALIDATING_CONFIGURATION},
+        "webhooks": webhooks
     });
     (mutating, validating)
 }
@@ -477,7 +567,9 @@ mod tests {
     use super::*;
 
     fn configs() -> (Value, Value) {
-        configurations(&WebhookPolicy::default(), |path| {
+        let mut policy = WebhookPolicy::default();
+        policy.deletion_protection = true;
+        configurations(&policy, |path| {
             json!({"url": format!("https://127.0.0.1:9876{path}"), "caBundle": "Q0E="})
         })
     }

@@ -28,3 +28,4 @@ pub mod manager;
 pub mod metrics;
 pub mod queue;
 pub mod webhook;
+pub mod admission;

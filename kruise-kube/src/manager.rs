@@ -46,6 +46,9 @@ pub enum ManagerError {
     /// The webhook server could not start.
     #[error("webhook server: {0}")]
     Webhook(#[from] crate::webhook::WebhookError),
+    /// The admission webhook configurations could not be written.
+    #[error("webhook configurations: {0}")]
+    WebhookConfigurations(#[from] crate::admission::ConfigurationError),
 }
 
 /// What the manager runs, and how.
@@ -63,8 +66,12 @@ pub struct ManagerConfig {
     pub health_addr: Option<SocketAddr>,
     /// The CloneSet controller.
     pub cloneset: CloneSetConfig,
-    /// The webhook server (conversion, and admission as it lands); `None` runs none.
+    /// The webhook server (conversion and admission); `None` runs none.
     pub webhook: Option<crate::webhook::WebhookConfig>,
+    /// How the admission webhook configurations are written.
+    pub webhook_policy: crate::admission::WebhookPolicy,
+    /// Feature gates (`--feature-gates`).
+    pub feature_gates: crate::features::FeatureGates,
 }
 
 /// A running manager's handles, for embedding and tests.
@@ -130,17 +137,51 @@ pub async fn run(
         servers.spawn(crate::health::serve_router(listener, app, stopped()));
     }
 
+    let caches = CloneSetCaches::default();
     // Every replica serves webhooks (the API server may call any of them).
     let webhook = match &config.webhook {
-        Some(webhook) => Some(
-            crate::webhook::WebhookServer::new(webhook.clone())
+        Some(webhook) => {
+            config.webhook_policy.validate()?;
+            let gates = &config.feature_gates;
+            let context = crate::admission::AdmissionContext {
+                pods: caches.pods.clone(),
+                pvcs: caches.pvcs.clone(),
+                client: client.clone(),
+                deletion_protection: gates.enabled("ResourcesDeletionProtection"),
+                crd_cascading: gates.enabled("DeletionProtectionForCRDCascadingGate"),
+            };
+            let handle = crate::webhook::WebhookServer::new(webhook.clone())
+                .routes(crate::admission::routes(context))
                 .start(client.clone(), health.clone(), stopped())
-                .await?,
-        ),
+                .await?;
+            let mut policy = config.webhook_policy.clone();
+            policy.manager_namespace = webhook.namespace.clone();
+            policy.deletion_protection = gates.enabled("ResourcesDeletionProtection");
+            register_admission(&client, &handle, &policy).await?;
+            let mut updates = handle.trust_updates();
+            let (client, webhook_config) = (client.clone(), handle.config().clone());
+            let stop = stopped();
+            tokio::spawn(async move {
+                tokio::pin!(stop);
+                loop {
+                    tokio::select! {
+                        changed = updates.changed() => if changed.is_err() { break },
+                        _ = &mut stop => break,
+                    }
+                    let bundle = updates.borrow_and_update().clone();
+                    let config = |path: &str| webhook_config.client_config(path, &bundle);
+                    let applied =
+                        crate::admission::apply_configurations(&client, &policy, config).await;
+                    if let Err(err) = applied {
+                        tracing::warn!(error = %err, "re-registering admission webhooks");
+                    }
+                }
+            });
+            Some(handle)
+        }
         None => None,
     };
 
-    let caches = CloneSetCaches::default();
     let mut reflectors = tokio::task::JoinSet::new();
     spawn_caches(&mut reflectors, &client, config.namespace.as_deref(), &caches);
 
@@ -225,6 +266,17 @@ pub async fn run(
         }
     }
     Ok(())
+}
+
+/// Writes the admission webhook configurations, pointing at `handle`.
+async fn register_admission(
+    client: &Client,
+    handle: &crate::webhook::WebhookHandle,
+    policy: &crate::admission::WebhookPolicy,
+) -> Result<(), crate::admission::ConfigurationError> {
+    let bundle = handle.trust_bundle();
+    let config = |path: &str| handle.config().client_config(path, &bundle);
+    crate::admission::apply_configurations(client, policy, config).await
 }
 
 async fn wait_synced(caches: &CloneSetCaches) {

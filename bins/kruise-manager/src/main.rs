@@ -129,6 +129,16 @@ struct ManagerFlags {
     /// self-managed one in the Secret kruise-webhook-certs.
     #[arg(long, value_name = "DIR")]
     webhook_cert_dir: Option<PathBuf>,
+    /// failurePolicy of the pod webhooks: Ignore (a manager that is down never blocks pod
+    /// creation) or Fail.
+    #[arg(long, default_value = "Ignore")]
+    pod_webhook_failure_policy: String,
+    /// failurePolicy of the webhooks for Kruise's kinds and deletion protection.
+    #[arg(long, default_value = "Fail")]
+    kruise_webhook_failure_policy: String,
+    /// Seconds the API server waits for a webhook's answer.
+    #[arg(long, default_value_t = 5)]
+    webhook_timeout_seconds: i32,
     /// Log filter, e.g. `info` or `info,kruise_kube=debug` (RUST_LOG also works).
     #[arg(long, default_value = "info")]
     log: String,
@@ -155,6 +165,11 @@ impl ManagerFlags {
             jiff::SignedDuration::try_from(self.expectation_timeout)
                 .context("--expectation-timeout")?;
         let mut config = ManagerConfig::default();
+        config.feature_gates = gates.clone();
+        config.webhook_policy.pod_failure_policy = self.pod_webhook_failure_policy.clone();
+        config.webhook_policy.kruise_failure_policy = self.kruise_webhook_failure_policy.clone();
+        config.webhook_policy.timeout_seconds = self.webhook_timeout_seconds;
+        config.webhook_policy.validate()?;
         config.namespace = Some(self.namespace.clone()).filter(|ns| !ns.is_empty());
         config.cloneset = cloneset;
         config.metrics_addr =

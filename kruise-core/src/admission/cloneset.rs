@@ -38,7 +38,9 @@ use super::meta::{
     validate_object_meta_update,
 };
 use super::names::name_is_dns_subdomain;
-use super::pod_defaults::{PodDefaultsOptions, default_pod_spec_with, default_volume_claim_template};
+use super::pod_defaults::{
+    PodDefaultsOptions, default_pod_spec_with, default_volume_claim_template,
+};
 use super::pod_template::validate_pod_template_spec;
 use crate::intstr::DEFAULT_CLONESET_MAX_UNAVAILABLE;
 use crate::revision::gojson::normalize_struct;
@@ -267,7 +269,11 @@ pub fn validate_selector_and_template(
     let spec = checked.spec.unwrap_or_default();
     let spec_path = path.child("template").child("spec");
     if let Some(policy) = spec.restart_policy.as_ref().filter(|p| !p.is_empty() && *p != "Always") {
-        errs.push(FieldError::not_supported(&spec_path.child("restartPolicy"), policy, &["Always"]));
+        errs.push(FieldError::not_supported(
+            &spec_path.child("restartPolicy"),
+            policy,
+            &["Always"],
+        ));
     }
     if spec.active_deadline_seconds.is_some() {
         errs.push(FieldError::forbidden(
@@ -304,11 +310,9 @@ fn check_pods_to_delete_duplicates(
 
 /// The result of Go's `int(math.Ceil(x))` on amd64: out-of-range and NaN give the minimum.
 fn go_float_to_int(x: f64) -> i64 {
-    if x.is_nan() || x >= 9.223_372_036_854_775_807e18 || x < -9.223_372_036_854_775_808e18 {
-        i64::MIN
-    } else {
-        x as i64
-    }
+    // i64::MIN as f64 is exact; i64::MAX as f64 rounds up to 2^63, which is out of range.
+    let (lo, hi) = (i64::MIN as f64, -(i64::MIN as f64));
+    if x.is_nan() || !(lo..hi).contains(&x) { i64::MIN } else { x as i64 }
 }
 
 /// `strconv.ParseFloat(s, 64)`'s result or error text.
@@ -316,7 +320,8 @@ fn go_parse_float(s: &str) -> Result<f64, String> {
     let syntax = || format!("strconv.ParseFloat: parsing {}: invalid syntax", go::quote(s));
     let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s).to_ascii_lowercase();
     let special = matches!(unsigned.as_str(), "inf" | "infinity" | "nan");
-    if unsigned.is_empty() || (!special && unsigned.chars().any(|c| c.is_ascii_alphabetic() && c != 'e'))
+    if unsigned.is_empty()
+        || (!special && unsigned.chars().any(|c| c.is_ascii_alphabetic() && c != 'e'))
     {
         return Err(syntax());
     }
@@ -328,7 +333,11 @@ fn go_parse_float(s: &str) -> Result<f64, String> {
 }
 
 /// OpenKruise's `util.GetScaledValueFromIntOrPercent`, with its error texts.
-fn kruise_scaled_value(value: Option<&IntOrString>, total: i32, round_up: bool) -> Result<i64, String> {
+fn kruise_scaled_value(
+    value: Option<&IntOrString>,
+    total: i32,
+    round_up: bool,
+) -> Result<i64, String> {
     match value {
         None => Err("nil value for IntOrString".to_owned()),
         Some(IntOrString::Int(n)) => Ok(i64::from(*n)),
@@ -478,8 +487,12 @@ pub fn validate_cloneset_update(new: &beta::CloneSet, old: &beta::CloneSet) -> F
 }
 
 fn validate_v1beta1(cs: &beta::CloneSet) -> Vec<FieldError> {
-    let mut errs =
-        validate_object_meta(&cs.metadata, true, name_is_dns_subdomain, &FieldPath::new("metadata"));
+    let mut errs = validate_object_meta(
+        &cs.metadata,
+        true,
+        name_is_dns_subdomain,
+        &FieldPath::new("metadata"),
+    );
     let spec = &cs.spec;
     let path = FieldPath::new("spec");
     let replicas = spec.replicas.unwrap_or(1);
@@ -554,35 +567,40 @@ fn validate_update_strategy_v1beta1(
         ));
     }
     // Upstream's check reads a maxSurge variable that is never assigned (it is shadowed), so
-    // maxSurge counts as 0 here.
-    let upstream_surge = 0;
+    // it refuses surge-only rollouts (maxUnavailable 0, maxSurge 1). We count maxSurge, so
+    // those are accepted; both below one is still refused.
     errs.extend(both_below_one(
         replicas,
         rolling.max_unavailable.as_ref(),
         budgets.unavailable,
-        upstream_surge,
+        budgets.surge,
         &path,
     ));
     if let Some(in_place) = &rolling.in_place_update_strategy {
-        errs.extend(validate_in_place_update_strategy(in_place, &path.child("inPlaceUpdateStrategy")));
+        errs.extend(validate_in_place_update_strategy(
+            in_place,
+            &path.child("inPlaceUpdateStrategy"),
+        ));
     }
     errs
 }
 
-fn validate_in_place_update_strategy(s: &InPlaceUpdateStrategy, path: &FieldPath) -> Vec<FieldError> {
+fn validate_in_place_update_strategy(
+    s: &InPlaceUpdateStrategy,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let p = path.child("imagePreDownloadParallelism");
     match &s.image_pre_download_parallelism {
         None => {}
-        Some(IntOrString::Int(n)) => {
-            if *n < 0 {
-                errs.push(FieldError::invalid(
-                    &p,
-                    *n,
-                    "imagePreDownloadParallelism must be non-negative",
-                ));
-            }
+        Some(IntOrString::Int(n)) if *n < 0 => {
+            errs.push(FieldError::invalid(
+                &p,
+                *n,
+                "imagePreDownloadParallelism must be non-negative",
+            ));
         }
+        Some(IntOrString::Int(_)) => {}
         Some(IntOrString::String(text)) => {
             if text.ends_with('%') {
                 errs.push(FieldError::invalid(
@@ -643,13 +661,8 @@ pub type PodsByName = BTreeMap<String, Pod>;
 pub fn pods_to_look_up(cs: &alpha::CloneSet, old: Option<&alpha::CloneSet>) -> Vec<String> {
     let old_names: BTreeSet<&String> =
         old.map(|o| o.spec.scale_strategy.pods_to_delete.iter().collect()).unwrap_or_default();
-    let names: BTreeSet<&String> = cs
-        .spec
-        .scale_strategy
-        .pods_to_delete
-        .iter()
-        .filter(|n| !old_names.contains(n))
-        .collect();
+    let names: BTreeSet<&String> =
+        cs.spec.scale_strategy.pods_to_delete.iter().filter(|n| !old_names.contains(n)).collect();
     names.into_iter().cloned().collect()
 }
 
@@ -689,8 +702,12 @@ fn validate_v1alpha1(
     old: Option<&alpha::CloneSet>,
     pods: &PodsByName,
 ) -> Vec<FieldError> {
-    let mut errs =
-        validate_object_meta(&cs.metadata, true, name_is_dns_subdomain, &FieldPath::new("metadata"));
+    let mut errs = validate_object_meta(
+        &cs.metadata,
+        true,
+        name_is_dns_subdomain,
+        &FieldPath::new("metadata"),
+    );
     let spec = &cs.spec;
     let path = FieldPath::new("spec");
     let replicas = spec.replicas.unwrap_or(1);
@@ -851,7 +868,10 @@ fn diff_values(a: &Value, b: &Value, path: &str, ops: &mut Vec<(&'static str, St
             let mut removed: Vec<&String> = x.keys().filter(|k| !y.contains_key(*k)).collect();
             removed.sort();
             for key in removed {
-                ops.push(("remove", format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))));
+                ops.push((
+                    "remove",
+                    format!("{path}/{}", key.replace('~', "~0").replace('/', "~1")),
+                ));
             }
         }
         (Value::Array(x), Value::Array(y)) => {

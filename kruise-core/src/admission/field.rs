@@ -244,7 +244,11 @@ impl FieldError {
     }
 
     /// `field.Invalid`.
-    pub fn invalid(path: &FieldPath, value: impl Into<BadValue>, detail: impl Into<String>) -> Self {
+    pub fn invalid(
+        path: &FieldPath,
+        value: impl Into<BadValue>,
+        detail: impl Into<String>,
+    ) -> Self {
         Self::valued(path, FieldErrorKind::Invalid, value, detail)
     }
 
@@ -300,12 +304,7 @@ impl FieldError {
         value: impl Into<BadValue>,
         detail: impl Into<String>,
     ) -> Self {
-        Self {
-            path: path.clone(),
-            kind,
-            value: Some(value.into().render()),
-            detail: detail.into(),
-        }
+        Self { path: path.clone(), kind, value: Some(value.into().render()), detail: detail.into() }
     }
 
     /// The message without the field (`ErrorBody()`).
@@ -585,15 +584,15 @@ mod tests {
             "spec.replicas: Invalid value: -1: must be greater than or equal to 0"
         );
         assert_eq!(FieldError::required(&p, "").to_string(), "spec.replicas: Required value");
-        assert_eq!(
-            FieldError::forbidden(&p, "nope").to_string(),
-            "spec.replicas: Forbidden: nope"
-        );
+        assert_eq!(FieldError::forbidden(&p, "nope").to_string(), "spec.replicas: Forbidden: nope");
         assert_eq!(
             FieldError::not_supported(&p, "X", &["Always", "Never"]).to_string(),
             r#"spec.replicas: Unsupported value: "X": supported values: "Always", "Never""#
         );
-        assert_eq!(FieldError::duplicate(&p, "a").to_string(), r#"spec.replicas: Duplicate value: "a""#);
+        assert_eq!(
+            FieldError::duplicate(&p, "a").to_string(),
+            r#"spec.replicas: Duplicate value: "a""#
+        );
         assert_eq!(FieldError::not_found(&p, "a").to_string(), r#"spec.replicas: Not found: "a""#);
         assert_eq!(
             FieldError::too_long(&p, 262144).to_string(),

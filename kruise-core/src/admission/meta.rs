@@ -8,9 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 
 use super::field::{BadValue, FieldError, FieldPath, go};
-use super::names::{
-    is_qualified_name, is_valid_label_value, name_is_dns_label,
-};
+use super::names::{is_qualified_name, is_valid_label_value, name_is_dns_label};
 
 /// `IsNegativeErrorMsg`.
 pub const IS_NEGATIVE_ERROR_MSG: &str = "must be greater than or equal to 0";
@@ -41,7 +39,10 @@ pub fn validate_label_name(name: &str, path: &FieldPath) -> Vec<FieldError> {
 
 /// `ValidateLabels`: every key a qualified name, every value a label value; errors name the map
 /// itself, not the key.
-pub fn validate_labels(labels: Option<&BTreeMap<String, String>>, path: &FieldPath) -> Vec<FieldError> {
+pub fn validate_labels(
+    labels: Option<&BTreeMap<String, String>>,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (key, value) in labels.into_iter().flatten() {
         errs.extend(validate_label_name(key, path));
@@ -203,10 +204,9 @@ pub fn validate_object_meta(
         }
     }
     match meta.name.as_deref().filter(|n| !n.is_empty()) {
-        None => errs.push(FieldError::required(
-            &path.child("name"),
-            "name or generateName is required",
-        )),
+        None => {
+            errs.push(FieldError::required(&path.child("name"), "name or generateName is required"))
+        }
         Some(name) => {
             for msg in name_fn(name, false) {
                 errs.push(FieldError::invalid(&path.child("name"), name, msg));
@@ -321,9 +321,7 @@ pub fn validate_object_meta_update(
         &mut errs,
         new.deletion_timestamp != old.deletion_timestamp,
         "deletionTimestamp",
-        new.deletion_timestamp
-            .as_ref()
-            .map_or(BadValue::Null, |t| BadValue::Go(go_time(Some(t)))),
+        new.deletion_timestamp.as_ref().map_or(BadValue::Null, |t| BadValue::Go(go_time(Some(t)))),
     );
     immutable(
         &mut errs,
@@ -474,11 +472,7 @@ fn new_requirement(key: &str, op: &str, values: &[String]) -> Result<Requirement
     for (i, value) in values.iter().enumerate() {
         let msgs = is_valid_label_value(value);
         if !msgs.is_empty() {
-            errs.push(FieldError::invalid(
-                &values_path.index(i).key(key),
-                value,
-                msgs.join("; "),
-            ));
+            errs.push(FieldError::invalid(&values_path.index(i).key(key), value, msgs.join("; ")));
         }
     }
     if !errs.is_empty() {
@@ -507,7 +501,9 @@ pub fn label_selector_as_selector(selector: Option<&LabelSelector>) -> Result<Se
             "NotIn" => "notin",
             "Exists" => "exists",
             "DoesNotExist" => "!",
-            other => return Err(format!("{} is not a valid label selector operator", go::quote(other))),
+            other => {
+                return Err(format!("{} is not a valid label selector operator", go::quote(other)));
+            }
         };
         let values = expr.values.as_deref().unwrap_or_default();
         reqs.push(RequirementView(new_requirement(&expr.key, op, values)?));
@@ -518,7 +514,8 @@ pub fn label_selector_as_selector(selector: Option<&LabelSelector>) -> Result<Se
 /// Whether two selectors are equal as Kubernetes' semantic equality sees them (nil and empty
 /// maps and lists are equal).
 pub fn selectors_semantically_equal(a: Option<&LabelSelector>, b: Option<&LabelSelector>) -> bool {
-    fn norm(s: &LabelSelector) -> (BTreeMap<String, String>, Vec<(String, String, Vec<String>)>) {
+    type Normalized = (BTreeMap<String, String>, Vec<(String, String, Vec<String>)>);
+    fn norm(s: &LabelSelector) -> Normalized {
         let labels = s.match_labels.clone().unwrap_or_default();
         let exprs = s
             .match_expressions
@@ -602,10 +599,11 @@ mod tests {
         let mut new = old.clone();
         new.name = Some("b".into());
         new.resource_version = None;
-        let errs: Vec<String> = validate_object_meta_update(&new, &old, &FieldPath::new("metadata"))
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let errs: Vec<String> =
+            validate_object_meta_update(&new, &old, &FieldPath::new("metadata"))
+                .iter()
+                .map(ToString::to_string)
+                .collect();
         assert_eq!(
             errs,
             vec![

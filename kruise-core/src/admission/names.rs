@@ -40,12 +40,14 @@ const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const ENV_VAR_NAME_FMT: &str = "[-._a-zA-Z][-._a-zA-Z0-9]*";
 const ENV_VAR_NAME_ERR: &str = "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit";
 const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
-const CONFIG_MAP_KEY_ERR: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+const CONFIG_MAP_KEY_ERR: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 const HTTP_HEADER_FMT: &str = "[-A-Za-z0-9]+";
 const HTTP_HEADER_ERR: &str = "a valid HTTP header must consist of alphanumeric characters or '-'";
 
@@ -74,9 +76,7 @@ fn matches_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            ok(first) && ok(last) && b.iter().all(|c| ok(c) || *c == b'-')
-        }
+        (Some(first), Some(last)) => ok(first) && ok(last) && b.iter().all(|c| ok(c) || *c == b'-'),
         _ => false,
     }
 }
@@ -179,7 +179,11 @@ fn mask_trailing_dash(name: &str) -> String {
 
 /// `NameIsDNSSubdomain`: object names; `prefix` for `generateName`.
 pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
-    if prefix { is_dns1123_subdomain(&mask_trailing_dash(name)) } else { is_dns1123_subdomain(name) }
+    if prefix {
+        is_dns1123_subdomain(&mask_trailing_dash(name))
+    } else {
+        is_dns1123_subdomain(name)
+    }
 }
 
 /// `NameIsDNSLabel`: namespace names; `prefix` for `generateName`.
@@ -248,7 +252,8 @@ pub fn is_valid_port_name(port: &str) -> Vec<String> {
     if port.len() > 15 {
         errs.push(max_len_error(15));
     }
-    if port.is_empty() || !port.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+    if port.is_empty()
+        || !port.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
     {
         errs.push(
             "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned(),
@@ -284,7 +289,9 @@ pub fn is_ip_sloppy(value: &str) -> bool {
     let octets: Vec<&str> = value.split('.').collect();
     octets.len() == 4
         && octets.iter().all(|o| {
-            !o.is_empty() && o.len() <= 3 && o.bytes().all(|c| c.is_ascii_digit())
+            !o.is_empty()
+                && o.len() <= 3
+                && o.bytes().all(|c| c.is_ascii_digit())
                 && o.parse::<u16>().is_ok_and(|n| n <= 255)
         })
 }
@@ -302,7 +309,9 @@ mod tests {
         assert!(is_qualified_name("apps.kruise.io/name").is_empty());
         assert_eq!(
             is_qualified_name("NoUppercaseOrSpecialCharsLike=Equals"),
-            vec!["name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]
+            vec![
+                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+            ]
         );
         assert_eq!(is_qualified_name("/a"), vec!["prefix part must be non-empty"]);
         assert_eq!(is_qualified_name("a/b/c").len(), 1);

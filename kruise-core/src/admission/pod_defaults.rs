@@ -154,10 +154,10 @@ fn default_container_parts(c: &mut Container) {
             default_resource_list(requests);
         }
     }
-    for probe in [&mut c.liveness_probe, &mut c.readiness_probe, &mut c.startup_probe] {
-        if let Some(probe) = probe {
-            default_probe(probe);
-        }
+    for probe in
+        [&mut c.liveness_probe, &mut c.readiness_probe, &mut c.startup_probe].into_iter().flatten()
+    {
+        default_probe(probe);
     }
     if let Some(lifecycle) = &mut c.lifecycle {
         default_lifecycle(lifecycle);
@@ -178,10 +178,10 @@ fn default_ephemeral_container_parts(c: &mut EphemeralContainer) {
             default_resource_list(requests);
         }
     }
-    for probe in [&mut c.liveness_probe, &mut c.readiness_probe, &mut c.startup_probe] {
-        if let Some(probe) = probe {
-            default_probe(probe);
-        }
+    for probe in
+        [&mut c.liveness_probe, &mut c.readiness_probe, &mut c.startup_probe].into_iter().flatten()
+    {
+        default_probe(probe);
     }
     if let Some(lifecycle) = &mut c.lifecycle {
         default_lifecycle(lifecycle);

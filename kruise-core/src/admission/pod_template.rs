@@ -101,7 +101,8 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &FieldPath) -> Vec<FieldError> {
         claims.iter().filter(|c| !c.name.is_empty()).map(|c| c.name.clone()).collect();
     errs.extend(validate_resource_claims(spec, &path.child("resourceClaims")));
     let restart_policy = spec.restart_policy.as_deref().unwrap_or("");
-    let ctx = ContainerContext { volumes: &volumes, claim_names: &claim_names, grace, restart_policy };
+    let ctx =
+        ContainerContext { volumes: &volumes, claim_names: &claim_names, grace, restart_policy };
     errs.extend(validate_containers(&spec.containers, &ctx, &path.child("containers")));
     errs.extend(validate_init_containers(
         spec.init_containers.as_deref().unwrap_or_default(),
@@ -651,8 +652,13 @@ fn validate_local_non_reserved_path(target: &str, path: &FieldPath) -> Vec<Field
     errs
 }
 
-const VOLUME_FIELD_PATHS: &[&str] =
-    &["metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"];
+const VOLUME_FIELD_PATHS: &[&str] = &[
+    "metadata.annotations",
+    "metadata.labels",
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+];
 const ENV_FIELD_PATHS: &[&str] = &[
     "metadata.name",
     "metadata.namespace",
@@ -707,9 +713,8 @@ fn validate_downward_api_file(
                 true,
             ));
         }
-        (None, None) => {
-            errs.push(FieldError::required(path, "one of fieldRef and resourceFieldRef is required"))
-        }
+        (None, None) => errs
+            .push(FieldError::required(path, "one of fieldRef and resourceFieldRef is required")),
     }
     errs.extend(validate_mode(mode, &path.child("mode")));
     errs
@@ -724,14 +729,15 @@ fn validate_projection_sources(
     for (i, source) in projected.sources.iter().flatten().enumerate() {
         let mut count = 0;
         let src = path.child("sources").index(i);
-        let mut items = |errs: &mut Vec<FieldError>, name: &str, list: Option<&[KeyToPath]>, p: &FieldPath| {
-            for (j, kp) in list.into_iter().flatten().enumerate() {
-                errs.extend(validate_key_to_path(kp, &p.child("items").index(j)));
-                if !kp.path.is_empty() && !all_paths.insert(kp.path.clone()) {
-                    errs.push(FieldError::invalid(path, name, "conflicting duplicate paths"));
+        let mut items =
+            |errs: &mut Vec<FieldError>, name: &str, list: Option<&[KeyToPath]>, p: &FieldPath| {
+                for (j, kp) in list.into_iter().flatten().enumerate() {
+                    errs.extend(validate_key_to_path(kp, &p.child("items").index(j)));
+                    if !kp.path.is_empty() && !all_paths.insert(kp.path.clone()) {
+                        errs.push(FieldError::invalid(path, name, "conflicting duplicate paths"));
+                    }
                 }
-            }
-        };
+            };
         if let Some(secret) = &source.secret {
             count += 1;
             let p = src.child("secret");
@@ -830,10 +836,20 @@ fn validate_object_field_selector(
         }
     } else {
         match fs.field_path.as_str() {
-            "metadata.annotations" | "metadata.labels" | "metadata.name" | "metadata.namespace"
-            | "metadata.uid" | "spec.nodeName" | "spec.restartPolicy" | "spec.serviceAccountName"
-            | "spec.schedulerName" | "status.phase" | "status.hostIP" | "status.hostIPs"
-            | "status.podIP" | "status.podIPs" => Ok(fs.field_path.clone()),
+            "metadata.annotations"
+            | "metadata.labels"
+            | "metadata.name"
+            | "metadata.namespace"
+            | "metadata.uid"
+            | "spec.nodeName"
+            | "spec.restartPolicy"
+            | "spec.serviceAccountName"
+            | "spec.schedulerName"
+            | "status.phase"
+            | "status.hostIP"
+            | "status.hostIPs"
+            | "status.podIP"
+            | "status.podIPs" => Ok(fs.field_path.clone()),
             "spec.host" => Ok("spec.nodeName".to_owned()),
             other => Err(format!("field label not supported: {other}")),
         }
@@ -935,7 +951,11 @@ fn validate_init_containers(
         let mut restart_always = false;
         if let Some(policy) = &c.restart_policy {
             if policy != "Always" {
-                errs.push(FieldError::not_supported(&p.child("restartPolicy"), policy, &["Always"]));
+                errs.push(FieldError::not_supported(
+                    &p.child("restartPolicy"),
+                    policy,
+                    &["Always"],
+                ));
             }
             restart_always = policy == "Always";
         }
@@ -1077,16 +1097,35 @@ fn validate_container_common(
     }
     let mounts = c.volume_mounts.as_deref().unwrap_or_default();
     let devices = c.volume_devices.as_deref().unwrap_or_default();
-    errs.extend(validate_container_ports(c.ports.as_deref().unwrap_or_default(), &path.child("ports")));
+    errs.extend(validate_container_ports(
+        c.ports.as_deref().unwrap_or_default(),
+        &path.child("ports"),
+    ));
     errs.extend(validate_env(c.env.as_deref().unwrap_or_default(), &path.child("env")));
-    errs.extend(validate_env_from(c.env_from.as_deref().unwrap_or_default(), &path.child("envFrom")));
-    errs.extend(validate_volume_mounts(mounts, devices, ctx.volumes, c, &path.child("volumeMounts")));
-    errs.extend(validate_volume_devices(devices, mounts, ctx.volumes, &path.child("volumeDevices")));
+    errs.extend(validate_env_from(
+        c.env_from.as_deref().unwrap_or_default(),
+        &path.child("envFrom"),
+    ));
+    errs.extend(validate_volume_mounts(
+        mounts,
+        devices,
+        ctx.volumes,
+        c,
+        &path.child("volumeMounts"),
+    ));
+    errs.extend(validate_volume_devices(
+        devices,
+        mounts,
+        ctx.volumes,
+        &path.child("volumeDevices"),
+    ));
     let pp = path.child("imagePullPolicy");
     match c.image_pull_policy.as_deref().unwrap_or("") {
         "Always" | "IfNotPresent" | "Never" => {}
         "" => errs.push(FieldError::required(&pp, "")),
-        other => errs.push(FieldError::not_supported(&pp, other, &["Always", "IfNotPresent", "Never"])),
+        other => {
+            errs.push(FieldError::not_supported(&pp, other, &["Always", "IfNotPresent", "Never"]))
+        }
     }
     let resources = c.resources.clone().unwrap_or_default();
     errs.extend(validate_resources(&resources, ctx.claim_names, &path.child("resources")));
@@ -1241,7 +1280,11 @@ fn validate_env(vars: &[EnvVar], path: &FieldPath) -> Vec<FieldError> {
                 "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
             ));
         } else if !var.value.as_deref().unwrap_or("").is_empty() {
-            errs.push(FieldError::invalid(&vp, "", "may not be specified when `value` is not empty"));
+            errs.push(FieldError::invalid(
+                &vp,
+                "",
+                "may not be specified when `value` is not empty",
+            ));
         } else if sources > 1 {
             errs.push(FieldError::invalid(
                 &vp,
@@ -1280,7 +1323,11 @@ fn validate_env_from(sources: &[EnvFromSource], path: &FieldPath) -> Vec<FieldEr
             }
         }
         if count == 0 {
-            errs.push(FieldError::invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"));
+            errs.push(FieldError::invalid(
+                path,
+                "",
+                "must specify one of: `configMapRef` or `secretRef`",
+            ));
         } else if count > 1 {
             errs.push(FieldError::invalid(
                 path,
@@ -1367,11 +1414,8 @@ fn validate_volume_mounts(
             if !supported.contains(&propagation.as_str()) {
                 errs.push(FieldError::not_supported(&pp, propagation, &supported));
             }
-            let privileged = container
-                .security_context
-                .as_ref()
-                .and_then(|s| s.privileged)
-                .unwrap_or(false);
+            let privileged =
+                container.security_context.as_ref().and_then(|s| s.privileged).unwrap_or(false);
             if propagation == "Bidirectional" && !privileged {
                 errs.push(FieldError::forbidden(
                     &pp,
@@ -1439,7 +1483,11 @@ fn validate_volume_devices(
             errs.push(FieldError::required(&p.child("devicePath"), ""));
         }
         if paths.contains(&d.device_path) {
-            errs.push(FieldError::invalid(&p.child("devicePath"), &d.device_path, "must be unique"));
+            errs.push(FieldError::invalid(
+                &p.child("devicePath"),
+                &d.device_path,
+                "must be unique",
+            ));
         }
         if !d.device_path.is_empty() && d.device_path.split('/').any(|s| s == "..") {
             errs.push(FieldError::invalid(
@@ -1569,14 +1617,29 @@ fn validate_container_resource_name(name: &str, path: &FieldPath) -> Vec<FieldEr
         return errs;
     }
     if !name.contains('/') {
-        if !STANDARD_RESOURCES.contains(&name) && !is_hugepages(name) && !name.starts_with("requests.hugepages-") {
-            errs.push(FieldError::invalid(path, name, "must be a standard resource type or fully qualified"));
+        if !STANDARD_RESOURCES.contains(&name)
+            && !is_hugepages(name)
+            && !name.starts_with("requests.hugepages-")
+        {
+            errs.push(FieldError::invalid(
+                path,
+                name,
+                "must be a standard resource type or fully qualified",
+            ));
         }
         if !STANDARD_CONTAINER_RESOURCES.contains(&name) && !is_hugepages(name) {
-            errs.push(FieldError::invalid(path, name, "must be a standard resource for containers"));
+            errs.push(FieldError::invalid(
+                path,
+                name,
+                "must be a standard resource for containers",
+            ));
         }
     } else if !is_native_resource(name) && !is_extended_resource(name) {
-        errs.push(FieldError::invalid(path, name, "doesn't follow extended resource name standard"));
+        errs.push(FieldError::invalid(
+            path,
+            name,
+            "doesn't follow extended resource name standard",
+        ));
     }
     errs
 }
@@ -1606,7 +1669,11 @@ fn validate_quantity_value(name: &str, text: &str, path: &FieldPath) -> Vec<Fiel
             || canonical.ends_with('n')
             || canonical.contains("e-"));
         if !is_integer {
-            errs.push(FieldError::invalid(path, BadValue::Go(go_quantity_struct(&canonical)), "must be an integer"));
+            errs.push(FieldError::invalid(
+                path,
+                BadValue::Go(go_quantity_struct(&canonical)),
+                "must be an integer",
+            ));
         }
     }
     errs
@@ -1657,7 +1724,10 @@ fn validate_resources(
                     errs.push(FieldError::invalid(
                         &req_path,
                         canonical_text(q),
-                        format!("must be less than or equal to {name} limit of {}", canonical_text(limit)),
+                        format!(
+                            "must be less than or equal to {name} limit of {}",
+                            canonical_text(limit)
+                        ),
                     ));
                 }
             }
@@ -1768,7 +1838,8 @@ fn validate_lifecycle(
     path: &FieldPath,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    for (handler, field) in [(&lifecycle.post_start, "postStart"), (&lifecycle.pre_stop, "preStop")] {
+    for (handler, field) in [(&lifecycle.post_start, "postStart"), (&lifecycle.pre_stop, "preStop")]
+    {
         if let Some(h) = handler {
             errs.extend(validate_handler(&lifecycle_handler(h), grace, &path.child(field)));
         }
@@ -1803,7 +1874,10 @@ fn validate_handler(h: &Handler<'_>, grace: Option<i64>, path: &FieldPath) -> Ve
             return false;
         }
         if count > 0 {
-            errs.push(FieldError::forbidden(&path.child(field), "may not specify more than 1 handler type"));
+            errs.push(FieldError::forbidden(
+                &path.child(field),
+                "may not specify more than 1 handler type",
+            ));
             return false;
         }
         count += 1;
@@ -1910,7 +1984,10 @@ mod tests {
                 "volumes": [{"name": "data"}]
             }
         }));
-        assert_eq!(messages(&validate_pod_template_spec(&t, &FieldPath::new("template"))), Vec::<String>::new());
+        assert_eq!(
+            messages(&validate_pod_template_spec(&t, &FieldPath::new("template"))),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -1926,7 +2003,8 @@ mod tests {
                 "volumes": [{"name": "v", "hostPath": {"path": "/a"}, "emptyDir": {}}]
             }
         }));
-        let errs = messages(&validate_pod_template_spec(&t, &FieldPath::new("spec").child("template")));
+        let errs =
+            messages(&validate_pod_template_spec(&t, &FieldPath::new("spec").child("template")));
         let expected = [
             "spec.template.spec.volumes[0].hostPath: Forbidden: may not specify more than 1 volume type",
             "spec.template.spec.containers[0].name: Invalid value: \"Web\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",

@@ -1,0 +1,205 @@
+//! Admission and conversion webhooks through the API server, driven by the real kubectl:
+//! CloneSet validation and defaulting, v1alpha1 <-> v1beta1 conversion, deletion protection,
+//! and what happens to pod creation while the manager is down.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Kubectl, Playground, Proc, manager_command, wait_for};
+use serde_json::{Value, json};
+
+fn cloneset(api_version: &str, name: &str, spec: Value) -> String {
+    json!({
+        "apiVersion": api_version,
+        "kind": "CloneSet",
+        "metadata": {"name": name},
+        "spec": spec
+    })
+    .to_string()
+}
+
+fn simple_spec(app: &str, template_app: &str) -> Value {
+    json!({
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": app}},
+        "template": {
+            "metadata": {"labels": {"app": template_app}},
+            "spec": {"containers": [{"name": "main", "image": "registry.example/app:v1"}]}
+        }
+    })
+}
+
+#[test]
+fn cloneset_admission_conversion_and_deletion_protection_on_the_playground() {
+    let pg = Playground::start(2, &["--feature-gates", "ResourcesDeletionProtection=true"]);
+    let k = &pg.kubectl;
+
+    // An invalid CloneSet is refused, naming the field.
+    let bad = cloneset("apps.kruise.io/v1beta1", "bad", simple_spec("web", "other"));
+    let out = k.run_with(&["create", "-f", "-"], Some(&bad));
+    assert!(!out.ok, "a selector that does not match the template must be refused");
+    assert!(
+        out.stderr.contains(r#"admission webhook "vcloneset.kb.io" denied the request"#)
+            && out.stderr.contains("spec.template.metadata.labels"),
+        "{}",
+        out.stderr
+    );
+    let mut partition = simple_spec("web", "web");
+    partition["updateStrategy"] = json!({"rollingUpdate": {"partition": -1}});
+    let out = k.run_with(
+        &["create", "-f", "-"],
+        Some(&cloneset("apps.kruise.io/v1beta1", "bad", partition)),
+    );
+    assert!(!out.ok);
+    assert!(out.stderr.contains("spec.updateStrategy.rollingUpdate.partition"), "{}", out.stderr);
+
+    // Defaulting fills in upstream's defaults, template included.
+    k.ok_stdin(
+        &["create", "-f", "-"],
+        &cloneset("apps.kruise.io/v1beta1", "web", simple_spec("web", "web")),
+    );
+    let web = k.json(&["get", "clonesets.v1beta1.apps.kruise.io", "web"]);
+    let container = &web["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["terminationMessagePath"], "/dev/termination-log", "{web}");
+    assert_eq!(web["spec"]["template"]["spec"]["restartPolicy"], "Always", "{web}");
+    assert_eq!(web["spec"]["template"]["spec"]["terminationGracePeriodSeconds"], 30, "{web}");
+
+    // Written as v1alpha1, read as v1beta1 (and back).
+    let mut alpha_spec = simple_spec("legacy", "legacy");
+    alpha_spec["updateStrategy"] =
+        json!({"type": "InPlaceIfPossible", "maxUnavailable": "40%", "partition": 1});
+    k.ok_stdin(&["create", "-f", "-"], &cloneset("apps.kruise.io/v1alpha1", "legacy", alpha_spec));
+    let beta = k.json(&["get", "clonesets.v1beta1.apps.kruise.io", "legacy"]);
+    let rolling = &beta["spec"]["updateStrategy"]["rollingUpdate"];
+    assert_eq!(beta["apiVersion"], "apps.kruise.io/v1beta1");
+    assert_eq!(rolling["maxUnavailable"], "40%", "{beta}");
+    assert_eq!(rolling["podUpdatePolicy"], "InPlaceIfPossible", "{beta}");
+    assert_eq!(rolling["partition"], 1, "{beta}");
+    let alpha = k.json(&["get", "clonesets.v1alpha1.apps.kruise.io", "web"]);
+    assert_eq!(alpha["apiVersion"], "apps.kruise.io/v1alpha1");
+    assert_eq!(alpha["spec"]["updateStrategy"]["maxUnavailable"], "20%", "{alpha}");
+    wait_for("both CloneSets ready", Duration::from_secs(60), || {
+        let ready = |name: &str| {
+            k.json(&["get", "clone", name])["status"]["readyReplicas"].as_i64() == Some(2)
+        };
+        (ready("web") && ready("legacy")).then_some(())
+    });
+
+    // A namespace protected with Cascading cannot go while it has running pods.
+    k.ok_stdin(
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": "prod", "labels": {"policy.kruise.io/delete-protection": "Cascading"}}})
+        .to_string(),
+    );
+    k.ok_stdin(
+        &["create", "-n", "prod", "-f", "-"],
+        &cloneset("apps.kruise.io/v1beta1", "api", simple_spec("api", "api")),
+    );
+    wait_for("pods in prod", Duration::from_secs(60), || {
+        let pods = k.ok(&["get", "pods", "-n", "prod", "--no-headers"]);
+        (pods.lines().filter(|l| l.contains("Running")).count() == 2).then_some(())
+    });
+    let out = k.run_with(&["delete", "namespace", "prod", "--wait=false"], None);
+    assert!(!out.ok, "a protected namespace with pods must not be deleted");
+    assert!(
+        out.stderr.contains(r#"admission webhook "vnamespace.kb.io" denied the request"#)
+            && out.stderr.contains("active pods"),
+        "{}",
+        out.stderr
+    );
+    // A protected CloneSet with replicas cannot be deleted either.
+    k.ok(&["label", "clone", "web", "policy.kruise.io/delete-protection=Cascading"]);
+    let out = k.run_with(&["delete", "clone", "web", "--wait=false"], None);
+    assert!(!out.ok && out.stderr.contains("vcloneset.kb.io"), "{}", out.stderr);
+    k.ok(&["scale", "clone", "web", "--replicas=0"]);
+    k.ok(&["delete", "clone", "web", "--wait=false"]);
+
+    // Once its pods are gone, the namespace may go.
+    k.ok(&["scale", "clone", "api", "-n", "prod", "--replicas=0"]);
+    wait_for("prod's pods gone", Duration::from_secs(60), || {
+        let pods = k.ok(&["get", "pods", "-n", "prod", "--no-headers", "--ignore-not-found"]);
+        pods.trim().is_empty().then_some(())
+    });
+    k.ok(&["delete", "namespace", "prod", "--wait=false"]);
+}
+
+fn pod(name: &str) -> String {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "main", "image": "registry.example/p:v1"}]}})
+    .to_string()
+}
+
+fn start_manager(dir: &std::path::Path, kubeconfig: &std::path::Path, extra: &[&str]) -> Proc {
+    let (mut cmd, log) = manager_command(dir, "manager.log");
+    cmd.arg("run")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--enable-leader-election=false", "--metrics-addr", "0", "--health-probe-addr"])
+        .args(["0", "--webhook-host", "127.0.0.1", "--webhook-port", "0"])
+        .args(extra);
+    Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
+}
+
+#[test]
+fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
+    let server = kruise_sim::Server::start_in_thread(
+        kruise_sim::Config::default().with_kruise_crds(),
+    )
+    .expect("cluster starts");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let k = Kubectl::new(&kubeconfig, dir.path());
+    for ns in ["kruise-system", "kube-system"] {
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        let out = k.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
+        assert!(out.ok || out.stderr.contains("AlreadyExists"), "{}", out.stderr);
+    }
+    let registered = |k: &Kubectl| {
+        wait_for("the webhook configurations", Duration::from_secs(60), || {
+            let policy = k.run_with(
+                &[
+                    "get",
+                    "mutatingwebhookconfiguration",
+                    "kruise-mutating-webhook-configuration",
+                    "-o",
+                    "jsonpath={.webhooks[0].failurePolicy}",
+                ],
+                None,
+            );
+            (policy.ok && !policy.stdout.is_empty()).then_some(policy.stdout)
+        })
+    };
+
+    // Default: pod webhooks fail open.
+    let mut manager = start_manager(dir.path(), &kubeconfig, &[]);
+    assert_eq!(registered(&k), "Ignore");
+    k.ok_stdin(&["create", "-f", "-"], &pod("with-manager"));
+    manager.kill();
+    k.ok_stdin(&["create", "-f", "-"], &pod("manager-down"));
+    k.ok_stdin(&["create", "-n", "kube-system", "-f", "-"], &pod("system-1"));
+
+    // Fail: pods outside the system namespaces wait for the manager; kube-system never does.
+    let mut manager = start_manager(dir.path(), &kubeconfig, &["--pod-webhook-failure-policy", "Fail"]);
+    wait_for("the Fail policy registered", Duration::from_secs(60), || {
+        (registered(&k) == "Fail").then_some(())
+    });
+    k.ok_stdin(&["create", "-f", "-"], &pod("with-manager-2"));
+    manager.kill();
+    let out = k.run_with(&["create", "-f", "-"], Some(&pod("refused")));
+    assert!(!out.ok, "with failurePolicy Fail and no manager, the pod must be refused");
+    assert!(out.stderr.contains("mpod.kb.io"), "{}", out.stderr);
+    k.ok_stdin(&["create", "-n", "kube-system", "-f", "-"], &pod("system-2"));
+    // Bad flag values are refused before anything is registered.
+    let (mut cmd, _) = manager_command(dir.path(), "bad.log");
+    let status = cmd
+        .args(["run", "--pod-webhook-failure-policy", "Sometimes", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .status()
+        .expect("runs");
+    assert!(!status.success());
+    let log = std::fs::read_to_string(dir.path().join("bad.log")).unwrap_or_default();
+    assert!(log.contains("--pod-webhook-failure-policy"), "{log}");
+}
