@@ -280,6 +280,9 @@ impl CloneSetController {
         if let Some(blocked) = &plan.blocked {
             tracing::debug!(%key, ?blocked, "waiting");
         }
+        for event in plan.events.iter().filter(|e| e.reason == "ExpectationTimeout") {
+            tracing::warn!(%key, message = %event.message, "expectations timed out and were dropped");
+        }
         self.execute(key, &cs, &plan, now).await?;
         Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
     }
