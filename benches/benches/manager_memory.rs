@@ -7,7 +7,9 @@
 //! The bench creates 500 CloneSets (apps.kruise.io/v1beta1, 20 replicas each, distinct
 //! selectors); the manager creates the 10,000 pods. Once every pod exists and every CloneSet's
 //! status reports 20 replicas for its current generation, and a few seconds more, the
-//! manager's `VmRSS` (steady) and `VmHWM` (peak) are read from /proc.
+//! manager's `VmRSS` (steady) and `VmHWM` (peak) are read from /proc. Then a second manager
+//! is started against the same cluster (a restart: its caches fill from one list each) and
+//! read the same way once `/readyz` answers and the server has seen no write for 2 s.
 //!
 //! Build the manager first; the binary is looked for next to the bench's directory
 //! (`target/release/kruise-manager`) unless `KRUISE_MANAGER_BIN` names it:
@@ -184,6 +186,135 @@ fn log_summary(log: &Path) {
     }
 }
 
+/// `GET path` on loopback `port`: the status code and the body.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read as _, Write as _};
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let code = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+    Some((code, body))
+}
+
+/// A free loopback port (bound and released; good enough for a bench).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// One manager subprocess and what it needs.
+struct Manager {
+    child: Child,
+    pid: String,
+    /// Probes and metrics, on loopback.
+    port: u16,
+    log: PathBuf,
+}
+
+impl Manager {
+    fn start(binary: &Path, kubeconfig: &Path, log: PathBuf, qps: f32, burst: u32) -> Manager {
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = Command::new(binary)
+            .args(["run", "--kubeconfig"])
+            .arg(kubeconfig)
+            .args(["--enable-leader-election=false", "--enable-webhook=false"])
+            .args(["--metrics-addr", &addr, "--health-probe-addr", &addr])
+            .args(["--rest-config-qps", &qps.to_string()])
+            .args(["--rest-config-burst", &burst.to_string()])
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("manager starts");
+        let pid = child.id().to_string();
+        Manager { child, pid, port, log }
+    }
+
+    fn memory(&self) -> (f64, f64) {
+        memory_mib(&self.pid)
+    }
+
+    fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Waits until `/readyz` answers 200 (the caches have listed).
+    async fn wait_ready(&mut self) -> Duration {
+        let start = Instant::now();
+        while start.elapsed() < TIMEOUT && !self.exited() {
+            let port = self.port;
+            let answer =
+                tokio::task::spawn_blocking(move || http_get(port, "/readyz")).await.ok().flatten();
+            if answer.is_some_and(|(code, _)| code == 200) {
+                return start.elapsed();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the manager did not become ready; see {}", self.log.display());
+    }
+
+    /// The reconcile counters from `/metrics`, as `result=count` pairs.
+    async fn reconciles(&self) -> String {
+        let port = self.port;
+        let body = tokio::task::spawn_blocking(move || http_get(port, "/metrics"))
+            .await
+            .ok()
+            .flatten()
+            .map(|(_, body)| body)
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for line in body.lines() {
+            if line.starts_with("controller_runtime_reconcile_total{") {
+                let result = line.split("result=\"").nth(1).and_then(|r| r.split('"').next());
+                let count = line.rsplit(' ').next().unwrap_or("?");
+                out.push(format!("{}={count}", result.unwrap_or("?")));
+            }
+        }
+        out.sort();
+        if out.is_empty() { "none".into() } else { out.join(", ") }
+    }
+
+    fn stop(mut self) {
+        stop(&mut self.child);
+        log_summary(&self.log);
+    }
+}
+
+/// Waits until the server has taken no write for `quiet`; returns the resourceVersion.
+async fn wait_quiet(server: &kruise_sim::ServerHandle, quiet: Duration) -> u64 {
+    let store = server.cluster().store();
+    let mut last = store.current_rv();
+    let mut since = Instant::now();
+    while since.elapsed() < quiet {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let rv = store.current_rv();
+        if rv != last {
+            last = rv;
+            since = Instant::now();
+        }
+    }
+    last
+}
+
+/// Samples the manager's RSS for `settle`, then returns (steady RSS, peak RSS, sampled peak).
+async fn settle_and_read(manager: &Manager, settle: Duration, mut sampled: f64) -> (f64, f64, f64) {
+    let start = Instant::now();
+    while start.elapsed() < settle {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        sampled = sampled.max(manager.memory().0);
+    }
+    let (rss, hwm) = manager.memory();
+    (rss, hwm, sampled.max(rss))
+}
+
 fn main() {
     let Some(binary) = manager_binary() else {
         eprintln!(
@@ -201,41 +332,24 @@ fn main() {
         let server =
             Server::start(Config::default().with_kruise_crds()).await.expect("server starts");
         let dir = std::env::temp_dir();
-        let kubeconfig =
-            dir.join(format!("kruise-manager-memory-{}.kubeconfig", std::process::id()));
-        let log = dir.join(format!("kruise-manager-memory-{}.log", std::process::id()));
+        let id = std::process::id();
+        let kubeconfig = dir.join(format!("kruise-manager-memory-{id}.kubeconfig"));
         server.write_kubeconfig(&kubeconfig).expect("kubeconfig written");
         let client =
             kruise_sim::nodes::client_from_kubeconfig(&server.kubeconfig).await.expect("client");
-
-        let mut child = Command::new(&binary)
-            .args(["run", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .args([
-                "--enable-leader-election=false",
-                "--enable-webhook=false",
-                "--metrics-addr",
-                "0",
-                "--health-probe-addr",
-                "0",
-                "--rest-config-qps",
-                &qps.to_string(),
-                "--rest-config-burst",
-                &burst.to_string(),
-            ])
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("manager starts");
-        let pid = child.id().to_string();
         let limit = if qps > 0.0 { format!("qps {qps}, burst {burst}") } else { "no limit".into() };
-        println!("manager_memory: {} (pid {pid}), client rate limit: {limit}", binary.display());
 
-        // The empty manager: caches listed (nothing to list), controllers idle.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let (rss_empty, _) = memory_mib(&pid);
+        // Phase 1: an empty cluster; the manager creates every pod.
+        let log = dir.join(format!("kruise-manager-memory-{id}-1.log"));
+        let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst);
+        println!(
+            "manager_memory: {} (pid {}), client rate limit: {limit}",
+            binary.display(),
+            manager.pid
+        );
+        manager.wait_ready().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (rss_empty, _) = manager.memory();
 
         let seen = Arc::new(AtomicUsize::new(0));
         let counter = count_pods(client.clone(), seen.clone());
@@ -256,57 +370,43 @@ fn main() {
         let mut done_at = None;
         let mut sampled_peak: f64 = 0.0;
         let mut last_print = Instant::now();
-        while start.elapsed() < TIMEOUT {
+        while start.elapsed() < TIMEOUT && !manager.exited() {
             tokio::time::sleep(Duration::from_millis(250)).await;
-            if let Ok(Some(status)) = child.try_wait() {
-                println!("manager_memory: the manager exited early: {status}");
-                break;
-            }
-            sampled_peak = sampled_peak.max(memory_mib(&pid).0);
+            sampled_peak = sampled_peak.max(manager.memory().0);
             let pods = seen.load(Ordering::Relaxed);
             if pods >= PODS && pods_at.is_none() {
                 pods_at = Some(start.elapsed());
             }
-            if pods_at.is_some() {
-                let done = clonesets_done(&clonesets).await;
-                if done == CLONESETS {
-                    done_at = Some(start.elapsed());
-                    break;
-                }
+            if pods_at.is_some() && clonesets_done(&clonesets).await == CLONESETS {
+                done_at = Some(start.elapsed());
+                break;
             }
             if last_print.elapsed() >= Duration::from_secs(10) {
                 last_print = Instant::now();
                 println!(
                     "manager_memory: {:.0} s: {pods} pods, manager RSS {:.0} MiB",
                     start.elapsed().as_secs_f64(),
-                    memory_mib(&pid).0
+                    manager.memory().0
                 );
             }
         }
+        counter.abort();
         let Some(done_at) = done_at else {
-            let done = clonesets_done(&clonesets).await;
             println!(
-                "manager_memory: NOT DONE after {:.0} s: {} pods, {done} CloneSets at {REPLICAS} \
+                "manager_memory: NOT DONE after {:.0} s: {} pods, {} CloneSets at {REPLICAS} \
                  replicas; manager RSS {:.0} MiB",
                 start.elapsed().as_secs_f64(),
                 seen.load(Ordering::Relaxed),
-                memory_mib(&pid).0
+                clonesets_done(&clonesets).await,
+                manager.memory().0
             );
-            stop(&mut child);
-            log_summary(&log);
+            manager.stop();
             std::process::exit(1);
         };
         let rv_done = server.cluster().store().current_rv();
-
-        // Settle, sampling, then read the steady figures.
-        let settle_start = Instant::now();
-        while settle_start.elapsed() < settle {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            sampled_peak = sampled_peak.max(memory_mib(&pid).0);
-        }
-        let (rss, hwm) = memory_mib(&pid);
+        let (rss, hwm, sampled_peak) = settle_and_read(&manager, settle, sampled_peak).await;
         let rv_steady = server.cluster().store().current_rv();
-        let (bench_rss, bench_hwm) = memory_mib("self");
+        let reconciles = manager.reconciles().await;
 
         println!(
             "manager_memory: {CLONESETS} CloneSets created in {:.2} s; {PODS} pods seen after \
@@ -316,12 +416,12 @@ fn main() {
             done_at.as_secs_f64()
         );
         println!(
-            "manager_memory: resourceVersion {rv_done} when done, {rv_steady} after {} s more \
-             ({} writes while settling)",
-            settle.as_secs(),
-            rv_steady.saturating_sub(rv_done)
+            "manager_memory: {rv_done} writes when done (resourceVersion), {} more in the next \
+             {} s; reconciles: {reconciles}",
+            rv_steady.saturating_sub(rv_done),
+            settle.as_secs()
         );
-        println!("manager_memory: manager RSS with nothing cached: {rss_empty:.1} MiB");
+        println!("manager_memory: manager RSS, ready with nothing cached: {rss_empty:.1} MiB");
         println!(
             "manager_memory: manager steady RSS (VmRSS, {} s after done): {rss:.1} MiB",
             settle.as_secs()
@@ -330,17 +430,43 @@ fn main() {
             "manager_memory: manager peak RSS (VmHWM): {hwm:.1} MiB (sampled every 250 ms: \
              {sampled_peak:.1} MiB)"
         );
+        manager.stop();
+
+        // Phase 2: a manager restarted against the 10,000 pods: the caches fill from lists.
+        let rv_before = server.cluster().store().current_rv();
+        let log = dir.join(format!("kruise-manager-memory-{id}-2.log"));
+        let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst);
+        let ready = manager.wait_ready().await;
+        let start_quiet = Instant::now();
+        let rv_quiet = wait_quiet(&server, Duration::from_secs(2)).await;
+        let quiet = ready + start_quiet.elapsed();
+        let (rss2, hwm2, sampled2) = settle_and_read(&manager, settle, 0.0).await;
+        let reconciles2 = manager.reconciles().await;
         println!(
-            "manager_memory: steady target < 100 MiB: {}",
-            if rss < 100.0 { "met" } else { "NOT met" }
+            "manager_memory: restarted manager (pid {}): ready (caches listed) after {:.2} s, \
+             quiet (no write for 2 s) after {:.2} s; {} writes; reconciles: {reconciles2}",
+            manager.pid,
+            ready.as_secs_f64(),
+            quiet.as_secs_f64(),
+            rv_quiet.saturating_sub(rv_before)
         );
+        println!(
+            "manager_memory: restarted manager steady RSS: {rss2:.1} MiB, peak (VmHWM): \
+             {hwm2:.1} MiB (sampled: {sampled2:.1} MiB)"
+        );
+        manager.stop();
+
+        let worst = rss.max(rss2);
+        println!(
+            "manager_memory: steady target < 100 MiB: {} (steady {rss:.1} MiB after creating, \
+             {rss2:.1} MiB after a restart)",
+            if worst < 100.0 { "met" } else { "NOT met" }
+        );
+        let (bench_rss, bench_hwm) = memory_mib("self");
         println!(
             "manager_memory: this process (API server, watch): RSS {bench_rss:.0} MiB, peak \
              {bench_hwm:.0} MiB"
         );
-        stop(&mut child);
-        counter.abort();
-        log_summary(&log);
         server.shutdown();
         let _ = std::fs::remove_file(&kubeconfig);
     });

@@ -23,11 +23,11 @@
 
 use criterion::{Criterion, SamplingMode};
 use futures::{StreamExt as _, TryStreamExt as _};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_kube::manager::{ManagerConfig, ManagerHandle};
 use kruise_sim::{Config, Server, ServerHandle};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -122,8 +122,33 @@ async fn watch_pods(client: &kube::Client, count: usize) -> tokio::task::JoinHan
     task
 }
 
-/// One run of the manager scaling 0 -> `PODS`.
-async fn manager_run() -> Duration {
+/// What one manager run measured; the details only when asked for.
+#[derive(Default)]
+struct ManagerRun {
+    /// From the scale patch until the watch has seen every pod.
+    pods: Duration,
+    /// From the scale patch until the CloneSet's status reports every replica.
+    status: Option<Duration>,
+    /// Writes the server took (resourceVersion delta) from the patch until the status.
+    writes: u64,
+    /// Events in the namespace at the end.
+    events: usize,
+    /// Pods with an `InPlaceUpdateReady` condition (a status patch each) at the end.
+    conditioned: usize,
+    /// Reconciles the manager counted (`controller_runtime_reconcile_total`).
+    reconciles: f64,
+}
+
+/// The sum of every sample of `metric` in the Prometheus text `text`.
+fn metric_sum(text: &str, metric: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(metric) && l[metric.len()..].starts_with(['{', ' ']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// One run of the manager scaling 0 -> `PODS`; with `detail`, also waits for the status.
+async fn manager_run(detail: bool) -> ManagerRun {
     let (server, client, watch_client) = cluster().await;
     let mut config = ManagerConfig::default();
     config.leader_election = None;
@@ -155,24 +180,52 @@ async fn manager_run() -> Duration {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let watch = watch_pods(&watch_client, PODS).await;
+    let rv0 = server.cluster().store().current_rv();
 
     let start = Instant::now();
     let patch = serde_json::json!({"spec": {"replicas": PODS}});
     api.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("scaled");
     watch.await.expect("watch task");
-    let elapsed = start.elapsed();
+    let mut run = ManagerRun { pods: start.elapsed(), ..ManagerRun::default() };
+
+    if detail {
+        loop {
+            let cs = api.get("web").await.expect("cloneset read");
+            if cs.status.is_some_and(|s| s.replicas == PODS as i32 && s.observed_generation >= 2) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        run.status = Some(start.elapsed());
+        run.writes = server.cluster().store().current_rv() - rv0;
+        let events: Api<Event> = Api::namespaced(watch_client.clone(), "default");
+        let pods: Api<Pod> = Api::namespaced(watch_client.clone(), "default");
+        let listed = pods.list(&ListParams::default().labels(LABELS)).await.expect("pods listed");
+        run.conditioned = listed
+            .items
+            .iter()
+            .filter(|p| {
+                let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+                conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "InPlaceUpdateReady"))
+            })
+            .count();
+        run.events = events.list(&ListParams::default()).await.map_or(0, |l| l.items.len());
+        run.reconciles = metric_sum(&handle.metrics.encode(), "controller_runtime_reconcile_total");
+    }
 
     let _ = stop_tx.send(());
     manager.await.expect("manager task").expect("manager ran");
     server.shutdown();
-    elapsed
+    run
 }
 
-/// One run of the client creating `PODS` pods, `in_flight` at a time.
-async fn client_run(in_flight: usize) -> Duration {
+/// One run of the client creating `PODS` pods, `in_flight` at a time; the time and the
+/// writes the server took.
+async fn client_run(in_flight: usize) -> (Duration, u64) {
     let (server, client, watch_client) = cluster().await;
     let watch = watch_pods(&watch_client, PODS).await;
     let api: Api<Pod> = Api::namespaced(client, "default");
+    let rv0 = server.cluster().store().current_rv();
     let start = Instant::now();
     futures::stream::iter(0..PODS)
         .map(|i| {
@@ -185,8 +238,9 @@ async fn client_run(in_flight: usize) -> Duration {
         .expect("pods created");
     watch.await.expect("watch task");
     let elapsed = start.elapsed();
+    let writes = server.cluster().store().current_rv() - rv0;
     server.shutdown();
-    elapsed
+    (elapsed, writes)
 }
 
 /// Every run's time, per scenario, for the table at the end.
@@ -215,11 +269,33 @@ fn main() {
     let limit = if qps > 0.0 { format!("qps {qps}, burst {burst}") } else { "no limit".into() };
     println!("manager_scale: client rate limit: {limit} (KRUISE_BENCH_QPS, KRUISE_BENCH_BURST)");
 
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    if filter.as_deref().is_none_or(|f| "manager_scale/detail".contains(f)) {
+        let run = rt.block_on(manager_run(true));
+        println!(
+            "manager_scale/detail: one run: {PODS} pods after {:.3} s, status.replicas {PODS} \
+             after {:.3} s; {} writes (resourceVersion), {} Events, {} pods with an InPlaceUpdateReady \
+             condition, {} reconciles",
+            run.pods.as_secs_f64(),
+            run.status.unwrap_or_default().as_secs_f64(),
+            run.writes,
+            run.events,
+            run.conditioned,
+            run.reconciles
+        );
+        let (took, writes) = rt.block_on(client_run(IN_FLIGHT));
+        println!(
+            "manager_scale/detail: one run of the client, 32 in flight: {PODS} pods after \
+             {:.3} s; {writes} writes (resourceVersion)",
+            took.as_secs_f64()
+        );
+    }
+
     let mut g = c.benchmark_group("manager_scale");
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_millis(1))
-        .measurement_time(Duration::from_secs(20));
+        .measurement_time(Duration::from_secs(8));
     let mut bench =
         |name: &str, pick: fn(&mut Runs) -> &mut Vec<Duration>, run: &dyn Fn() -> Duration| {
             g.bench_function(name, |b| {
@@ -234,11 +310,13 @@ fn main() {
                 })
             });
         };
-    bench("manager 0->1000", |r| &mut r.manager, &|| rt.block_on(manager_run()));
+    bench("manager 0->1000", |r| &mut r.manager, &|| rt.block_on(manager_run(false)).pods);
     bench("client 1000 creates, 32 in flight", |r| &mut r.concurrent, &|| {
-        rt.block_on(client_run(IN_FLIGHT))
+        rt.block_on(client_run(IN_FLIGHT)).0
     });
-    bench("client 1000 creates, sequential", |r| &mut r.sequential, &|| rt.block_on(client_run(1)));
+    bench("client 1000 creates, sequential", |r| &mut r.sequential, &|| {
+        rt.block_on(client_run(1)).0
+    });
     g.finish();
     c.final_summary();
 

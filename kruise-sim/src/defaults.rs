@@ -142,11 +142,19 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
                 put_default(spec, "replicas", json!(1));
                 put_default(spec, "revisionHistoryLimit", json!(10));
                 put_default(spec, "progressDeadlineSeconds", json!(600));
-                put_default(
-                    spec,
-                    "strategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
-                );
+                // An empty strategy (as `kubectl create deployment` sends) gets the default
+                // type, and RollingUpdate its default parameters.
+                let strategy = spec.entry("strategy").or_insert_with(|| json!({}));
+                if let Value::Object(strategy) = strategy {
+                    put_default(strategy, "type", json!("RollingUpdate"));
+                    if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                        let rolling = strategy.entry("rollingUpdate").or_insert_with(|| json!({}));
+                        if let Value::Object(rolling) = rolling {
+                            put_default(rolling, "maxUnavailable", json!("25%"));
+                            put_default(rolling, "maxSurge", json!("25%"));
+                        }
+                    }
+                }
             }
             template(obj, &["spec", "template", "spec"]);
         }

@@ -137,14 +137,28 @@ fn truthy(v: Option<&String>) -> bool {
     matches!(v.map(String::as_str), Some("true" | "1"))
 }
 
+/// [`decode_body`], with warnings about protobuf fields the decoder dropped.
+fn decode_body_warn(bytes: &[u8], content_type: &str) -> Result<(Value, Vec<String>), ApiError> {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if media.eq_ignore_ascii_case(crate::protobuf::MEDIA_TYPE) {
+        let decoded = crate::protobuf::decode(bytes)?;
+        return Ok((decoded.object, decoded.warnings));
+    }
+    decode_body(bytes, content_type).map(|v| (v, Vec::new()))
+}
+
 fn decode_body(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
     let media = content_type.split(';').next().unwrap_or("").trim();
+    if media.eq_ignore_ascii_case(crate::protobuf::MEDIA_TYPE) {
+        return Ok(crate::protobuf::decode(bytes)?.object);
+    }
     if !matches!(media, "" | "application/json" | "application/yaml" | "*/*") {
         return Err(ApiError::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (kruise-sim does not decode {media})"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, {} (kruise-sim does not decode {media})",
+                crate::protobuf::MEDIA_TYPE
             ),
         ));
     }
@@ -506,8 +520,9 @@ where
             }
             let opts = write_options(&q)?;
             let (bytes, ct) = read_body(req).await?;
-            let body = decode_body(&bytes, &ct)?;
-            let (obj, warnings) = cluster.create_admitted(&def, &ns_str, body, &opts).await?;
+            let (body, mut warnings) = decode_body_warn(&bytes, &ct)?;
+            let (obj, admitted) = cluster.create_admitted(&def, &ns_str, body, &opts).await?;
+            warnings.extend(admitted);
             Ok(render(201, &format_one(&def, obj, out, &q), out, &warnings))
         }
         (None, None, &Method::DELETE) => {
@@ -558,9 +573,10 @@ where
         (Some(name), None | Some("status" | "scale" | "finalize"), &Method::PUT) => {
             let opts = write_options(&q)?;
             let (bytes, ct) = read_body(req).await?;
-            let body = decode_body(&bytes, &ct)?;
-            let (obj, created, warnings) =
+            let (body, mut warnings) = decode_body_warn(&bytes, &ct)?;
+            let (obj, created, admitted) =
                 cluster.update_admitted(&def, &ns_str, name, sub_kind, body, &opts).await?;
+            warnings.extend(admitted);
             let obj = if sub_kind == Sub::Scale { obj } else { format_one(&def, obj, out, &q) };
             Ok(render(if created { 201 } else { 200 }, &obj, out, &warnings))
         }

@@ -38,6 +38,7 @@ mod http;
 pub mod jsonpath;
 mod managed;
 pub mod nodes;
+mod protobuf;
 mod resize;
 pub mod resources;
 pub mod schema;

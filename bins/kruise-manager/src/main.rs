@@ -275,6 +275,12 @@ async fn playground(
     if flags.webhook_host.is_none() {
         flags.webhook_host = Some("127.0.0.1".to_owned());
     }
+    // Probes and metrics on loopback too (`:8080` would listen on every interface).
+    for addr in [&mut flags.metrics_addr, &mut flags.health_probe_addr] {
+        if addr.starts_with(':') {
+            *addr = format!("127.0.0.1{addr}");
+        }
+    }
     let config = flags.manager_config()?;
     let sim_config = kruise_sim::Config { addr, ..kruise_sim::Config::default() }
         .with_kruise_crds()
