@@ -15,6 +15,11 @@
 //! - "client 1000 creates, 32 in flight": the same kind of client creates 1,000 pods (32
 //!   requests in flight, the applier's concurrency), timed until the watch has seen them all.
 //! - "client 1000 creates, sequential": the same, one request at a time.
+//! - "client 1000 creates, slow-start batches": the same in batches of 1, 2, 4, ... 32, each
+//!   finished before the next starts, as the manager's applier sends creates.
+//!
+//! Before those, one "detail" run of the manager (also until its status reports 1,000
+//! replicas, with the writes, Events and reconciles it took) and one of the client.
 //!
 //! A fresh server (and manager) per iteration; their start is not timed. Criterion reports
 //! each scenario; a table with the medians and the ratios is printed at the end.
@@ -219,23 +224,44 @@ async fn manager_run(detail: bool) -> ManagerRun {
     run
 }
 
-/// One run of the client creating `PODS` pods, `in_flight` at a time; the time and the
-/// writes the server took.
-async fn client_run(in_flight: usize) -> (Duration, u64) {
+/// How the client sends its creates.
+#[derive(Clone, Copy)]
+enum Creates {
+    /// Up to this many requests in flight at any time.
+    InFlight(usize),
+    /// Batches of 1, 2, 4, ... up to `IN_FLIGHT`, each finished before the next starts (the
+    /// applier's slow start).
+    SlowStart,
+}
+
+/// One run of the client creating `PODS` pods; the time and the writes the server took.
+async fn client_run(creates: Creates) -> (Duration, u64) {
     let (server, client, watch_client) = cluster().await;
     let watch = watch_pods(&watch_client, PODS).await;
     let api: Api<Pod> = Api::namespaced(client, "default");
     let rv0 = server.cluster().store().current_rv();
     let start = Instant::now();
-    futures::stream::iter(0..PODS)
-        .map(|i| {
-            let api = api.clone();
-            async move { api.create(&PostParams::default(), &pod(i)).await.map(|_| ()) }
-        })
-        .buffer_unordered(in_flight)
-        .try_collect::<()>()
-        .await
-        .expect("pods created");
+    let create = |range: std::ops::Range<usize>, in_flight: usize| {
+        futures::stream::iter(range)
+            .map(|i| {
+                let api = api.clone();
+                async move { api.create(&PostParams::default(), &pod(i)).await.map(|_| ()) }
+            })
+            .buffer_unordered(in_flight)
+            .try_collect::<()>()
+    };
+    match creates {
+        Creates::InFlight(n) => create(0..PODS, n).await.expect("pods created"),
+        Creates::SlowStart => {
+            let (mut start, mut batch) = (0, 1);
+            while start < PODS {
+                let end = (start + batch).min(PODS);
+                create(start..end, IN_FLIGHT).await.expect("pods created");
+                start = end;
+                batch = (batch * 2).min(IN_FLIGHT);
+            }
+        }
+    }
     watch.await.expect("watch task");
     let elapsed = start.elapsed();
     let writes = server.cluster().store().current_rv() - rv0;
@@ -249,6 +275,7 @@ struct Runs {
     manager: Vec<Duration>,
     concurrent: Vec<Duration>,
     sequential: Vec<Duration>,
+    slow_start: Vec<Duration>,
 }
 
 fn median(runs: &[Duration]) -> Duration {
@@ -274,8 +301,8 @@ fn main() {
         let run = rt.block_on(manager_run(true));
         println!(
             "manager_scale/detail: one run: {PODS} pods after {:.3} s, status.replicas {PODS} \
-             after {:.3} s; {} writes (resourceVersion), {} Events, {} pods with an InPlaceUpdateReady \
-             condition, {} reconciles",
+             after {:.3} s; {} writes (resourceVersion), {} Events, {} pods with an \
+             InPlaceUpdateReady condition, {} reconciles",
             run.pods.as_secs_f64(),
             run.status.unwrap_or_default().as_secs_f64(),
             run.writes,
@@ -283,7 +310,7 @@ fn main() {
             run.conditioned,
             run.reconciles
         );
-        let (took, writes) = rt.block_on(client_run(IN_FLIGHT));
+        let (took, writes) = rt.block_on(client_run(Creates::InFlight(IN_FLIGHT)));
         println!(
             "manager_scale/detail: one run of the client, 32 in flight: {PODS} pods after \
              {:.3} s; {writes} writes (resourceVersion)",
@@ -312,10 +339,13 @@ fn main() {
         };
     bench("manager 0->1000", |r| &mut r.manager, &|| rt.block_on(manager_run(false)).pods);
     bench("client 1000 creates, 32 in flight", |r| &mut r.concurrent, &|| {
-        rt.block_on(client_run(IN_FLIGHT)).0
+        rt.block_on(client_run(Creates::InFlight(IN_FLIGHT))).0
     });
     bench("client 1000 creates, sequential", |r| &mut r.sequential, &|| {
-        rt.block_on(client_run(1)).0
+        rt.block_on(client_run(Creates::InFlight(1))).0
+    });
+    bench("client 1000 creates, slow-start batches", |r| &mut r.slow_start, &|| {
+        rt.block_on(client_run(Creates::SlowStart)).0
     });
     g.finish();
     c.final_summary();
@@ -326,6 +356,7 @@ fn main() {
         return;
     }
     let (m, cc, s) = (median(&runs.manager), median(&runs.concurrent), median(&runs.sequential));
+    let ss = median(&runs.slow_start);
     println!();
     println!("manager_scale: medians over every run (warm-up included), {PODS} pods, {limit}");
     println!("| scenario | runs | median | per pod | vs 32 in flight |");
@@ -344,6 +375,7 @@ fn main() {
     row("manager 0->1000", runs.manager.len(), m);
     row("client, 32 in flight", runs.concurrent.len(), cc);
     row("client, sequential", runs.sequential.len(), s);
+    row("client, slow-start batches (1, 2, 4, ... 32)", runs.slow_start.len(), ss);
     println!(
         "manager_scale: ratio manager / client (32 in flight) = {:.2}",
         m.as_secs_f64() / cc.as_secs_f64()

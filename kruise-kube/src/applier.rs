@@ -101,6 +101,15 @@ struct SeenEvent {
 
 /// How long repeats are folded into one Event (client-go's correlator keeps ten minutes).
 const EVENT_FOLD_WINDOW: jiff::SignedDuration = jiff::SignedDuration::from_mins(10);
+/// Most Events remembered for folding (client-go's cache holds 4,096).
+const EVENT_CACHE_SIZE: usize = 4096;
+/// Events queued for sending; more are dropped (client-go's broadcaster queues 1,000).
+const EVENT_QUEUE: usize = 1000;
+/// Per object, Events allowed in a burst, then one per [`EVENT_REFILL`] (client-go's spam
+/// filter: 25, then one every five minutes).
+const EVENT_BURST: f64 = 25.0;
+/// See [`EVENT_BURST`].
+const EVENT_REFILL: Duration = Duration::from_secs(300);
 
 impl EventRecorder {
     /// A recorder reporting as `component` (for example `cloneset-controller`).
@@ -175,8 +184,51 @@ impl EventRecorder {
         };
         api.create(&PostParams::default(), &event).await?;
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= EVENT_CACHE_SIZE {
+            // Forget the oldest half rather than grow without bound.
+            let mut firsts: Vec<jiff::Timestamp> = seen.values().map(|e| e.first).collect();
+            firsts.sort_unstable();
+            let cutoff = firsts[firsts.len() / 2];
+            seen.retain(|_, e| e.first > cutoff);
+        }
         seen.insert(key, SeenEvent { name, count: 1, first: now });
         Ok(())
+    }
+}
+
+/// One Event waiting to be sent.
+struct QueuedEvent {
+    regarding: ObjectReference,
+    warning: bool,
+    reason: String,
+    action: String,
+    note: String,
+}
+
+/// Client-go's spam filter: a token bucket per object.
+#[derive(Default)]
+struct SpamFilter {
+    buckets: HashMap<String, (f64, tokio::time::Instant)>,
+}
+
+impl SpamFilter {
+    /// Takes a token for the object `uid`; false when its Events are being dropped.
+    fn allow(&mut self, uid: &str, now: tokio::time::Instant) -> bool {
+        if self.buckets.len() >= EVENT_CACHE_SIZE {
+            self.buckets.retain(|_, (tokens, last)| {
+                *tokens < EVENT_BURST && now.duration_since(*last) < EVENT_REFILL * 25
+            });
+        }
+        let (tokens, last) = self.buckets.entry(uid.to_owned()).or_insert((EVENT_BURST, now));
+        let refill = now.duration_since(*last).as_secs_f64() / EVENT_REFILL.as_secs_f64();
+        *tokens = (*tokens + refill).min(EVENT_BURST);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -185,7 +237,9 @@ impl EventRecorder {
 pub struct Applier {
     client: kube::Client,
     leader: LeaderHandle,
-    recorder: EventRecorder,
+    /// Events go out in the background, so recording one never holds up a reconcile.
+    events: tokio::sync::mpsc::Sender<QueuedEvent>,
+    spam: Arc<Mutex<SpamFilter>>,
     /// How many independent writes of one kind run at once.
     pub concurrency: usize,
     /// Bound on each write.
@@ -196,8 +250,24 @@ impl Applier {
     /// An applier writing with `client` while `leader` says so, recording Events as
     /// `controller`.
     pub fn new(client: kube::Client, leader: LeaderHandle, controller: &str) -> Self {
+        let recorder = EventRecorder::new(client.clone(), controller);
+        let (events, mut queue) = tokio::sync::mpsc::channel::<QueuedEvent>(EVENT_QUEUE);
+        let sender_leader = leader.clone();
+        tokio::spawn(async move {
+            while let Some(e) = queue.recv().await {
+                if !sender_leader.is_leader() {
+                    continue;
+                }
+                let sent =
+                    recorder.record(&e.regarding, e.warning, &e.reason, &e.action, &e.note).await;
+                if let Err(err) = sent {
+                    tracing::debug!(reason = %e.reason, error = %err, "recording an Event failed");
+                }
+            }
+        });
         Self {
-            recorder: EventRecorder::new(client.clone(), controller),
+            events,
+            spam: Arc::default(),
             client,
             leader,
             concurrency: 32,
@@ -229,7 +299,9 @@ impl Applier {
         }
     }
 
-    /// Records an Event about `regarding` (best effort: a failure is logged, not returned).
+    /// Records an Event about `regarding`, in the background and best effort: when the queue
+    /// is full, or the object has had more than its share of Events lately (client-go's spam
+    /// filter), the Event is dropped.
     pub async fn event(
         &self,
         regarding: &ObjectReference,
@@ -241,8 +313,25 @@ impl Applier {
         if !self.leader.is_leader() {
             return;
         }
-        if let Err(err) = self.recorder.record(regarding, warning, reason, action, &note).await {
-            tracing::debug!(reason, error = %err, "recording an Event failed");
+        let uid = regarding.uid.clone().unwrap_or_default();
+        let allowed = self
+            .spam
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .allow(&uid, tokio::time::Instant::now());
+        if !allowed {
+            tracing::debug!(reason, "Event dropped by the spam filter");
+            return;
+        }
+        let queued = QueuedEvent {
+            regarding: regarding.clone(),
+            warning,
+            reason: reason.to_owned(),
+            action: action.to_owned(),
+            note,
+        };
+        if self.events.try_send(queued).is_err() {
+            tracing::debug!(reason, "Event queue full; Event dropped");
         }
     }
 }
@@ -258,6 +347,17 @@ mod tests {
             message: "m".into(),
             ..Default::default()
         }))
+    }
+
+    #[test]
+    fn spam_filter_allows_a_burst_then_one_per_refill() {
+        let mut filter = SpamFilter::default();
+        let start = tokio::time::Instant::now();
+        let allowed = (0..40).filter(|_| filter.allow("uid", start)).count();
+        assert_eq!(allowed, 25);
+        assert!(filter.allow("other", start), "objects have their own budgets");
+        assert!(!filter.allow("uid", start + EVENT_REFILL / 2));
+        assert!(filter.allow("uid", start + EVENT_REFILL));
     }
 
     #[test]
