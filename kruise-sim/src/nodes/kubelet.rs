@@ -728,6 +728,15 @@ impl Kubelet {
         conditions.push(c_ready);
         conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": sched_time}));
         conditions.extend(resize_conditions(st, terminating));
+        // The status goes out as a strategic merge patch: a condition that no longer has a
+        // reason or message must say so, or the old ones stay (the real kubelet's patch
+        // carries the same nulls).
+        for c in &mut conditions {
+            if let Value::Object(c) = c {
+                c.entry("reason").or_insert(Value::Null);
+                c.entry("message").or_insert(Value::Null);
+            }
+        }
         let phase = if terminating && all_exited(st) {
             "Succeeded"
         } else if initialized
