@@ -411,7 +411,8 @@ fn apply(snapshot: &CloneSetSnapshot, plan: &CloneSetPlan) -> CloneSetSnapshot {
             Action::PatchPod { name, patch, .. } | Action::PatchPodStatus { name, patch, .. } => {
                 for p in &mut out.pods {
                     if p.metadata.name.as_deref() == Some(name.as_str()) {
-                        let mut new: Pod = patched(p.as_ref(), patch.body(), Some(PatchSchema::Pod));
+                        let mut new: Pod =
+                            patched(p.as_ref(), patch.body(), Some(PatchSchema::Pod));
                         bump(&mut new.metadata);
                         *p = std::sync::Arc::new(new);
                     }

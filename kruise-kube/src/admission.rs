@@ -28,7 +28,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use kruise_core::admission::cloneset as rules;
 use kruise_core::admission::protection::{self, Dependents, ProtectedKind};
-use kruise_core::admission_review::{AdmissionRequest, AdmissionResponse, Operation, decode_review};
+use kruise_core::admission_review::{
+    AdmissionRequest, AdmissionResponse, Operation, decode_review,
+};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -75,13 +77,13 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
 
 fn review_response(response: &AdmissionResponse) -> Response {
     let body = serde_json::to_vec(&response.to_review()).unwrap_or_default();
-    (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "application/json")], body)
-        .into_response()
+    (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// Decodes the body or answers 400 naming what is wrong.
-fn decode(body: &[u8]) -> Result<AdmissionRequest, Response> {
-    decode_review(body).map_err(|err| (StatusCode::BAD_REQUEST, err.to_string()).into_response())
+fn decode(body: &[u8]) -> Result<AdmissionRequest, Box<Response>> {
+    decode_review(body)
+        .map_err(|err| Box::new((StatusCode::BAD_REQUEST, err.to_string()).into_response()))
 }
 
 /// A pod webhook that admits everything: the pod features that mutate or check pods
@@ -89,7 +91,7 @@ fn decode(body: &[u8]) -> Result<AdmissionRequest, Response> {
 async fn pass_through(body: Bytes) -> Response {
     match decode(&body) {
         Ok(request) => review_response(&AdmissionResponse::allow(&request)),
-        Err(response) => response,
+        Err(response) => *response,
     }
 }
 
@@ -145,7 +147,7 @@ fn default_cloneset(request: &AdmissionRequest) -> Result<AdmissionResponse, Str
 async fn mutate_cloneset(body: Bytes) -> Response {
     let request = match decode(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let response = default_cloneset(&request)
         .unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message));
@@ -190,7 +192,7 @@ fn validate_cloneset_object(
 async fn validate_cloneset(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
     let request = match decode(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let response = match (request.operation, request.object.as_ref()) {
         (Operation::Create | Operation::Update, Some(object)) => {
@@ -238,7 +240,7 @@ fn has_protection_label(object: &Value) -> bool {
 async fn validate_namespace(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
     let request = match decode(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let old = request.old_object.clone().unwrap_or(Value::Null);
     if request.operation != Operation::Delete || !has_protection_label(&old) {
@@ -265,7 +267,7 @@ async fn validate_namespace(State(context): State<Arc<AdmissionContext>>, body: 
 async fn validate_crd(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
     let request = match decode(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let old = request.old_object.clone().unwrap_or(Value::Null);
     if request.operation != Operation::Delete
@@ -329,7 +331,7 @@ async fn validate_builtin_workload(
 ) -> Response {
     let request = match decode(&body) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let old = request.old_object.clone().unwrap_or(Value::Null);
     if request.operation != Operation::Delete {
@@ -457,7 +459,8 @@ pub fn configurations(
     let pods = policy.pod_failure_policy.as_str();
     let cloneset_versions = ["v1alpha1", "v1beta1"];
 
-    let mut mpod = webhook("mpod.kb.io", "/mutate-pod", vec![rule("", &["v1"], "pods", &["CREATE"])], pods);
+    let mut mpod =
+        webhook("mpod.kb.io", "/mutate-pod", vec![rule("", &["v1"], "pods", &["CREATE"])], pods);
     mpod["namespaceSelector"] = system_namespaces.clone();
     mpod["reinvocationPolicy"] = json!("Never");
     let mcloneset = webhook(
@@ -567,11 +570,11 @@ mod tests {
     use super::*;
 
     fn configs() -> (Value, Value) {
-        let mut policy = WebhookPolicy::default();
-        policy.deletion_protection = true;
-        configurations(&policy, |path| {
-            json!({"url": format!("https://127.0.0.1:9876{path}"), "caBundle": "Q0E="})
-        })
+        let policy = WebhookPolicy { deletion_protection: true, ..WebhookPolicy::default() };
+        configurations(
+            &policy,
+            |path| json!({"url": format!("https://127.0.0.1:9876{path}"), "caBundle": "Q0E="}),
+        )
     }
 
     #[test]
@@ -604,8 +607,8 @@ mod tests {
 
     #[test]
     fn failure_policies_are_checked() {
-        let mut policy = WebhookPolicy::default();
-        policy.pod_failure_policy = "Sometimes".into();
+        let policy =
+            WebhookPolicy { pod_failure_policy: "Sometimes".into(), ..WebhookPolicy::default() };
         let err = policy.validate().expect_err("invalid");
         assert_eq!(
             err.to_string(),

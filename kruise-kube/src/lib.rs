@@ -16,6 +16,7 @@
 //! - [`cloneset`]: the CloneSet controller.
 //! - [`manager`]: runs every controller with leadership, metrics and shutdown.
 
+pub mod admission;
 pub mod applier;
 pub mod cache;
 pub mod client;
@@ -28,4 +29,3 @@ pub mod manager;
 pub mod metrics;
 pub mod queue;
 pub mod webhook;
-pub mod admission;

@@ -171,7 +171,7 @@ fn manager_crashes_mid_rollout_under_faults() {
             if progress(&kubectl, "recreate", &recreate_image) != (6, 6) {
                 mid_rollout += 1;
             }
-            if rng.next() % 2 == 0 {
+            if rng.next().is_multiple_of(2) {
                 faults.drop_watches();
             }
             std::thread::sleep(rng.millis(500));

@@ -144,10 +144,9 @@ fn start_manager(dir: &std::path::Path, kubeconfig: &std::path::Path, extra: &[&
 
 #[test]
 fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
-    let server = kruise_sim::Server::start_in_thread(
-        kruise_sim::Config::default().with_kruise_crds(),
-    )
-    .expect("cluster starts");
+    let server =
+        kruise_sim::Server::start_in_thread(kruise_sim::Config::default().with_kruise_crds())
+            .expect("cluster starts");
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
@@ -182,7 +181,8 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     k.ok_stdin(&["create", "-n", "kube-system", "-f", "-"], &pod("system-1"));
 
     // Fail: pods outside the system namespaces wait for the manager; kube-system never does.
-    let mut manager = start_manager(dir.path(), &kubeconfig, &["--pod-webhook-failure-policy", "Fail"]);
+    let mut manager =
+        start_manager(dir.path(), &kubeconfig, &["--pod-webhook-failure-policy", "Fail"]);
     wait_for("the Fail policy registered", Duration::from_secs(60), || {
         (registered(&k) == "Fail").then_some(())
     });
