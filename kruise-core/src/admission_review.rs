@@ -164,10 +164,11 @@ fn gvn(
     })
 }
 
-fn object_at(map: &Map<String, Value>, key: &str) -> Result<Option<Value>, ReviewError> {
-    match map.get(key) {
+/// Moves the object at `key` out of the request (no copy).
+fn take_object(map: &mut Map<String, Value>, key: &str) -> Result<Option<Value>, ReviewError> {
+    match map.remove(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(obj @ Value::Object(_)) => Ok(Some(obj.clone())),
+        Some(obj @ Value::Object(_)) => Ok(Some(obj)),
         Some(_) => Err(field(&format!("request.{key}"), "must be an object")),
     }
 }
@@ -176,7 +177,7 @@ fn object_at(map: &Map<String, Value>, key: &str) -> Result<Option<Value>, Revie
 pub fn decode_review(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
     let value: Value =
         serde_json::from_slice(body).map_err(|err| ReviewError::NotJson(err.to_string()))?;
-    let Value::Object(review) = value else {
+    let Value::Object(mut review) = value else {
         return Err(ReviewError::NotJson("the top level is not an object".into()));
     };
     let kind = string_at(&review, "kind", "kind")?;
@@ -199,9 +200,12 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
             });
         }
     };
-    let Some(Value::Object(request)) = review.get("request") else {
+    let Some(Value::Object(mut request)) = review.remove("request") else {
         return Err(field("request", "required, and must be an object"));
     };
+    let object = take_object(&mut request, "object")?;
+    let old_object = take_object(&mut request, "oldObject")?;
+    let request = &request;
     let operation = match string_at(request, "operation", "request.operation")?.as_str() {
         "CREATE" => Operation::Create,
         "UPDATE" => Operation::Update,
@@ -234,8 +238,8 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
         name: optional_string(request, "name", "request.name")?.unwrap_or_default(),
         namespace: optional_string(request, "namespace", "request.namespace")?,
         operation,
-        object: object_at(request, "object")?,
-        old_object: object_at(request, "oldObject")?,
+        object,
+        old_object,
         dry_run,
         username,
     })
@@ -285,6 +289,16 @@ impl AdmissionResponse {
             allowed: false,
             ..Self::allow(request)
         }
+    }
+
+    /// Allows `request` with the JSON patch `ops` (already relative to the object as sent;
+    /// no patch when empty).
+    pub fn patched(request: &AdmissionRequest, ops: json_patch::Patch) -> Self {
+        let mut response = Self::allow(request);
+        if !ops.0.is_empty() {
+            response.patch = serde_json::to_value(ops).ok();
+        }
+        response
     }
 
     /// Allows `request` with `original` changed into `mutated` (a JSON patch of the

@@ -97,7 +97,7 @@ async fn pass_through(body: Bytes) -> Response {
 
 /// Decodes `value` as `T`, naming the failing field.
 fn typed<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, String> {
-    serde_path_to_error::deserialize(value.clone())
+    serde_path_to_error::deserialize(value)
         .map_err(|err| format!("{what}: {}: {}", err.path(), err.inner()))
 }
 
@@ -136,12 +136,18 @@ fn default_cloneset(request: &AdmissionRequest) -> Result<AdmissionResponse, Str
         }
     };
     let defaults = json_patch::diff(&before, &after);
-    let mut result = object.clone();
-    if json_patch::patch(&mut result, &defaults).is_err() {
-        // The typed form differs from the object where a default goes: send the typed result.
-        result = after;
+    if defaults.0.is_empty() {
+        return Ok(AdmissionResponse::allow(request));
     }
-    Ok(AdmissionResponse::mutate(request, object, &result))
+    // The defaults as a patch on the typed form usually apply as they are to the object as
+    // sent; when they do not (the typed form differs from the object where a default goes),
+    // send the difference to the typed result instead.
+    let mut result = object.clone();
+    if json_patch::patch(&mut result, &defaults).is_ok() {
+        Ok(AdmissionResponse::patched(request, defaults))
+    } else {
+        Ok(AdmissionResponse::mutate(request, object, &after))
+    }
 }
 
 async fn mutate_cloneset(body: Bytes) -> Response {
