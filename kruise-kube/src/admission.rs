@@ -72,6 +72,8 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
         .route("/validate-apps-deployment", post(validate_builtin_workload))
         .route("/validate-apps-replicaset", post(validate_builtin_workload))
         .route("/validate-apps-statefulset", post(validate_builtin_workload))
+        .route("/validate-apps-kruise-io-statefulset", post(validate_builtin_workload))
+        .route("/validate-apps-kruise-io-uniteddeployment", post(validate_builtin_workload))
         .with_state(state)
 }
 
@@ -343,10 +345,13 @@ async fn validate_builtin_workload(
     if request.operation != Operation::Delete {
         return review_response(&AdmissionResponse::allow(&request));
     }
-    let kind = match request.resource.name.as_str() {
-        "deployments" => ProtectedKind::Deployment,
-        "replicasets" => ProtectedKind::ReplicaSet,
-        "statefulsets" => ProtectedKind::StatefulSet,
+    let kruise = request.resource.group == "apps.kruise.io";
+    let kind = match (kruise, request.resource.name.as_str()) {
+        (false, "deployments") => ProtectedKind::Deployment,
+        (false, "replicasets") => ProtectedKind::ReplicaSet,
+        (false, "statefulsets") => ProtectedKind::StatefulSet,
+        (true, "statefulsets") => ProtectedKind::AdvancedStatefulSet,
+        (true, "uniteddeployments") => ProtectedKind::UnitedDeployment,
         _ => return review_response(&AdmissionResponse::allow(&request)),
     };
     // Unset replicas default to 1 for these kinds.
@@ -537,6 +542,22 @@ pub fn configurations(
                 &["v1"],
                 "statefulsets",
             ),
+            // Until their own validating webhooks exist, Kruise's other protected kinds get
+            // a DELETE-only webhook for protection.
+            protected_webhook(
+                "vstatefulset.kb.io",
+                "/validate-apps-kruise-io-statefulset",
+                "apps.kruise.io",
+                &["v1alpha1", "v1beta1"],
+                "statefulsets",
+            ),
+            protected_webhook(
+                "vuniteddeployment.kb.io",
+                "/validate-apps-kruise-io-uniteddeployment",
+                "apps.kruise.io",
+                &["v1alpha1", "v1beta1"],
+                "uniteddeployments",
+            ),
         ]);
     }
     let validating = json!({
@@ -603,7 +624,7 @@ mod tests {
             .iter()
             .filter(|w| w.get("objectSelector").is_some())
             .collect();
-        assert_eq!(protected.len(), 5);
+        assert_eq!(protected.len(), 7);
         for webhook in protected {
             assert_eq!(webhook["objectSelector"]["matchExpressions"][0]["key"], PROTECTION_LABEL);
             assert_eq!(webhook["rules"][0]["operations"], json!(["DELETE"]));

@@ -115,6 +115,22 @@ fn cloneset_admission_conversion_and_deletion_protection_on_the_playground() {
     assert!(!out.ok && out.stderr.contains("vcloneset.kb.io"), "{}", out.stderr);
     k.ok(&["scale", "clone", "web", "--replicas=0"]);
     k.ok(&["delete", "clone", "web", "--wait=false"]);
+    // Always: an Advanced StatefulSet cannot be deleted even with no replicas.
+    let asts = json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+        "metadata": {"name": "db", "labels": {"policy.kruise.io/delete-protection": "Always"}},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                         "spec": {"containers": [{"name": "db", "image": "registry.example/db:v1"}]}}
+        }
+    });
+    k.ok_stdin(&["create", "-f", "-"], &asts.to_string());
+    let out = k.run_with(&["delete", "statefulsets.apps.kruise.io", "db", "--wait=false"], None);
+    assert!(!out.ok && out.stderr.contains("vstatefulset.kb.io"), "{}", out.stderr);
+    k.ok(&["label", "statefulsets.apps.kruise.io", "db", "policy.kruise.io/delete-protection-"]);
+    k.ok(&["delete", "statefulsets.apps.kruise.io", "db", "--wait=false"]);
 
     // Once its pods are gone, the namespace may go.
     k.ok(&["scale", "clone", "api", "-n", "prod", "--replicas=0"]);
