@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 
 /// One step of a [`FieldPath`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -30,47 +31,88 @@ enum Segment {
 /// assert_eq!(p.to_string(), "spec.containers[0].name");
 /// assert_eq!(FieldPath::new("metadata").child("labels").key("app").to_string(), "metadata.labels[app]");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct FieldPath {
-    segments: Vec<Segment>,
+    /// The last segment, linked to its parent: extending a path allocates one node and
+    /// copies nothing, so walking a large object costs little until an error is printed.
+    last: Arc<PathNode>,
+}
+
+struct PathNode {
+    parent: Option<Arc<PathNode>>,
+    segment: Segment,
 }
 
 impl FieldPath {
     /// A root path with one field name.
     pub fn new(name: &str) -> Self {
-        Self { segments: vec![Segment::Name(name.to_owned())] }
+        Self { last: Arc::new(PathNode { parent: None, segment: Segment::Name(name.to_owned()) }) }
+    }
+
+    fn push(&self, segment: Segment) -> Self {
+        Self { last: Arc::new(PathNode { parent: Some(self.last.clone()), segment }) }
     }
 
     /// This path extended by a field name.
     pub fn child(&self, name: &str) -> Self {
-        let mut out = self.clone();
-        out.segments.push(Segment::Name(name.to_owned()));
-        out
+        self.push(Segment::Name(name.to_owned()))
     }
 
     /// This path subscripted by a list index.
     pub fn index(&self, index: usize) -> Self {
-        let mut out = self.clone();
-        out.segments.push(Segment::Subscript(index.to_string()));
-        out
+        self.push(Segment::Subscript(index.to_string()))
     }
 
     /// This path subscripted by a map key.
     pub fn key(&self, key: &str) -> Self {
-        let mut out = self.clone();
-        out.segments.push(Segment::Subscript(key.to_owned()));
-        out
+        self.push(Segment::Subscript(key.to_owned()))
     }
 
     /// The first element of this path (`field.Path.Root()`).
     pub fn root(&self) -> Self {
-        Self { segments: self.segments.iter().take(1).cloned().collect() }
+        let mut node = &self.last;
+        while let Some(parent) = &node.parent {
+            node = parent;
+        }
+        Self { last: node.clone() }
+    }
+
+    /// The segments from the root.
+    fn segments(&self) -> Vec<&Segment> {
+        let mut out = Vec::new();
+        let mut node = Some(&self.last);
+        while let Some(n) = node {
+            out.push(&n.segment);
+            node = n.parent.as_ref();
+        }
+        out.reverse();
+        out
+    }
+}
+
+impl PartialEq for FieldPath {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.last, &other.last) || self.segments() == other.segments()
+    }
+}
+
+impl Eq for FieldPath {}
+
+impl std::hash::Hash for FieldPath {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.segments().hash(state);
+    }
+}
+
+impl fmt::Debug for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FieldPath({self})")
     }
 }
 
 impl fmt::Display for FieldPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, segment) in self.segments.iter().enumerate() {
+        for (i, segment) in self.segments().into_iter().enumerate() {
             match segment {
                 // Go prints an empty name as an (empty) subscript.
                 Segment::Name(name) if !name.is_empty() => {
