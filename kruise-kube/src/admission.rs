@@ -103,34 +103,140 @@ fn typed<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, String> {
         .map_err(|err| format!("{what}: {}: {}", err.path(), err.inner()))
 }
 
-fn api_version(object: &Value) -> &str {
-    object.get("apiVersion").and_then(Value::as_str).unwrap_or_default()
+/// An object in a review: already a `Value`, or still the raw JSON text (decoded straight into
+/// typed form, without building a `Value` first).
+#[derive(Clone, Copy)]
+enum Obj<'a> {
+    Value(&'a Value),
+    Raw(&'a serde_json::value::RawValue),
+}
+
+impl Obj<'_> {
+    fn typed<T: DeserializeOwned>(self, what: &str) -> Result<T, String> {
+        match self {
+            Obj::Value(value) => typed(value, what),
+            Obj::Raw(raw) => {
+                let mut de = serde_json::Deserializer::from_str(raw.get());
+                serde_path_to_error::deserialize(&mut de)
+                    .map_err(|err| format!("{what}: {}: {}", err.path(), err.inner()))
+            }
+        }
+    }
+
+    fn value(self) -> Result<Value, String> {
+        match self {
+            Obj::Value(value) => Ok(value.clone()),
+            Obj::Raw(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The parts of a review the CloneSet handlers need, with the objects left as raw JSON.
+#[derive(serde::Deserialize)]
+struct FastReview<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: std::borrow::Cow<'a, str>,
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    request: FastRequest<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct FastRequest<'a> {
+    uid: String,
+    kind: FastKind,
+    operation: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default, borrow)]
+    object: Option<&'a serde_json::value::RawValue>,
+    #[serde(rename = "oldObject", default, borrow)]
+    old_object: Option<&'a serde_json::value::RawValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct FastKind {
+    #[serde(default)]
+    group: String,
+    version: String,
+}
+
+/// A review decoded for the CloneSet handlers: the request (without its objects) and the
+/// objects as raw JSON. `None` when anything is off; [`decode`] then explains what.
+fn fast_decode(body: &[u8]) -> Option<(AdmissionRequest, Option<Obj<'_>>, Option<Obj<'_>>)> {
+    let review: FastReview<'_> = serde_json::from_slice(body).ok()?;
+    if review.kind != "AdmissionReview" {
+        return None;
+    }
+    let version = match review.api_version.as_ref() {
+        "admission.k8s.io/v1" => kruise_core::admission_review::ReviewVersion::V1,
+        "admission.k8s.io/v1beta1" => kruise_core::admission_review::ReviewVersion::V1beta1,
+        _ => return None,
+    };
+    let r = review.request;
+    let operation = match r.operation.as_ref() {
+        "CREATE" => Operation::Create,
+        "UPDATE" => Operation::Update,
+        "DELETE" => Operation::Delete,
+        "CONNECT" => Operation::Connect,
+        _ => return None,
+    };
+    let is_null = |raw: &serde_json::value::RawValue| raw.get().trim() == "null";
+    let object = r.object.filter(|o| !is_null(o)).map(Obj::Raw);
+    let old_object = r.old_object.filter(|o| !is_null(o)).map(Obj::Raw);
+    let request = AdmissionRequest {
+        version,
+        uid: r.uid,
+        kind: kruise_core::admission_review::GroupVersionName {
+            group: r.kind.group,
+            version: r.kind.version,
+            name: "CloneSet".into(),
+        },
+        resource: Default::default(),
+        sub_resource: None,
+        name: String::new(),
+        namespace: r.namespace,
+        operation,
+        object: None,
+        old_object: None,
+        dry_run: false,
+        username: None,
+    };
+    Some((request, object, old_object))
+}
+
+/// The served version a CloneSet review's object is in (`v1alpha1` or `v1beta1`).
+fn cloneset_version(request: &AdmissionRequest) -> &str {
+    request.kind.version.as_str()
 }
 
 /// Defaults a CloneSet: the typed defaults as a JSON patch, applied to the object as sent
 /// (so fields the typed form does not hold are left alone).
-fn default_cloneset(request: &AdmissionRequest) -> Result<AdmissionResponse, String> {
-    let (Some(object), true) = (
-        request.object.as_ref(),
-        matches!(request.operation, Operation::Create | Operation::Update),
-    ) else {
+fn default_cloneset(
+    request: &AdmissionRequest,
+    object: Option<Obj<'_>>,
+    old: Option<Obj<'_>>,
+) -> Result<AdmissionResponse, String> {
+    let (Some(object), true) =
+        (object, matches!(request.operation, Operation::Create | Operation::Update))
+    else {
         return Ok(AdmissionResponse::allow(request));
     };
-    let old = request.old_object.as_ref().filter(|_| request.operation == Operation::Update);
-    let (before, after) = match api_version(object) {
-        "apps.kruise.io/v1alpha1" => {
-            let mut cs: v1alpha1::CloneSet = typed(object, "cloneset")?;
+    let old = old.filter(|_| request.operation == Operation::Update);
+    let (before, after) = match cloneset_version(request) {
+        "v1alpha1" => {
+            let mut cs: v1alpha1::CloneSet = object.typed("cloneset")?;
             let before = serde_json::to_value(&cs).map_err(|e| e.to_string())?;
-            match old.map(|o| typed::<v1alpha1::CloneSet>(o, "old cloneset")).transpose()? {
+            match old.map(|o| o.typed::<v1alpha1::CloneSet>("old cloneset")).transpose()? {
                 Some(old) => rules::default_cloneset_v1alpha1_update(&mut cs, &old),
                 None => rules::default_cloneset_v1alpha1(&mut cs),
             }
             (before, serde_json::to_value(&cs).map_err(|e| e.to_string())?)
         }
         _ => {
-            let mut cs: v1beta1::CloneSet = typed(object, "cloneset")?;
+            let mut cs: v1beta1::CloneSet = object.typed("cloneset")?;
             let before = serde_json::to_value(&cs).map_err(|e| e.to_string())?;
-            match old.map(|o| typed::<v1beta1::CloneSet>(o, "old cloneset")).transpose()? {
+            match old.map(|o| o.typed::<v1beta1::CloneSet>("old cloneset")).transpose()? {
                 Some(old) => rules::default_cloneset_v1beta1_update(&mut cs, &old),
                 None => rules::default_cloneset_v1beta1(&mut cs),
             }
@@ -144,21 +250,45 @@ fn default_cloneset(request: &AdmissionRequest) -> Result<AdmissionResponse, Str
     // The defaults as a patch on the typed form usually apply as they are to the object as
     // sent; when they do not (the typed form differs from the object where a default goes),
     // send the difference to the typed result instead.
-    let mut result = object.clone();
-    if json_patch::patch(&mut result, &defaults).is_ok() {
+    let original = object.value()?;
+    if applies_to(&defaults, &original) {
         Ok(AdmissionResponse::patched(request, defaults))
     } else {
-        Ok(AdmissionResponse::mutate(request, object, &after))
+        Ok(AdmissionResponse::mutate(request, &original, &after))
     }
 }
 
+/// Whether every operation of `patch` (a diff of the typed form) finds its place in
+/// `object`: the parent of what it adds, or what it replaces or removes. A diff only ever
+/// produces add, replace and remove.
+fn applies_to(patch: &json_patch::Patch, object: &Value) -> bool {
+    patch.0.iter().all(|op| match op {
+        json_patch::PatchOperation::Add(add) => {
+            let path = add.path.as_str();
+            let parent = path.rfind('/').map_or("", |at| &path[..at]);
+            matches!(object.pointer(parent), Some(Value::Object(_) | Value::Array(_)))
+        }
+        json_patch::PatchOperation::Replace(op) => object.pointer(op.path.as_str()).is_some(),
+        json_patch::PatchOperation::Remove(op) => object.pointer(op.path.as_str()).is_some(),
+        _ => false,
+    })
+}
+
 async fn mutate_cloneset(body: Bytes) -> Response {
-    let request = match decode(&body) {
-        Ok(request) => request,
-        Err(response) => return *response,
+    let response = match fast_decode(&body) {
+        Some((request, object, old)) => default_cloneset(&request, object, old)
+            .unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message)),
+        None => {
+            let request = match decode(&body) {
+                Ok(request) => request,
+                Err(response) => return *response,
+            };
+            let object = request.object.as_ref().map(Obj::Value);
+            let old = request.old_object.as_ref().map(Obj::Value);
+            default_cloneset(&request, object, old)
+                .unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message))
+        }
     };
-    let response = default_cloneset(&request)
-        .unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message));
     review_response(&response)
 }
 
@@ -166,13 +296,14 @@ async fn mutate_cloneset(body: Bytes) -> Response {
 fn validate_cloneset_object(
     context: &AdmissionContext,
     request: &AdmissionRequest,
-    object: &Value,
+    object: Obj<'_>,
+    old: Option<Obj<'_>>,
 ) -> Result<(), String> {
-    let old = request.old_object.as_ref().filter(|_| request.operation == Operation::Update);
-    let errors = match api_version(object) {
-        "apps.kruise.io/v1alpha1" => {
-            let cs: v1alpha1::CloneSet = typed(object, "cloneset")?;
-            let old = old.map(|o| typed::<v1alpha1::CloneSet>(o, "old cloneset")).transpose()?;
+    let old = old.filter(|_| request.operation == Operation::Update);
+    let errors = match cloneset_version(request) {
+        "v1alpha1" => {
+            let cs: v1alpha1::CloneSet = object.typed("cloneset")?;
+            let old = old.map(|o| o.typed::<v1alpha1::CloneSet>("old cloneset")).transpose()?;
             let namespace = request.namespace.clone().unwrap_or_default();
             let pods: rules::PodsByName = rules::pods_to_look_up(&cs, old.as_ref())
                 .into_iter()
@@ -187,8 +318,8 @@ fn validate_cloneset_object(
             }
         }
         _ => {
-            let cs: v1beta1::CloneSet = typed(object, "cloneset")?;
-            match old.map(|o| typed::<v1beta1::CloneSet>(o, "old cloneset")).transpose()? {
+            let cs: v1beta1::CloneSet = object.typed("cloneset")?;
+            match old.map(|o| o.typed::<v1beta1::CloneSet>("old cloneset")).transpose()? {
                 Some(old) => rules::validate_cloneset_update(&cs, &old),
                 None => rules::validate_cloneset_create(&cs),
             }
@@ -198,19 +329,33 @@ fn validate_cloneset_object(
 }
 
 async fn validate_cloneset(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
-    let request = match decode(&body) {
-        Ok(request) => request,
-        Err(response) => return *response,
+    let slow;
+    let (request, object, old) = match fast_decode(&body) {
+        Some(decoded) => decoded,
+        None => {
+            slow = match decode(&body) {
+                Ok(request) => request,
+                Err(response) => return *response,
+            };
+            let object = slow.object.as_ref().map(Obj::Value);
+            let old = slow.old_object.as_ref().map(Obj::Value);
+            (slow.clone(), object, old)
+        }
     };
-    let response = match (request.operation, request.object.as_ref()) {
+    let response = match (request.operation, object) {
         (Operation::Create | Operation::Update, Some(object)) => {
-            match validate_cloneset_object(&context, &request, object) {
+            match validate_cloneset_object(&context, &request, object, old) {
                 Ok(()) => AdmissionResponse::allow(&request),
                 Err(message) => AdmissionResponse::deny(&request, 422, message),
             }
         }
         (Operation::Delete, _) => {
-            let old = request.old_object.clone().unwrap_or(Value::Null);
+            let old = match old.map(Obj::value).transpose() {
+                Ok(old) => old.unwrap_or(Value::Null),
+                Err(message) => {
+                    return review_response(&AdmissionResponse::deny(&request, 400, message));
+                }
+            };
             let replicas = old.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
             let dependents =
                 Dependents { replicas: i32::try_from(replicas).ok(), ..Dependents::default() };
@@ -630,6 +775,19 @@ mod tests {
             assert_eq!(webhook["rules"][0]["operations"], json!(["DELETE"]));
             assert_eq!(webhook["failurePolicy"], "Fail");
         }
+    }
+
+    #[test]
+    fn defaults_apply_only_where_their_parents_exist() {
+        let before = json!({"spec": {"a": 1, "t": {"x": 1}}});
+        let after = json!({"spec": {"a": 2, "t": {"x": 1, "y": 2}, "n": {"m": 1}}});
+        let patch = json_patch::diff(&before, &after);
+        assert!(applies_to(&patch, &before));
+        let mut applied = before.clone();
+        json_patch::patch(&mut applied, &patch).expect("applies");
+        assert_eq!(applied, after);
+        // The object as sent lacks `spec.t`, which the typed form wrote.
+        assert!(!applies_to(&patch, &json!({"spec": {"a": 1}})));
     }
 
     #[test]
