@@ -291,16 +291,6 @@ impl AdmissionResponse {
         }
     }
 
-    /// Allows `request` with the JSON patch `ops` (already relative to the object as sent;
-    /// no patch when empty).
-    pub fn patched(request: &AdmissionRequest, ops: json_patch::Patch) -> Self {
-        let mut response = Self::allow(request);
-        if !ops.0.is_empty() {
-            response.patch = serde_json::to_value(ops).ok();
-        }
-        response
-    }
-
     /// Allows `request` with `original` changed into `mutated` (a JSON patch of the
     /// difference; no patch when they are equal).
     pub fn mutate(request: &AdmissionRequest, original: &Value, mutated: &Value) -> Self {

@@ -9,7 +9,7 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{Kubectl, Proc, manager_command, wait_for};
+use common::{Kubectl, Proc, SimCluster, cloneset_yaml, wait_for};
 use serde_json::Value;
 
 const LEASE_NS: &str = "kruise-system";
@@ -19,28 +19,22 @@ const RECONCILE_SUCCESS: &str =
 
 /// A cluster of three simulated nodes with the Kruise CRDs and the lease namespace.
 struct Cluster {
-    _server: kruise_sim::ServerHandle,
-    dir: tempfile::TempDir,
-    kubeconfig: std::path::PathBuf,
+    sim: SimCluster,
     kubectl: Kubectl,
 }
 
 impl Cluster {
     fn start() -> Self {
-        let server = kruise_sim::Server::start_in_thread(
+        let sim = SimCluster::start(
             kruise_sim::Config::default()
                 .with_kruise_crds()
                 .with_nodes(kruise_sim::nodes::NodesConfig::new(3)),
-        )
-        .expect("cluster starts");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = dir.path().join("kubeconfig");
-        server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-        let kubectl = Kubectl::new(&kubeconfig, dir.path());
+        );
+        let kubectl = sim.kubectl.clone();
         // `kubectl create namespace` sends protobuf, which kruise-sim does not decode.
         let ns = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {LEASE_NS}\n");
         kubectl.ok_stdin(&["create", "-f", "-"], &ns);
-        Cluster { _server: server, dir, kubeconfig, kubectl }
+        Cluster { sim, kubectl }
     }
 
     /// The election Lease, if there is one.
@@ -84,30 +78,6 @@ impl Cluster {
     }
 }
 
-fn cloneset(name: &str, replicas: i32) -> String {
-    format!(
-        r#"
-apiVersion: apps.kruise.io/v1beta1
-kind: CloneSet
-metadata:
-  name: {name}
-spec:
-  replicas: {replicas}
-  selector:
-    matchLabels:
-      app: {name}
-  template:
-    metadata:
-      labels:
-        app: {name}
-    spec:
-      containers:
-      - name: main
-        image: registry.example/{name}:v1
-"#
-    )
-}
-
 /// A port nobody listens on right now.
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -125,20 +95,15 @@ struct Manager {
 impl Manager {
     fn start(cluster: &Cluster, name: &'static str, extra: &[&str]) -> Self {
         let (metrics, health) = (free_port(), free_port());
-        let (mut cmd, log) = manager_command(cluster.dir.path(), &format!("{name}.log"));
-        cmd.env("NO_COLOR", "1")
-            .arg("run")
-            .arg("--kubeconfig")
-            .arg(&cluster.kubeconfig)
-            .args(["--metrics-addr", &format!("127.0.0.1:{metrics}")])
-            .args(["--health-probe-addr", &format!("127.0.0.1:{health}")])
-            // Webhooks are not what this test is about (and two managers on one host would
-            // register their own loopback URLs in turn); webhooks.rs covers them.
-            .args(["--enable-webhook=false"])
-            .args(["--log", "info,kruise_kube=debug"])
-            .args(extra);
-        let child = cmd.spawn().expect("kruise-manager run starts");
-        Manager { proc: Proc { child, log }, metrics, health, name }
+        let (metrics_addr, health_addr) =
+            (format!("127.0.0.1:{metrics}"), format!("127.0.0.1:{health}"));
+        let mut args = vec!["--metrics-addr", &metrics_addr, "--health-probe-addr", &health_addr];
+        // Webhooks are not what this test is about (and two managers on one host would
+        // register their own loopback URLs in turn); webhooks.rs covers them.
+        args.extend(["--enable-webhook=false", "--log", "info,kruise_kube=debug"]);
+        args.extend(extra);
+        let proc = cluster.sim.run_manager(&format!("{name}.log"), &args);
+        Manager { proc, metrics, health, name }
     }
 
     /// Panics with the log if the process has exited.
@@ -297,7 +262,7 @@ fn two_managers_only_one_reconciles_and_failover_within_lease() {
     });
 
     // Only the leader reconciles.
-    cluster.kubectl.ok_stdin(&["apply", "-f", "-"], &cloneset("web", 4));
+    cluster.kubectl.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("web", 4, ""));
     wait_ready_with_standby(&cluster, "web", 4, Some(&standby));
     assert!(leader.reconciles() > 0.0, "the leader never reconciled:\n{}", leader.log());
     // A moment later the standby still has done nothing.
@@ -435,7 +400,7 @@ fn leader_election_disabled_runs_alone() {
     eprintln!("leading without election after {:?}", started.elapsed());
     assert!(!m.log().contains("starting leader election"), "{}", m.log());
 
-    cluster.kubectl.ok_stdin(&["apply", "-f", "-"], &cloneset("solo", 2));
+    cluster.kubectl.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("solo", 2, ""));
     wait_ready_with_standby(&cluster, "solo", 2, None);
     assert!(m.reconciles() > 0.0);
 

@@ -10,7 +10,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Budget, Kubectl, Proc, manager_command, start_monitor, wait_for};
+use common::{Budget, Kubectl, Proc, SimCluster, cloneset_yaml, start_monitor, wait_for};
 use kruise_sim::faults::{Fault, FaultAction};
 use serde_json::Value;
 
@@ -31,42 +31,26 @@ impl Rng {
 }
 
 fn cloneset(name: &str, replicas: i32, policy: &str, unavailable: i32, surge: i32) -> String {
-    format!(
-        r#"
-apiVersion: apps.kruise.io/v1beta1
-kind: CloneSet
-metadata:
-  name: {name}
-spec:
-  replicas: {replicas}
-  selector:
-    matchLabels:
-      app: {name}
-  template:
-    metadata:
-      labels:
-        app: {name}
-    spec:
-      containers:
-      - name: main
-        image: registry.example/{name}:v1
-  updateStrategy:
-    rollingUpdate:
-      podUpdatePolicy: {policy}
-      maxUnavailable: {unavailable}
-      maxSurge: {surge}
-"#
-    )
+    let strategy = format!(
+        "rollingUpdate:\n  podUpdatePolicy: {policy}\n  maxUnavailable: {unavailable}\n  maxSurge: {surge}"
+    );
+    cloneset_yaml(name, replicas, &strategy)
 }
 
-fn start_manager(dir: &std::path::Path, kubeconfig: &std::path::Path, n: usize) -> Proc {
-    let (mut cmd, log) = manager_command(dir, &format!("manager-{n}.log"));
-    cmd.arg("run")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["--enable-leader-election=false", "--enable-webhook=false", "--metrics-addr", "0"])
-        .args(["--health-probe-addr", "0", "--log", "info,kruise_kube=debug"]);
-    Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
+fn start_manager(cluster: &SimCluster, n: usize) -> Proc {
+    cluster.run_manager(
+        &format!("manager-{n}.log"),
+        &[
+            "--enable-leader-election=false",
+            "--enable-webhook=false",
+            "--metrics-addr",
+            "0",
+            "--health-probe-addr",
+            "0",
+            "--log",
+            "info,kruise_kube=debug",
+        ],
+    )
 }
 
 /// (live pods, pods on `image` that are ready) of one CloneSet.
@@ -104,7 +88,7 @@ fn manager_crashes_mid_rollout_under_faults() {
     eprintln!("KRUISE_TEST_SEED={seed}");
     let mut rng = Rng(seed);
 
-    let server = kruise_sim::Server::start_in_thread(
+    let cluster = SimCluster::start(
         kruise_sim::Config::default()
             .with_kruise_crds()
             // Slow enough containers that the rollouts take several seconds.
@@ -116,12 +100,8 @@ fn manager_crashes_mid_rollout_under_faults() {
                     ..Default::default()
                 },
             )),
-    )
-    .expect("cluster starts");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let kubectl = Kubectl::new(&kubeconfig, dir.path());
+    );
+    let (kubectl, kubeconfig) = (&cluster.kubectl, cluster.kubeconfig.clone());
 
     // In place, 10 pods, 2 unavailable at most; recreate, 6 pods, 1 surge, none unavailable.
     let inplace = Arc::new(Mutex::new(Budget::default()));
@@ -130,13 +110,13 @@ fn manager_crashes_mid_rollout_under_faults() {
     start_monitor(kubeconfig.clone(), "app=recreate", recreate.clone());
 
     let mut generation = 0;
-    let mut manager = start_manager(dir.path(), &kubeconfig, generation);
+    let mut manager = start_manager(&cluster, generation);
     kubectl.ok_stdin(&["apply", "-f", "-"], &cloneset("inplace", 10, "InPlaceIfPossible", 2, 0));
     kubectl.ok_stdin(&["apply", "-f", "-"], &cloneset("recreate", 6, "ReCreate", 0, 1));
     let minute = Duration::from_secs(90);
     wait_for("both CloneSets fully ready", minute, || {
-        (progress(&kubectl, "inplace", "registry.example/inplace:v1") == (10, 10)
-            && progress(&kubectl, "recreate", "registry.example/recreate:v1") == (6, 6))
+        (progress(kubectl, "inplace", "registry.example/inplace:v1") == (10, 10)
+            && progress(kubectl, "recreate", "registry.example/recreate:v1") == (6, 6))
             .then_some(())
     });
     inplace.lock().expect("budget").armed = true;
@@ -150,7 +130,7 @@ fn manager_crashes_mid_rollout_under_faults() {
             kubectl.ok(&["patch", "clone", app, "--type", "merge", "-p", &patch]);
         }
         // Faults for a while: conflicts and 5xx on pod writes, dropped watches.
-        let faults = server.faults();
+        let faults = cluster.server.faults();
         faults.inject(Fault::new(FaultAction::Conflict).verb("patch").resource("pods").times(4));
         faults.inject(
             Fault::new(FaultAction::InternalError).verb("create").resource("pods").times(3),
@@ -168,7 +148,7 @@ fn manager_crashes_mid_rollout_under_faults() {
         for _ in 0..3 {
             std::thread::sleep(rng.millis(1500));
             manager.kill();
-            if progress(&kubectl, "recreate", &recreate_image) != (6, 6) {
+            if progress(kubectl, "recreate", &recreate_image) != (6, 6) {
                 mid_rollout += 1;
             }
             if rng.next().is_multiple_of(2) {
@@ -176,12 +156,12 @@ fn manager_crashes_mid_rollout_under_faults() {
             }
             std::thread::sleep(rng.millis(500));
             generation += 1;
-            manager = start_manager(dir.path(), &kubeconfig, generation);
+            manager = start_manager(&cluster, generation);
         }
         assert!(mid_rollout > 0, "no crash landed mid-rollout (seed {seed})");
         wait_for(&format!("rollout to {version} (seed {seed})"), minute, || {
-            (progress(&kubectl, "inplace", &inplace_image) == (10, 10)
-                && progress(&kubectl, "recreate", &recreate_image) == (6, 6))
+            (progress(kubectl, "inplace", &inplace_image) == (10, 10)
+                && progress(kubectl, "recreate", &recreate_image) == (6, 6))
                 .then_some(())
         });
         faults.clear();
@@ -189,8 +169,8 @@ fn manager_crashes_mid_rollout_under_faults() {
 
     // Settled: exactly `replicas` pods, and nothing more happens.
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(progress(&kubectl, "inplace", "registry.example/inplace:v3"), (10, 10));
-    assert_eq!(progress(&kubectl, "recreate", "registry.example/recreate:v3"), (6, 6));
+    assert_eq!(progress(kubectl, "inplace", "registry.example/inplace:v3"), (10, 10));
+    assert_eq!(progress(kubectl, "recreate", "registry.example/recreate:v3"), (6, 6));
     let status = kubectl.json(&["get", "clone", "inplace"])["status"].clone();
     assert_eq!(status["replicas"], 10, "{status}");
     assert_eq!(status["updatedReadyReplicas"], 10, "{status}");

@@ -6,38 +6,29 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{Kubectl, Proc, manager_command, wait_for};
+use common::{Kubectl, Proc, SimCluster, wait_for};
 use serde_json::{Value, json};
 
-struct Cluster {
-    _server: kruise_sim::ServerHandle,
-    dir: tempfile::TempDir,
-    kubeconfig: std::path::PathBuf,
-    kubectl: Kubectl,
-}
-
-fn cluster() -> Cluster {
-    let server = kruise_sim::Server::start_in_thread(
+fn cluster() -> SimCluster {
+    SimCluster::start(
         kruise_sim::Config::default()
             .with_kruise_crds()
             .with_nodes(kruise_sim::nodes::NodesConfig::new(2)),
     )
-    .expect("cluster starts");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let kubectl = Kubectl::new(&kubeconfig, dir.path());
-    Cluster { _server: server, dir, kubeconfig, kubectl }
 }
 
-fn start_manager(c: &Cluster) -> Proc {
-    let (mut cmd, log) = manager_command(c.dir.path(), "manager.log");
-    cmd.arg("run")
-        .arg("--kubeconfig")
-        .arg(&c.kubeconfig)
-        .args(["--enable-leader-election=false", "--enable-webhook=false", "--metrics-addr", "0"])
-        .args(["--health-probe-addr", "0"]);
-    Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
+fn start_manager(c: &SimCluster) -> Proc {
+    c.run_manager(
+        "manager.log",
+        &[
+            "--enable-leader-election=false",
+            "--enable-webhook=false",
+            "--metrics-addr",
+            "0",
+            "--health-probe-addr",
+            "0",
+        ],
+    )
 }
 
 /// A pod template as upstream's defaulting webhook leaves it (that of upstream's in-place

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Kubectl, Playground, Proc, manager_command, wait_for};
+use common::{Kubectl, Playground, Proc, SimCluster, manager_command, wait_for};
 use serde_json::{Value, json};
 
 fn cloneset(api_version: &str, name: &str, spec: Value) -> String {
@@ -147,26 +147,17 @@ fn pod(name: &str) -> String {
     .to_string()
 }
 
-fn start_manager(dir: &std::path::Path, kubeconfig: &std::path::Path, extra: &[&str]) -> Proc {
-    let (mut cmd, log) = manager_command(dir, "manager.log");
-    cmd.arg("run")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["--enable-leader-election=false", "--metrics-addr", "0", "--health-probe-addr"])
-        .args(["0", "--webhook-host", "127.0.0.1", "--webhook-port", "0"])
-        .args(extra);
-    Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
+fn start_manager(cluster: &SimCluster, extra: &[&str]) -> Proc {
+    let mut args = vec!["--enable-leader-election=false", "--metrics-addr", "0"];
+    args.extend(["--health-probe-addr", "0", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]);
+    args.extend(extra);
+    cluster.run_manager("manager.log", &args)
 }
 
 #[test]
 fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
-    let server =
-        kruise_sim::Server::start_in_thread(kruise_sim::Config::default().with_kruise_crds())
-            .expect("cluster starts");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Kubectl::new(&kubeconfig, dir.path());
+    let cluster = SimCluster::start(kruise_sim::Config::default().with_kruise_crds());
+    let (dir, kubeconfig, k) = (cluster.dir.path(), &cluster.kubeconfig, &cluster.kubectl);
     for ns in ["kruise-system", "kube-system"] {
         let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
         let out = k.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
@@ -189,18 +180,17 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     };
 
     // Default: pod webhooks fail open.
-    let mut manager = start_manager(dir.path(), &kubeconfig, &[]);
-    assert_eq!(registered(&k), "Ignore");
+    let mut manager = start_manager(&cluster, &[]);
+    assert_eq!(registered(k), "Ignore");
     k.ok_stdin(&["create", "-f", "-"], &pod("with-manager"));
     manager.kill();
     k.ok_stdin(&["create", "-f", "-"], &pod("manager-down"));
     k.ok_stdin(&["create", "-n", "kube-system", "-f", "-"], &pod("system-1"));
 
     // Fail: pods outside the system namespaces wait for the manager; kube-system never does.
-    let mut manager =
-        start_manager(dir.path(), &kubeconfig, &["--pod-webhook-failure-policy", "Fail"]);
+    let mut manager = start_manager(&cluster, &["--pod-webhook-failure-policy", "Fail"]);
     wait_for("the Fail policy registered", Duration::from_secs(60), || {
-        (registered(&k) == "Fail").then_some(())
+        (registered(k) == "Fail").then_some(())
     });
     k.ok_stdin(&["create", "-f", "-"], &pod("with-manager-2"));
     manager.kill();
@@ -209,13 +199,13 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     assert!(out.stderr.contains("mpod.kb.io"), "{}", out.stderr);
     k.ok_stdin(&["create", "-n", "kube-system", "-f", "-"], &pod("system-2"));
     // Bad flag values are refused before anything is registered.
-    let (mut cmd, _) = manager_command(dir.path(), "bad.log");
+    let (mut cmd, _) = manager_command(dir, "bad.log");
     let status = cmd
         .args(["run", "--pod-webhook-failure-policy", "Sometimes", "--kubeconfig"])
-        .arg(&kubeconfig)
+        .arg(kubeconfig)
         .status()
         .expect("runs");
     assert!(!status.success());
-    let log = std::fs::read_to_string(dir.path().join("bad.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(dir.join("bad.log")).unwrap_or_default();
     assert!(log.contains("--pod-webhook-failure-policy"), "{log}");
 }

@@ -152,6 +152,66 @@ pub fn manager_command(dir: &Path, log_name: &str) -> (Command, PathBuf) {
     (cmd, log)
 }
 
+/// kruise-sim in this process (so tests can inject faults), with a kubeconfig and kubectl.
+pub struct SimCluster {
+    pub server: kruise_sim::ServerHandle,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+    pub kubectl: Kubectl,
+}
+
+impl SimCluster {
+    pub fn start(config: kruise_sim::Config) -> Self {
+        let server = kruise_sim::Server::start_in_thread(config).expect("cluster starts");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        let kubectl = Kubectl::new(&kubeconfig, dir.path());
+        SimCluster { server, dir, kubeconfig, kubectl }
+    }
+
+    /// `kruise-manager run --kubeconfig <this cluster> ARGS`, logging to `log_name`.
+    pub fn run_manager(&self, log_name: &str, args: &[&str]) -> Proc {
+        let (mut cmd, log) = manager_command(self.dir.path(), log_name);
+        cmd.arg("run").arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
+    }
+}
+
+/// A v1beta1 CloneSet `name` of `replicas` pods (`app: name`, image
+/// `registry.example/<name>:v1`), with `update_strategy` (YAML under `updateStrategy:`, two
+/// spaces deep) when not empty.
+pub fn cloneset_yaml(name: &str, replicas: i32, update_strategy: &str) -> String {
+    let mut yaml = format!(
+        r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: CloneSet
+metadata:
+  name: {name}
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels:
+      app: {name}
+  template:
+    metadata:
+      labels:
+        app: {name}
+    spec:
+      containers:
+      - name: main
+        image: registry.example/{name}:v1
+"#
+    );
+    if !update_strategy.is_empty() {
+        yaml.push_str("  updateStrategy:\n");
+        for line in update_strategy.lines() {
+            yaml.push_str(&format!("    {line}\n"));
+        }
+    }
+    yaml
+}
+
 /// `kruise-manager playground` on free ports, with kubectl pointed at it.
 pub struct Playground {
     pub dir: tempfile::TempDir,
