@@ -23,7 +23,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use kruise_core::admission::cloneset as rules;
@@ -35,6 +35,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::cache::{Cache, ObjectKey};
+use crate::cached_pod::CachedPod;
 
 /// The label that turns on deletion protection.
 pub const PROTECTION_LABEL: &str = "policy.kruise.io/delete-protection";
@@ -48,7 +49,7 @@ pub const VALIDATING_CONFIGURATION: &str = "kruise-validating-webhook-configurat
 #[derive(Clone)]
 pub struct AdmissionContext {
     /// Pods: whether a namespace still runs any, and the pods `podsToDelete` names.
-    pub pods: Cache<Pod>,
+    pub pods: Cache<CachedPod>,
     /// PVCs: whether a namespace still holds bound claims.
     pub pvcs: Cache<PersistentVolumeClaim>,
     /// For listing a CRD's objects (deletion protection of CRDs).
@@ -99,8 +100,11 @@ async fn pass_through(body: Bytes) -> Response {
 
 /// Decodes `value` as `T`, naming the failing field.
 fn typed<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, String> {
-    serde_path_to_error::deserialize(value)
-        .map_err(|err| format!("{what}: {}: {}", err.path(), err.inner()))
+    // Tracking the path costs an allocation per key, so it is done only to explain a failure.
+    T::deserialize(value).or_else(|_| {
+        serde_path_to_error::deserialize(value)
+            .map_err(|err| format!("{what}: {}: {}", err.path(), err.inner()))
+    })
 }
 
 /// An object in a review: already a `Value`, or still the raw JSON text (decoded straight into
@@ -115,11 +119,11 @@ impl Obj<'_> {
     fn typed<T: DeserializeOwned>(self, what: &str) -> Result<T, String> {
         match self {
             Obj::Value(value) => typed(value, what),
-            Obj::Raw(raw) => {
+            Obj::Raw(raw) => serde_json::from_str(raw.get()).or_else(|_| {
                 let mut de = serde_json::Deserializer::from_str(raw.get());
                 serde_path_to_error::deserialize(&mut de)
                     .map_err(|err| format!("{what}: {}: {}", err.path(), err.inner()))
-            }
+            }),
         }
     }
 
@@ -279,7 +283,8 @@ fn validate_cloneset_object(
                 .into_iter()
                 .filter_map(|name| {
                     let pod = context.pods.get(&ObjectKey::new(namespace.clone(), name.clone()))?;
-                    Some((name, (*pod).clone()))
+                    // Validation reads the pod's metadata and status only.
+                    Some((name, pod.without_spec()))
                 })
                 .collect();
             match &old {
@@ -374,7 +379,7 @@ async fn validate_namespace(State(context): State<Arc<AdmissionContext>>, body: 
         .pods
         .in_namespace(&namespace)
         .iter()
-        .filter(|pod| kruise_core::pod::is_pod_active(pod))
+        .filter(|pod| kruise_core::pod::is_pod_active(&pod.without_spec()))
         .count();
     let bound_pvcs = context
         .pvcs

@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 
 use crate::applier::{Applier, ApplyError, FIELD_MANAGER};
 use crate::cache::{Cache, Change, ObjectKey};
+use crate::cached_pod::{CachedPod, SpecDecodeError};
 use crate::expectations::ExpectationStore;
 use crate::metrics::{Metrics, ReconcileResult};
 use crate::queue::{Backoff, WorkQueue};
@@ -48,7 +49,8 @@ pub struct CloneSetCaches {
     /// CloneSets (apps.kruise.io/v1beta1).
     pub clonesets: Cache<CloneSet>,
     /// Pods.
-    pub pods: Cache<Pod>,
+    /// Pods, in their compact cached form.
+    pub pods: Cache<CachedPod>,
     /// PersistentVolumeClaims.
     pub pvcs: Cache<PersistentVolumeClaim>,
     /// ControllerRevisions.
@@ -97,6 +99,9 @@ pub enum ReconcileError {
         #[source]
         source: ApplyError,
     },
+    /// A cached pod could not be read back.
+    #[error(transparent)]
+    CachedPod(#[from] SpecDecodeError),
 }
 
 /// The CloneSet controller. Cheap to clone.
@@ -171,7 +176,7 @@ impl CloneSetController {
 
         let queue = self.inner.queue.clone();
         let clonesets = caches.clonesets.clone();
-        caches.pods.subscribe(Arc::new(move |change: &Change<Pod>| {
+        caches.pods.subscribe(Arc::new(move |change: &Change<CachedPod>| {
             enqueue_owners(&queue, &clonesets, change);
         }));
         let queue = self.inner.queue.clone();
@@ -270,7 +275,7 @@ impl CloneSetController {
             return Ok(Some(Duration::from_secs(1)));
         }
 
-        let snapshot = self.snapshot(&cs, &uid);
+        let snapshot = self.snapshot(&cs, &uid)?;
         let plan = kruise_core::cloneset::plan(&snapshot, now);
         inner.expectations.set(key, plan.expectations.clone());
         if let Some(Blocked::Invalid { message }) = &plan.blocked {
@@ -287,11 +292,16 @@ impl CloneSetController {
         Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
     }
 
-    fn snapshot(&self, cs: &CloneSet, uid: &str) -> CloneSetSnapshot {
+    fn snapshot(&self, cs: &CloneSet, uid: &str) -> Result<CloneSetSnapshot, ReconcileError> {
         let caches = &self.inner.caches;
         let key = ObjectKey::of(cs);
-        // The cached pods are shared with the planner, not copied.
-        let pods: Vec<Arc<Pod>> = caches.pods.controlled_by(uid);
+        // The cache keeps pods compact; the planner gets them whole.
+        let pods = caches
+            .pods
+            .controlled_by(uid)
+            .iter()
+            .map(|pod| pod.to_pod().map(Arc::new))
+            .collect::<Result<Vec<Arc<Pod>>, _>>()?;
         let mut node_labels = BTreeMap::new();
         for pod in &pods {
             let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
@@ -314,7 +324,7 @@ impl CloneSetController {
         snapshot.expectations = self.inner.expectations.get(&key);
         snapshot.feature_gates = self.inner.config.gates.clone();
         snapshot.options = self.inner.config.options.clone();
-        snapshot
+        Ok(snapshot)
     }
 
     /// Adopts live orphan pods in the namespace that the selector matches. True when any
@@ -324,7 +334,7 @@ impl CloneSetController {
             return Ok(false);
         };
         let namespace = cs.metadata.namespace.clone().unwrap_or_default();
-        let orphans: Vec<Arc<Pod>> = self
+        let orphans: Vec<Arc<CachedPod>> = self
             .inner
             .caches
             .pods
@@ -637,11 +647,12 @@ impl CloneSetController {
     }
 
     async fn failure_event(&self, cs: &CloneSet, err: &ReconcileError) {
-        let ReconcileError::Write { action, source, .. } = err;
-        if matches!(source, ApplyError::NotLeader) {
-            return;
-        }
-        let reason = match *action {
+        let action = match err {
+            ReconcileError::Write { source: ApplyError::NotLeader, .. } => return,
+            ReconcileError::Write { action, .. } => *action,
+            ReconcileError::CachedPod(_) => "read pods",
+        };
+        let reason = match action {
             "create pod" | "create pvc" | "create revision" => "FailedCreate",
             "delete pod" | "delete pvc" | "delete revision" => "FailedDelete",
             "patch pod" | "patch pod status" | "resize pod" => "FailedUpdate",

@@ -11,6 +11,7 @@
 //! - [`leader`]: leader election on a `coordination.k8s.io` Lease.
 //! - [`features`]: `--feature-gates` with upstream's gate names and defaults.
 //! - [`cache`]: shared reflectors with indexes, stripped of what controllers never read.
+//! - [`cached_pod`]: the compact form pods are cached in.
 //! - [`expectations`]: per-object expectations shared between reconciles.
 //! - [`applier`]: executes a planner's actions.
 //! - [`cloneset`]: the CloneSet controller.
@@ -19,6 +20,7 @@
 pub mod admission;
 pub mod applier;
 pub mod cache;
+pub mod cached_pod;
 pub mod client;
 pub mod cloneset;
 pub mod expectations;

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
 use kruise_api::apps::v1beta1::CloneSet;
 use kube::api::PartialObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 use crate::applier::Applier;
 use crate::cache::{Cache, strip_managed_fields};
+use crate::cached_pod::CachedPod;
 use crate::cloneset::{CONTROLLER_NAME, CloneSetCaches, CloneSetConfig, CloneSetController};
 use crate::health::Health;
 use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderHandle};
@@ -311,7 +312,7 @@ pub fn spawn_caches(
         strip_managed_fields,
     ));
     tasks.spawn(caches.pods.clone().run(
-        api::<Pod>(client, namespace),
+        api::<CachedPod>(client, namespace),
         config.clone(),
         strip_managed_fields,
     ));

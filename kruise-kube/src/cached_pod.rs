@@ -1,0 +1,238 @@
+//! A compact form of a Pod for the shared cache.
+//!
+//! A decoded `k8s_openapi` Pod takes about 8 KiB even when small: the `PodSpec` and every
+//! `Container` are large structs of optional fields (about 2.4 KiB each before a single
+//! string), and lists are decoded with room to grow. Controllers read a pod's metadata and
+//! status often (indexes, adoption, readiness) but its spec only when they plan for its
+//! owner. [`CachedPod`] therefore keeps metadata and status decoded, with lists trimmed to
+//! their length, and the spec as compact JSON text. Only `managedFields` is dropped (no
+//! controller reads it): [`CachedPod::to_pod`] gives back the rest of the Pod unchanged.
+
+use std::borrow::Cow;
+
+use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use serde::{Deserialize, Deserializer};
+
+/// A Pod as the cache keeps it: metadata and status decoded, the spec encoded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CachedPod {
+    /// The pod's metadata.
+    pub metadata: ObjectMeta,
+    /// The pod's status.
+    pub status: Option<PodStatus>,
+    /// The spec as compact JSON; `None` when the pod had none.
+    spec: Option<Box<str>>,
+}
+
+/// The spec of a cached pod could not be decoded again.
+#[derive(Debug, thiserror::Error)]
+#[error("pod {namespace}/{name}: cached spec does not decode: {source}")]
+pub struct SpecDecodeError {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub name: String,
+    /// What serde_json reported.
+    #[source]
+    pub source: serde_json::Error,
+}
+
+impl CachedPod {
+    /// The compact form of `pod`.
+    pub fn from_pod(pod: Pod) -> Self {
+        let Pod { mut metadata, spec, mut status } = pod;
+        // Dropped here rather than by the cache's strip hook, so that a long list never
+        // holds every pod's managedFields at once.
+        metadata.managed_fields = None;
+        trim_meta(&mut metadata);
+        if let Some(status) = status.as_mut() {
+            trim_status(status);
+        }
+        // Serialising a decoded PodSpec to a String cannot fail: every field is a string,
+        // number, bool, map with string keys or list of those.
+        let spec = spec.and_then(|s| serde_json::to_string(&s).ok()).map(String::into_boxed_str);
+        Self { metadata, status, spec }
+    }
+
+    /// The whole Pod again (the spec decoded).
+    pub fn to_pod(&self) -> Result<Pod, SpecDecodeError> {
+        Ok(Pod { metadata: self.metadata.clone(), spec: self.spec()?, status: self.status.clone() })
+    }
+
+    /// The pod's spec, decoded.
+    pub fn spec(&self) -> Result<Option<PodSpec>, SpecDecodeError> {
+        let Some(text) = self.spec.as_deref() else {
+            return Ok(None);
+        };
+        serde_json::from_str(text).map(Some).map_err(|source| SpecDecodeError {
+            namespace: self.metadata.namespace.clone().unwrap_or_default(),
+            name: self.metadata.name.clone().unwrap_or_default(),
+            source,
+        })
+    }
+
+    /// A Pod with this pod's metadata and status but no spec: enough for checks that read
+    /// only those (phase, conditions, deletion), without decoding the spec.
+    pub fn without_spec(&self) -> Pod {
+        Pod { metadata: self.metadata.clone(), spec: None, status: self.status.clone() }
+    }
+
+    /// The node the pod is bound to, read from the encoded spec without decoding it.
+    pub fn node_name(&self) -> Option<String> {
+        #[derive(Deserialize)]
+        struct NodeOnly {
+            #[serde(rename = "nodeName")]
+            node_name: Option<String>,
+        }
+        let text = self.spec.as_deref()?;
+        serde_json::from_str::<NodeOnly>(text).ok()?.node_name.filter(|n| !n.is_empty())
+    }
+}
+
+impl From<Pod> for CachedPod {
+    fn from(pod: Pod) -> Self {
+        Self::from_pod(pod)
+    }
+}
+
+impl<'de> Deserialize<'de> for CachedPod {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Pod::deserialize(deserializer).map(Self::from_pod)
+    }
+}
+
+impl Resource for CachedPod {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Pod::kind(&())
+    }
+
+    fn group(_: &()) -> Cow<'_, str> {
+        Pod::group(&())
+    }
+
+    fn version(_: &()) -> Cow<'_, str> {
+        Pod::version(&())
+    }
+
+    fn plural(_: &()) -> Cow<'_, str> {
+        Pod::plural(&())
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Gives back the room lists were decoded with (a list grows to four entries on its first).
+fn trim_meta(meta: &mut ObjectMeta) {
+    shrink(&mut meta.owner_references);
+    shrink(&mut meta.finalizers);
+}
+
+fn trim_status(status: &mut PodStatus) {
+    shrink(&mut status.conditions);
+    shrink(&mut status.container_statuses);
+    shrink(&mut status.init_container_statuses);
+    shrink(&mut status.ephemeral_container_statuses);
+    shrink(&mut status.pod_ips);
+    shrink(&mut status.host_ips);
+}
+
+fn shrink<T>(list: &mut Option<Vec<T>>) {
+    if let Some(list) = list.as_mut() {
+        list.shrink_to_fit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full_pod() -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": "web-0", "namespace": "prod", "uid": "u-1", "resourceVersion": "42",
+                "labels": {"app": "web"}, "annotations": {"a": "b"},
+                "finalizers": ["example.com/keep"],
+                "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+                    "name": "web", "uid": "cs-1", "controller": true}]
+            },
+            "spec": {
+                "nodeName": "node-a",
+                "readinessGates": [{"conditionType": "InPlaceUpdateReady"}],
+                "containers": [{"name": "main", "image": "nginx:1.25",
+                    "env": [{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}}],
+                    "resources": {"requests": {"cpu": "100m"}}}],
+                "initContainers": [{"name": "init", "image": "busybox"}],
+                "volumes": [{"name": "data", "emptyDir": {}}],
+                "tolerations": [{"key": "k", "operator": "Exists"}]
+            },
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "main", "image": "nginx:1.25", "imageID": "sha",
+                    "ready": true, "restartCount": 1, "state": {"running": {}}}]
+            }
+        }))
+        .expect("pod")
+    }
+
+    #[test]
+    fn gives_back_the_whole_pod() {
+        let pod = full_pod();
+        let cached = CachedPod::from_pod(pod.clone());
+        assert_eq!(cached.to_pod().expect("decodes"), pod);
+        assert_eq!(cached.node_name().as_deref(), Some("node-a"));
+        let no_spec = cached.without_spec();
+        assert_eq!((no_spec.metadata, no_spec.status), (pod.metadata, pod.status));
+    }
+
+    #[test]
+    fn decodes_from_json_as_a_pod_does() {
+        let text = serde_json::to_string(&full_pod()).expect("json");
+        let cached: CachedPod = serde_json::from_str(&text).expect("decodes");
+        assert_eq!(cached.to_pod().expect("spec"), full_pod());
+        assert_eq!(
+            crate::cache::ObjectKey::of(&cached),
+            crate::cache::ObjectKey::new("prod", "web-0")
+        );
+    }
+
+    #[test]
+    fn drops_managed_fields_only() {
+        let mut pod = full_pod();
+        pod.metadata.managed_fields = Some(vec![Default::default()]);
+        let back = CachedPod::from_pod(pod).to_pod().expect("decodes");
+        assert_eq!(back.metadata.managed_fields, None);
+        assert_eq!(back, full_pod());
+    }
+
+    #[test]
+    fn a_pod_without_spec_stays_without() {
+        let pod = Pod { metadata: full_pod().metadata, ..Pod::default() };
+        let cached = CachedPod::from_pod(pod.clone());
+        assert_eq!(cached.to_pod().expect("decodes"), pod);
+        assert_eq!(cached.node_name(), None);
+    }
+
+    #[test]
+    fn a_corrupt_spec_is_an_error_naming_the_pod() {
+        let mut cached = CachedPod::from_pod(full_pod());
+        cached.spec = Some("{\"containers\": 3}".into());
+        let err = cached.to_pod().expect_err("corrupt");
+        assert!(
+            err.to_string().starts_with("pod prod/web-0: cached spec does not decode"),
+            "{err}"
+        );
+    }
+}
