@@ -7,8 +7,9 @@ use std::time::Duration;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::{Event as CoreEvent, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 
@@ -77,20 +78,21 @@ impl ApplyError {
     }
 }
 
-/// Records core/v1 Events as client-go's recorder does (what `kubectl describe` and
-/// `kubectl get events` show): the first occurrence creates an Event, repeats within ten
-/// minutes bump its `count` and `lastTimestamp`.
+/// Records `events.k8s.io/v1` Events as client-go's events library does (the API server keeps
+/// them in the same store as core/v1 Events, so `kubectl describe` and `kubectl get events`
+/// show them too): the first occurrence creates an Event; repeats within the fold window turn
+/// it into a series whose `count` and `lastObservedTime` follow.
 #[derive(Clone)]
 pub struct EventRecorder {
     client: kube::Client,
-    component: String,
-    host: Option<String>,
+    controller: String,
+    instance: String,
     /// Events recorded in the fold window, by what makes them the same Event.
     seen: Arc<Mutex<HashMap<EventKey, SeenEvent>>>,
 }
 
-/// (object uid, type, reason, message): repeats of one key fold into one Event.
-type EventKey = (String, String, String, String);
+/// (object uid, type, reason, action, note): repeats of one key fold into one Event.
+type EventKey = (String, String, String, String, String);
 
 #[derive(Clone)]
 struct SeenEvent {
@@ -99,8 +101,8 @@ struct SeenEvent {
     first: jiff::Timestamp,
 }
 
-/// How long repeats are folded into one Event (client-go's correlator keeps ten minutes).
-const EVENT_FOLD_WINDOW: jiff::SignedDuration = jiff::SignedDuration::from_mins(10);
+/// How long repeats are folded into one Event (client-go's events library: six minutes).
+const EVENT_FOLD_WINDOW: jiff::SignedDuration = jiff::SignedDuration::from_mins(6);
 /// Most Events remembered for folding (client-go's cache holds 4,096).
 const EVENT_CACHE_SIZE: usize = 4096;
 /// Events queued for sending; more are dropped (client-go's broadcaster queues 1,000).
@@ -110,16 +112,18 @@ const EVENT_QUEUE: usize = 1000;
 const EVENT_BURST: f64 = 25.0;
 /// See [`EVENT_BURST`].
 const EVENT_REFILL: Duration = Duration::from_secs(300);
+/// The API server refuses an `events.k8s.io/v1` note longer than this many bytes.
+const NOTE_LIMIT: usize = 1024;
 
 impl EventRecorder {
-    /// A recorder reporting as `component` (for example `cloneset-controller`).
-    pub fn new(client: kube::Client, component: &str) -> Self {
-        Self {
-            client,
-            component: component.to_owned(),
-            host: std::env::var("NODE_NAME").ok(),
-            seen: Arc::default(),
-        }
+    /// A recorder reporting as `controller` (for example `cloneset-controller`); the
+    /// reporting instance is `POD_NAME`, else `HOSTNAME`, else the controller's name.
+    pub fn new(client: kube::Client, controller: &str) -> Self {
+        let instance = ["POD_NAME", "HOSTNAME"]
+            .iter()
+            .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+            .unwrap_or_else(|| controller.to_owned());
+        Self { client, controller: controller.to_owned(), instance, seen: Arc::default() }
     }
 
     /// Records one Event about `regarding`.
@@ -133,14 +137,16 @@ impl EventRecorder {
     ) -> Result<(), kube::Error> {
         let namespace = regarding.namespace.clone().unwrap_or_else(|| "default".to_owned());
         let type_ = if warning { "Warning" } else { "Normal" };
+        let note = truncate_note(note);
         let key = (
             regarding.uid.clone().unwrap_or_default(),
             type_.to_owned(),
             reason.to_owned(),
+            action.to_owned(),
             note.to_owned(),
         );
         let now = jiff::Timestamp::now();
-        let api: Api<CoreEvent> = Api::namespaced(self.client.clone(), &namespace);
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
         let previous = {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
             seen.retain(|_, e| now.duration_since(e.first) < EVENT_FOLD_WINDOW);
@@ -148,7 +154,8 @@ impl EventRecorder {
         };
         if let Some(previous) = previous {
             let count = previous.count + 1;
-            let patch = serde_json::json!({"count": count, "lastTimestamp": Time(now)});
+            let series = EventSeries { count, last_observed_time: MicroTime(now) };
+            let patch = serde_json::json!({ "series": series });
             let patched =
                 api.patch(&previous.name, &PatchParams::default(), &Patch::Merge(&patch)).await;
             if patched.is_ok() {
@@ -159,27 +166,20 @@ impl EventRecorder {
         }
         let object_name = regarding.name.clone().unwrap_or_default();
         let name = format!("{object_name}.{:x}", now.as_nanosecond());
-        let event = CoreEvent {
+        let event = Event {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 namespace: Some(namespace),
                 ..Default::default()
             },
-            involved_object: regarding.clone(),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(regarding.clone()),
             reason: Some(reason.to_owned()),
-            message: Some(note.to_owned()),
-            type_: Some(type_.to_owned()),
             action: Some(action.to_owned()),
-            count: Some(1),
-            first_timestamp: Some(Time(now)),
-            last_timestamp: Some(Time(now)),
-            event_time: None::<MicroTime>,
-            source: Some(EventSource {
-                component: Some(self.component.clone()),
-                host: self.host.clone(),
-            }),
-            reporting_component: Some(self.component.clone()),
-            reporting_instance: Some(self.host.clone().unwrap_or_else(|| self.component.clone())),
+            note: Some(note.to_owned()),
+            type_: Some(type_.to_owned()),
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
             ..Default::default()
         };
         api.create(&PostParams::default(), &event).await?;
@@ -194,6 +194,18 @@ impl EventRecorder {
         seen.insert(key, SeenEvent { name, count: 1, first: now });
         Ok(())
     }
+}
+
+/// `note` cut to the API server's limit, at a character boundary.
+fn truncate_note(note: &str) -> &str {
+    if note.len() <= NOTE_LIMIT {
+        return note;
+    }
+    let mut end = NOTE_LIMIT;
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    &note[..end]
 }
 
 /// One Event waiting to be sent.
@@ -347,6 +359,17 @@ mod tests {
             message: "m".into(),
             ..Default::default()
         }))
+    }
+
+    #[test]
+    fn notes_are_cut_to_the_servers_limit_at_a_character_boundary() {
+        assert_eq!(truncate_note("short"), "short");
+        let long = "é".repeat(600); // 1,200 bytes, two per character
+        let cut = truncate_note(&long);
+        assert_eq!(cut.len(), NOTE_LIMIT);
+        assert!(long.starts_with(cut));
+        let odd = format!("a{long}"); // the limit falls inside a character
+        assert_eq!(truncate_note(&odd).len(), NOTE_LIMIT - 1);
     }
 
     #[test]

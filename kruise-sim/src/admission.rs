@@ -6,7 +6,9 @@
 //! through addresses registered with [`Admission::register_service`]; TLS is verified
 //! against `caBundle`, for the service's DNS name `NAME.NAMESPACE.svc`), `rules`
 //! (operations, apiGroups, apiVersions, resources with subresources, scope),
-//! `matchPolicy` (Equivalent: other served versions of the same resource), `namespaceSelector`,
+//! `matchPolicy` (Equivalent: other served versions of the same resource, and the same
+//! resource served by another group, as `events.k8s.io` Events are core Events; the webhook
+//! sees the object converted to the version it registered for), `namespaceSelector`,
 //! `objectSelector`, `failurePolicy`, `timeoutSeconds`, `reinvocationPolicy`,
 //! `sideEffects` with dry-run, JSONPatch responses and warnings.
 //!
@@ -137,10 +139,12 @@ fn listed(v: &Value, key: &str, want: &str) -> bool {
         .is_some_and(|a| a.iter().filter_map(Value::as_str).any(|x| x == "*" || x == want))
 }
 
-fn rule_matches(rule: &Value, a: &Attributes<'_>, version: &str) -> bool {
+/// Whether `rule` matches the request `a`, made to `def` (the request's resource, or an
+/// equivalent one).
+fn rule_matches(rule: &Value, a: &Attributes<'_>, def: &ResourceDef) -> bool {
     if !listed(rule, "operations", a.op.as_str())
-        || !listed(rule, "apiGroups", &a.def.group)
-        || !listed(rule, "apiVersions", version)
+        || !listed(rule, "apiGroups", &def.group)
+        || !listed(rule, "apiVersions", &def.version)
     {
         return false;
     }
@@ -471,19 +475,25 @@ fn known_reason(r: &str) -> &'static str {
     KNOWN.iter().find(|k| **k == r).copied().unwrap_or("")
 }
 
-/// The view of an object in `version` (the sim stores one JSON form for all versions).
-fn in_version(def: &ResourceDef, version: &str, obj: &Value) -> Value {
+/// An object as `from` serves it, viewed as the equivalent `to` serves it: a built-in
+/// stored as another group's is converted; a CRD's versions are the same JSON (the sim
+/// stores one JSON form for all versions of a CRD without a conversion webhook).
+fn in_version(from: &ResourceDef, to: &ResourceDef, obj: &Value) -> Value {
+    if obj.get("kind").and_then(Value::as_str) == Some("Scale") {
+        return obj.clone();
+    }
     let mut o = obj.clone();
-    if let Some(m) = o.as_object_mut()
-        && m.get("kind").and_then(Value::as_str) != Some("Scale")
-    {
-        let av = if def.group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{}/{version}", def.group)
-        };
-        m.insert("apiVersion".into(), json!(av));
-        m.insert("kind".into(), json!(def.kind));
+    if from.group != to.group {
+        if let Some(alias) = crate::builtin_conversion::of(from) {
+            o = alias.to_storage(&o);
+        }
+        if let Some(alias) = crate::builtin_conversion::of(to) {
+            o = alias.to_served(&o);
+        }
+    }
+    if let Some(m) = o.as_object_mut() {
+        m.insert("apiVersion".into(), json!(to.api_version()));
+        m.insert("kind".into(), json!(to.kind));
     }
     o
 }
@@ -496,24 +506,31 @@ impl crate::Cluster {
             || !self.store.keys(&t(VALIDATING), None).is_empty()
     }
 
-    /// The version the webhook is called with, if it is called at all.
-    fn hook_version(&self, hook: &Hook, a: &Attributes<'_>) -> Option<String> {
+    /// The resource (group and version) the webhook is called with, if it is called at all:
+    /// the request's, or with `matchPolicy: Equivalent` one stored in the same table (another
+    /// version of a CRD, or another group's built-in stored as this one).
+    fn hook_def(&self, hook: &Hook, a: &Attributes<'_>) -> Option<Arc<ResourceDef>> {
         // As the real server: webhook configurations are never sent to webhooks, so a broken
         // webhook can always be removed.
         if hook.conditions_false || a.def.group == "admissionregistration.k8s.io" {
             return None;
         }
-        if hook.rules.iter().any(|r| rule_matches(r, a, &a.def.version)) {
-            return Some(a.def.version.clone());
+        let same = |d: &ResourceDef| {
+            d.group == a.def.group && d.version == a.def.version && d.plural == a.def.plural
+        };
+        let defs: Vec<Arc<ResourceDef>> =
+            self.all_defs().into_iter().filter(|d| d.key() == a.def.key()).collect();
+        let matches = |d: &ResourceDef| hook.rules.iter().any(|r| rule_matches(r, a, d));
+        if let Some(d) = defs.iter().find(|d| same(d)).filter(|d| matches(d)) {
+            return Some(d.clone());
         }
         if !hook.equivalent {
             return None;
         }
-        self.all_defs()
-            .iter()
-            .filter(|d| d.group == a.def.group && d.plural == a.def.plural)
-            .map(|d| d.version.clone())
-            .find(|v| hook.rules.iter().any(|r| rule_matches(r, a, v)))
+        // The request's group first, as the real server orders equivalent resources.
+        let (own, other): (Vec<_>, Vec<_>) =
+            defs.into_iter().filter(|d| !same(d)).partition(|d| d.group == a.def.group);
+        own.into_iter().chain(other).find(|d| matches(d))
     }
 
     fn selectors_match(
@@ -544,32 +561,31 @@ impl crate::Cluster {
 
     fn review(
         a: &Attributes<'_>,
-        version: &str,
+        hook_def: &ResourceDef,
         obj: Option<&Value>,
         old: Option<&Value>,
     ) -> Value {
-        let (kind, resource) = if a.sub == "scale" {
-            (
-                json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}),
-                json!({"group": a.def.group, "version": version, "resource": a.def.plural}),
-            )
-        } else {
-            (
-                json!({"group": a.def.group, "version": version, "kind": a.def.kind}),
-                json!({"group": a.def.group, "version": version, "resource": a.def.plural}),
-            )
+        let kind_resource = |d: &ResourceDef| {
+            let resource = json!({"group": d.group, "version": d.version, "resource": d.plural});
+            if a.sub == "scale" {
+                (json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}), resource)
+            } else {
+                (json!({"group": d.group, "version": d.version, "kind": d.kind}), resource)
+            }
         };
+        let (kind, resource) = kind_resource(hook_def);
+        let (request_kind, request_resource) = kind_resource(a.def);
         let mut req = json!({
             "uid": crate::util::uuid(),
             "kind": kind,
             "resource": resource,
-            "requestKind": kind,
-            "requestResource": resource,
+            "requestKind": request_kind,
+            "requestResource": request_resource,
             "name": a.name,
             "operation": a.op.as_str(),
             "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
-            "object": obj.map(|o| in_version(a.def, version, o)),
-            "oldObject": old.map(|o| in_version(a.def, version, o)),
+            "object": obj.map(|o| in_version(a.def, hook_def, o)),
+            "oldObject": old.map(|o| in_version(a.def, hook_def, o)),
             "dryRun": a.dry_run,
             "options": a.options,
         });
@@ -592,8 +608,8 @@ impl crate::Cluster {
         a: &Attributes<'_>,
         obj: Option<&Value>,
         old: Option<&Value>,
-    ) -> Result<Option<(Value, String)>, ApiError> {
-        let Some(version) = self.hook_version(hook, a) else { return Ok(None) };
+    ) -> Result<Option<(Value, Arc<ResourceDef>)>, ApiError> {
+        let Some(hook_def) = self.hook_def(hook, a) else { return Ok(None) };
         if !self.selectors_match(hook, a, obj, old) {
             return Ok(None);
         }
@@ -603,9 +619,9 @@ impl crate::Cluster {
                 hook.name
             )));
         }
-        let review = Self::review(a, &version, obj, old);
+        let review = Self::review(a, &hook_def, obj, old);
         match self.admission.call(hook, &review).await {
-            Ok(resp) => Ok(Some((resp, version))),
+            Ok(resp) => Ok(Some((resp, hook_def))),
             Err(reason) if hook.fail_closed => {
                 Err(ApiError::internal(calling_error(&hook.name, &reason)))
             }
@@ -651,7 +667,7 @@ impl crate::Cluster {
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<Option<Value>, ApiError> {
-        let Some((resp, version)) = self.invoke(hook, a, obj.as_ref(), old).await? else {
+        let Some((resp, hook_def)) = self.invoke(hook, a, obj.as_ref(), old).await? else {
             return Ok(obj);
         };
         collect_warnings(&resp, warnings);
@@ -675,9 +691,10 @@ impl crate::Cluster {
                 &format!("received invalid webhook response: {e}"),
             ))
         })?;
-        let mut doc = in_version(a.def, &version, &cur);
+        let mut doc = in_version(a.def, &hook_def, &cur);
         json_patch::patch(&mut doc, &ops.0).map_err(|e| ApiError::internal(e.to_string()))?;
-        Ok(Some(doc))
+        // Back to the request's version.
+        Ok(Some(in_version(&hook_def, a.def, &doc)))
     }
 
     /// Runs the validating webhooks; answers their warnings.

@@ -4,7 +4,8 @@
 //! only if the object is still the one the webhooks saw, else the request is retried from
 //! a fresh read (as `GuaranteedUpdate` does), so stale bodies still answer 409.
 //!
-//! Without any webhook configuration, requests take the plain synchronous path.
+//! Without any webhook configuration, requests take the plain synchronous path, unless the
+//! resource converts between its served and stored forms (see [`crate::conversion`]).
 
 use crate::admission::{Attributes, Operation};
 use crate::cluster::{Cluster, DeleteOptions, PatchType, Sub, WriteOptions, present, to_storage};
@@ -49,7 +50,7 @@ impl Cluster {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        let converts = self.conversion_webhook(def).is_some();
+        let converts = self.converts(def);
         if !self.has_webhooks() && !converts {
             return self.create(def, ns, body, opts);
         }
@@ -98,7 +99,7 @@ impl Cluster {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<(Value, bool, Vec<String>), ApiError> {
-        if !self.has_webhooks() && self.conversion_webhook(def).is_none() {
+        if !self.has_webhooks() && !self.converts(def) {
             return self.update(def, ns, name, sub, body, opts);
         }
         self.write_admitted(def, ns, name, sub, opts, false, |_| Ok(body.clone())).await
@@ -116,7 +117,7 @@ impl Cluster {
         body: &[u8],
         opts: &WriteOptions,
     ) -> Result<(Value, bool, Vec<String>), ApiError> {
-        if !self.has_webhooks() && self.conversion_webhook(def).is_none() {
+        if !self.has_webhooks() && !self.converts(def) {
             return self.patch(def, ns, name, sub, ptype, body, opts);
         }
         let patch = self.check_patch(def, sub, ptype, body, opts)?;

@@ -139,17 +139,11 @@ pub fn present(def: &ResourceDef, obj: &Value) -> Value {
     out
 }
 
-fn storage_api_version(def: &ResourceDef) -> String {
-    if def.group.is_empty() {
-        def.storage_version.clone()
-    } else {
-        format!("{}/{}", def.group, def.storage_version)
-    }
-}
-
+/// Labels `obj` with the storage apiVersion and kind (the content is not converted;
+/// `Cluster::to_stored` converts).
 pub(crate) fn to_storage(def: &ResourceDef, obj: &mut Value) {
     if let Some(m) = obj.as_object_mut() {
-        m.insert("apiVersion".into(), json!(storage_api_version(def)));
+        m.insert("apiVersion".into(), json!(def.storage_api_version()));
         m.insert("kind".into(), json!(def.kind));
     }
 }
@@ -189,7 +183,10 @@ pub fn format_label_selector(sel: &Value) -> String {
 fn bad_body_kind(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
     if let Some(av) = obj.get("apiVersion").and_then(Value::as_str) {
         let served = def.api_version();
-        if av != served && av != storage_api_version(def) {
+        // Another version of a CRD is accepted (the content is taken as the served one's);
+        // another group is not.
+        let storage_ok = def.group == def.storage_group && av == def.storage_api_version();
+        if av != served && !storage_ok {
             return Err(ApiError::bad_request(format!(
                 "the API version in the data ({av}) does not match the expected API version ({served})"
             )));
@@ -1286,7 +1283,7 @@ impl Cluster {
     /// Deletes the contents of a terminating namespace (objects with finalizers are marked).
     fn cascade_namespace(&self, ns: &str) {
         for def in self.all_defs() {
-            if !def.namespaced || def.version != def.storage_version {
+            if !def.namespaced || !def.is_storage() {
                 continue;
             }
             for (_, name) in self.store.keys(&def.key(), Some(ns)) {

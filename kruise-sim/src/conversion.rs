@@ -7,13 +7,17 @@
 //! `apiextensions.k8s.io/v1` wire format: on reads (get, list, watch events) from the storage
 //! version, and on writes to the storage version and back for the response.
 //!
+//! Built-in resources stored as another group's (`events.k8s.io` Events, stored as core
+//! Events) convert here too, with the pure functions of [`crate::builtin_conversion`].
+//!
 //! As the real server does, a webhook's answer is checked (uid, count, apiVersion, kind) and
 //! the object's metadata is restored from the input except for labels and annotations. Not
 //! done: the converted object is not pruned against the storage version's schema, and field
 //! selectors on CRD selectable fields are evaluated on the stored object.
 
 use crate::admission::CallError;
-use crate::cluster::{Cluster, present};
+use crate::builtin_conversion;
+use crate::cluster::{Cluster, present, to_storage};
 use crate::error::ApiError;
 use crate::resources::{Origin, ResourceDef};
 use serde_json::{Value, json};
@@ -113,6 +117,12 @@ impl Cluster {
         Some(conv.pointer("/webhook/clientConfig").cloned().unwrap_or(Value::Null))
     }
 
+    /// Whether `def`'s objects are converted between the served and the stored form
+    /// (through a CRD's conversion webhook, or as a built-in stored as another group's).
+    pub(crate) fn converts(&self, def: &ResourceDef) -> bool {
+        builtin_conversion::of(def).is_some() || self.conversion_webhook(def).is_some()
+    }
+
     /// Converts `objs` (all of `def`'s kind, at `from`) to `to` through the webhook.
     async fn convert_via(
         &self,
@@ -200,6 +210,9 @@ impl Cluster {
         def: &ResourceDef,
         objs: Vec<Value>,
     ) -> Result<Vec<Value>, ApiError> {
+        if let Some(alias) = builtin_conversion::of(def) {
+            return Ok(objs.iter().map(|o| present(def, &alias.to_served(o))).collect());
+        }
         let Some(client) = self.conversion_webhook(def) else {
             return Ok(objs.iter().map(|o| present(def, o)).collect());
         };
@@ -230,6 +243,9 @@ impl Cluster {
         def: &ResourceDef,
         objs: &[Arc<Value>],
     ) -> Result<Vec<Value>, ApiError> {
+        if let Some(alias) = builtin_conversion::of(def) {
+            return Ok(objs.iter().map(|o| present(def, &alias.to_served(o))).collect());
+        }
         if self.conversion_webhook(def).is_none() {
             return Ok(objs.iter().map(|o| present(def, o)).collect());
         }
@@ -255,6 +271,11 @@ impl Cluster {
         def: &ResourceDef,
         mut obj: Value,
     ) -> Result<Value, ApiError> {
+        if let Some(alias) = builtin_conversion::of(def) {
+            let mut out = alias.to_storage(&obj);
+            to_storage(def, &mut out);
+            return Ok(out);
+        }
         let Some(client) = self.conversion_webhook(def) else { return Ok(obj) };
         set_api_version(&mut obj, &def.api_version());
         let mut out = self

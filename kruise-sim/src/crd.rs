@@ -200,6 +200,7 @@ pub fn defs(crd: &Value) -> Vec<ResourceDef> {
         out.push(ResourceDef {
             group: group.clone(),
             version,
+            storage_group: group.clone(),
             storage_version: storage_version.clone(),
             kind: kind.clone(),
             list_kind: list_kind.clone(),

@@ -50,7 +50,7 @@ impl Cluster {
     fn def_of_table(&self, t: &TableKey) -> Option<Arc<ResourceDef>> {
         self.all_defs()
             .into_iter()
-            .find(|d| d.group == t.0 && d.plural == t.1 && d.version == d.storage_version)
+            .find(|d| d.storage_group == t.0 && d.plural == t.1 && d.is_storage())
     }
 
     /// The owner an ownerReference names, from a dependent in `ns`: `None` if its kind is

@@ -203,10 +203,14 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, ApiError> 
 
 fn list_options(def: &ResourceDef, q: &HashMap<String, String>) -> Result<ListOptions, ApiError> {
     let labels = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let fields = FieldSelector::parse(
+    let mut fields = FieldSelector::parse(
         q.get("fieldSelector").map(String::as_str).unwrap_or(""),
         &def.field_selectors,
     )?;
+    // Selectors are evaluated on stored objects: an alias's labels name its stored fields.
+    if let Some(alias) = crate::builtin_conversion::of(def) {
+        fields = fields.renamed(|f| alias.stored_field(f).unwrap_or(f).to_string());
+    }
     let limit = match q.get("limit").map(String::as_str) {
         None | Some("") => 0,
         Some(l) => l

@@ -10,6 +10,8 @@
 //! - [`cluster`]: API semantics over the store (metadata, generation, preconditions,
 //!   finalizers, patches, subresources, CRD registration, namespaces).
 //! - [`resources`]: what is served, as data (built-in kinds and CRD-defined ones).
+//! - [`builtin_conversion`]: built-ins stored as another group's (`events.k8s.io` Events are
+//!   core Events, one object through both APIs).
 //! - [`schema`]: structural schemas of CRDs (pruning, defaults, validation).
 //! - `http`: routing, content negotiation (`Table`, `PartialObjectMetadata`), watch streams.
 //! - `discovery`: discovery and the OpenAPI v3 documents kubectl consults.
@@ -26,6 +28,7 @@
 
 pub mod admission;
 mod admitted;
+pub mod builtin_conversion;
 pub mod cluster;
 pub mod conversion;
 pub mod crd;

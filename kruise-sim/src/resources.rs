@@ -92,7 +92,12 @@ pub struct ResourceDef {
     pub group: String,
     /// The version served by this definition.
     pub version: String,
-    /// The version objects are stored in (differs only for multi-version CRDs).
+    /// The group objects are stored under: `group`, but for a built-in stored as another
+    /// group's resource (`events.k8s.io` Events are core Events, see
+    /// [`crate::builtin_conversion`]).
+    pub storage_group: String,
+    /// The version objects are stored in (differs for multi-version CRDs and for built-ins
+    /// stored as another group's resource).
     pub storage_version: String,
     /// Kind, such as `Pod`.
     pub kind: String,
@@ -144,9 +149,24 @@ impl ResourceDef {
         }
     }
 
-    /// The storage key: group and plural.
+    /// The storage key: the storage group and plural.
     pub fn key(&self) -> (String, String) {
-        (self.group.clone(), self.plural.clone())
+        (self.storage_group.clone(), self.plural.clone())
+    }
+
+    /// The apiVersion of stored objects: `storage_group/storage_version`.
+    pub fn storage_api_version(&self) -> String {
+        if self.storage_group.is_empty() {
+            self.storage_version.clone()
+        } else {
+            format!("{}/{}", self.storage_group, self.storage_version)
+        }
+    }
+
+    /// Whether this definition serves objects in the form they are stored in (one per
+    /// storage table).
+    pub fn is_storage(&self) -> bool {
+        self.group == self.storage_group && self.version == self.storage_version
     }
 
     /// Whether this is a custom resource.
@@ -475,8 +495,11 @@ pub fn builtins() -> Vec<ResourceDef> {
         if b.group.is_empty() && b.plural == "namespaces" {
             extra = vec![s("finalize")];
         }
+        let alias = crate::builtin_conversion::alias(b.group, b.version, b.plural);
+        let (storage_group, storage_version) =
+            alias.map(|a| (a.storage_group, a.storage_version)).unwrap_or((b.group, b.version));
         let create_on_update = matches!(
-            (b.group, b.plural),
+            (storage_group, b.plural),
             ("", "endpoints") | ("coordination.k8s.io", "leases") | ("", "events") | ("", "nodes")
         );
         let mut verbs: Vec<String> = ALL_VERBS.iter().map(|v| v.to_string()).collect();
@@ -486,7 +509,8 @@ pub fn builtins() -> Vec<ResourceDef> {
         out.push(ResourceDef {
             group: s(b.group),
             version: s(b.version),
-            storage_version: s(b.version),
+            storage_group: s(storage_group),
+            storage_version: s(storage_version),
             kind: s(b.kind),
             list_kind: format!("{}List", b.kind),
             plural: s(b.plural),
@@ -498,12 +522,16 @@ pub fn builtins() -> Vec<ResourceDef> {
             status: b.status,
             scale,
             extra_subresources: extra,
-            columns: columns_for(b.group, b.plural),
+            // An alias prints as the resource it is stored as (tables are computed from the
+            // stored form).
+            columns: columns_for(storage_group, b.plural),
             smp: b.smp,
             generation: b.generation,
             unconditional_update: true,
             create_on_update,
-            field_selectors: field_selectors_for(b.group, b.plural),
+            field_selectors: alias
+                .map(|a| a.served_fields())
+                .unwrap_or_else(|| field_selectors_for(b.group, b.plural)),
             schema: None,
             origin: Origin::BuiltIn,
         });

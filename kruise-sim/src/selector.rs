@@ -194,6 +194,15 @@ impl FieldSelector {
         })
     }
 
+    /// The selector with its fields renamed (a served field label to the stored field it
+    /// reads, see [`crate::builtin_conversion`]).
+    pub fn renamed(mut self, rename: impl Fn(&str) -> String) -> Self {
+        for (field, _, _) in &mut self.reqs {
+            *field = rename(field);
+        }
+        self
+    }
+
     /// The value required for `metadata.name`, if the selector pins it.
     pub fn pinned_name(&self) -> Option<&str> {
         self.reqs.iter().find(|(f, eq, _)| f == "metadata.name" && *eq).map(|(_, _, v)| v.as_str())

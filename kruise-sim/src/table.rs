@@ -120,9 +120,17 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
         }
         CellSource::PodStatus => json!(pod_status(o)),
         CellSource::EventLastSeen => {
-            let at = ["/lastTimestamp", "/eventTime", "/metadata/creationTimestamp"]
-                .iter()
-                .find_map(|p| o.pointer(p).and_then(Value::as_str));
+            // As the real printer: the series' last observation, else the last timestamp,
+            // else the first, else the event time.
+            let at = [
+                "/series/lastObservedTime",
+                "/lastTimestamp",
+                "/firstTimestamp",
+                "/eventTime",
+                "/metadata/creationTimestamp",
+            ]
+            .iter()
+            .find_map(|p| o.pointer(p).and_then(Value::as_str));
             age_of(at)
         }
         CellSource::EventObject => {
@@ -178,9 +186,10 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
     }
 }
 
-/// Core Events list their name last, shown only with `-o wide`, as the real server does.
+/// Events (core, and `events.k8s.io` ones, stored as core Events) list their name last,
+/// shown only with `-o wide`, as the real server does.
 fn name_last(def: &ResourceDef) -> bool {
-    def.group.is_empty() && def.plural == "events"
+    def.storage_group.is_empty() && def.plural == "events"
 }
 
 /// The column definitions of a resource, the Name column first (last for Events).
@@ -224,7 +233,10 @@ pub fn row(def: &ResourceDef, o: &Value, include: IncludeObject) -> Value {
     if !name_last(def) {
         cells.push(name.clone());
     }
-    cells.extend(def.columns.iter().map(|c| cell(c, o, !def.is_custom())));
+    // A built-in stored as another group's prints as that one does: from the stored form.
+    let stored = crate::builtin_conversion::of(def).map(|a| a.to_storage(o));
+    let shown = stored.as_ref().unwrap_or(o);
+    cells.extend(def.columns.iter().map(|c| cell(c, shown, !def.is_custom())));
     if name_last(def) {
         cells.push(name);
     }

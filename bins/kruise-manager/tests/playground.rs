@@ -214,4 +214,24 @@ fn demo_clone_walkthrough() {
     for reason in ["SuccessfulCreate", "SuccessfulUpdatePodInPlace", "SuccessfulDelete"] {
         assert!(reasons.contains(&reason), "no {reason} Event in {reasons:?}");
     }
+    // They are events.k8s.io/v1 Events (one store with core/v1), reported by the controller
+    // about the CloneSet.
+    let events = pg.kubectl.json(&["get", "events.v1.events.k8s.io"]);
+    let ours: Vec<&Value> = events["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|e| e["reportingController"] == "cloneset-controller")
+        .collect();
+    assert!(!ours.is_empty(), "no Event from cloneset-controller in {events}");
+    for e in &ours {
+        assert_eq!(e["regarding"]["kind"], "CloneSet", "{e}");
+        assert_eq!(e["regarding"]["name"], "demo-clone", "{e}");
+        assert!(e["eventTime"].is_string() && e["note"].is_string(), "{e}");
+    }
+    let described = pg.kubectl.ok(&["describe", "clone", "demo-clone"]);
+    let events_section = described.split("Events:").nth(1).unwrap_or_default();
+    for reason in ["SuccessfulCreate", "SuccessfulUpdatePodInPlace", "SuccessfulDelete"] {
+        assert!(events_section.contains(reason), "describe lacks {reason}:\n{described}");
+    }
 }
