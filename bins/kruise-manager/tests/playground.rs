@@ -110,6 +110,21 @@ fn demo_clone_walkthrough() {
         "jsonpath={.items[*].status.phase}",
     ]);
     assert_eq!(phases.split_whitespace().filter(|p| *p == "Running").count(), 5, "{phases}");
+    // The simulated scheduler spreads pods that request nothing, as kube-scheduler does.
+    let placed = pg.kubectl.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=guestbook",
+        "-o",
+        "jsonpath={.items[*].spec.nodeName}",
+    ]);
+    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+    for node in placed.split_whitespace() {
+        *per_node.entry(node).or_default() += 1;
+    }
+    assert_eq!(per_node.len(), 3, "5 pods over the 3 nodes: {per_node:?}");
+    assert!(per_node.values().all(|n| *n <= 2), "5 pods over the 3 nodes: {per_node:?}");
 
     // 2. Printer columns.
     let table = pg.kubectl.ok(&["get", "clone", "demo-clone"]);

@@ -4,8 +4,11 @@
 //! Filters, in the upstream plugin order, stopping at the first that rejects a node:
 //! NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (nodeSelector and required
 //! affinity), NodeResourcesFit, PodTopologySpread (`DoNotSchedule`). Scores: preferred node
-//! affinity, `PreferNoSchedule` taints, `ScheduleAnyway` spread and least-allocated resources.
-//! Ties go to the node whose name sorts first, so the same inputs always give the same node.
+//! affinity, `PreferNoSchedule` taints, `ScheduleAnyway` spread and least-allocated resources
+//! (a container without cpu or memory requests counts 100m and 200 MiB there, as upstream's
+//! non-zero requests do, and the finer free share breaks the coarse score's ties, so such pods
+//! spread over equal nodes). Remaining ties go to the node whose name sorts first, so the same
+//! inputs always give the same node.
 
 use k8s_openapi::api::core::v1::{
     Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration,
@@ -29,6 +32,8 @@ pub struct Placed {
     pub labels: BTreeMap<String, String>,
     /// The pod's effective requests.
     pub requests: Resources,
+    /// The requests scoring counts: cpu and memory never zero (see [`scoring_requests`]).
+    pub scoring: Resources,
     /// Whether the pod is terminating (not counted for spreading).
     pub terminating: bool,
 }
@@ -41,6 +46,7 @@ impl Placed {
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
             labels: pod.metadata.labels.clone().unwrap_or_default(),
             requests: pod_requests(pod),
+            scoring: scoring_requests(pod),
             terminating: pod.metadata.deletion_timestamp.is_some(),
         }
     }
@@ -155,6 +161,30 @@ fn status_requests(pod: &Pod, c: &k8s_openapi::api::core::v1::Container) -> Opti
         *e = (*e).max(v);
     }
     Some(r)
+}
+
+/// The scheduler's default cpu request for scoring a container that asks for none (100m).
+const DEFAULT_MILLI_CPU: i128 = 100;
+/// The scheduler's default memory request for scoring a container that asks for none
+/// (200 MiB), in thousandths of a byte.
+const DEFAULT_MEMORY: i128 = 200 * 1024 * 1024 * 1000;
+
+/// The requests the scoring plugins count: as [`pod_requests`], except that a container
+/// without a cpu or memory request counts 100m cpu and 200 MiB memory, as kube-scheduler's
+/// non-zero requests do, so that pods asking for nothing still spread over the nodes.
+pub fn scoring_requests(pod: &Pod) -> Resources {
+    let mut total = pod_requests(pod);
+    let Some(spec) = pod.spec.as_ref() else { return total };
+    for c in &spec.containers {
+        let asked = container_requests(c);
+        if !asked.contains_key("cpu") {
+            *total.entry("cpu".into()).or_default() += DEFAULT_MILLI_CPU;
+        }
+        if !asked.contains_key("memory") {
+            *total.entry("memory".into()).or_default() += DEFAULT_MEMORY;
+        }
+    }
+    total
 }
 
 fn requests(pod: &Pod, use_status: bool) -> Resources {
@@ -309,6 +339,8 @@ pub struct View<'a> {
     nodes: Vec<&'a Node>,
     placed: Vec<Placed>,
     used: BTreeMap<String, (Resources, usize)>,
+    /// Per node, the placed pods' [`Placed::scoring`] requests.
+    scored: BTreeMap<String, Resources>,
 }
 
 impl<'a> View<'a> {
@@ -316,7 +348,8 @@ impl<'a> View<'a> {
     pub fn new(nodes: impl IntoIterator<Item = &'a Node>, placed: Vec<Placed>) -> View<'a> {
         let mut nodes: Vec<&Node> = nodes.into_iter().collect();
         nodes.sort_by(|a, b| node_name(a).cmp(node_name(b)));
-        let mut v = View { nodes, placed: Vec::new(), used: BTreeMap::new() };
+        let mut v =
+            View { nodes, placed: Vec::new(), used: BTreeMap::new(), scored: BTreeMap::new() };
         for p in placed {
             v.assume(p);
         }
@@ -330,6 +363,10 @@ impl<'a> View<'a> {
             *e.0.entry(k.clone()).or_default() += v;
         }
         e.1 += 1;
+        let scored = self.scored.entry(p.node.clone()).or_default();
+        for (k, v) in &p.scoring {
+            *scored.entry(k.clone()).or_default() += v;
+        }
         self.placed.push(p);
     }
 
@@ -381,9 +418,9 @@ impl<'a> View<'a> {
             });
         }
         let soft = self.spread_state(pod, "ScheduleAnyway");
-        let scored: Vec<(i64, &Node)> =
+        let scored: Vec<((i64, i128), &Node)> =
             feasible.iter().map(|n| (self.score(pod, n, &soft), *n)).collect();
-        let best = scored.iter().map(|(s, _)| *s).max().unwrap_or(0);
+        let best = scored.iter().map(|(s, _)| *s).max().unwrap_or_default();
         scored
             .iter()
             .find(|(s, _)| *s == best)
@@ -458,7 +495,10 @@ impl<'a> View<'a> {
         Ok(())
     }
 
-    fn score(&self, pod: &Pod, node: &Node, soft: &[Spread]) -> i64 {
+    /// The node's score, and the free share of its cpu and memory in millionths to break ties
+    /// the coarse score leaves (kube-scheduler breaks them at random, which spreads small
+    /// pods; this spreads them too, deterministically).
+    fn score(&self, pod: &Pod, node: &Node, soft: &[Spread]) -> (i64, i128) {
         let spec = pod.spec.as_ref();
         let mut score = 0i64;
         let preferred = spec
@@ -480,21 +520,25 @@ impl<'a> View<'a> {
             let count = labels.get(&s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0);
             score -= 1_000 * count;
         }
-        // Least allocated: the mean free fraction of cpu and memory, 0..=100.
+        // Least allocated: the mean free fraction of cpu and memory, 0..=100, counting
+        // requests as kube-scheduler's scoring does (never zero).
         let alloc = allocatable(node);
-        let (used, count) = self.used.get(node_name(node)).cloned().unwrap_or_default();
-        let req = pod_requests(pod);
+        let count = self.used.get(node_name(node)).map_or(0, |(_, count)| *count);
+        let used = self.scored.get(node_name(node)).cloned().unwrap_or_default();
+        let req = scoring_requests(pod);
         let mut free = 0i64;
+        let mut fine_free = 0i128;
         for k in ["cpu", "memory"] {
             let cap = alloc.get(k).copied().unwrap_or(0);
             if cap > 0 {
                 let u = used.get(k).copied().unwrap_or(0) + req.get(k).copied().unwrap_or(0);
                 free += (((cap - u).max(0) * 50) / cap) as i64;
+                fine_free += ((cap - u).max(0) * 1_000_000) / cap;
             }
         }
         score += free;
         score -= count as i64 / 1000;
-        score
+        (score, fine_free)
     }
 
     fn spread_state(&self, pod: &Pod, when: &str) -> Vec<Spread> {
@@ -607,6 +651,28 @@ mod tests {
         }
         serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default", "labels": {"app": "a"}}, "spec": s}))
             .expect("pod")
+    }
+
+    #[test]
+    fn pods_without_requests_spread_over_equal_nodes() {
+        // Small nodes, and nodes so large that 100m moves the coarse score by nothing.
+        let big =
+            json!({"status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}}});
+        for extra in [json!({}), big] {
+            let nodes = ["a", "b", "c"].map(|n| node(n, "z1", extra.clone()));
+            let mut view = View::new(nodes.iter(), Vec::new());
+            let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+            for _ in 0..6 {
+                let p = pod(json!({}));
+                let chosen = view.schedule(&p).expect("fits");
+                *per_node.entry(chosen.clone()).or_default() += 1;
+                view.assume(Placed::of(&p, &chosen));
+            }
+            assert_eq!(per_node.values().copied().collect::<Vec<_>>(), vec![2, 2, 2], "{extra}");
+        }
+        // Filtering still counts only real requests: a pod asking for nothing fits anywhere.
+        assert!(pod_requests(&pod(json!({}))).is_empty());
+        assert_eq!(scoring_requests(&pod(json!({})))["cpu"], 100);
     }
 
     #[test]
