@@ -45,20 +45,6 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// `VmRSS` and `VmHWM` of process `pid`, in MiB.
-fn memory_mib(pid: &str) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 /// The manager binary: `KRUISE_MANAGER_BIN`, or `kruise-manager` in the profile directory
 /// above this bench's `deps/`.
 fn manager_binary() -> Option<PathBuf> {
@@ -239,7 +225,7 @@ impl Manager {
     }
 
     fn memory(&self) -> (f64, f64) {
-        memory_mib(&self.pid)
+        benches::memory_mib(&self.pid)
     }
 
     fn exited(&mut self) -> bool {
@@ -462,7 +448,7 @@ fn main() {
              {rss2:.1} MiB after a restart)",
             if worst < 100.0 { "met" } else { "NOT met" }
         );
-        let (bench_rss, bench_hwm) = memory_mib("self");
+        let (bench_rss, bench_hwm) = benches::memory_mib("self");
         println!(
             "manager_memory: this process (API server, watch): RSS {bench_rss:.0} MiB, peak \
              {bench_hwm:.0} MiB"

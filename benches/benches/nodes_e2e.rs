@@ -101,20 +101,6 @@ async fn create_until_ready(client: &kube::Client, count: usize) -> Duration {
     start.elapsed()
 }
 
-/// The resident set size and its peak, in MiB, from /proc (Linux).
-fn rss_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 fn thousand(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     let mut g = c.benchmark_group("e2e");
     g.sample_size(10)
@@ -140,9 +126,9 @@ fn thousand(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
 
 fn ten_thousand(rt: &tokio::runtime::Runtime) {
     rt.block_on(async {
-        let (rss0, _) = rss_mib();
+        let (rss0, _) = benches::memory_mib("self");
         let (server, client) = cluster(100).await;
-        let (rss_nodes, _) = rss_mib();
+        let (rss_nodes, _) = benches::memory_mib("self");
         let ready = create_until_ready(&client, 10_000).await;
         let start_quiet = Instant::now();
         let store = server.cluster().store();
@@ -157,7 +143,7 @@ fn ten_thousand(rt: &tokio::runtime::Runtime) {
             }
         }
         let steady = ready + (quiet_since - start_quiet);
-        let (rss1, hwm) = rss_mib();
+        let (rss1, hwm) = benches::memory_mib("self");
         println!(
             "e2e/10000 pods held by 100 nodes: all Ready after {:.2} s; steady (no writes for 1 s) after {:.2} s; resourceVersion {last}",
             ready.as_secs_f64(),

@@ -69,28 +69,14 @@ async fn create_pods(client: &kube::Client, from: usize, to: usize) {
         .expect("pods created");
 }
 
-/// `VmRSS` and `VmHWM` of this process, in MiB.
-fn rss_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 fn hold(rt: &tokio::runtime::Runtime, count: usize) {
     rt.block_on(async {
         let (server, client) = start().await;
-        let (before, _) = rss_mib();
+        let (before, _) = benches::memory_mib("self");
         let started = Instant::now();
         create_pods(&client, 0, count).await;
         let created = started.elapsed();
-        let (after, peak) = rss_mib();
+        let (after, peak) = benches::memory_mib("self");
         let api: Api<Pod> = Api::namespaced(client.clone(), "default");
         let listed = api.list_metadata(&ListParams::default().limit(1)).await.expect("list");
         let total = listed.metadata.remaining_item_count.unwrap_or(0) + listed.items.len() as i64;

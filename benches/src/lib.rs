@@ -1,4 +1,5 @@
-//! Workloads for the planner benchmarks: large, realistic snapshots built once per size.
+//! Workloads for the planner benchmarks (large, realistic snapshots built once per size), and
+//! helpers the other benches share.
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
@@ -113,4 +114,19 @@ pub fn snapshot(n: usize) -> CloneSetSnapshot {
         })
         .collect();
     snapshot
+}
+
+/// `VmRSS` and `VmHWM` (resident memory and its peak) of process `pid` (`"self"` for this
+/// one), in MiB, from /proc (Linux); 0 where unreadable.
+pub fn memory_mib(pid: &str) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
