@@ -61,10 +61,17 @@ impl Operation {
     }
 }
 
+/// The user of requests made through the API (the kubeconfig's bearer token).
+pub(crate) const ADMIN: &str = "kubernetes-admin";
+/// The garbage collector's user, with `--use-service-account-credentials`.
+pub(crate) const GC_USER: &str = "system:serviceaccount:kube-system:generic-garbage-collector";
+/// The namespace controller's user.
+pub(crate) const NAMESPACE_USER: &str = "system:serviceaccount:kube-system:namespace-controller";
+
 /// The request being admitted.
 pub(crate) struct Attributes<'a> {
     pub def: &'a ResourceDef,
-    /// `""`, `"status"` or `"scale"`.
+    /// `""`, `"status"`, `"scale"`, `"binding"` or `"eviction"`.
     pub sub: &'a str,
     pub op: Operation,
     pub namespace: &'a str,
@@ -72,6 +79,28 @@ pub(crate) struct Attributes<'a> {
     pub dry_run: bool,
     /// `CreateOptions`, `UpdateOptions` or `DeleteOptions`.
     pub options: Value,
+    /// The requesting user's name ([`ADMIN`] for API requests).
+    pub user: &'a str,
+}
+
+/// The `userInfo` of a request by `user`: a service account's groups, or the admin's.
+fn user_info(user: &str) -> Value {
+    match user.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':')) {
+        Some((ns, _)) => json!({"username": user, "groups": [
+            "system:serviceaccounts", format!("system:serviceaccounts:{ns}"), "system:authenticated"]}),
+        None => json!({"username": user, "groups": ["system:masters", "system:authenticated"]}),
+    }
+}
+
+/// The kind of a subresource that has its own (the request's object is not the resource's).
+fn sub_kind(sub: &str) -> Option<Value> {
+    let (group, version, kind) = match sub {
+        "scale" => ("autoscaling", "v1", "Scale"),
+        "eviction" => ("policy", "v1", "Eviction"),
+        "binding" => ("", "v1", "Binding"),
+        _ => return None,
+    };
+    Some(json!({"group": group, "version": version, "kind": kind}))
 }
 
 /// Registered webhook services.
@@ -550,7 +579,9 @@ impl crate::Cluster {
         if a.def.group.is_empty() && a.def.plural == "namespaces" {
             return selector_matches(sel, labels(obj.or(old)));
         }
-        if !a.def.namespaced {
+        // A request without a namespace (a deletecollection across all namespaces) is never
+        // exempted, as `MatchNamespaceSelector` has it.
+        if !a.def.namespaced || a.namespace.is_empty() {
             return true;
         }
         let nsobj = self
@@ -567,11 +598,13 @@ impl crate::Cluster {
     ) -> Value {
         let kind_resource = |d: &ResourceDef| {
             let resource = json!({"group": d.group, "version": d.version, "resource": d.plural});
-            if a.sub == "scale" {
-                (json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}), resource)
-            } else {
-                (json!({"group": d.group, "version": d.version, "kind": d.kind}), resource)
-            }
+            let kind = sub_kind(a.sub)
+                .unwrap_or_else(|| json!({"group": d.group, "version": d.version, "kind": d.kind}));
+            (kind, resource)
+        };
+        // A subresource with a kind of its own (Scale, Eviction, Binding) is sent as it is.
+        let view = |o: &Value| {
+            if sub_kind(a.sub).is_some() { o.clone() } else { in_version(a.def, hook_def, o) }
         };
         let (kind, resource) = kind_resource(hook_def);
         let (request_kind, request_resource) = kind_resource(a.def);
@@ -581,15 +614,18 @@ impl crate::Cluster {
             "resource": resource,
             "requestKind": request_kind,
             "requestResource": request_resource,
-            "name": a.name,
             "operation": a.op.as_str(),
-            "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
-            "object": obj.map(|o| in_version(a.def, hook_def, o)),
-            "oldObject": old.map(|o| in_version(a.def, hook_def, o)),
+            "userInfo": user_info(a.user),
+            "object": obj.map(view),
+            "oldObject": old.map(view),
             "dryRun": a.dry_run,
             "options": a.options,
         });
         if let Some(m) = req.as_object_mut() {
+            // `omitempty`, as for a deletecollection's items.
+            if !a.name.is_empty() {
+                m.insert("name".into(), json!(a.name));
+            }
             if !a.sub.is_empty() {
                 m.insert("subResource".into(), json!(a.sub));
                 m.insert("requestSubResource".into(), json!(a.sub));
@@ -691,6 +727,11 @@ impl crate::Cluster {
                 &format!("received invalid webhook response: {e}"),
             ))
         })?;
+        if sub_kind(a.sub).is_some() {
+            let mut doc = cur;
+            json_patch::patch(&mut doc, &ops.0).map_err(|e| ApiError::internal(e.to_string()))?;
+            return Ok(Some(doc));
+        }
         let mut doc = in_version(a.def, &hook_def, &cur);
         json_patch::patch(&mut doc, &ops.0).map_err(|e| ApiError::internal(e.to_string()))?;
         // Back to the request's version.

@@ -118,6 +118,8 @@ pub struct Cluster {
     defs: RwLock<Defs>,
     pub(crate) admission: crate::admission::Admission,
     pub(crate) faults: crate::faults::Faults,
+    /// Deletes of the garbage collector and the namespace controller waiting for admission.
+    pub(crate) deferred: crate::gc::Deferred,
     /// Pods are deleted gracefully (a kubelet finishes the deletion): set when simulated
     /// nodes are attached.
     graceful_pods: std::sync::atomic::AtomicBool,
@@ -253,6 +255,7 @@ impl Cluster {
             }),
             admission: Default::default(),
             faults: Default::default(),
+            deferred: Default::default(),
             graceful_pods: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -1281,13 +1284,20 @@ impl Cluster {
     }
 
     /// Deletes the contents of a terminating namespace (objects with finalizers are marked).
+    /// With webhooks, the deletions are the namespace controller's, admitted later (see
+    /// [`crate::gc`]).
     fn cascade_namespace(&self, ns: &str) {
+        let deferred = self.has_webhooks();
         for def in self.all_defs() {
             if !def.namespaced || !def.is_storage() {
                 continue;
             }
-            for (_, name) in self.store.keys(&def.key(), Some(ns)) {
-                let _ = self.delete(&def, ns, &name, &DeleteOptions::default());
+            for key in self.store.keys(&def.key(), Some(ns)) {
+                if deferred {
+                    self.defer_namespace_delete(&def.key(), &key);
+                } else {
+                    let _ = self.delete(&def, ns, &key.1, &DeleteOptions::default());
+                }
             }
         }
         self.maybe_finalize_namespace(ns);
@@ -1321,16 +1331,9 @@ impl Cluster {
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         let Some(def) = self.def_for("", "pods") else { return Err(ApiError::no_route()) };
+        check_binding(name, binding)?;
         let node =
             binding.pointer("/target/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        if node.is_empty() {
-            return Err(ApiError::invalid(
-                "",
-                "Binding",
-                name,
-                vec![Cause::required("target.name", "")],
-            ));
-        }
         let written = self.store.write(&def.key(), &(ns.to_string(), name.to_string()), dry_run, |cur| {
             let Some(old) = cur else { return Err(ApiError::not_found("", "pods", name)) };
             if old.pointer("/metadata/deletionTimestamp").is_some() {
@@ -1407,6 +1410,20 @@ impl Cluster {
             Err(e) => Err(e),
         }
     }
+}
+
+/// A Binding's own validation (`ValidatePodBinding`): it names a target node.
+pub(crate) fn check_binding(name: &str, binding: &Value) -> Result<(), ApiError> {
+    let node = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or_default();
+    if node.is_empty() {
+        return Err(ApiError::invalid(
+            "",
+            "Binding",
+            name,
+            vec![Cause::required("target.name", "")],
+        ));
+    }
+    Ok(())
 }
 
 fn json_kind(v: &Value) -> &'static str {

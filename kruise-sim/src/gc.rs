@@ -10,13 +10,134 @@
 //! - `propagationPolicy: Orphan`: the owner keeps an `orphan` finalizer until the
 //!   references to it are removed from its dependents.
 //! - Owners of unknown kinds are treated as present, as the real collector waits for them.
+//!
+//! ## Admission
+//!
+//! The real collector and namespace controller delete through the API, so their deletes pass
+//! admission webhooks. Webhooks are HTTP calls, which cannot be made from the synchronous
+//! write path (nor under the store's lock): while any webhook configuration exists, those
+//! deletes are queued in [`Deferred`] instead, and run by [`Cluster::run_deferred`], which
+//! every admitted request calls before answering (so an owner's dependents are still gone
+//! when its deletion is answered) and the server calls every 200 ms. Each queued delete is
+//! decided again when it runs (the object may have gained an owner meanwhile), admitted as a
+//! `DELETE` by the collector's user (`system:serviceaccount:kube-system:generic-garbage-
+//! collector`, `propagationPolicy` Background or Foreground, a `uid` precondition) or the
+//! namespace controller's (`...:namespace-controller`, Background, and an empty `name`, as
+//! its deletecollection sends it), then deleted.
+//!
+//! A denied (or failed) delete leaves the object and is queued again with a backoff of 1 s,
+//! doubling up to 30 s, retried indefinitely as the real collector does; any later write
+//! that makes the collector look at the object again (a change to it, its owner's deletion)
+//! retries it at once. A queued object is held once, and one run of the queue does at most
+//! [`DRAIN_BUDGET`] deletes, so a webhook denying (or writing) forever cannot wedge the
+//! server. Updates the collector makes (removing references or its finalizers) are not
+//! admitted: they stay synchronous.
 
+use crate::admission::{Attributes, GC_USER, NAMESPACE_USER, Operation};
 use crate::cluster::{Cluster, DeleteOptions};
 use crate::resources::ResourceDef;
 use crate::store::{EventType, ObjKey, TableKey, Write};
 use crate::util::{meta_mut, meta_str};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// At most this many queued deletes are run by one [`Cluster::run_deferred`].
+pub const DRAIN_BUDGET: usize = 4096;
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Who deletes a queued object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Actor {
+    GarbageCollector,
+    NamespaceController,
+}
+
+/// A delete waiting for admission.
+#[derive(Debug)]
+struct Pending {
+    table: TableKey,
+    key: ObjKey,
+    uid: String,
+    actor: Actor,
+    /// Denials and failures so far.
+    attempts: u32,
+    not_before: Instant,
+}
+
+/// Deletes of the collector and the namespace controller waiting for admission.
+#[derive(Debug, Default)]
+pub struct Deferred {
+    queue: Mutex<Vec<Pending>>,
+}
+
+impl Deferred {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Pending>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a delete, or makes a queued one of the same object due now.
+    fn push(&self, table: &TableKey, key: &ObjKey, uid: &str, actor: Actor) {
+        let mut q = self.lock();
+        let now = Instant::now();
+        if let Some(p) = q.iter_mut().find(|p| p.table == *table && p.key == *key && p.uid == uid) {
+            p.not_before = now;
+            return;
+        }
+        q.push(Pending {
+            table: table.clone(),
+            key: key.clone(),
+            uid: uid.to_string(),
+            actor,
+            attempts: 0,
+            not_before: now,
+        });
+    }
+
+    /// Queues `p` again after a denial or failure, with its backoff.
+    fn retry(&self, mut p: Pending) {
+        p.attempts += 1;
+        let exp = p.attempts.saturating_sub(1).min(10);
+        let backoff = FIRST_BACKOFF.saturating_mul(1 << exp).min(MAX_BACKOFF);
+        p.not_before = Instant::now() + backoff;
+        let mut q = self.lock();
+        // Queued again meanwhile (the object changed): that one is due sooner.
+        if let Some(o) =
+            q.iter_mut().find(|o| o.table == p.table && o.key == p.key && o.uid == p.uid)
+        {
+            o.attempts = o.attempts.max(p.attempts);
+            return;
+        }
+        q.push(p);
+    }
+
+    fn take_due(&self) -> Option<Pending> {
+        let mut q = self.lock();
+        let now = Instant::now();
+        let i = q.iter().position(|p| p.not_before <= now)?;
+        Some(q.remove(i))
+    }
+
+    /// How many deletes are queued (due or backing off).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+}
+
+/// What the collector does with a dependent.
+enum Verdict {
+    Keep,
+    /// Remove the references to these absent owners.
+    RemoveRefs(Vec<String>),
+    /// Delete it with this propagation policy.
+    Delete(&'static str),
+}
 
 /// The finalizer of foreground deletion.
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -123,17 +244,16 @@ impl Cluster {
         });
     }
 
-    /// Decides what to do with one dependent (`attemptToDeleteItem`).
-    fn gc_attempt(&self, table: &TableKey, key: &ObjKey) {
-        let Some(obj) = self.store.get(table, key) else { return };
-        if deleting(&obj) {
-            return;
+    /// What to do with one dependent.
+    fn gc_verdict(&self, obj: &Value) -> Verdict {
+        if deleting(obj) {
+            return Verdict::Keep;
         }
-        let refs = refs(&obj);
+        let refs = refs(obj);
         if refs.is_empty() {
-            return;
+            return Verdict::Keep;
         }
-        let ns = meta_str(&obj, "namespace").unwrap_or_default();
+        let ns = meta_str(obj, "namespace").unwrap_or_default();
         let (mut solid, mut gone, mut waiting_blocked) = (false, Vec::new(), false);
         for r in &refs {
             let uid = r.get("uid").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -147,15 +267,104 @@ impl Cluster {
             }
         }
         if solid {
-            if !gone.is_empty() {
-                self.remove_refs(table, key, &gone);
+            return if gone.is_empty() { Verdict::Keep } else { Verdict::RemoveRefs(gone) };
+        }
+        Verdict::Delete(if waiting_blocked { "Foreground" } else { "Background" })
+    }
+
+    /// Decides what to do with one dependent (`attemptToDeleteItem`).
+    fn gc_attempt(&self, table: &TableKey, key: &ObjKey) {
+        let Some(obj) = self.store.get(table, key) else { return };
+        match self.gc_verdict(&obj) {
+            Verdict::Keep => {}
+            Verdict::RemoveRefs(gone) => self.remove_refs(table, key, &gone),
+            Verdict::Delete(_) if self.has_webhooks() => {
+                let uid = meta_str(&obj, "uid").unwrap_or_default();
+                self.deferred.push(table, key, uid, Actor::GarbageCollector);
             }
+            Verdict::Delete(propagation) => {
+                let Some(def) = self.def_of_table(table) else { return };
+                let opts =
+                    DeleteOptions { propagation: Some(propagation.into()), ..Default::default() };
+                let _ = self.delete(&def, &key.0, &key.1, &opts);
+            }
+        }
+    }
+
+    /// Queues the namespace controller's delete of an object of a terminating namespace.
+    pub(crate) fn defer_namespace_delete(&self, table: &TableKey, key: &ObjKey) {
+        let Some(obj) = self.store.get(table, key) else { return };
+        if deleting(&obj) {
             return;
         }
-        let Some(def) = self.def_of_table(table) else { return };
-        let propagation = waiting_blocked.then(|| "Foreground".to_string());
-        let opts = DeleteOptions { propagation, ..Default::default() };
-        let _ = self.delete(&def, &key.0, &key.1, &opts);
+        let uid = meta_str(&obj, "uid").unwrap_or_default();
+        self.deferred.push(table, key, uid, Actor::NamespaceController);
+    }
+
+    /// Runs the queued deletes that are due (at most [`DRAIN_BUDGET`]), each through
+    /// admission; see the module documentation.
+    pub async fn run_deferred(&self) {
+        for _ in 0..DRAIN_BUDGET {
+            let Some(p) = self.deferred.take_due() else { return };
+            self.run_one(p).await;
+        }
+    }
+
+    async fn run_one(&self, p: Pending) {
+        let Some(def) = self.def_of_table(&p.table) else { return };
+        let Some(obj) = self.store.get(&p.table, &p.key) else { return };
+        if meta_str(&obj, "uid") != Some(p.uid.as_str()) || deleting(&obj) {
+            return;
+        }
+        let (propagation, user, name) = match p.actor {
+            Actor::GarbageCollector => match self.gc_verdict(&obj) {
+                Verdict::Keep => return,
+                Verdict::RemoveRefs(gone) => {
+                    self.remove_refs(&p.table, &p.key, &gone);
+                    return;
+                }
+                Verdict::Delete(prop) => (prop, GC_USER, p.key.1.as_str()),
+            },
+            Actor::NamespaceController => {
+                let nsobj = self
+                    .store
+                    .get(&(String::new(), "namespaces".into()), &(String::new(), p.key.0.clone()));
+                if !nsobj.is_some_and(|n| deleting(&n)) {
+                    return;
+                }
+                ("Background", NAMESPACE_USER, "")
+            }
+        };
+        let opts = DeleteOptions {
+            uid: Some(p.uid.clone()),
+            propagation: Some(propagation.into()),
+            ..Default::default()
+        };
+        let admitted = async {
+            let old = self.served(&def, (*obj).clone()).await?;
+            let a = Attributes {
+                def: &def,
+                sub: "",
+                op: Operation::Delete,
+                namespace: &p.key.0,
+                name: name.to_string(),
+                dry_run: false,
+                options: crate::admitted::delete_options(&opts),
+                user,
+            };
+            self.mutate(&a, None, Some(&old)).await?;
+            self.validate_admission(&a, None, Some(&old)).await
+        };
+        if admitted.await.is_err() {
+            self.deferred.retry(p);
+            return;
+        }
+        match self.delete(&def, &p.key.0, &p.key.1, &opts) {
+            // Gone, or replaced by another object of that name (the uid precondition).
+            Ok(_) => {}
+            Err(e) if e.code == 404 || e.code == 409 => {}
+            Err(_) => self.deferred.retry(p),
+        }
     }
 
     /// An owner in foreground deletion: deletes its dependents, and lets it go once none

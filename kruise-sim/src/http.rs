@@ -533,7 +533,8 @@ where
             let opts = list_options(&def, &q)?;
             let (bytes, _) = read_body(req).await?;
             let dopts = delete_options(&bytes, &q)?;
-            let items = cluster.delete_collection(&def, ns.as_deref(), &opts, &dopts)?;
+            let items =
+                cluster.delete_collection_admitted(&def, ns.as_deref(), &opts, &dopts).await?;
             let items = cluster.served_all(&def, items).await?;
             let v = json!({"kind": def.list_kind, "apiVersion": def.api_version(),
                 "metadata": {"resourceVersion": cluster.store().current_rv().to_string()}, "items": items});
@@ -617,14 +618,14 @@ where
             let opts = write_options(&q)?;
             let (bytes, ct) = read_body(req).await?;
             let body = decode_body(&bytes, &ct)?;
-            let v = cluster.bind(&ns_str, name, &body, opts.dry_run)?;
+            let v = cluster.bind_admitted(&ns_str, name, body, &opts).await?;
             Ok(render(201, &v, out, &[]))
         }
         (Some(name), Some("eviction"), &Method::POST) => {
             let opts = write_options(&q)?;
             let (bytes, ct) = read_body(req).await?;
-            let _body = decode_body(&bytes, &ct)?;
-            let v = cluster.evict(&ns_str, name, opts.dry_run)?;
+            let body = decode_body(&bytes, &ct)?;
+            let v = cluster.evict_admitted(&ns_str, name, body, &opts).await?;
             Ok(render(201, &v, out, &[]))
         }
         _ => Err(ApiError::method_not_allowed()),

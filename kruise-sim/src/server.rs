@@ -291,6 +291,7 @@ impl Server {
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
         tokio::spawn(accept_loop(tls_listener, Some(acceptor), app.clone()));
+        tokio::spawn(deferred_loop(cluster.clone(), shutdown_rx.clone()));
         let http_addr = match config.http_addr {
             Some(a) => {
                 let l = TcpListener::bind(a).await?;
@@ -356,6 +357,20 @@ impl Server {
         })??;
         handle._thread = Some(RuntimeThread { stop: Some(stop_tx), join: Some(join) });
         Ok(handle)
+    }
+}
+
+/// Retries the collector's and namespace controller's deletes that admission denied (see
+/// [`crate::gc`]).
+async fn deferred_loop(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            _ = shutdown.changed() => return,
+        }
+        if !cluster.deferred.is_empty() {
+            cluster.run_deferred().await;
+        }
     }
 }
 

@@ -5,25 +5,14 @@
 mod common;
 
 use base64::Engine as _;
-use bytes::Bytes;
 use common::Env;
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use kruise_sim::Config;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 
-/// Reviews received, by path.
-type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+type Hooks = common::webhook::HookServer;
 
-struct Hooks {
-    addr: SocketAddr,
-    ca_pem: String,
-    seen: Seen,
-    _stop: tokio::sync::oneshot::Sender<()>,
+fn start_hooks() -> Hooks {
+    common::webhook::start(&["127.0.0.1", "hooks.default.svc"], answer)
 }
 
 fn answer(path: &str, review: &Value) -> Value {
@@ -60,75 +49,6 @@ fn answer(path: &str, review: &Value) -> Value {
         _ => json!({"uid": uid, "allowed": true}),
     };
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
-}
-
-fn start_hooks() -> Hooks {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().expect("ca key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().expect("key");
-    let params =
-        CertificateParams::new(vec!["127.0.0.1".to_string(), "hooks.default.svc".to_string()])
-            .expect("params");
-    let cert = params.signed_by(&key, &issuer).expect("cert");
-    let chain = vec![cert.der().clone()];
-    let pk = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, pk)
-        .expect("server config");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let seen: Seen = Arc::default();
-    let seen2 = seen.clone();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (stop, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            addr_tx.send(l.local_addr().expect("addr")).expect("addr sent");
-            loop {
-                let (s, _) = tokio::select! {
-                    a = l.accept() => match a { Ok(a) => a, Err(_) => continue },
-                    _ = &mut stop_rx => return,
-                };
-                let acceptor = acceptor.clone();
-                let seen = seen2.clone();
-                tokio::spawn(async move {
-                    let Ok(s) = acceptor.accept(s).await else { return };
-                    let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let seen = seen.clone();
-                        async move {
-                            let path = req.uri().path().to_string();
-                            let body = req.into_body().collect().await.map(|b| b.to_bytes());
-                            let review: Value = body
-                                .ok()
-                                .and_then(|b| serde_json::from_slice(&b).ok())
-                                .unwrap_or(Value::Null);
-                            seen.lock().expect("seen").push((path.clone(), review.clone()));
-                            let out = answer(&path, &review);
-                            Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
-                                Bytes::from(out.to_string()),
-                            )))
-                        }
-                    });
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(s), svc).await;
-                });
-            }
-        });
-    });
-    let addr = addr_rx.recv().expect("webhook server started");
-    Hooks { addr, ca_pem: ca_cert.pem(), seen, _stop: stop }
 }
 
 fn b64(s: &str) -> String {

@@ -5,23 +5,14 @@
 mod common;
 
 use base64::Engine as _;
-use bytes::Bytes;
 use common::Env;
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use kruise_sim::Config;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-struct Webhook {
-    addr: SocketAddr,
-    ca_pem: String,
-    calls: Arc<AtomicUsize>,
-    _stop: tokio::sync::oneshot::Sender<()>,
+type Webhook = common::webhook::HookServer;
+
+fn start_webhook() -> Webhook {
+    common::webhook::start(&["convert.kruise-system.svc"], |_path, review| convert(review))
 }
 
 fn convert(review: &Value) -> Value {
@@ -42,72 +33,6 @@ fn convert(review: &Value) -> Value {
         Err(m) => json!({"uid": uid, "result": {"status": "Failure", "message": m}}),
     };
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response})
-}
-
-fn start_webhook() -> Webhook {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().expect("ca key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().expect("key");
-    let params =
-        CertificateParams::new(vec!["convert.kruise-system.svc".to_string()]).expect("params");
-    let cert = params.signed_by(&key, &issuer).expect("cert");
-    let pk = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], pk)
-        .expect("server config");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let calls = Arc::new(AtomicUsize::new(0));
-    let calls2 = calls.clone();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (stop, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            addr_tx.send(l.local_addr().expect("addr")).expect("addr sent");
-            loop {
-                let (s, _) = tokio::select! {
-                    a = l.accept() => match a { Ok(a) => a, Err(_) => continue },
-                    _ = &mut stop_rx => return,
-                };
-                let acceptor = acceptor.clone();
-                let calls = calls2.clone();
-                tokio::spawn(async move {
-                    let Ok(s) = acceptor.accept(s).await else { return };
-                    let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let calls = calls.clone();
-                        async move {
-                            let body = req.into_body().collect().await.map(|b| b.to_bytes());
-                            let review: Value = body
-                                .ok()
-                                .and_then(|b| serde_json::from_slice(&b).ok())
-                                .unwrap_or(Value::Null);
-                            calls.fetch_add(1, Ordering::SeqCst);
-                            let out = convert(&review);
-                            Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
-                                Bytes::from(out.to_string()),
-                            )))
-                        }
-                    });
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(s), svc).await;
-                });
-            }
-        });
-    });
-    let addr = addr_rx.recv().expect("webhook server started");
-    Webhook { addr, ca_pem: ca_cert.pem(), calls, _stop: stop }
 }
 
 fn use_webhook(env: &Env, service: &str, ca_pem: &str) {
@@ -171,7 +96,7 @@ fn cloneset_versions_convert_through_the_webhook() {
 
     // v1alpha1 -> stored v1beta1 -> read back at both versions.
     env.ok_stdin(&["create", "-f", "-"], ALPHA);
-    assert!(hook.calls.load(Ordering::SeqCst) > 0, "the webhook converted the create");
+    assert!(!hook.seen.lock().expect("seen").is_empty(), "the webhook converted the create");
     let beta = env.json(&["get", "clonesets.v1beta1.apps.kruise.io", "alpha"]);
     assert_eq!(beta["apiVersion"], "apps.kruise.io/v1beta1");
     assert_eq!(beta["spec"]["updateStrategy"]["type"], "RollingUpdate");

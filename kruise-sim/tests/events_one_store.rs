@@ -4,55 +4,23 @@
 
 mod common;
 
+use common::{client, raw};
+
 use base64::Engine as _;
-use bytes::Bytes;
 use common::Env;
 use futures::StreamExt;
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::Event as CoreEvent;
 use k8s_openapi::api::events::v1::Event;
-use kruise_sim::{Config, Server, ServerHandle};
+use kruise_sim::{Config, Server};
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use serde_json::{Value, json};
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(10);
 const CORE: &str = "/api/v1/namespaces/default/events";
 const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
-
-async fn client(h: &ServerHandle) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&h.kubeconfig).expect("kubeconfig parses");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.expect("config");
-    kube::Client::try_from(cfg).expect("client")
-}
-
-/// A raw JSON request; the Status of a failure as `Err`.
-async fn raw(
-    c: &kube::Client,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: Option<Value>,
-) -> Result<Value, kube::core::Status> {
-    let req = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", content_type)
-        .body(body.map(|b| serde_json::to_vec(&b).expect("body")).unwrap_or_default())
-        .expect("request");
-    match c.request::<Value>(req).await {
-        Ok(v) => Ok(v),
-        Err(kube::Error::Api(s)) => Err(*s),
-        Err(e) => panic!("{method} {path}: {e}"),
-    }
-}
 
 async fn get(c: &kube::Client, path: &str) -> Result<Value, kube::core::Status> {
     raw(c, "GET", path, "application/json", None).await
@@ -543,14 +511,10 @@ fn kubectl_shows_events_from_either_api() {
     assert_eq!(env.ok(&["get", "events", "-o", "name"]).trim(), "event/from-core");
 }
 
-/// Reviews received, by path.
-type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+type Hooks = common::webhook::HookServer;
 
-struct Hooks {
-    addr: SocketAddr,
-    ca_pem: String,
-    seen: Seen,
-    _stop: tokio::sync::oneshot::Sender<()>,
+fn start_hooks() -> Hooks {
+    common::webhook::start(&["127.0.0.1"], answer)
 }
 
 /// `/core-mutate` appends " (checked)" to a core Event's `message`; `/events-validate`
@@ -578,72 +542,6 @@ fn answer(path: &str, review: &Value) -> Value {
         _ => json!({"uid": uid, "allowed": true}),
     };
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
-}
-
-fn start_hooks() -> Hooks {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().expect("ca key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().expect("key");
-    let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
-    let cert = params.signed_by(&key, &issuer).expect("cert");
-    let pk = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], pk)
-        .expect("server config");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let seen: Seen = Arc::default();
-    let seen2 = seen.clone();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (stop, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            addr_tx.send(l.local_addr().expect("addr")).expect("addr sent");
-            loop {
-                let (s, _) = tokio::select! {
-                    a = l.accept() => match a { Ok(a) => a, Err(_) => continue },
-                    _ = &mut stop_rx => return,
-                };
-                let acceptor = acceptor.clone();
-                let seen = seen2.clone();
-                tokio::spawn(async move {
-                    let Ok(s) = acceptor.accept(s).await else { return };
-                    let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let seen = seen.clone();
-                        async move {
-                            let path = req.uri().path().to_string();
-                            let body = req.into_body().collect().await.map(|b| b.to_bytes());
-                            let review: Value = body
-                                .ok()
-                                .and_then(|b| serde_json::from_slice(&b).ok())
-                                .unwrap_or(Value::Null);
-                            seen.lock().expect("seen").push((path.clone(), review.clone()));
-                            let out = answer(&path, &review);
-                            Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
-                                Bytes::from(out.to_string()),
-                            )))
-                        }
-                    });
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(s), svc).await;
-                });
-            }
-        });
-    });
-    let addr = addr_rx.recv().expect("webhook server started");
-    Hooks { addr, ca_pem: ca_cert.pem(), seen, _stop: stop }
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! Test helpers: a server in its own thread, and the real kubectl pointed at it.
 #![allow(dead_code)]
 
+pub mod webhook;
+
 use kruise_sim::{Config, Server, ServerHandle};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -105,5 +107,33 @@ impl Env {
         let mut a = args.to_vec();
         a.extend(["-o", "json"]);
         serde_json::from_str(&self.ok(&a)).expect("kubectl printed JSON")
+    }
+}
+
+/// A kube-rs client for the in-process server `h`.
+pub async fn client(h: &ServerHandle) -> kube::Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&h.kubeconfig).expect("kubeconfig parses");
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.expect("config");
+    kube::Client::try_from(cfg).expect("client")
+}
+
+/// A JSON request; the Status of a failure as `Err`.
+pub async fn raw(
+    c: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Option<serde_json::Value>,
+) -> Result<serde_json::Value, kube::core::Status> {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .body(body.map(|b| serde_json::to_vec(&b).expect("body")).unwrap_or_default())
+        .expect("request");
+    match c.request::<serde_json::Value>(req).await {
+        Ok(v) => Ok(v),
+        Err(kube::Error::Api(s)) => Err(*s),
+        Err(e) => panic!("{method} {path}: {e}"),
     }
 }
