@@ -1,4 +1,6 @@
-//! The CloneSet planner on 1k, 10k and 100k pods with mixed revisions, priorities and scatter.
+//! The CloneSet planner on 1k, 10k and 100k pods with mixed revisions, priorities and scatter;
+//! and what the controller pays before planning: turning its compact cached pods
+//! (`kruise_kube::cached_pod::CachedPod`) back into the pods a snapshot holds.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -13,6 +15,26 @@ fn bench(c: &mut Criterion) {
         }
         group.bench_with_input(BenchmarkId::from_parameter(n), &snapshot, |b, s| {
             b.iter(|| kruise_core::cloneset::plan(std::hint::black_box(s), now));
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("snapshot_pods_from_cache");
+    for n in [1_000usize, 10_000] {
+        let cached: Vec<kruise_kube::cached_pod::CachedPod> = benches::snapshot(n)
+            .pods
+            .iter()
+            .map(|p| kruise_kube::cached_pod::CachedPod::from_pod((**p).clone()))
+            .collect();
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &cached, |b, cached| {
+            b.iter(|| {
+                cached
+                    .iter()
+                    .map(|p| p.to_pod().map(std::sync::Arc::new))
+                    .collect::<Result<Vec<_>, _>>()
+                    .expect("decodes")
+            });
         });
     }
     group.finish();
