@@ -582,6 +582,14 @@ impl Cluster {
         } else {
             defaults::apply(&def.group, &def.plural, &mut obj);
             self.validate_builtin(def, &obj)?;
+            if def.plural == "events" && (def.group.is_empty() || def.group == "events.k8s.io") {
+                let strict = def.group == "events.k8s.io";
+                let causes = crate::event_validation::create_causes(&obj, strict);
+                if !causes.is_empty() {
+                    let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+                    return Err(ApiError::invalid(&def.group, &def.kind, &name, causes));
+                }
+            }
         }
         if (def.group.as_str(), def.plural.as_str()) == CRDS {
             crd::prepare(&mut obj, None)?;

@@ -35,6 +35,7 @@ pub mod crd;
 mod defaults;
 mod discovery;
 pub mod error;
+mod event_validation;
 pub mod faults;
 pub mod gc;
 mod http;
