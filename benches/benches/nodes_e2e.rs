@@ -37,15 +37,8 @@ async fn cluster(nodes: usize) -> (ServerHandle, kube::Client) {
         .collect();
     let nc = NodesConfig::new(0).with_nodes(specs).with_delays(ZERO);
     let server = Server::start(Config::default().with_nodes(nc)).await.expect("server starts");
-    let path = std::env::temp_dir().join(format!(
-        "kruise-bench-{}-{}.kubeconfig",
-        std::process::id(),
-        server.url().len()
-    ));
-    server.write_kubeconfig(&path).expect("kubeconfig written");
-    let yaml = std::fs::read_to_string(&path).expect("kubeconfig read");
-    let _ = std::fs::remove_file(&path);
-    let client = kruise_sim::nodes::client_from_kubeconfig(&yaml).await.expect("client");
+    let client =
+        kruise_sim::nodes::client_from_kubeconfig(&server.kubeconfig).await.expect("client");
     (server, client)
 }
 

@@ -28,20 +28,9 @@ const WATCHERS: usize = 20;
 
 async fn start() -> (ServerHandle, kube::Client) {
     let server = Server::start(Config::default()).await.expect("server starts");
-    let path = std::env::temp_dir().join(format!(
-        "kruise-bench-sim-api-{}-{}.kubeconfig",
-        std::process::id(),
-        rand_tag()
-    ));
-    server.write_kubeconfig(&path).expect("kubeconfig written");
-    let yaml = std::fs::read_to_string(&path).expect("kubeconfig read");
-    let _ = std::fs::remove_file(&path);
-    let client = kruise_sim::nodes::client_from_kubeconfig(&yaml).await.expect("client");
+    let client =
+        kruise_sim::nodes::client_from_kubeconfig(&server.kubeconfig).await.expect("client");
     (server, client)
-}
-
-fn rand_tag() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
 }
 
 fn pod(i: usize) -> Pod {

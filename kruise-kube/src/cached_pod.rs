@@ -78,23 +78,6 @@ impl CachedPod {
     pub fn without_spec(&self) -> Pod {
         Pod { metadata: self.metadata.clone(), spec: None, status: self.status.clone() }
     }
-
-    /// The node the pod is bound to, read from the encoded spec without decoding it.
-    pub fn node_name(&self) -> Option<String> {
-        #[derive(Deserialize)]
-        struct NodeOnly {
-            #[serde(rename = "nodeName")]
-            node_name: Option<String>,
-        }
-        let text = self.spec.as_deref()?;
-        serde_json::from_str::<NodeOnly>(text).ok()?.node_name.filter(|n| !n.is_empty())
-    }
-}
-
-impl From<Pod> for CachedPod {
-    fn from(pod: Pod) -> Self {
-        Self::from_pod(pod)
-    }
 }
 
 impl<'de> Deserialize<'de> for CachedPod {
@@ -192,7 +175,6 @@ mod tests {
         let pod = full_pod();
         let cached = CachedPod::from_pod(pod.clone());
         assert_eq!(cached.to_pod().expect("decodes"), pod);
-        assert_eq!(cached.node_name().as_deref(), Some("node-a"));
         let no_spec = cached.without_spec();
         assert_eq!((no_spec.metadata, no_spec.status), (pod.metadata, pod.status));
     }
@@ -222,7 +204,6 @@ mod tests {
         let pod = Pod { metadata: full_pod().metadata, ..Pod::default() };
         let cached = CachedPod::from_pod(pod.clone());
         assert_eq!(cached.to_pod().expect("decodes"), pod);
-        assert_eq!(cached.node_name(), None);
     }
 
     #[test]

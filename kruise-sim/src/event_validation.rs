@@ -17,25 +17,15 @@ const ACTION_LIMIT: usize = 128;
 const REASON_LIMIT: usize = 128;
 const NOTE_LIMIT: usize = 1024;
 
-/// Top-level fields named differently in the two APIs: (core/v1, events.k8s.io/v1).
-const RENAMED: &[(&str, &str)] = &[
-    ("involvedObject", "regarding"),
-    ("message", "note"),
-    ("reportingComponent", "reportingController"),
-    ("source", "deprecatedSource"),
-    ("firstTimestamp", "deprecatedFirstTimestamp"),
-    ("lastTimestamp", "deprecatedLastTimestamp"),
-    ("count", "deprecatedCount"),
-];
-
 /// The value at `pointer` (core/v1 names), looking under the events.k8s.io name of its first
-/// segment when the core name is absent.
+/// segment when the core name is absent (the renames are the conversion's).
 fn at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a Value> {
     obj.pointer(pointer).or_else(|| {
         let rest = pointer.strip_prefix('/')?;
-        let (head, tail) = rest.split_once('/').map_or((rest, ""), |(h, t)| (h, t));
-        let (_, other) = RENAMED.iter().find(|(core, _)| *core == head)?;
-        let other = obj.get(*other)?;
+        let (head, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        let events = crate::builtin_conversion::alias("events.k8s.io", "v1", "events")?;
+        let (served, _) = events.renames.iter().find(|(_, stored)| *stored == head)?;
+        let other = obj.get(*served)?;
         if tail.is_empty() { Some(other) } else { other.pointer(&format!("/{tail}")) }
     })
 }

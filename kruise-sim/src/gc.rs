@@ -119,11 +119,6 @@ impl Deferred {
         Some(q.remove(i))
     }
 
-    /// How many deletes are queued (due or backing off).
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
     /// Whether nothing is queued.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()

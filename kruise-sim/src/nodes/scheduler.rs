@@ -41,12 +41,13 @@ pub struct Placed {
 impl Placed {
     /// The placement of `pod` on `node`.
     pub fn of(pod: &Pod, node: &str) -> Placed {
+        let requests = pod_requests(pod);
         Placed {
             node: node.to_string(),
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
             labels: pod.metadata.labels.clone().unwrap_or_default(),
-            requests: pod_requests(pod),
-            scoring: scoring_requests(pod),
+            scoring: with_scoring_defaults(pod, requests.clone()),
+            requests,
             terminating: pod.metadata.deletion_timestamp.is_some(),
         }
     }
@@ -173,7 +174,11 @@ const DEFAULT_MEMORY: i128 = 200 * 1024 * 1024 * 1000;
 /// without a cpu or memory request counts 100m cpu and 200 MiB memory, as kube-scheduler's
 /// non-zero requests do, so that pods asking for nothing still spread over the nodes.
 pub fn scoring_requests(pod: &Pod) -> Resources {
-    let mut total = pod_requests(pod);
+    with_scoring_defaults(pod, pod_requests(pod))
+}
+
+/// `requests` (the pod's [`pod_requests`]) with the scoring defaults added.
+fn with_scoring_defaults(pod: &Pod, mut total: Resources) -> Resources {
     let Some(spec) = pod.spec.as_ref() else { return total };
     for c in &spec.containers {
         let asked = container_requests(c);
@@ -377,11 +382,12 @@ impl<'a> View<'a> {
             return Err(Unschedulable { message: "no nodes available to schedule pods".into() });
         }
         let spread = self.spread_state(pod, "DoNotSchedule");
+        let requests = pod_requests(pod);
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut resource_failures = 0;
         let mut feasible = Vec::new();
         for node in &self.nodes {
-            match self.filter(pod, node, &spread) {
+            match self.filter(pod, &requests, node, &spread) {
                 Ok(()) => feasible.push(*node),
                 Err((rs, resources)) => {
                     if resources {
@@ -418,8 +424,9 @@ impl<'a> View<'a> {
             });
         }
         let soft = self.spread_state(pod, "ScheduleAnyway");
+        let scoring = with_scoring_defaults(pod, requests);
         let scored: Vec<((i64, i128), &Node)> =
-            feasible.iter().map(|n| (self.score(pod, n, &soft), *n)).collect();
+            feasible.iter().map(|n| (self.score(pod, &scoring, n, &soft), *n)).collect();
         let best = scored.iter().map(|(s, _)| *s).max().unwrap_or_default();
         scored
             .iter()
@@ -429,7 +436,14 @@ impl<'a> View<'a> {
     }
 
     /// `Err((reasons, failed on resources))`.
-    fn filter(&self, pod: &Pod, node: &Node, spread: &[Spread]) -> Result<(), (Vec<String>, bool)> {
+    /// `requests` is the pod's [`pod_requests`].
+    fn filter(
+        &self,
+        pod: &Pod,
+        requests: &Resources,
+        node: &Node,
+        spread: &[Spread],
+    ) -> Result<(), (Vec<String>, bool)> {
         let one = |s: &str| Err((vec![s.to_string()], false));
         let spec = pod.spec.as_ref();
         if node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
@@ -468,11 +482,11 @@ impl<'a> View<'a> {
         if count as i128 + 1 > max_pods {
             insufficient.push("Too many pods".to_string());
         }
-        for (k, want) in pod_requests(pod) {
+        for (k, &want) in requests {
             if want <= 0 {
                 continue;
             }
-            let have = alloc.get(&k).copied().unwrap_or(0) - used.get(&k).copied().unwrap_or(0);
+            let have = alloc.get(k).copied().unwrap_or(0) - used.get(k).copied().unwrap_or(0);
             if want > have {
                 insufficient.push(format!("Insufficient {k}"));
             }
@@ -498,7 +512,8 @@ impl<'a> View<'a> {
     /// The node's score, and the free share of its cpu and memory in millionths to break ties
     /// the coarse score leaves (kube-scheduler breaks them at random, which spreads small
     /// pods; this spreads them too, deterministically).
-    fn score(&self, pod: &Pod, node: &Node, soft: &[Spread]) -> (i64, i128) {
+    /// `req` is the pod's [`scoring_requests`].
+    fn score(&self, pod: &Pod, req: &Resources, node: &Node, soft: &[Spread]) -> (i64, i128) {
         let spec = pod.spec.as_ref();
         let mut score = 0i64;
         let preferred = spec
@@ -525,7 +540,6 @@ impl<'a> View<'a> {
         let alloc = allocatable(node);
         let count = self.used.get(node_name(node)).map_or(0, |(_, count)| *count);
         let used = self.scored.get(node_name(node)).cloned().unwrap_or_default();
-        let req = scoring_requests(pod);
         let mut free = 0i64;
         let mut fine_free = 0i128;
         for k in ["cpu", "memory"] {

@@ -112,9 +112,7 @@ impl Env {
 
 /// A kube-rs client for the in-process server `h`.
 pub async fn client(h: &ServerHandle) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&h.kubeconfig).expect("kubeconfig parses");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.expect("config");
-    kube::Client::try_from(cfg).expect("client")
+    kruise_sim::nodes::client_from_kubeconfig(&h.kubeconfig).await.expect("client")
 }
 
 /// A JSON request; the Status of a failure as `Err`.
