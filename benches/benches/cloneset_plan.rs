@@ -1,5 +1,6 @@
 //! The CloneSet planner on 1k, 10k and 100k pods with mixed revisions, priorities and scatter;
-//! and what the controller pays before planning: turning its compact cached pods
+//! what reading a pod's facts costs (once per pod event in a cache that keeps them); and what
+//! the controller pays before planning: turning its compact cached pods
 //! (`kruise_kube::cached_pod::CachedPod`) back into the pods a snapshot holds.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -19,12 +20,29 @@ fn bench(c: &mut Criterion) {
     }
     group.finish();
 
+    // What a cache pays once per pod event (or a controller once per pod per snapshot) so
+    // that plans read compact facts instead of whole pods.
+    let mut group = c.benchmark_group("pod_facts");
+    for n in [1_000usize, 10_000] {
+        let snapshot = benches::snapshot(n);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &snapshot, |b, s| {
+            b.iter(|| {
+                s.pods
+                    .iter()
+                    .map(|p| kruise_core::cloneset::PodFacts::new(std::hint::black_box(p.pod())))
+                    .collect::<Vec<_>>()
+            });
+        });
+    }
+    group.finish();
+
     let mut group = c.benchmark_group("snapshot_pods_from_cache");
     for n in [1_000usize, 10_000] {
         let cached: Vec<kruise_kube::cached_pod::CachedPod> = benches::snapshot(n)
             .pods
             .iter()
-            .map(|p| kruise_kube::cached_pod::CachedPod::from_pod((**p).clone()))
+            .map(|p| kruise_kube::cached_pod::CachedPod::from_pod(p.pod().as_ref().clone()))
             .collect();
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::from_parameter(n), &cached, |b, cached| {

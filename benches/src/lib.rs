@@ -4,7 +4,7 @@
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::CloneSet;
-use kruise_core::cloneset::{Action, CloneSetSnapshot, plan};
+use kruise_core::cloneset::{Action, CloneSetSnapshot, SnapshotPod, plan};
 use serde_json::json;
 
 /// The time every benchmark plans at.
@@ -110,7 +110,7 @@ pub fn snapshot(n: usize) -> CloneSetSnapshot {
                         "restartCount": (i % 4) as i32}],
                 },
             });
-            std::sync::Arc::new(serde_json::from_value::<Pod>(pod).unwrap_or_default())
+            SnapshotPod::from(serde_json::from_value::<Pod>(pod).unwrap_or_default())
         })
         .collect();
     snapshot

@@ -27,7 +27,7 @@ use kruise_api::apps::common::{
 use kruise_api::apps::v1beta1::CloneSetUpdateStrategy;
 use kruise_api::well_known::{labels, lifecycle};
 
-use crate::pod::{ActiveRank, labels_of, name_of};
+use crate::pod::{ActiveRank, labels_of, name_of, short_eq};
 
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
@@ -90,6 +90,17 @@ struct ScatterTerm<'s> {
 /// Where a pod goes under a priority strategy; smaller keys are updated first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PriorityKey(i64, Reverse<i64>);
+
+impl PriorityKey {
+    /// The key as one integer that sorts the same way.
+    pub fn packed(self) -> u128 {
+        let PriorityKey(level, Reverse(weight)) = self;
+        // Flipping the sign bit orders i64 as u64; complementing reverses the order.
+        let level = (level as u64) ^ (1 << 63);
+        let weight = !((weight as u64) ^ (1 << 63));
+        (u128::from(level) << 64) | u128::from(weight)
+    }
+}
 
 impl<'s> UpdateOrder<'s> {
     /// Compiles `priority` (weight terms when there are any, else order terms) and `scatter`.
@@ -168,13 +179,22 @@ impl<'s> UpdateOrder<'s> {
         }
     }
 
+    /// [`UpdateOrder::priority_key`] of row `pod` of `labels`, precomputed when the row was
+    /// pushed with [`OrderLabels::push_row_for`].
+    pub fn priority_key_of(&self, labels: &OrderLabels<'_>, pod: usize) -> PriorityKey {
+        match labels.keys_of(pod) {
+            Some((key, _)) => key,
+            None => self.priority_key(labels.row(pod)),
+        }
+    }
+
     /// [`scatter_sort`] over the pods of `labels` (all of them count as "all pods").
     pub fn scatter(&self, labels: &OrderLabels<'_>, mut indexes: Vec<usize>) -> Vec<usize> {
         if self.scatter.is_empty() || indexes.len() <= 1 {
             return indexes;
         }
         for term in self.scatter_term_order(labels, &indexes) {
-            indexes = scatter_by(self.scatter[term], labels, indexes);
+            indexes = scatter_by(term, self.scatter[term], labels, indexes);
         }
         indexes
     }
@@ -187,8 +207,13 @@ impl<'s> UpdateOrder<'s> {
         }
         let mut terms: Vec<(usize, usize)> = Vec::new();
         for (t, term) in self.scatter.iter().enumerate() {
-            let count =
-                indexes.iter().filter(|&&i| labels.value(i, term.slot) == Some(term.value)).count();
+            // A missing label counts here only for [`scatter_by`], so the precomputed matches
+            // (which follow its rule) serve only terms with a value.
+            let count = if term.value.is_empty() {
+                indexes.iter().filter(|&&i| labels.value(i, term.slot) == Some(term.value)).count()
+            } else {
+                indexes.iter().filter(|&&i| labels.scatter_matches(t, *term, i)).count()
+            };
             if count == 0 {
                 continue;
             }
@@ -240,13 +265,13 @@ fn row_value<'a>(row: &[Option<&'a str>], slot: usize) -> Option<&'a str> {
 
 fn weight_of(terms: &[WeightTerm<'_>], row: &[Option<&str>]) -> i64 {
     let holds = |r: &Requirement<'_>| match *r {
-        Requirement::Equals(slot, value) => row_value(row, slot) == Some(value),
-        Requirement::In(slot, values) => {
-            row_value(row, slot).is_some_and(|v| values.iter().any(|x| x == v))
+        Requirement::Equals(slot, value) => {
+            row_value(row, slot).is_some_and(|v| short_eq(v.as_bytes(), value.as_bytes()))
         }
-        Requirement::NotIn(slot, values) => {
-            row_value(row, slot).is_none_or(|v| !values.iter().any(|x| x == v))
-        }
+        Requirement::In(slot, values) => row_value(row, slot)
+            .is_some_and(|v| values.iter().any(|x| short_eq(x.as_bytes(), v.as_bytes()))),
+        Requirement::NotIn(slot, values) => row_value(row, slot)
+            .is_none_or(|v| !values.iter().any(|x| short_eq(x.as_bytes(), v.as_bytes()))),
         Requirement::Exists(slot) => row_value(row, slot).is_some(),
         Requirement::DoesNotExist(slot) => row_value(row, slot).is_none(),
     };
@@ -273,13 +298,16 @@ pub struct OrderLabels<'a> {
     width: usize,
     pods: usize,
     values: Vec<Option<&'a str>>,
+    /// Per row, when every row was pushed with [`OrderLabels::push_row_for`]: its priority
+    /// and which of the first 64 scatter terms it matches (bit `t` for term `t`).
+    keys: Vec<(PriorityKey, u64)>,
 }
 
 impl<'a> OrderLabels<'a> {
     /// An empty table for `order`, with room for `pods` rows.
     pub fn with_capacity(order: &UpdateOrder<'_>, pods: usize) -> Self {
         let width = order.keys.len();
-        OrderLabels { width, pods: 0, values: Vec::with_capacity(width * pods) }
+        OrderLabels { width, pods: 0, values: Vec::with_capacity(width * pods), keys: Vec::new() }
     }
 
     /// Appends the row of a pod with `labels` (`None`: no labels), reading each label once.
@@ -317,6 +345,41 @@ impl<'a> OrderLabels<'a> {
         let start = self.values.len();
         self.values.extend(row.into_iter().take(self.width));
         self.values.resize(start + self.width, None);
+    }
+
+    /// [`OrderLabels::push_row`], also working out the row's priority and scatter matches
+    /// for `order` while its values are at hand, so that sorting and scattering later compare
+    /// integers instead of reading every pod's label values again. Use it for every row or
+    /// for none.
+    pub fn push_row_for(
+        &mut self,
+        order: &UpdateOrder<'_>,
+        row: impl IntoIterator<Item = Option<&'a str>>,
+    ) {
+        self.push_row(row);
+        let row = self.row(self.pods - 1);
+        let mut scatter = 0u64;
+        for (t, term) in order.scatter.iter().enumerate().take(64) {
+            if short_eq(row_value(row, term.slot).unwrap_or("").as_bytes(), term.value.as_bytes()) {
+                scatter |= 1 << t;
+            }
+        }
+        let key = order.priority_key(row);
+        self.keys.push((key, scatter));
+    }
+
+    /// The precomputed priority and scatter matches of `pod`, if every row has them.
+    fn keys_of(&self, pod: usize) -> Option<(PriorityKey, u64)> {
+        if self.keys.len() == self.pods { self.keys.get(pod).copied() } else { None }
+    }
+
+    /// Whether `pod` matches scatter term `t` of `order` by [`scatter_by`]'s rule (a missing
+    /// label reads as "").
+    fn scatter_matches(&self, t: usize, term: ScatterTerm<'_>, pod: usize) -> bool {
+        match self.keys_of(pod) {
+            Some((_, mask)) if t < 64 => mask & (1 << t) != 0,
+            _ => self.value(pod, term.slot).unwrap_or("") == term.value,
+        }
     }
 
     /// The number of pods (rows).
@@ -472,14 +535,20 @@ fn scatter_by_term(
 ) -> Vec<usize> {
     let order = UpdateOrder::new(None, std::slice::from_ref(term));
     match order.scatter.first() {
-        Some(&t) => scatter_by(t, &table_of(&order, pod_labels), indexes),
+        Some(&t) => scatter_by(0, t, &table_of(&order, pod_labels), indexes),
         None => indexes,
     }
 }
 
-fn scatter_by(term: ScatterTerm<'_>, labels: &OrderLabels<'_>, indexes: Vec<usize>) -> Vec<usize> {
+/// Scatters `indexes` by `term`, the `t`-th of its strategy.
+fn scatter_by(
+    t: usize,
+    term: ScatterTerm<'_>,
+    labels: &OrderLabels<'_>,
+    indexes: Vec<usize>,
+) -> Vec<usize> {
     // Upstream compares with a plain map lookup here, so a missing key reads as "".
-    let matches = |i: usize| labels.value(i, term.slot).unwrap_or("") == term.value;
+    let matches = |i: usize| labels.scatter_matches(t, term, i);
     let (mut matched, mut unmatched): (Vec<usize>, Vec<usize>) =
         indexes.iter().partition(|&&i| matches(i));
     if matched.len() <= 1 || unmatched.len() <= 1 {
@@ -1205,5 +1274,26 @@ mod tests {
             sort_cloneset_update_indexes(&with_priority, &pods, vec![9, 1, 3]),
             vec![3, 1, 9]
         );
+    }
+}
+
+#[cfg(test)]
+mod packed_key_tests {
+    use std::cmp::Reverse;
+
+    use super::PriorityKey;
+
+    #[test]
+    fn packed_keys_sort_as_keys_at_the_extremes() {
+        let values = [i64::MIN, i64::MIN + 1, -2, -1, 0, 1, 2, i64::MAX - 1, i64::MAX];
+        let keys: Vec<PriorityKey> = values
+            .iter()
+            .flat_map(|&l| values.iter().map(move |&w| PriorityKey(l, Reverse(w))))
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(a.packed().cmp(&b.packed()), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
     }
 }

@@ -181,6 +181,23 @@ pub fn is_pod_active(pod: &Pod) -> bool {
     phase != PHASE_SUCCEEDED && phase != PHASE_FAILED && !is_terminating(pod)
 }
 
+/// Byte-string equality without a call into the C library: label keys and values are short,
+/// and the comparisons run for every pod on every plan.
+#[inline]
+pub(crate) fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut a8 = a.chunks_exact(8);
+    let mut b8 = b.chunks_exact(8);
+    for (x, y) in (&mut a8).zip(&mut b8) {
+        if x.iter().zip(y).fold(0u8, |acc, (p, q)| acc | (p ^ q)) != 0 {
+            return false;
+        }
+    }
+    a8.remainder().iter().zip(b8.remainder()).fold(0u8, |acc, (p, q)| acc | (p ^ q)) == 0
+}
+
 /// Whether the pod is bound to a node.
 pub fn is_scheduled(pod: &Pod) -> bool {
     !node_name_of(pod).is_empty()
@@ -697,6 +714,70 @@ impl ActiveRank {
             restarts: -i64::from(max_restarts),
             created: newest_first(created),
         }
+    }
+
+    /// The rank as one integer that sorts the same way, when every time in it is a whole
+    /// second (as Kubernetes writes them); `None` otherwise. Comparing one integer is several
+    /// times cheaper than comparing the fields in turn, which matters when sorting many pods.
+    pub fn packed(&self) -> Option<u128> {
+        // Layout, most significant first: class (4 bits), ready_since (41), restarts (33),
+        // created (41). Times: 0 for "unset", else 1 + (2^40 - 1 - (seconds + 2^39)), so that
+        // newer times get smaller keys; jiff's range (about ±3.8e11 seconds) fits in 40 bits.
+        const NANOS: i128 = 1_000_000_000;
+        const HALF: i128 = 1 << 39;
+        const TOP: i128 = (1 << 40) - 1;
+        // `key` holds -nanoseconds (newest first) or i128::MIN (unset).
+        let time = |key: i128| -> Option<u128> {
+            if key == i128::MIN {
+                return Some(0);
+            }
+            if key % NANOS != 0 {
+                return None;
+            }
+            let seconds = -(key / NANOS);
+            let offset = seconds.checked_add(HALF).filter(|o| (0..=TOP).contains(o))?;
+            u128::try_from(1 + (TOP - offset)).ok()
+        };
+        if self.class >= 16 {
+            return None;
+        }
+        let ready = time(self.ready_since)?;
+        // -max_restarts for an i32 count lies in [-(2^31 - 1), 2^31].
+        let restarts = u128::try_from(i128::from(self.restarts) + (1 << 31)).ok()?;
+        if restarts >= 1 << 33 {
+            return None;
+        }
+        let created = time(self.created)?;
+        Some((u128::from(self.class) << 115) | (ready << 74) | (restarts << 41) | created)
+    }
+
+    /// The rank [`ActiveRank::packed`] made `packed` into; `None` for a value it cannot have
+    /// made.
+    pub fn unpack(packed: u128) -> Option<Self> {
+        const NANOS: i128 = 1_000_000_000;
+        const HALF: i128 = 1 << 39;
+        const TOP: i128 = (1 << 40) - 1;
+        let field = |shift: u32, bits: u32| -> i128 {
+            // At most 41 bits: the value fits an i128.
+            ((packed >> shift) & ((1u128 << bits) - 1)) as i128
+        };
+        let time = |key: i128| -> Option<i128> {
+            if key == 0 {
+                return Some(i128::MIN);
+            }
+            let seconds = TOP - (key - 1) - HALF;
+            seconds.checked_mul(NANOS).map(|nanos| -nanos)
+        };
+        if packed >> 119 != 0 {
+            return None;
+        }
+        let rank = ActiveRank {
+            class: u8::try_from(field(115, 4)).ok()?,
+            ready_since: time(field(74, 41))?,
+            restarts: i64::try_from(field(41, 33) - (1 << 31)).ok()?,
+            created: time(field(0, 41))?,
+        };
+        (rank.packed() == Some(packed)).then_some(rank)
     }
 
     /// The rank of `pod`, reading the same facts as [`PodRankView::from_pod`].
@@ -1244,5 +1325,64 @@ mod tests {
         let mut pod = pod_with(PHASE_RUNNING, vec![cond(CONDITION_READY, "True", Some(7))]);
         pod.metadata.creation_timestamp = Some(Time(ts(3)));
         assert_eq!(ActiveRank::of_pod(&pod), PodRankView::from_pod(&pod).active_rank());
+    }
+}
+
+#[cfg(test)]
+mod packed_rank_tests {
+    use jiff::Timestamp;
+    use proptest::prelude::*;
+
+    use super::ActiveRank;
+
+    fn time() -> impl Strategy<Value = Option<Timestamp>> {
+        prop_oneof![
+            Just(None),
+            // Whole seconds over jiff's whole range, with the extremes.
+            (Timestamp::MIN.as_second()..=Timestamp::MAX.as_second())
+                .prop_map(|s| Timestamp::from_second(s).ok()),
+            Just(Timestamp::from_second(0).ok()),
+            Just(Timestamp::from_second(Timestamp::MIN.as_second()).ok()),
+            Just(Timestamp::from_second(Timestamp::MAX.as_second()).ok()),
+            // A few seconds apart, so that ties and neighbours are common.
+            (1_700_000_000i64..1_700_000_004).prop_map(|s| Timestamp::from_second(s).ok()),
+        ]
+    }
+
+    fn rank() -> impl Strategy<Value = ActiveRank> {
+        (
+            any::<bool>(),
+            prop::sample::select(vec!["Pending", "Unknown", "Running", "Succeeded", ""]),
+            any::<bool>(),
+            time(),
+            prop_oneof![Just(i32::MIN), Just(i32::MAX), Just(0), 0..4i32, any::<i32>()],
+            time(),
+        )
+            .prop_map(|(scheduled, phase, ready, since, restarts, created)| {
+                ActiveRank::new(scheduled, phase, ready, since, restarts, created)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn packed_ranks_sort_as_ranks(a in rank(), b in rank()) {
+            let (pa, pb) = (a.packed(), b.packed());
+            prop_assert!(pa.is_some() && pb.is_some(), "whole seconds always pack");
+            prop_assert_eq!(pa.cmp(&pb), a.cmp(&b));
+        }
+
+        #[test]
+        fn packed_ranks_unpack_to_themselves(a in rank()) {
+            let packed = a.packed().expect("whole seconds pack");
+            prop_assert_eq!(ActiveRank::unpack(packed), Some(a));
+        }
+    }
+
+    #[test]
+    fn sub_second_times_do_not_pack() {
+        let t = Timestamp::new(1_700_000_000, 5).expect("valid");
+        assert_eq!(ActiveRank::new(true, "Running", true, Some(t), 0, None).packed(), None);
+        assert_eq!(ActiveRank::new(true, "Running", false, None, 0, Some(t)).packed(), None);
+        assert!(ActiveRank::new(true, "Running", false, Some(t), 0, None).packed().is_some());
     }
 }

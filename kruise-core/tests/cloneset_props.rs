@@ -26,7 +26,7 @@ use kruise_api::apps::v1beta1::{
     RollingUpdateCloneSetStrategy,
 };
 use kruise_core::cloneset::{
-    Action, CloneSetObject, CloneSetPlan, CloneSetSnapshot, PodPatchPurpose, plan,
+    Action, CloneSetObject, CloneSetPlan, CloneSetSnapshot, PodPatchPurpose, SnapshotPod, plan,
 };
 use kruise_core::smp::{PatchSchema, apply_patch};
 use proptest::prelude::*;
@@ -315,7 +315,7 @@ fn snapshot_for(k: &Knobs, pods: &[PodKnobs]) -> CloneSetSnapshot {
         .map(|(i, p)| {
             let new_rev = p.new_revision || k.consistent;
             let (rev, image) = if new_rev { (&new_name, "app:v2") } else { (&old_name, "app:v1") };
-            std::sync::Arc::new(make_pod(i, p, rev, image))
+            SnapshotPod::from(make_pod(i, p, rev, image))
         })
         .collect();
     snapshot
@@ -406,7 +406,7 @@ fn apply(snapshot: &CloneSetSnapshot, plan: &CloneSetPlan) -> CloneSetSnapshot {
                 pod.metadata.creation_timestamp = Some(Time(now()));
                 pod.status =
                     Some(PodStatus { phase: Some("Pending".into()), ..Default::default() });
-                out.pods.push(std::sync::Arc::new(pod));
+                out.pods.push(SnapshotPod::from(pod));
             }
             Action::PatchPod { name, patch, .. } | Action::PatchPodStatus { name, patch, .. } => {
                 for p in &mut out.pods {
@@ -414,7 +414,7 @@ fn apply(snapshot: &CloneSetSnapshot, plan: &CloneSetPlan) -> CloneSetSnapshot {
                         let mut new: Pod =
                             patched(p.as_ref(), patch.body(), Some(PatchSchema::Pod));
                         bump(&mut new.metadata);
-                        *p = std::sync::Arc::new(new);
+                        *p = SnapshotPod::from(new);
                     }
                 }
             }
@@ -635,4 +635,84 @@ fn same_snapshot_same_plan() {
         .filter(|a| matches!(a, Action::PatchPod { purpose: PodPatchPurpose::SpecifiedDelete, .. }))
         .count();
     assert_eq!(marked, 2, "{a:#?}");
+}
+
+/// `snapshot` with every pod created half a second later: the pods keep their order, but
+/// their ranks no longer pack into integers (see `ActiveRank::packed`).
+fn half_second_later(snapshot: &CloneSetSnapshot) -> CloneSetSnapshot {
+    let mut out = snapshot.clone();
+    for p in &mut out.pods {
+        let mut pod = p.pod().as_ref().clone();
+        if let Some(Time(t)) = pod.metadata.creation_timestamp.as_mut() {
+            *t += SignedDuration::from_millis(500);
+        }
+        *p = SnapshotPod::from(pod);
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// The update order compares packed integers when every time is a whole second, and the
+    /// ranks field by field otherwise: both give the same plan.
+    #[test]
+    fn packed_and_unpacked_ranks_plan_alike(
+        k in knobs(),
+        pods in proptest::collection::vec(pod_knobs(), 0..12),
+    ) {
+        let snapshot = snapshot_for(&k, &pods);
+        let later = half_second_later(&snapshot);
+        prop_assert!(later.pods.iter().all(|p| p.facts().active_rank().packed().is_none()));
+        let (a, b) = (plan(&snapshot, now()), plan(&later, now()));
+        prop_assert_eq!(a.actions, b.actions);
+        prop_assert_eq!(a.events, b.events);
+        prop_assert_eq!(a.status, b.status);
+    }
+}
+
+#[test]
+fn unpacked_ranks_choose_the_same_pods() {
+    let k = Knobs {
+        replicas: 6,
+        partition: Some(IntOrString::Int(0)),
+        max_unavailable: Some(IntOrString::Int(2)),
+        max_surge: None,
+        scale_max_unavailable: None,
+        in_place: false,
+        paused: false,
+        min_ready_seconds: 0,
+        pre_delete_hook: false,
+        in_place_hook: false,
+        mark_not_ready: false,
+        pods_to_delete: Vec::new(),
+        consistent: false,
+    };
+    let pod = PodKnobs {
+        new_revision: false,
+        running: true,
+        ready: true,
+        ready_long: true,
+        scheduled: true,
+        state: "Normal",
+        specified_delete: false,
+        held: false,
+    };
+    let snapshot = snapshot_for(&k, &vec![pod; 6]);
+    let later = half_second_later(&snapshot);
+    let marked = |p: &CloneSetPlan| -> Vec<String> {
+        p.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::PatchPod { name, purpose: PodPatchPurpose::SpecifiedDelete, .. } => {
+                    Some(name.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    // The newest pods go first (Kubernetes' active-pods order), with packed ranks or without.
+    let want = vec![format!("{NAME}-p5"), format!("{NAME}-p4")];
+    assert_eq!(marked(&plan(&snapshot, now())), want);
+    assert_eq!(marked(&plan(&later, now())), want);
 }

@@ -6,7 +6,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::apps::common::{
     UpdatePriorityOrderTerm, UpdatePriorityStrategy, UpdatePriorityWeightTerm, UpdateScatterTerm,
 };
-use kruise_core::ordering::{priority_order, priority_sort, priority_weight, scatter_sort};
+use kruise_core::ordering::{
+    OrderLabels, UpdateOrder, priority_order, priority_sort, priority_weight, scatter_sort,
+};
 use proptest::prelude::*;
 
 type Labels = BTreeMap<String, String>;
@@ -148,6 +150,75 @@ proptest! {
             out.iter().enumerate().filter(|(_, i)| is_labelled(**i)).map(|(p, _)| p).collect();
         if m <= u {
             prop_assert!(positions[1] > positions[0] + 1, "{:?}", out);
+        }
+    }
+}
+
+/// A scatter strategy that may also name an empty value (a missing label then matches).
+fn scatter_with_empty_strategy() -> impl Strategy<Value = Vec<UpdateScatterTerm>> {
+    proptest::collection::vec(
+        (prop_oneof![Just("a"), Just("b"), Just("c")], prop_oneof![Just("1"), Just("2"), Just("")])
+            .prop_map(|(k, v)| UpdateScatterTerm { key: k.to_owned(), value: v.to_owned() }),
+        0..4,
+    )
+}
+
+/// One table filled row by row with [`OrderLabels::push_row`] and one with
+/// [`OrderLabels::push_row_for`] (priorities and scatter matches worked out as rows go in).
+fn tables<'a>(order: &UpdateOrder<'_>, pods: &'a [Labels]) -> (OrderLabels<'a>, OrderLabels<'a>) {
+    let mut plain = OrderLabels::with_capacity(order, pods.len());
+    let mut keyed = OrderLabels::with_capacity(order, pods.len());
+    for labels in pods {
+        let row: Vec<Option<&str>> =
+            order.keys().iter().map(|k| labels.get(*k).map(String::as_str)).collect();
+        plain.push_row(row.iter().copied());
+        keyed.push_row_for(order, row.iter().copied());
+    }
+    (plain, keyed)
+}
+
+proptest! {
+    /// Precomputed priorities and scatter matches give the same keys and orders as reading the
+    /// label values each time.
+    #[test]
+    fn precomputed_rows_order_as_plain_rows(
+        (pods, indexes) in pods_and_indexes(),
+        weights in weight_strategy(),
+        orders in order_strategy(),
+        use_weights in any::<bool>(),
+        scatter in scatter_with_empty_strategy(),
+    ) {
+        let priority = if use_weights { weights } else { orders };
+        let order = UpdateOrder::new(Some(&priority), &scatter);
+        let (plain, keyed) = tables(&order, &pods);
+        for i in 0..pods.len() {
+            prop_assert_eq!(order.priority_key_of(&keyed, i), order.priority_key(plain.row(i)));
+            prop_assert_eq!(order.priority_key_of(&plain, i), order.priority_key(plain.row(i)));
+        }
+        prop_assert_eq!(
+            order.scatter(&keyed, indexes.clone()),
+            order.scatter(&plain, indexes.clone())
+        );
+        let refs: Vec<&Labels> = pods.iter().collect();
+        prop_assert_eq!(order.scatter(&plain, indexes.clone()), scatter_sort(&scatter, &refs, indexes));
+    }
+
+    /// Packed priority keys sort as the keys do.
+    #[test]
+    fn packed_priority_keys_sort_as_keys(
+        (pods, _) in pods_and_indexes(),
+        weights in weight_strategy(),
+        orders in order_strategy(),
+    ) {
+        for priority in [weights, orders] {
+            let order = UpdateOrder::new(Some(&priority), &[]);
+            let (plain, _) = tables(&order, &pods);
+            for i in 0..pods.len() {
+                for j in 0..pods.len() {
+                    let (a, b) = (order.priority_key(plain.row(i)), order.priority_key(plain.row(j)));
+                    prop_assert_eq!(a.packed().cmp(&b.packed()), a.cmp(&b));
+                }
+            }
         }
     }
 }

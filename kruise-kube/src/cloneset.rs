@@ -26,7 +26,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_core::cloneset::{
     Action, Blocked, CloneSetPlan, CloneSetSnapshot, EventType, FeatureGates, PlannerOptions,
-    PodSelector,
+    PodSelector, SnapshotPod,
 };
 use kruise_core::expectations::Expectation;
 use kube::api::{DeleteParams, PartialObjectMeta, Patch, PatchParams, PostParams, Preconditions};
@@ -295,13 +295,13 @@ impl CloneSetController {
     fn snapshot(&self, cs: &CloneSet, uid: &str) -> Result<CloneSetSnapshot, ReconcileError> {
         let caches = &self.inner.caches;
         let key = ObjectKey::of(cs);
-        // The cache keeps pods compact; the planner gets them whole.
+        // The cache keeps pods compact; the planner gets them whole, with their facts.
         let pods = caches
             .pods
             .controlled_by(uid)
             .iter()
-            .map(|pod| pod.to_pod().map(Arc::new))
-            .collect::<Result<Vec<Arc<Pod>>, _>>()?;
+            .map(|pod| pod.to_pod().map(SnapshotPod::from))
+            .collect::<Result<Vec<SnapshotPod>, _>>()?;
         let mut node_labels = BTreeMap::new();
         for pod in &pods {
             let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
@@ -677,8 +677,8 @@ fn group_kind(action: &Action) -> Option<u8> {
 
 fn kube_patch(patch: &kruise_core::cloneset::Patch) -> Patch<Value> {
     match patch {
-        kruise_core::cloneset::Patch::Strategic(body) => Patch::Strategic(body.clone()),
-        kruise_core::cloneset::Patch::Merge(body) => Patch::Merge(body.clone()),
+        kruise_core::cloneset::Patch::Strategic(body) => Patch::Strategic(body.as_ref().clone()),
+        kruise_core::cloneset::Patch::Merge(body) => Patch::Merge(body.as_ref().clone()),
         other => Patch::Merge(other.body().clone()),
     }
 }

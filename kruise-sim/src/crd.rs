@@ -185,8 +185,9 @@ pub fn defs(crd: &Value) -> Vec<ResourceDef> {
                 source: CellSource::JsonPath(".metadata.creationTimestamp".into()),
             });
         }
-        let schema =
-            v.pointer("/schema/openAPIV3Schema").map(|s| Arc::new(Structural::from_json(s)));
+        let raw_schema = v.pointer("/schema/openAPIV3Schema");
+        let schema = raw_schema.map(|s| Arc::new(Structural::from_json(s)));
+        let openapi_schema = raw_schema.cloned().map(Arc::new);
         let field_selectors = v
             .get("selectableFields")
             .and_then(Value::as_array)
@@ -232,6 +233,7 @@ pub fn defs(crd: &Value) -> Vec<ResourceDef> {
             create_on_update: false,
             field_selectors,
             schema,
+            openapi_schema,
             origin: Origin::Crd(name.clone()),
         });
     }

@@ -1,5 +1,6 @@
 //! Discovery documents (`/api`, `/apis`, group and group/version resource lists) and the
-//! OpenAPI v3 documents kubectl consults (which PATCH operations take `fieldValidation`).
+//! OpenAPI v3 documents kubectl consults: which operations take `fieldValidation`, and the
+//! schemas `kubectl explain` prints (from [`crate::openapi`]).
 
 use crate::resources::ResourceDef;
 use crate::util::version_priority;
@@ -126,13 +127,21 @@ pub fn resource_list(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> O
     )
 }
 
-/// A stable hash of the served definitions, to version OpenAPI URLs.
+/// A stable hash of the served definitions (and of CRDs' schemas), to version OpenAPI URLs.
 pub fn defs_hash(defs: &[Arc<ResourceDef>]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for d in defs {
-        for b in d.group.bytes().chain(d.version.bytes()).chain(d.plural.bytes()).chain([0u8]) {
+    let mut feed = |bytes: &[u8]| {
+        for &b in bytes.iter().chain([0u8].iter()) {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for d in defs {
+        feed(d.group.as_bytes());
+        feed(d.version.as_bytes());
+        feed(d.plural.as_bytes());
+        if let Some(s) = &d.openapi_schema {
+            feed(&serde_json::to_vec(s).unwrap_or_default());
         }
     }
     format!("{h:016X}")
@@ -160,12 +169,16 @@ pub fn openapi_index(defs: &[Arc<ResourceDef>]) -> Value {
 }
 
 /// `/openapi/v3/<api|apis/group>/<version>`: paths with their verbs (PATCH takes
-/// `fieldValidation`), so that kubectl leaves field validation to the server.
+/// `fieldValidation`, so that kubectl leaves field validation to the server) and the component
+/// schemas of the group/version's kinds (for `kubectl explain`).
+///
+/// PATCH operations declare no request body: kubectl's apply builds a strategic merge patch
+/// from these schemas only when the operation accepts `application/strategic-merge-patch+json`,
+/// and the schemas carry no patch merge keys. Without it kubectl keeps computing strategic
+/// merge patches for built-in kinds from its compiled-in types, and JSON merge patches for
+/// custom resources.
 pub fn openapi_gv(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> Option<Value> {
     let mut paths = serde_json::Map::new();
-    // No component schemas: kubectl then computes strategic merge patches for built-in kinds
-    // from its compiled-in types, and uses JSON merge patches for custom resources.
-    let schemas = serde_json::Map::new();
     let mut any = false;
     let root = if group.is_empty() {
         format!("/api/{version}")
@@ -209,6 +222,7 @@ pub fn openapi_gv(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> Opti
     if !any {
         return None;
     }
+    let schemas = crate::openapi::components(defs, group, version);
     Some(json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0"},

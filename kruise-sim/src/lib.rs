@@ -15,6 +15,8 @@
 //! - [`schema`]: structural schemas of CRDs (pruning, defaults, validation).
 //! - `http`: routing, content negotiation (`Table`, `PartialObjectMetadata`), watch streams.
 //! - `discovery`: discovery and the OpenAPI v3 documents kubectl consults.
+//! - [`openapi`]: their component schemas (built-ins from k8s-openapi, CRDs' own), for
+//!   `kubectl explain`.
 //! - [`server`]: TLS, listeners, the kubeconfig and the [`ServerHandle`].
 //! - [`nodes`]: simulated nodes, scheduler, kubelets and a fake container runtime, talking
 //!   to any API server through kube-rs (kwok-style).
@@ -42,6 +44,7 @@ mod http;
 pub mod jsonpath;
 mod managed;
 pub mod nodes;
+pub mod openapi;
 mod protobuf;
 mod resize;
 pub mod resources;

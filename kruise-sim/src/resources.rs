@@ -135,6 +135,8 @@ pub struct ResourceDef {
     pub field_selectors: Vec<String>,
     /// The structural schema of a CRD version.
     pub schema: Option<Arc<Structural>>,
+    /// A CRD version's `openAPIV3Schema` as written, for the OpenAPI v3 documents.
+    pub openapi_schema: Option<Arc<serde_json::Value>>,
     /// Where the definition comes from.
     pub origin: Origin,
 }
@@ -533,6 +535,7 @@ pub fn builtins() -> Vec<ResourceDef> {
                 .map(|a| a.served_fields())
                 .unwrap_or_else(|| field_selectors_for(b.group, b.plural)),
             schema: None,
+            openapi_schema: None,
             origin: Origin::BuiltIn,
         });
     }

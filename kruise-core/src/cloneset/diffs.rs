@@ -69,7 +69,7 @@ pub(crate) fn calculate(
             Counting::Scale { preparing_update_as_update } => {
                 p.updated_for_scale(preparing_update_as_update)
             }
-            Counting::Update => p.updated,
+            Counting::Update => p.updated(),
         };
         let (count, active, unavailable, to_delete, pre_deleting) = if updated {
             (
@@ -91,15 +91,15 @@ pub(crate) fn calculate(
         *count += 1;
         if p.preparing_delete() {
             *pre_deleting += 1;
-        } else if p.specified_delete && counting == Counting::Update {
+        } else if p.specified_delete() && counting == Counting::Update {
             // Leaving: neither kept at the old revision nor worth updating. (Upstream counts
             // these as active here, which can take the pods that stay below the partition.)
             *to_delete += 1;
         } else {
             *active += 1;
-            if p.specified_delete {
+            if p.specified_delete() {
                 *to_delete += 1;
-            } else if !p.available {
+            } else if !p.available() {
                 *unavailable += 1;
             }
         }
@@ -203,6 +203,7 @@ mod tests {
     };
 
     use super::*;
+    use crate::cloneset::SnapshotPod;
     use crate::cloneset::podinfo::RevisionName;
 
     const NEW: &str = "demo-new";
@@ -256,6 +257,7 @@ mod tests {
         let spec = Spec::parse(cs, false, &mut warnings).expect("valid spec");
         let update = RevisionName::new(NEW);
         let now = Timestamp::from_second(1_700_000_000).expect("valid");
+        let pods: Vec<SnapshotPod> = pods.iter().cloned().map(SnapshotPod::from).collect();
         let infos: Vec<PodInfo<'_>> =
             pods.iter().map(|p| PodInfo::new(p, &spec, &update, now)).collect();
         calculate(&spec, &infos, false, false, counting)

@@ -14,19 +14,19 @@ pub(crate) fn push(
 ) -> bool {
     if let Some(readiness) = &transition.readiness {
         actions.push(Action::PatchPodStatus {
-            name: pod.name.to_owned(),
-            uid: pod.uid.to_owned(),
+            name: pod.name().to_owned(),
+            uid: pod.uid().to_owned(),
             purpose: PodStatusPurpose::KruisePodReady,
-            patch: Patch::Strategic(readiness.to_status_patch()),
+            patch: Patch::strategic(readiness.to_status_patch()),
         });
     }
     match &transition.patch {
         Some(patch) => {
             actions.push(Action::PatchPod {
-                name: pod.name.to_owned(),
-                uid: pod.uid.to_owned(),
+                name: pod.name().to_owned(),
+                uid: pod.uid().to_owned(),
                 purpose: PodPatchPurpose::Lifecycle,
-                patch: Patch::Strategic(patch.to_strategic_merge_patch()),
+                patch: Patch::strategic(patch.to_strategic_merge_patch()),
             });
             true
         }

@@ -36,7 +36,7 @@ fn conditions_action(p: &Pod, name: &str, uid: &str, after: Vec<PodCondition>) -
         name: name.to_owned(),
         uid: uid.to_owned(),
         purpose: PodStatusPurpose::InPlaceUpdateReady,
-        patch: Patch::Strategic(PodConditionsUpdate { conditions: changed }.to_status_patch()),
+        patch: Patch::strategic(PodConditionsUpdate { conditions: changed }.to_status_patch()),
     })
 }
 
@@ -50,16 +50,16 @@ fn push_update(
     let p = &r.pods[i];
     if let Some(resize) = update.resize {
         r.actions.push(Action::PatchPodResize {
-            name: p.name.to_owned(),
-            uid: p.uid.to_owned(),
-            patch: Patch::Strategic(resize),
+            name: p.name().to_owned(),
+            uid: p.uid().to_owned(),
+            patch: Patch::strategic(resize),
         });
     }
     r.actions.push(Action::PatchPod {
-        name: p.name.to_owned(),
-        uid: p.uid.to_owned(),
+        name: p.name().to_owned(),
+        uid: p.uid().to_owned(),
         purpose,
-        patch: Patch::Strategic(update.patch),
+        patch: Patch::strategic(update.patch),
     });
 }
 
@@ -68,7 +68,7 @@ pub(crate) fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<(), String> {
     let opts = r.in_place_options.clone();
     let p = &r.pods[i];
     let action = inplace::refresh(p.pod, &opts, r.now)
-        .map_err(|err| format!("refreshing in-place update of pod {}: {err}", p.name))?;
+        .map_err(|err| format!("refreshing in-place update of pod {}: {err}", p.name()))?;
     match action {
         RefreshAction::WaitGracePeriod { requeue_after } => r.requeue_after(requeue_after),
         RefreshAction::FinishGracePeriod(update) | RefreshAction::DropGracePeriod(update) => {
@@ -78,7 +78,7 @@ pub(crate) fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<(), String> {
             push_update(r, i, *update, PodPatchPurpose::InPlaceUpdate)
         }
         RefreshAction::MarkReady { conditions } => {
-            if let Some(action) = conditions_action(p.pod, p.name, p.uid, conditions) {
+            if let Some(action) = conditions_action(p.pod, p.name(), p.uid(), conditions) {
                 r.actions.push(action);
             }
         }
@@ -120,7 +120,7 @@ pub(crate) fn update_in_place(r: &mut Round<'_, '_>, i: usize, spec: &UpdateSpec
     let lifecycle = LifecyclePatch::for_state(&LifecycleState::Updating, r.now);
     merge_lifecycle(&mut plan.update.patch, &lifecycle);
     if let Some(conditions) = plan.conditions.take()
-        && let Some(action) = conditions_action(p.pod, p.name, p.uid, conditions)
+        && let Some(action) = conditions_action(p.pod, p.name(), p.uid(), conditions)
     {
         r.actions.push(action);
     }

@@ -39,6 +39,7 @@
 //! - PodUnavailableBudgets and image pre-download jobs are out of scope (kruise-kube's).
 
 mod diffs;
+mod facts;
 mod hooks;
 mod inplace_glue;
 mod newpods;
@@ -53,6 +54,7 @@ mod spec;
 mod status;
 mod update;
 
+pub use facts::{PodFacts, SnapshotPod};
 pub use plan::{
     Action, Blocked, CloneSetPlan, DeletePurpose, Event, EventType, Patch, PodPatchPurpose,
     PodStatusPurpose,

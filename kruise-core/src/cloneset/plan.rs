@@ -1,5 +1,7 @@
 //! What the planner returns: actions as data, the new status, Events and when to look again.
 
+use std::sync::Arc;
+
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -8,18 +10,38 @@ use serde::Serialize;
 
 use crate::expectations::{ControllerExpectations, Expectation, ScaleAction};
 
-/// A patch body and how the API server should apply it.
+/// A patch body and how the API server should apply it. Bodies are shared, so that a plan
+/// that patches many pods alike builds the body once.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", content = "body", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum Patch {
     /// `application/strategic-merge-patch+json`.
-    Strategic(serde_json::Value),
+    #[serde(serialize_with = "shared_body")]
+    Strategic(Arc<serde_json::Value>),
     /// `application/merge-patch+json`.
-    Merge(serde_json::Value),
+    #[serde(serialize_with = "shared_body")]
+    Merge(Arc<serde_json::Value>),
+}
+
+fn shared_body<S: serde::Serializer>(
+    body: &Arc<serde_json::Value>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    body.as_ref().serialize(serializer)
 }
 
 impl Patch {
+    /// A strategic merge patch with `body`.
+    pub fn strategic(body: serde_json::Value) -> Self {
+        Self::Strategic(Arc::new(body))
+    }
+
+    /// A JSON merge patch with `body`.
+    pub fn merge(body: serde_json::Value) -> Self {
+        Self::Merge(Arc::new(body))
+    }
+
     /// The patch body.
     pub fn body(&self) -> &serde_json::Value {
         match self {
@@ -245,7 +267,7 @@ pub struct Event {
     #[serde(rename = "type")]
     pub type_: EventType,
     /// Short machine-readable reason, e.g. `SuccessfulCreate`.
-    pub reason: String,
+    pub reason: std::borrow::Cow<'static, str>,
     /// Human-readable message.
     pub message: String,
     /// Record the Event only once `actions[i]` has succeeded; `None` records it at once.

@@ -1,149 +1,154 @@
-//! Facts about each pod, computed once per plan so that the scale and update passes only
-//! compare numbers and flags.
+//! Where each pod stands for this CloneSet and this round: its [`PodFacts`](super::PodFacts)
+//! combined with the spec, the update revision and `now`, once per plan, so that the scale and
+//! update passes only compare numbers and flags.
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::common::LifecycleState;
-use kruise_api::well_known::{annotations, kubernetes, labels, readiness_gates};
 
+use super::facts::SnapshotPod;
 use super::spec::Spec;
 use crate::pod::ActiveRank;
+use crate::pod::short_eq;
 use crate::revision::short_hash;
 
-/// Where a pod stands relative to the revisions in play.
+/// Where a pod stands relative to the revisions in play. Kept small (flags and references):
+/// the scale and update passes walk every pod's entry several times.
 #[derive(Debug)]
 pub(crate) struct PodInfo<'a> {
-    pub pod: &'a Pod,
-    pub name: &'a str,
-    pub uid: &'a str,
-    /// The `controller-revision-hash` label ("" when absent).
-    pub revision_hash: &'a str,
-    /// At the update revision.
-    pub updated: bool,
+    /// The pod and its facts.
+    pub pod: &'a SnapshotPod,
     /// The lifecycle state label, if any.
-    pub state: Option<LifecycleState>,
-    /// Named in podsToDelete or labelled specified-delete.
-    pub specified_delete: bool,
-    /// Ready by the CloneSet's rule (running, Ready, InPlaceUpdateReady not False), ignoring
-    /// the lifecycle state.
-    pub update_ready: bool,
-    /// `update_ready` and in lifecycle state Normal (or none).
-    pub ready: bool,
-    /// `update_available` and in lifecycle state Normal (or none).
-    pub available: bool,
-    /// When a ready pod becomes available, if that is still ahead.
-    pub available_at: Option<Timestamp>,
-    /// The `apps.kruise.io/cloneset-instance-id` label ("" when absent).
-    pub instance_id: &'a str,
-    /// An in-place update waits for its grace period.
-    pub in_grace: bool,
-    /// No in-place update bookkeeping to do for this pod this round.
-    pub in_place_idle: bool,
-    /// The pod has the `pod-template-hash` label.
-    pub has_template_hash: bool,
-    /// Where the pod goes in Kubernetes' active-pods order (before the name tie-break).
-    pub active_rank: ActiveRank,
+    pub state: Option<&'a LifecycleState>,
+    /// The [`flags`] that hold; read them through the methods of the same names.
+    flags: u16,
+}
+
+/// The bits of [`PodInfo`]'s flags: nine booleans in two bytes, so that the passes over every
+/// pod read a third less memory.
+mod flags {
+    pub(super) const UPDATED: u16 = 1 << 0;
+    pub(super) const SPECIFIED_DELETE: u16 = 1 << 1;
+    pub(super) const MARKED_FOR_DELETION: u16 = 1 << 2;
+    pub(super) const UPDATE_READY: u16 = 1 << 3;
+    pub(super) const READY: u16 = 1 << 4;
+    pub(super) const AVAILABLE: u16 = 1 << 5;
+    pub(super) const IN_GRACE: u16 = 1 << 6;
+    pub(super) const IN_PLACE_IDLE: u16 = 1 << 7;
+    pub(super) const HAS_TEMPLATE_HASH: u16 = 1 << 8;
 }
 
 impl<'a> PodInfo<'a> {
-    /// Computes the facts of `pod` for the CloneSet `spec` and `update_revision`.
-    #[cfg(test)]
-    pub(crate) fn new(
-        pod: &'a Pod,
-        spec: &Spec<'_>,
-        update_revision: &RevisionName<'_>,
-        now: Timestamp,
-    ) -> Self {
-        Self::scan(pod, spec, update_revision, now, &[], &mut [])
+    /// At the update revision.
+    pub(crate) fn updated(&self) -> bool {
+        self.flags & flags::UPDATED != 0
     }
 
-    /// [`PodInfo::new`], also reading the values of the labels `keys` into `values` (same
-    /// length; entries for absent labels are left as they are) in the same pass over the labels.
-    pub(crate) fn scan(
-        pod: &'a Pod,
+    /// Named in podsToDelete or labelled specified-delete.
+    pub(crate) fn specified_delete(&self) -> bool {
+        self.flags & flags::SPECIFIED_DELETE != 0
+    }
+
+    /// Labelled specified-delete.
+    pub(crate) fn marked_for_deletion(&self) -> bool {
+        self.flags & flags::MARKED_FOR_DELETION != 0
+    }
+
+    /// Ready by the CloneSet's rule (running, Ready, InPlaceUpdateReady not False), ignoring
+    /// the lifecycle state.
+    pub(crate) fn update_ready(&self) -> bool {
+        self.flags & flags::UPDATE_READY != 0
+    }
+
+    /// `update_ready` and in lifecycle state Normal (or none).
+    pub(crate) fn ready(&self) -> bool {
+        self.flags & flags::READY != 0
+    }
+
+    /// `update_available` and in lifecycle state Normal (or none).
+    pub(crate) fn available(&self) -> bool {
+        self.flags & flags::AVAILABLE != 0
+    }
+
+    /// An in-place update waits for its grace period.
+    pub(crate) fn in_grace(&self) -> bool {
+        self.flags & flags::IN_GRACE != 0
+    }
+
+    /// No in-place update bookkeeping to do for this pod this round.
+    pub(crate) fn in_place_idle(&self) -> bool {
+        self.flags & flags::IN_PLACE_IDLE != 0
+    }
+
+    /// The pod has the `pod-template-hash` label.
+    pub(crate) fn has_template_hash(&self) -> bool {
+        self.flags & flags::HAS_TEMPLATE_HASH != 0
+    }
+
+    /// The pod's name.
+    pub(crate) fn name(&self) -> &'a str {
+        self.pod.facts().name()
+    }
+
+    /// The pod's uid.
+    pub(crate) fn uid(&self) -> &'a str {
+        self.pod.facts().uid()
+    }
+
+    /// The `controller-revision-hash` label ("" when absent).
+    pub(crate) fn revision_hash(&self) -> &'a str {
+        self.pod.facts().revision_hash()
+    }
+
+    /// The `apps.kruise.io/cloneset-instance-id` label ("" when absent).
+    pub(crate) fn instance_id(&self) -> &'a str {
+        self.pod.facts().instance_id()
+    }
+
+    /// Where the pod goes in Kubernetes' active-pods order (before the name tie-break).
+    pub(crate) fn active_rank(&self) -> ActiveRank {
+        self.pod.facts().active_rank()
+    }
+}
+
+impl<'a> PodInfo<'a> {
+    /// Combines the facts of `pod` with the CloneSet `spec`, its `update_revision` and `now`.
+    #[cfg(test)]
+    pub(crate) fn new(
+        pod: &'a SnapshotPod,
         spec: &Spec<'_>,
         update_revision: &RevisionName<'_>,
         now: Timestamp,
-        keys: &[&str],
-        values: &mut [Option<&'a str>],
     ) -> Self {
-        let meta = &pod.metadata;
-        // One pass over the labels (this runs for every pod on every round).
-        let mut revision_hash = "";
-        let mut state = None;
-        let mut marked = false;
-        let mut instance_id = "";
-        let mut has_template_hash = false;
-        for (key, value) in meta.labels.iter().flatten() {
-            // Comparing lengths first skips almost every key without reading its bytes.
-            if let Some(slot) = keys.iter().position(|k| k.len() == key.len() && *k == key.as_str())
-                && let Some(cell) = values.get_mut(slot)
-            {
-                *cell = Some(value.as_str());
-            }
-            match key.as_str() {
-                kubernetes::labels::CONTROLLER_REVISION_HASH => revision_hash = value,
-                kubernetes::labels::POD_TEMPLATE_HASH => has_template_hash = true,
-                labels::LIFECYCLE_STATE if !value.is_empty() => {
-                    state = Some(LifecycleState::from(value.as_str()));
-                }
-                labels::SPECIFIED_DELETE => marked = true,
-                labels::CLONESET_INSTANCE_ID => instance_id = value,
-                _ => {}
-            }
-        }
-        let name = meta.name.as_deref().unwrap_or_default();
-        let normal = matches!(state, None | Some(LifecycleState::Normal));
-        let specified_delete =
-            marked || (!spec.pods_to_delete.is_empty() && spec.pods_to_delete.contains(name));
-        let mut in_grace = false;
-        let mut in_place_state = false;
-        for (key, value) in meta.annotations.iter().flatten() {
-            match key.as_str() {
-                annotations::INPLACE_UPDATE_GRACE | annotations::INPLACE_UPDATE_GRACE_LEGACY => {
-                    in_grace |= !value.is_empty();
-                }
-                annotations::INPLACE_UPDATE_STATE | annotations::INPLACE_UPDATE_STATE_LEGACY => {
-                    in_place_state = true;
-                }
-                _ => {}
-            }
-        }
+        Self::with_threshold(pod, spec, update_revision, now, available_before(spec, now)).0
+    }
 
-        let status = pod.status.as_ref();
-        let phase = status.and_then(|s| s.phase.as_deref());
-        let running = phase == Some("Running");
-        // The active-pods order reads the first Ready condition; the rest of the planner the last.
-        let mut first_ready = None;
-        let mut ready_since = None;
-        let mut is_ready = false;
-        let mut in_place_ready = true;
-        let mut in_place_condition_clean = false;
-        for cond in status.and_then(|s| s.conditions.as_deref()).unwrap_or_default() {
-            if cond.type_ == "Ready" {
-                first_ready = first_ready.or(Some(cond));
-                is_ready = cond.status == "True";
-                ready_since = cond.last_transition_time.as_ref().map(|t| t.0);
-            } else if cond.type_ == readiness_gates::IN_PLACE_UPDATE_READY {
-                in_place_ready = cond.status == "True";
-                in_place_condition_clean = in_place_ready
-                    && cond.reason.as_deref().unwrap_or_default().is_empty()
-                    && cond.message.as_deref().unwrap_or_default().is_empty();
-            }
-        }
-        // Nothing for the in-place refresh to do: no grace period, no update record, and the
-        // readiness gate (if any) already satisfied.
-        let in_place_idle = !in_grace
-            && !in_place_state
-            && (in_place_condition_clean || !crate::inplace::has_readiness_gate(pod));
-        let update_ready = running && is_ready && in_place_ready;
+    /// [`PodInfo::new`] with `available_before(spec, now)` computed once for many pods; also
+    /// when the pod becomes available, if that is still ahead (for the requeue).
+    pub(crate) fn with_threshold(
+        pod: &'a SnapshotPod,
+        spec: &Spec<'_>,
+        update_revision: &RevisionName<'_>,
+        now: Timestamp,
+        available_before: Option<Timestamp>,
+    ) -> (Self, Option<Timestamp>) {
+        let facts = pod.facts();
+        let name = facts.name();
+        let state = facts.lifecycle_state();
+        let normal = matches!(state, None | Some(LifecycleState::Normal));
+        let specified_delete = facts.marked_for_deletion()
+            || (!spec.pods_to_delete.is_empty() && spec.pods_to_delete.contains(name));
+        let update_ready = facts.update_ready();
         let (update_available, available_at) = if !update_ready {
             (false, None)
         } else if spec.min_ready_seconds == 0 {
             (true, None)
         } else {
-            match ready_since {
-                // Kubernetes: available once readySince + minReadySeconds is strictly before now.
+            match facts.ready_since() {
+                // Kubernetes: available once readySince + minReadySeconds is strictly before now;
+                // `spec.available_before` (now - minReadySeconds) answers that without adding.
+                Some(since) if available_before.is_some_and(|before| since < before) => {
+                    (true, None)
+                }
                 Some(since) => {
                     let at = since
                         .saturating_add(SignedDuration::from_secs(i64::from(
@@ -155,53 +160,44 @@ impl<'a> PodInfo<'a> {
                 None => (false, None),
             }
         };
-        let rank_ready = first_ready.is_some_and(|c| c.status == "True");
-        let active_rank = ActiveRank::new(
-            pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()),
-            phase.unwrap_or_default(),
-            rank_ready,
-            first_ready
-                .filter(|_| rank_ready)
-                .and_then(|c| c.last_transition_time.as_ref())
-                .map(|t| t.0),
-            crate::pod::max_container_restarts(pod),
-            meta.creation_timestamp.as_ref().map(|t| t.0),
-        );
-        Self {
+        let set = |flag: u16, on: bool| if on { flag } else { 0 };
+        let info = Self {
             pod,
-            name,
-            uid: meta.uid.as_deref().unwrap_or_default(),
-            revision_hash,
-            updated: update_revision.matches(revision_hash),
             state,
-            specified_delete,
-            update_ready,
-            ready: update_ready && normal,
-            available: update_available && normal,
-            available_at: if normal { available_at } else { None },
-            instance_id,
-            in_grace,
-            in_place_idle,
-            has_template_hash,
-            active_rank,
-        }
+            flags: set(flags::UPDATED, update_revision.matches(facts.revision_hash()))
+                | set(flags::SPECIFIED_DELETE, specified_delete)
+                | set(flags::MARKED_FOR_DELETION, facts.marked_for_deletion())
+                | set(flags::UPDATE_READY, update_ready)
+                | set(flags::READY, update_ready && normal)
+                | set(flags::AVAILABLE, update_available && normal)
+                | set(flags::IN_GRACE, facts.in_grace())
+                | set(flags::IN_PLACE_IDLE, facts.in_place_idle())
+                | set(flags::HAS_TEMPLATE_HASH, facts.has_template_hash()),
+        };
+        (info, if normal { available_at } else { None })
     }
 
     /// True in lifecycle state `PreparingDelete`.
     pub(crate) fn preparing_delete(&self) -> bool {
-        self.state == Some(LifecycleState::PreparingDelete)
+        self.state == Some(&LifecycleState::PreparingDelete)
     }
 
     /// True in lifecycle state `PreparingUpdate`.
     pub(crate) fn preparing_update(&self) -> bool {
-        self.state == Some(LifecycleState::PreparingUpdate)
+        self.state == Some(&LifecycleState::PreparingUpdate)
     }
 
     /// Counts as updated when scaling: at the update revision, or (with the
     /// `PreparingUpdateAsUpdate` gate) about to be updated.
     pub(crate) fn updated_for_scale(&self, preparing_update_as_update: bool) -> bool {
-        self.updated || (preparing_update_as_update && self.preparing_update())
+        self.updated() || (preparing_update_as_update && self.preparing_update())
     }
+}
+
+/// `now - minReadySeconds`: pods ready since before it are available. `None` when it does not
+/// exist (the exact sum is then computed per pod).
+pub(crate) fn available_before(spec: &Spec<'_>, now: Timestamp) -> Option<Timestamp> {
+    now.checked_sub(SignedDuration::from_secs(i64::from(spec.min_ready_seconds))).ok()
 }
 
 /// A revision name and its short hash (the part after the last `-`), for comparing with pod
@@ -219,6 +215,7 @@ impl<'a> RevisionName<'a> {
 
     /// Upstream's `EqualToRevisionHash`: equal names, or equal short hashes.
     pub(crate) fn matches(&self, label: &str) -> bool {
-        label == self.name || short_hash(label) == self.short
+        short_eq(label.as_bytes(), self.name.as_bytes())
+            || short_eq(short_hash(label).as_bytes(), self.short.as_bytes())
     }
 }

@@ -73,7 +73,7 @@ pub(crate) fn resolve<'a>(
             if let Some(hash) = volume_claim_templates_hash {
                 patch["metadata"] = json!({ "annotations": { rev::VCT_HASH_ANNOTATION: hash } });
             }
-            actions.push(Action::PatchRevision { name: name.clone(), patch: Patch::Merge(patch) });
+            actions.push(Action::PatchRevision { name: name.clone(), patch: Patch::merge(patch) });
         }
         UpdateRevision::Create { revision } => {
             actions.push(Action::CreateRevision { revision: revision.clone() });
@@ -113,7 +113,11 @@ pub(crate) fn truncate_history(
 ) -> Vec<Action> {
     let limit = usize::try_from(spec.revision_history_limit).unwrap_or(0);
     let names: Vec<&str> = sorted.iter().map(|r| r.name).collect();
-    let hashes: BTreeSet<&str> = pods.iter().map(|p| p.revision_hash).collect();
+    if names.iter().filter(|&&n| n != current && n != update).count() <= limit {
+        // Nothing can exceed the limit: skip reading every pod's revision.
+        return Vec::new();
+    }
+    let hashes: BTreeSet<&str> = pods.iter().map(|p| p.revision_hash()).collect();
     rev::history_to_prune(&names, &hashes, current, update, limit)
         .into_iter()
         .map(|name| Action::DeleteRevision { name: name.to_owned() })

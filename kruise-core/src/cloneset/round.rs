@@ -16,7 +16,10 @@ use super::spec::Spec;
 use super::{SpecError, scale, status, update};
 use crate::expectations::{ExpectationState, ScaleAction};
 use crate::ordering::OrderLabels;
-use crate::pod::is_pod_active;
+
+/// How many pods' facts the pod pass brings into cache at a time: enough for many reads in
+/// flight, few enough to stay in a core's cache until read.
+const TOUCH_AHEAD: usize = 128;
 
 /// The state shared by the scale and update passes.
 pub(crate) struct Round<'r, 'a> {
@@ -28,6 +31,9 @@ pub(crate) struct Round<'r, 'a> {
     pub pods: Vec<PodInfo<'a>>,
     /// Each pod's values for the label keys the update strategy reads (`spec.order`).
     pub order_labels: OrderLabels<'a>,
+    /// Each pod's [`crate::pod::ActiveRank::packed`], `u128::MAX` where it does not pack
+    /// (no packed rank reaches it).
+    pub ranks: Vec<u128>,
     /// Live PVCs the CloneSet keeps.
     pub pvcs: Vec<&'a PersistentVolumeClaim>,
     pub current: Revision,
@@ -41,6 +47,8 @@ pub(crate) struct Round<'r, 'a> {
     pub in_place_options: crate::inplace::UpdateOptions,
     /// In-place changes by (old revision index, target revision name), computed once.
     pub in_place_specs: BTreeMap<(usize, String), Option<crate::inplace::UpdateSpec>>,
+    /// The body that marks a pod for deletion, built once and shared by every such patch.
+    pub delete_mark: Option<Patch>,
 }
 
 impl Round<'_, '_> {
@@ -48,12 +56,12 @@ impl Round<'_, '_> {
     pub(crate) fn event(
         &mut self,
         type_: EventType,
-        reason: &str,
+        reason: &'static str,
         message: String,
         after_last_action: bool,
     ) {
         let after_action = if after_last_action { self.actions.len().checked_sub(1) } else { None };
-        self.events.push(Event { type_, reason: reason.to_owned(), message, after_action });
+        self.events.push(Event { type_, reason: reason.into(), message, after_action });
     }
 
     /// Asks to plan again after `after` (keeps the soonest).
@@ -149,6 +157,8 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     let mut kept = Vec::with_capacity(snapshot.pods.len());
     let mut pods: Vec<PodInfo<'_>> = Vec::with_capacity(snapshot.pods.len());
     let mut order_labels = OrderLabels::with_capacity(&spec.order, snapshot.pods.len());
+    let mut ranks: Vec<u128> = Vec::with_capacity(snapshot.pods.len());
+    let mut soonest_available = None;
     // The label keys read besides the planner's own: the selector's, then the update order's.
     let selector_keys = spec.selector.keys();
     let mut keys: Vec<&str> = Vec::new();
@@ -162,28 +172,48 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     let selector_slots: Vec<usize> = selector_keys.iter().map(|&k| slot(k)).collect();
     let order_slots: Vec<usize> = spec.order.keys().iter().map(|&k| slot(k)).collect();
     let mut values: Vec<Option<&str>> = vec![None; keys.len()];
-    for pod in &snapshot.pods {
-        if !is_pod_active(pod) {
-            inactive.push(pod.as_ref());
+    let available_before = super::podinfo::available_before(&spec, now);
+    // Label keys of other lengths (below 64 bytes) are skipped without comparing bytes.
+    let key_lengths: u64 =
+        keys.iter().fold(0, |m, k| m | 1u64.checked_shl(k.len() as u32).unwrap_or(0));
+    let wanted_length = |len: usize| len >= 64 || key_lengths & (1u64 << len) != 0;
+    for (i, pod) in snapshot.pods.iter().enumerate() {
+        if i % TOUCH_AHEAD == 0 {
+            // Bring the next pods' facts into cache with loads that do not wait for each other.
+            let next = snapshot.pods.get(i..).unwrap_or_default().iter().take(TOUCH_AHEAD);
+            std::hint::black_box(next.fold(0, |acc, p| acc ^ p.facts().touch()));
+        }
+        let facts = pod.facts();
+        if !facts.active() {
+            inactive.push(pod.pod().as_ref());
             continue;
         }
-        let Some(update_name) = &update_name else {
-            // The plan stops at the revisions; only the pods' fate is needed until then.
-            if spec.selector.matches(pod.metadata.labels.as_ref()) {
-                kept.push(pod);
-            } else {
-                released.push(pod);
-            }
-            continue;
-        };
         values.fill(None);
-        let info = PodInfo::scan(pod, &spec, update_name, now, &keys, &mut values);
-        if spec.selector.matches_values(|r| selector_slots.get(r).and_then(|&s| values[s])) {
-            kept.push(pod);
+        for (key, value) in facts.label_keys() {
+            if !wanted_length(key.len()) {
+                continue;
+            }
+            if let Some(slot) = keys.iter().position(|k| crate::pod::short_eq(k.as_bytes(), key))
+                && let Some(cell) = values.get_mut(slot)
+            {
+                *cell = Some(facts.value_at(value));
+            }
+        }
+        if !spec.selector.matches_values(|r| selector_slots.get(r).and_then(|&s| values[s])) {
+            released.push(pod.pod());
+            continue;
+        }
+        kept.push(pod.pod());
+        // Without revisions the plan stops there; only the pods' fate is needed until then.
+        if let Some(update_name) = &update_name {
+            let (info, available_at) =
+                PodInfo::with_threshold(pod, &spec, update_name, now, available_before);
             pods.push(info);
-            order_labels.push_row(order_slots.iter().map(|&s| values[s]));
-        } else {
-            released.push(pod);
+            ranks.push(pod.facts().packed_rank().unwrap_or(u128::MAX));
+            if let Some(at) = available_at {
+                soonest_available = Some(soonest_available.map_or(at, |s: Timestamp| s.min(at)));
+            }
+            order_labels.push_row_for(&spec.order, order_slots.iter().map(|&s| values[s]));
         }
     }
     if !expectations.resource_versions.is_empty() {
@@ -229,6 +259,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         now,
         pods,
         order_labels,
+        ranks,
         pvcs: Vec::new(),
         current: resolved.current,
         update: resolved.update,
@@ -238,6 +269,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         requeue: None,
         in_place_options: crate::inplace::UpdateOptions::default(),
         in_place_specs: BTreeMap::new(),
+        delete_mark: None,
     };
     round.in_place_options = super::inplace_glue::options(&round);
     for warning in warnings {
@@ -285,12 +317,11 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     if let Some(after) = status::progressing(&mut new_status, &spec, now) {
         round.requeue_after(after);
     }
-    if spec.min_ready_seconds > 0 {
-        let soonest = round.pods.iter().filter_map(|p| p.available_at).min();
-        if let Some(at) = soonest {
-            let wait = at.duration_since(now);
-            round.requeue_after(round_up_seconds(wait));
-        }
+    if spec.min_ready_seconds > 0
+        && let Some(at) = soonest_available
+    {
+        let wait = at.duration_since(now);
+        round.requeue_after(round_up_seconds(wait));
     }
     truncate_pods_to_delete(&mut round, &cs);
     let current_name = round.current.name.clone();
@@ -344,7 +375,7 @@ fn cleanup_pvcs<'a>(
         return live;
     }
     let active_ids: BTreeSet<&str> =
-        round.pods.iter().map(|p| p.instance_id).filter(|id| !id.is_empty()).collect();
+        round.pods.iter().map(|p| p.instance_id()).filter(|id| !id.is_empty()).collect();
     let mut inactive_ids: BTreeMap<&str, &Pod> = BTreeMap::new();
     for pod in inactive {
         if let Some(id) =
@@ -385,7 +416,7 @@ fn cleanup_pvcs<'a>(
             }
             round.actions.push(Action::PatchPvc {
                 name,
-                patch: Patch::Merge(json!({
+                patch: Patch::merge(json!({
                     "metadata": {
                         "ownerReferences": refs,
                         "resourceVersion": pvc.metadata.resource_version,
@@ -411,7 +442,7 @@ fn release(round: &mut Round<'_, '_>, pod: &Pod) {
         name: pod.metadata.name.clone().unwrap_or_default(),
         uid: pod.metadata.uid.clone().unwrap_or_default(),
         purpose: PodPatchPurpose::Release,
-        patch: Patch::Strategic(json!({
+        patch: Patch::strategic(json!({
             "metadata": {
                 "ownerReferences": [{ "$patch": "delete", "uid": round.spec.uid }],
                 "uid": pod.metadata.uid,
@@ -426,13 +457,13 @@ fn truncate_pods_to_delete(round: &mut Round<'_, '_>, cs: &kruise_api::apps::v1b
     if listed.is_empty() {
         return;
     }
-    let names: BTreeSet<&str> = round.pods.iter().map(|p| p.name).collect();
+    let names: BTreeSet<&str> = round.pods.iter().map(|p| p.name()).collect();
     let keep: Vec<&String> = listed.iter().filter(|n| names.contains(n.as_str())).collect();
     if keep.len() == listed.len() {
         return;
     }
     round.actions.push(Action::PatchCloneSet {
-        patch: Patch::Merge(json!({
+        patch: Patch::merge(json!({
             "metadata": { "resourceVersion": cs.metadata.resource_version },
             "spec": { "scaleStrategy": { "podsToDelete": keep } },
         })),

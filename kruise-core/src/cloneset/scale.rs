@@ -18,13 +18,13 @@ pub(crate) fn scale(r: &mut Round<'_, '_>) -> Result<bool, String> {
     let mut pre_delete = Vec::new();
     let mut num_to_delete = 0;
     for (i, p) in r.pods.iter().enumerate() {
-        if p.specified_delete {
+        if p.specified_delete() {
             specified.push(i);
         }
         if p.preparing_delete() {
             pre_delete.push(i);
         }
-        if p.specified_delete || p.preparing_delete() {
+        if p.specified_delete() || p.preparing_delete() {
             num_to_delete += 1;
         }
     }
@@ -72,7 +72,7 @@ pub(crate) fn scale(r: &mut Round<'_, '_>) -> Result<bool, String> {
     let unavailable_marked = r
         .pods
         .iter()
-        .filter(|p| p.specified_delete && !p.preparing_delete() && !p.available)
+        .filter(|p| p.specified_delete() && !p.preparing_delete() && !p.available())
         .count();
     let mut delete_ready_limit =
         d.delete_ready_limit.saturating_sub(i32::try_from(unavailable_marked).unwrap_or(i32::MAX));
@@ -80,7 +80,7 @@ pub(crate) fn scale(r: &mut Round<'_, '_>) -> Result<bool, String> {
     let chosen: Vec<usize> = specified
         .into_iter()
         .filter(|i| !pre.contains(i))
-        .filter(|&i| take_ready(r.pods[i].ready, &mut delete_ready_limit))
+        .filter(|&i| take_ready(r.pods[i].ready(), &mut delete_ready_limit))
         .collect();
     if !chosen.is_empty() && delete_pods(r, &chosen, DeletePurpose::SpecifiedDelete) {
         return Ok(true);
@@ -96,7 +96,7 @@ pub(crate) fn scale(r: &mut Round<'_, '_>) -> Result<bool, String> {
             choose_pods_to_delete(r, d.scale_down_num, d.scale_down_num_old_revision, gate);
         let victims: Vec<usize> = victims
             .into_iter()
-            .filter(|&i| take_ready(r.pods[i].ready, &mut delete_ready_limit))
+            .filter(|&i| take_ready(r.pods[i].ready(), &mut delete_ready_limit))
             .collect();
         return Ok(delete_pods(r, &victims, DeletePurpose::ScaleIn));
     }
@@ -134,7 +134,7 @@ fn restore_preparing_delete(
             break;
         }
         let p = &r.pods[i];
-        if p.specified_delete {
+        if p.specified_delete() {
             continue;
         }
         let transition = crate::lifecycle::cloneset_cancel_delete(p.pod, r.now);
@@ -152,7 +152,7 @@ fn create_pods(r: &mut Round<'_, '_>, expected: i32, expected_current: i32) -> u
         return 0;
     }
     let active_ids: BTreeSet<&str> =
-        r.pods.iter().map(|p| p.instance_id).filter(|id| !id.is_empty()).collect();
+        r.pods.iter().map(|p| p.instance_id()).filter(|id| !id.is_empty()).collect();
     let taken_names: BTreeSet<&str> =
         r.snapshot.pods.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
     let pvc_ids = r.pvcs.iter().filter_map(|pvc| {
@@ -209,9 +209,9 @@ pub(crate) fn delete_pods(
             modified |= hooks::push(&mut r.actions, p, transition);
             continue;
         }
-        let name = p.name.to_owned();
-        let instance_id = p.instance_id;
-        r.actions.push(Action::DeletePod { name: name.clone(), uid: p.uid.to_owned(), purpose });
+        let name = p.name().to_owned();
+        let instance_id = p.instance_id();
+        r.actions.push(Action::DeletePod { name: name.clone(), uid: p.uid().to_owned(), purpose });
         r.event(
             EventType::Normal,
             "SuccessfulDelete",
@@ -272,7 +272,7 @@ fn rank(r: &Round<'_, '_>, group: Vec<usize>, count: i32) -> Vec<usize> {
     let views: Vec<crate::pod::PodRankView> = group
         .iter()
         .map(|&i| {
-            crate::pod::PodRankView::from_pod(r.pods[i].pod).with_available(r.pods[i].available)
+            crate::pod::PodRankView::from_pod(r.pods[i].pod).with_available(r.pods[i].available())
         })
         .collect();
     let topology_keys: Vec<String> = r

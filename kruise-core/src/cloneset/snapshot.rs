@@ -2,11 +2,10 @@
 //! feature gates, all read before planning starts.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -157,9 +156,10 @@ pub struct CloneSetSnapshot {
     pub cloneset: CloneSetObject,
     /// The pods it owns (controller ownerReference with its UID), including terminating and
     /// finished ones; the planner sorts them out. Shared, so that a controller can hand over
-    /// its cached pods without copying them.
+    /// its cached pods without copying them, each with the [`PodFacts`](super::PodFacts) the
+    /// planner reads on every round.
     #[serde(default)]
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<super::SnapshotPod>,
     /// The PVCs it owns (controller ownerReference with its UID).
     #[serde(default)]
     pub pvcs: Vec<PersistentVolumeClaim>,

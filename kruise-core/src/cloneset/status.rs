@@ -19,12 +19,12 @@ pub(crate) fn count(status: &mut CloneSetStatus, spec: &Spec<'_>, pods: &[PodInf
     status.updated_available_replicas = 0;
     for p in pods {
         status.replicas += 1;
-        status.ready_replicas += i32::from(p.update_ready);
-        status.available_replicas += i32::from(p.available);
-        if p.updated {
+        status.ready_replicas += i32::from(p.update_ready());
+        status.available_replicas += i32::from(p.available());
+        if p.updated() {
             status.updated_replicas += 1;
-            status.updated_ready_replicas += i32::from(p.update_ready);
-            status.updated_available_replicas += i32::from(p.available);
+            status.updated_ready_replicas += i32::from(p.update_ready());
+            status.updated_available_replicas += i32::from(p.available());
         }
     }
     // All pods at the update revision and the right number of them: the update revision is

@@ -1,0 +1,567 @@
+//! What the planner reads from every pod on every round, extracted once per pod version.
+//!
+//! A decoded [`Pod`] is spread over a few dozen heap allocations (every label key and value,
+//! every condition's strings, the spec's node name). Reading them for ten thousand pods on
+//! every plan is bound by memory latency, not by the work done. [`PodFacts`] keeps what the
+//! planner needs from each pod in two small allocations, computed when the pod enters a cache
+//! (once per watch event) instead of once per plan. A [`SnapshotPod`] pairs a pod with its
+//! facts; the planner reads the whole pod only for the pods it acts on.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::common::LifecycleState;
+use kruise_api::well_known::{annotations, kubernetes, labels, readiness_gates};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::pod::{ActiveRank, is_pod_active, max_container_restarts};
+
+/// The facts about one pod that do not depend on the CloneSet or on the time: the planner
+/// combines them with both on every round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodFacts {
+    /// The name, the uid, then every label key and value, concatenated.
+    text: Arc<str>,
+    /// The end offsets in `text`: the name's, the uid's, then each label's key and value.
+    ends: Ends,
+    /// The `controller-revision-hash` label's value, as a range of `text`.
+    revision_hash: (u32, u32),
+    /// The `apps.kruise.io/cloneset-instance-id` label's value, as a range of `text`.
+    instance_id: (u32, u32),
+    /// The lifecycle state label, if set and not empty.
+    state: Option<LifecycleState>,
+    /// Not finished and not terminating.
+    active: bool,
+    /// Phase `Running`.
+    running: bool,
+    /// The last `Ready` condition is `True`.
+    ready: bool,
+    /// The last `Ready` condition's transition time.
+    ready_since: Option<Timestamp>,
+    /// The last `InPlaceUpdateReady` condition is `True`, or there is none.
+    in_place_ready: bool,
+    /// The last `InPlaceUpdateReady` condition is `True` with no reason or message.
+    in_place_condition_clean: bool,
+    /// The spec has the `InPlaceUpdateReady` readiness gate.
+    in_place_gate: bool,
+    /// An in-place update waits for its grace period (annotation set and not empty).
+    in_grace: bool,
+    /// An in-place update record is present.
+    in_place_state: bool,
+    /// Labelled `apps.kruise.io/specified-delete`.
+    marked_for_deletion: bool,
+    /// Labelled `pod-template-hash`.
+    has_template_hash: bool,
+    /// Where the pod goes in Kubernetes' active-pods order (before the name tie-break).
+    rank: Rank,
+}
+
+/// An [`ActiveRank`], packed into an integer when it packs (whole-second times, as
+/// Kubernetes writes them), else whole. Kept small: every pod of a snapshot carries one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Rank {
+    /// [`ActiveRank::packed`] as (high, low) halves; [`ActiveRank::unpack`] gives it back.
+    Packed([u64; 2]),
+    Full(Box<ActiveRank>),
+}
+
+impl Rank {
+    fn new(rank: ActiveRank) -> Self {
+        match rank.packed().filter(|&p| ActiveRank::unpack(p) == Some(rank)) {
+            Some(packed) => Self::Packed([(packed >> 64) as u64, packed as u64]),
+            None => Self::Full(Box::new(rank)),
+        }
+    }
+
+    fn packed(&self) -> Option<u128> {
+        match self {
+            Self::Packed([high, low]) => Some((u128::from(*high) << 64) | u128::from(*low)),
+            Self::Full(_) => None,
+        }
+    }
+
+    fn rank(&self) -> ActiveRank {
+        match self {
+            // `new` keeps only packed values that unpack to the rank, so `unpack` succeeds;
+            // the fallback (the lowest rank) is never taken.
+            Self::Packed(_) => self
+                .packed()
+                .and_then(ActiveRank::unpack)
+                .unwrap_or_else(|| ActiveRank::new(false, "", false, None, 0, None)),
+            Self::Full(rank) => **rank,
+        }
+    }
+}
+
+/// A range of a facts text as `u32` offsets. Texts hold a pod's name, uid and labels, which the
+/// API server limits to far below 4 GiB; an offset beyond that reads as an empty range.
+fn range32((start, end): (usize, usize)) -> (u32, u32) {
+    match (u32::try_from(start), u32::try_from(end)) {
+        (Ok(start), Ok(end)) => (start, end),
+        _ => (0, 0),
+    }
+}
+
+impl PodFacts {
+    /// Reads the facts of `pod`: one pass over its labels, annotations and conditions.
+    pub fn new(pod: &Pod) -> Self {
+        let meta = &pod.metadata;
+        let name = meta.name.as_deref().unwrap_or_default();
+        let uid = meta.uid.as_deref().unwrap_or_default();
+        let pod_labels = meta.labels.as_ref();
+        let label_bytes: usize =
+            pod_labels.iter().flat_map(|l| l.iter()).map(|(k, v)| k.len() + v.len()).sum();
+        let mut text = String::with_capacity(name.len() + uid.len() + label_bytes);
+        let mut ends = Vec::with_capacity(2 + 2 * pod_labels.map_or(0, |l| l.len()));
+        text.push_str(name);
+        ends.push(text.len());
+        text.push_str(uid);
+        ends.push(text.len());
+
+        let mut revision_hash = (0, 0);
+        let mut instance_id = (0, 0);
+        let mut state = None;
+        let mut marked_for_deletion = false;
+        let mut has_template_hash = false;
+        for (key, value) in pod_labels.into_iter().flatten() {
+            text.push_str(key);
+            ends.push(text.len());
+            let start = text.len();
+            text.push_str(value);
+            ends.push(text.len());
+            let range = (start, text.len());
+            match key.as_str() {
+                kubernetes::labels::CONTROLLER_REVISION_HASH => revision_hash = range,
+                kubernetes::labels::POD_TEMPLATE_HASH => has_template_hash = true,
+                labels::LIFECYCLE_STATE if !value.is_empty() => {
+                    state = Some(LifecycleState::from(value.as_str()));
+                }
+                labels::SPECIFIED_DELETE => marked_for_deletion = true,
+                labels::CLONESET_INSTANCE_ID => instance_id = range,
+                _ => {}
+            }
+        }
+
+        let mut in_grace = false;
+        let mut in_place_state = false;
+        for (key, value) in meta.annotations.iter().flatten() {
+            match key.as_str() {
+                annotations::INPLACE_UPDATE_GRACE | annotations::INPLACE_UPDATE_GRACE_LEGACY => {
+                    in_grace |= !value.is_empty();
+                }
+                annotations::INPLACE_UPDATE_STATE | annotations::INPLACE_UPDATE_STATE_LEGACY => {
+                    in_place_state = true;
+                }
+                _ => {}
+            }
+        }
+
+        let status = pod.status.as_ref();
+        let phase = status.and_then(|s| s.phase.as_deref());
+        // The active-pods order reads the first Ready condition; the rest of the planner the last.
+        let mut first_ready = None;
+        let mut ready = false;
+        let mut ready_since = None;
+        let mut in_place_ready = true;
+        let mut in_place_condition_clean = false;
+        for cond in status.and_then(|s| s.conditions.as_deref()).unwrap_or_default() {
+            if cond.type_ == "Ready" {
+                first_ready = first_ready.or(Some(cond));
+                ready = cond.status == "True";
+                ready_since = cond.last_transition_time.as_ref().map(|t| t.0);
+            } else if cond.type_ == readiness_gates::IN_PLACE_UPDATE_READY {
+                in_place_ready = cond.status == "True";
+                in_place_condition_clean = in_place_ready
+                    && cond.reason.as_deref().unwrap_or_default().is_empty()
+                    && cond.message.as_deref().unwrap_or_default().is_empty();
+            }
+        }
+        let rank_ready = first_ready.is_some_and(|c| c.status == "True");
+        let active_rank = ActiveRank::new(
+            pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()),
+            phase.unwrap_or_default(),
+            rank_ready,
+            first_ready
+                .filter(|_| rank_ready)
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map(|t| t.0),
+            max_container_restarts(pod),
+            meta.creation_timestamp.as_ref().map(|t| t.0),
+        );
+        Self {
+            text: text.into(),
+            ends: Ends::new(&ends),
+            revision_hash: range32(revision_hash),
+            instance_id: range32(instance_id),
+            state,
+            active: is_pod_active(pod),
+            running: phase == Some("Running"),
+            ready,
+            ready_since,
+            in_place_ready,
+            in_place_condition_clean,
+            in_place_gate: crate::inplace::has_readiness_gate(pod),
+            in_grace,
+            in_place_state,
+            marked_for_deletion,
+            has_template_hash,
+            rank: Rank::new(active_rank),
+        }
+    }
+
+    /// Reads one byte of every cache line of the facts' text and folds them together: a pass
+    /// of independent loads over many pods keeps many memory reads in flight at once, so
+    /// that the pass that needs the text finds it in cache instead of waiting for each pod in
+    /// turn.
+    pub(crate) fn touch(&self) -> u8 {
+        let bytes = self.text.as_bytes();
+        bytes.iter().step_by(64).fold(bytes.last().copied().unwrap_or(0), |acc, b| acc ^ b)
+    }
+
+    /// Reads the first byte of the text (the name and uid start there); see
+    /// [`PodFacts::touch`].
+    pub(crate) fn touch_head(&self) -> u8 {
+        self.text.as_bytes().first().copied().unwrap_or(0)
+    }
+
+    /// The labels as raw key bytes and the value's offsets, for scanning many keys without
+    /// the checks that slicing a `str` makes; [`PodFacts::value_at`] gives the value.
+    pub(crate) fn label_keys(&self) -> impl Iterator<Item = (&[u8], (usize, usize))> {
+        let bytes = self.text.as_bytes();
+        let count = self.ends.len().saturating_sub(2) / 2;
+        (0..count).map(move |i| {
+            let (start, key_end, value_end) =
+                (self.end(1 + 2 * i), self.end(2 + 2 * i), self.end(3 + 2 * i));
+            (bytes.get(start..key_end).unwrap_or_default(), (key_end, value_end))
+        })
+    }
+
+    /// A label value found by [`PodFacts::label_keys`].
+    pub(crate) fn value_at(&self, range: (usize, usize)) -> &str {
+        self.slice(range)
+    }
+
+    fn slice(&self, (start, end): (usize, usize)) -> &str {
+        self.text.get(start..end).unwrap_or_default()
+    }
+
+    fn end(&self, i: usize) -> usize {
+        self.ends.get(i)
+    }
+
+    /// `metadata.name` ("" when unset).
+    pub fn name(&self) -> &str {
+        self.slice((0, self.end(0)))
+    }
+
+    /// `metadata.uid` ("" when unset).
+    pub fn uid(&self) -> &str {
+        self.slice((self.end(0), self.end(1)))
+    }
+
+    /// The pod's labels, in key order.
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        let count = self.ends.len().saturating_sub(2) / 2;
+        (0..count).map(move |i| {
+            let (start, key_end, value_end) =
+                (self.end(1 + 2 * i), self.end(2 + 2 * i), self.end(3 + 2 * i));
+            (self.slice((start, key_end)), self.slice((key_end, value_end)))
+        })
+    }
+
+    /// The `controller-revision-hash` label ("" when absent).
+    pub fn revision_hash(&self) -> &str {
+        let (start, end) = self.revision_hash;
+        self.slice((start as usize, end as usize))
+    }
+
+    /// The `apps.kruise.io/cloneset-instance-id` label ("" when absent).
+    pub fn instance_id(&self) -> &str {
+        let (start, end) = self.instance_id;
+        self.slice((start as usize, end as usize))
+    }
+
+    /// The lifecycle state label, if set and not empty.
+    pub fn lifecycle_state(&self) -> Option<&LifecycleState> {
+        self.state.as_ref()
+    }
+
+    /// Not finished (`Succeeded`/`Failed`) and not terminating.
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    /// Where the pod goes in Kubernetes' active-pods order, before the name tie-break.
+    pub fn active_rank(&self) -> ActiveRank {
+        self.rank.rank()
+    }
+
+    /// [`ActiveRank::packed`] of [`PodFacts::active_rank`].
+    pub(crate) fn packed_rank(&self) -> Option<u128> {
+        self.rank.packed()
+    }
+
+    /// Running, `Ready` and, if the pod has an `InPlaceUpdateReady` condition, that condition
+    /// `True` (CloneSet's rule, before minReadySeconds and lifecycle states).
+    pub(crate) fn update_ready(&self) -> bool {
+        self.running && self.ready && self.in_place_ready
+    }
+
+    /// The last `Ready` condition's transition time.
+    pub(crate) fn ready_since(&self) -> Option<Timestamp> {
+        self.ready_since
+    }
+
+    /// An in-place update waits for its grace period.
+    pub(crate) fn in_grace(&self) -> bool {
+        self.in_grace
+    }
+
+    /// No in-place bookkeeping is due: no grace period, no update record, and the readiness
+    /// gate (if any) already satisfied.
+    pub(crate) fn in_place_idle(&self) -> bool {
+        !self.in_grace
+            && !self.in_place_state
+            && (self.in_place_condition_clean || !self.in_place_gate)
+    }
+
+    /// Labelled `apps.kruise.io/specified-delete`.
+    pub(crate) fn marked_for_deletion(&self) -> bool {
+        self.marked_for_deletion
+    }
+
+    /// Labelled `pod-template-hash`.
+    pub(crate) fn has_template_hash(&self) -> bool {
+        self.has_template_hash
+    }
+}
+
+/// How many offsets [`Ends`] keeps inline: the name, the uid and 11 labels.
+const INLINE_ENDS: usize = 24;
+
+/// Offsets into a [`PodFacts`] text. Kept inline for pods with up to 11 labels and 64 KiB of
+/// text, so that reading a pod's labels touches one allocation, not two.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Ends {
+    Inline { len: u8, ends: [u16; INLINE_ENDS] },
+    Spilled(Arc<[usize]>),
+}
+
+impl Ends {
+    fn new(ends: &[usize]) -> Self {
+        let mut inline = [0u16; INLINE_ENDS];
+        if ends.len() <= INLINE_ENDS
+            && let Ok(len) = u8::try_from(ends.len())
+        {
+            let fits = ends
+                .iter()
+                .zip(inline.iter_mut())
+                .all(|(&end, slot)| u16::try_from(end).map(|end| *slot = end).is_ok());
+            if fits {
+                return Self::Inline { len, ends: inline };
+            }
+        }
+        Self::Spilled(ends.into())
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Inline { len, .. } => usize::from(*len),
+            Self::Spilled(ends) => ends.len(),
+        }
+    }
+
+    /// Offset `i`; 0 past the end.
+    fn get(&self, i: usize) -> usize {
+        match self {
+            Self::Inline { len, ends } if i < usize::from(*len) => {
+                ends.get(i).copied().map_or(0, usize::from)
+            }
+            Self::Inline { .. } => 0,
+            Self::Spilled(ends) => ends.get(i).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// A pod in a [`CloneSetSnapshot`](super::CloneSetSnapshot), with its [`PodFacts`].
+///
+/// Dereferences to the pod. Serializes as the pod alone; the facts are computed again when it
+/// is read back.
+#[derive(Clone, Debug)]
+pub struct SnapshotPod {
+    pod: Arc<Pod>,
+    facts: PodFacts,
+}
+
+impl SnapshotPod {
+    /// `pod`, with its facts computed now.
+    pub fn new(pod: Arc<Pod>) -> Self {
+        let facts = PodFacts::new(&pod);
+        Self { pod, facts }
+    }
+
+    /// `pod` with facts computed earlier by [`PodFacts::new`] from the same pod, so that a
+    /// cache that keeps facts beside its pods hands them over without reading every pod again.
+    /// The planner trusts them; debug builds check that they are the pod's.
+    pub fn with_facts(pod: Arc<Pod>, facts: PodFacts) -> Self {
+        debug_assert_eq!(facts, PodFacts::new(&pod), "facts of another pod");
+        Self { pod, facts }
+    }
+
+    /// The pod.
+    pub fn pod(&self) -> &Arc<Pod> {
+        &self.pod
+    }
+
+    /// Its facts.
+    pub fn facts(&self) -> &PodFacts {
+        &self.facts
+    }
+}
+
+impl Deref for SnapshotPod {
+    type Target = Pod;
+
+    fn deref(&self) -> &Pod {
+        &self.pod
+    }
+}
+
+impl AsRef<Pod> for SnapshotPod {
+    fn as_ref(&self) -> &Pod {
+        &self.pod
+    }
+}
+
+impl From<Arc<Pod>> for SnapshotPod {
+    fn from(pod: Arc<Pod>) -> Self {
+        Self::new(pod)
+    }
+}
+
+impl From<Pod> for SnapshotPod {
+    fn from(pod: Pod) -> Self {
+        Self::new(Arc::new(pod))
+    }
+}
+
+impl PartialEq for SnapshotPod {
+    /// Equal pods; their facts follow from them.
+    fn eq(&self, other: &Self) -> bool {
+        self.pod == other.pod
+    }
+}
+
+impl Serialize for SnapshotPod {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.pod.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SnapshotPod {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Pod::deserialize(deserializer).map(Self::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(value: serde_json::Value) -> Pod {
+        serde_json::from_value(value).expect("valid pod")
+    }
+
+    #[test]
+    fn name_uid_and_labels_read_back() {
+        let p = pod(serde_json::json!({
+            "metadata": {"name": "web-0", "uid": "u-1", "labels": {
+                "b": "2", "a": "1", "controller-revision-hash": "web-abc",
+                "apps.kruise.io/cloneset-instance-id": "xyz", "empty": ""
+            }}
+        }));
+        let facts = PodFacts::new(&p);
+        assert_eq!(facts.name(), "web-0");
+        assert_eq!(facts.uid(), "u-1");
+        let labels: Vec<(&str, &str)> = facts.labels().collect();
+        assert_eq!(
+            labels,
+            vec![
+                ("a", "1"),
+                ("apps.kruise.io/cloneset-instance-id", "xyz"),
+                ("b", "2"),
+                ("controller-revision-hash", "web-abc"),
+                ("empty", ""),
+            ]
+        );
+        assert_eq!(facts.revision_hash(), "web-abc");
+        assert_eq!(facts.instance_id(), "xyz");
+    }
+
+    #[test]
+    fn many_labels_and_long_text_spill_the_offsets() {
+        let many: serde_json::Map<String, serde_json::Value> =
+            (0..40).map(|i| (format!("key-{i:02}"), format!("v{i}").into())).collect();
+        let long = "x".repeat(70_000);
+        for labels in [serde_json::Value::Object(many), serde_json::json!({"a": long, "b": "c"})] {
+            let p =
+                pod(serde_json::json!({"metadata": {"name": "n", "uid": "u", "labels": labels}}));
+            let facts = PodFacts::new(&p);
+            assert!(matches!(facts.ends, Ends::Spilled(_)));
+            let want: Vec<(String, String)> =
+                p.metadata.labels.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let got: Vec<(String, String)> =
+                facts.labels().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+            assert_eq!(got, want);
+            assert_eq!((facts.name(), facts.uid()), ("n", "u"));
+        }
+    }
+
+    #[test]
+    fn a_bare_pod_has_empty_facts() {
+        let facts = PodFacts::new(&Pod::default());
+        assert_eq!((facts.name(), facts.uid(), facts.revision_hash()), ("", "", ""));
+        assert_eq!(facts.labels().count(), 0);
+        assert!(facts.active());
+        assert!(!facts.update_ready());
+        assert!(facts.in_place_idle());
+    }
+
+    #[test]
+    fn readiness_reads_the_last_condition_and_the_in_place_gate() {
+        let p = pod(serde_json::json!({
+            "metadata": {"name": "p", "annotations": {"apps.kruise.io/inplace-update-grace": "{}"}},
+            "spec": {"containers": [], "readinessGates": [{"conditionType": "InPlaceUpdateReady"}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "False"},
+                {"type": "InPlaceUpdateReady", "status": "True"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2024-05-01T10:00:00Z"},
+            ]}
+        }));
+        let facts = PodFacts::new(&p);
+        assert!(facts.update_ready());
+        assert_eq!(facts.ready_since(), Some("2024-05-01T10:00:00Z".parse().expect("time")));
+        assert!(facts.in_grace());
+        assert!(!facts.in_place_idle());
+    }
+
+    #[test]
+    fn serializes_as_the_pod_and_reads_back_with_facts() {
+        let p = pod(serde_json::json!({"metadata": {"name": "p", "labels": {"x": "y"}}}));
+        let sp = SnapshotPod::from(p.clone());
+        let json = serde_json::to_value(&sp).expect("serializes");
+        assert_eq!(json, serde_json::to_value(&p).expect("serializes"));
+        let back: SnapshotPod = serde_json::from_value(json).expect("decodes");
+        assert_eq!(back.facts(), sp.facts());
+        assert_eq!(back.facts().labels().collect::<Vec<_>>(), vec![("x", "y")]);
+    }
+}
+#[cfg(test)]
+#[test]
+fn snapshot_pods_stay_small() {
+    // Every plan streams through all of a snapshot's pods; growing them slows every plan.
+    assert!(std::mem::size_of::<SnapshotPod>() <= 192, "{}", std::mem::size_of::<SnapshotPod>());
+    assert!(std::mem::size_of::<super::podinfo::PodInfo<'_>>() <= 24);
+}
