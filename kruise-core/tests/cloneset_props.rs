@@ -598,11 +598,12 @@ proptest! {
     }
 }
 
-#[test]
-fn same_snapshot_same_plan() {
+/// A recreate rollout of `replicas` old, ready pods with `partition` and `maxUnavailable: 2`:
+/// the knobs, and the knobs of each pod.
+fn recreate_rollout(replicas: i32, partition: i32) -> (Knobs, PodKnobs) {
     let k = Knobs {
-        replicas: 5,
-        partition: Some(IntOrString::Int(2)),
+        replicas,
+        partition: Some(IntOrString::Int(partition)),
         max_unavailable: Some(IntOrString::Int(2)),
         max_surge: None,
         scale_max_unavailable: None,
@@ -625,6 +626,12 @@ fn same_snapshot_same_plan() {
         specified_delete: false,
         held: false,
     };
+    (k, pod)
+}
+
+#[test]
+fn same_snapshot_same_plan() {
+    let (k, pod) = recreate_rollout(5, 2);
     let snapshot = snapshot_for(&k, &vec![pod; 5]);
     let a = plan(&snapshot, now());
     assert_eq!(a, plan(&snapshot, now()));
@@ -673,31 +680,7 @@ proptest! {
 
 #[test]
 fn unpacked_ranks_choose_the_same_pods() {
-    let k = Knobs {
-        replicas: 6,
-        partition: Some(IntOrString::Int(0)),
-        max_unavailable: Some(IntOrString::Int(2)),
-        max_surge: None,
-        scale_max_unavailable: None,
-        in_place: false,
-        paused: false,
-        min_ready_seconds: 0,
-        pre_delete_hook: false,
-        in_place_hook: false,
-        mark_not_ready: false,
-        pods_to_delete: Vec::new(),
-        consistent: false,
-    };
-    let pod = PodKnobs {
-        new_revision: false,
-        running: true,
-        ready: true,
-        ready_long: true,
-        scheduled: true,
-        state: "Normal",
-        specified_delete: false,
-        held: false,
-    };
+    let (k, pod) = recreate_rollout(6, 0);
     let snapshot = snapshot_for(&k, &vec![pod; 6]);
     let later = half_second_later(&snapshot);
     let marked = |p: &CloneSetPlan| -> Vec<String> {
