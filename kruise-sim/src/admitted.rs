@@ -424,8 +424,15 @@ impl Cluster {
             body_name_matches(b, name, "Eviction")?;
             Ok(())
         };
-        self.admit_pod_subresource("eviction", ns, name, body, opts, check).await?;
-        let out = self.evict(ns, name, opts.dry_run);
+        let body = self.admit_pod_subresource("eviction", ns, name, body, opts, check).await?;
+        // The pod is deleted with the Eviction's own deleteOptions (preconditions, grace
+        // period, dry run), as EvictionREST does; a dry-run request stays one.
+        let mut delete = crate::http::delete_options_of(
+            body.get("deleteOptions").unwrap_or(&Value::Null),
+            &std::collections::HashMap::new(),
+        );
+        delete.dry_run |= opts.dry_run;
+        let out = self.evict(ns, name, &delete);
         self.run_deferred().await;
         out
     }

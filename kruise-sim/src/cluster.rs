@@ -1369,8 +1369,9 @@ impl Cluster {
         Ok(success_status(201, None))
     }
 
-    /// Evicts a pod (`pods/eviction`), honouring PodDisruptionBudgets' allowed disruptions.
-    pub fn evict(&self, ns: &str, name: &str, dry_run: bool) -> Result<Value, ApiError> {
+    /// Evicts a pod (`pods/eviction`), honouring PodDisruptionBudgets' allowed disruptions,
+    /// and deletes it with `delete` (the Eviction's `deleteOptions`).
+    pub fn evict(&self, ns: &str, name: &str, delete: &DeleteOptions) -> Result<Value, ApiError> {
         let Some(pods) = self.def_for("", "pods") else { return Err(ApiError::no_route()) };
         let pod = self.get(&pods, ns, name)?;
         if let Some(pdbs) = self.def_for("policy", "poddisruptionbudgets") {
@@ -1398,7 +1399,7 @@ impl Cluster {
                 }
             }
         }
-        self.delete(&pods, ns, name, &DeleteOptions { dry_run, ..Default::default() })?;
+        self.delete(&pods, ns, name, delete)?;
         Ok(success_status(201, None))
     }
 

@@ -640,11 +640,16 @@ fn delete_options(bytes: &[u8], q: &HashMap<String, String>) -> Result<DeleteOpt
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         })?
     };
+    Ok(delete_options_of(&body, q))
+}
+
+/// DeleteOptions from a body (a delete's, or an Eviction's `deleteOptions`) and the query.
+pub(crate) fn delete_options_of(body: &Value, q: &HashMap<String, String>) -> DeleteOptions {
     let s = |p: &str| body.pointer(p).and_then(Value::as_str).map(str::to_string);
     let dry_run =
         body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"))
             || q.get("dryRun").map(String::as_str) == Some("All");
-    Ok(DeleteOptions {
+    DeleteOptions {
         uid: s("/preconditions/uid"),
         resource_version: s("/preconditions/resourceVersion"),
         dry_run,
@@ -653,7 +658,7 @@ fn delete_options(bytes: &[u8], q: &HashMap<String, String>) -> Result<DeleteOpt
             .get("gracePeriodSeconds")
             .and_then(Value::as_i64)
             .or_else(|| q.get("gracePeriodSeconds").and_then(|g| g.parse().ok())),
-    })
+    }
 }
 
 /// A watch `ERROR` event carrying `e`'s Status.

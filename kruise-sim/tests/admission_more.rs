@@ -232,6 +232,60 @@ async fn eviction_is_admitted_as_a_create_of_the_subresource() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_deletes_with_its_delete_options() {
+    let (_hooks, _server, c) = setup().await;
+    let created = post(&c, PODS, pod("p", json!({}))).await.expect("pod");
+    let uid = created["metadata"]["uid"].as_str().expect("uid").to_owned();
+    let evict = |options: Value| {
+        json!({"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": "p", "namespace": "default"}, "deleteOptions": options})
+    };
+    let path = format!("{PODS}/p/eviction");
+    // A UID precondition that does not hold: the real server's 409, and the pod stays.
+    let e = post(&c, &path, evict(json!({"preconditions": {"uid": "not-the-uid"}})))
+        .await
+        .expect_err("precondition fails");
+    assert_eq!(e.code, 409, "{e:?}");
+    assert!(e.message.contains("Precondition failed: UID in precondition: not-the-uid"), "{e:?}");
+    assert!(exists(&c, &format!("{PODS}/p")).await);
+    // A dry run in the deleteOptions deletes nothing.
+    post(&c, &path, evict(json!({"dryRun": ["All"]}))).await.expect("dry run");
+    assert!(exists(&c, &format!("{PODS}/p")).await);
+    // With the right UID the pod goes.
+    post(&c, &path, evict(json!({"preconditions": {"uid": uid}}))).await.expect("evicted");
+    assert!(!exists(&c, &format!("{PODS}/p")).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eviction_grace_period_comes_from_its_delete_options() {
+    let server = Server::start(Config { graceful_pod_deletion: true, ..Config::default() })
+        .await
+        .expect("server");
+    let c = client(&server).await;
+    for name in ["slow", "now"] {
+        let mut p = pod(name, json!({}));
+        p["spec"]["nodeName"] = json!("node-a");
+        post(&c, PODS, p).await.expect("pod");
+    }
+    let evict = |name: &str, options: Value| {
+        json!({"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": name, "namespace": "default"}, "deleteOptions": options})
+    };
+    post(&c, &format!("{PODS}/slow/eviction"), evict("slow", json!({"gracePeriodSeconds": 45})))
+        .await
+        .expect("evicted");
+    let slow = raw(&c, "GET", &format!("{PODS}/slow"), "application/json", None)
+        .await
+        .expect("still terminating");
+    assert_eq!(slow["metadata"]["deletionGracePeriodSeconds"], 45, "{slow}");
+    assert!(slow["metadata"]["deletionTimestamp"].is_string(), "{slow}");
+    post(&c, &format!("{PODS}/now/eviction"), evict("now", json!({"gracePeriodSeconds": 0})))
+        .await
+        .expect("evicted");
+    assert!(!exists(&c, &format!("{PODS}/now")).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binding_is_admitted_as_a_create_of_the_subresource() {
     let (hooks, _server, c) = setup().await;
     post(&c, PODS, pod("p", json!({}))).await.expect("pod");
