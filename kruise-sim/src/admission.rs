@@ -12,8 +12,8 @@
 //! `objectSelector`, `failurePolicy`, `timeoutSeconds`, `reinvocationPolicy`,
 //! `sideEffects` with dry-run, JSONPatch responses and warnings.
 //!
-//! `matchConditions` are CEL expressions; only the trivial expressions `true` and `false`
-//! are evaluated. A webhook with any other expression is called as if its conditions held.
+//! `matchConditions` are evaluated as CEL (see `match_conditions`) over `object`,
+//! `oldObject`, `request` and `namespaceObject`; `authorizer` is not available.
 //!
 //! Webhooks are called sequentially, in the order of the configurations' names and of the
 //! webhooks inside each (the real server calls validating webhooks in parallel; the outcome
@@ -125,7 +125,7 @@ struct Hook {
     reinvoke: bool,
     side_effects: String,
     equivalent: bool,
-    conditions_false: bool,
+    conditions: Vec<crate::match_conditions::MatchCondition>,
 }
 
 fn hooks_of(cluster: &crate::Cluster, table: (&str, &str)) -> Vec<Hook> {
@@ -138,12 +138,6 @@ fn hooks_of(cluster: &crate::Cluster, table: (&str, &str)) -> Vec<Hook> {
             let selector = |k: &str| {
                 h.get(k).filter(|v| v.as_object().is_some_and(|m| !m.is_empty())).cloned()
             };
-            let conditions_false =
-                h.get("matchConditions").and_then(Value::as_array).is_some_and(|cs| {
-                    cs.iter().any(|c| {
-                        c.get("expression").and_then(Value::as_str).map(str::trim) == Some("false")
-                    })
-                });
             out.push(Hook {
                 name: s("name"),
                 client: h.get("clientConfig").cloned().unwrap_or(Value::Null),
@@ -155,7 +149,7 @@ fn hooks_of(cluster: &crate::Cluster, table: (&str, &str)) -> Vec<Hook> {
                 reinvoke: s("reinvocationPolicy") == "IfNeeded",
                 side_effects: s("sideEffects"),
                 equivalent: s("matchPolicy") != "Exact",
-                conditions_false,
+                conditions: crate::match_conditions::MatchCondition::of_webhook(h),
             });
         }
     }
@@ -541,7 +535,7 @@ impl crate::Cluster {
     fn hook_def(&self, hook: &Hook, a: &Attributes<'_>) -> Option<Arc<ResourceDef>> {
         // As the real server: webhook configurations are never sent to webhooks, so a broken
         // webhook can always be removed.
-        if hook.conditions_false || a.def.group == "admissionregistration.k8s.io" {
+        if a.def.group == "admissionregistration.k8s.io" {
             return None;
         }
         let same = |d: &ResourceDef| {
@@ -656,6 +650,23 @@ impl crate::Cluster {
             )));
         }
         let review = Self::review(a, &hook_def, obj, old);
+        let namespace = (a.def.namespaced && !a.namespace.is_empty())
+            .then(|| {
+                self.store.get(
+                    &(String::new(), "namespaces".into()),
+                    &(String::new(), a.namespace.into()),
+                )
+            })
+            .flatten();
+        let request = review.get("request").unwrap_or(&Value::Null);
+        match crate::match_conditions::decide(&hook.conditions, request, namespace.as_deref()) {
+            crate::match_conditions::Decision::Call => {}
+            crate::match_conditions::Decision::Skip => return Ok(None),
+            crate::match_conditions::Decision::Error(reason) if hook.fail_closed => {
+                return Err(ApiError::internal(calling_error(&hook.name, &reason)));
+            }
+            crate::match_conditions::Decision::Error(_) => return Ok(None),
+        }
         match self.admission.call(hook, &review).await {
             Ok(resp) => Ok(Some((resp, hook_def))),
             Err(reason) if hook.fail_closed => {

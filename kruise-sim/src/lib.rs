@@ -43,6 +43,7 @@ pub mod gc;
 mod http;
 pub mod jsonpath;
 mod managed;
+mod match_conditions;
 pub mod nodes;
 pub mod openapi;
 mod protobuf;

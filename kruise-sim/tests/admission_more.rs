@@ -55,6 +55,9 @@ fn answer(path: &str, review: &Value) -> Value {
                 json!({"uid": uid, "allowed": true})
             }
         }
+        "/deny-all" => {
+            deny(&uid, format!("{} refused", req["kind"]["kind"].as_str().unwrap_or_default()))
+        }
         _ => json!({"uid": uid, "allowed": true}),
     };
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
@@ -283,6 +286,69 @@ async fn eviction_grace_period_comes_from_its_delete_options() {
         .await
         .expect("evicted");
     assert!(!exists(&c, &format!("{PODS}/now")).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_conditions_decide_whether_a_webhook_is_called() {
+    let hooks = start_hooks();
+    let server = Server::start(Config::default()).await.expect("server");
+    let c = client(&server).await;
+    let with = |name: &str, path: &str, resource: &str, policy: &str, expression: &str| {
+        let mut h = hook(&hooks, name, path, &["CREATE"], &[resource]);
+        h["failurePolicy"] = json!(policy);
+        h["matchConditions"] = json!([
+            {"name": "not-system", "expression": "!request.userInfo.username.startsWith('system:')"},
+            {"name": "the-test", "expression": expression},
+        ]);
+        h
+    };
+    let cfg = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "cel"},
+        "webhooks": [
+            with("guard.cel.test", "/deny-all", "configmaps", "Fail",
+                "has(object.metadata.labels) && 'guard' in object.metadata.labels \
+                    && object.metadata.labels.guard == 'yes'"),
+            with("broken-fail.cel.test", "/allow", "secrets", "Fail", "object.nope.deeper == 1"),
+            with("broken-ignore.cel.test", "/deny-all", "serviceaccounts", "Ignore",
+                "object.nope.deeper == 1"),
+        ],
+    });
+    post(&c, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", cfg)
+        .await
+        .expect("webhook configuration");
+    let ns = "/api/v1/namespaces/default";
+    let named = |kind: &str, name: &str, labels: Value| json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "labels": labels}});
+
+    // The conditions hold: the webhook is called and denies.
+    let e = post(&c, &format!("{ns}/configmaps"), named("ConfigMap", "g", json!({"guard": "yes"})))
+        .await
+        .expect_err("denied");
+    assert_eq!(e.code, 403, "{e:?}");
+    assert!(e.message.contains("ConfigMap refused"), "{e:?}");
+    // A condition is false: the webhook is not called at all.
+    post(&c, &format!("{ns}/configmaps"), named("ConfigMap", "free", json!({})))
+        .await
+        .expect("not guarded");
+    post(&c, &format!("{ns}/configmaps"), named("ConfigMap", "other", json!({"guard": "no"})))
+        .await
+        .expect("not guarded");
+    let seen: Vec<Value> = hooks.requests("/deny-all");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["object"]["metadata"]["name"], "g");
+
+    // An expression that cannot be evaluated: failurePolicy Fail refuses the request...
+    let e = post(&c, &format!("{ns}/secrets"), named("Secret", "s", json!({})))
+        .await
+        .expect_err("evaluation error");
+    assert_eq!(e.code, 500, "{e:?}");
+    assert!(e.message.contains("broken-fail.cel.test"), "{e:?}");
+    assert!(e.message.contains("the-test"), "{e:?}");
+    assert!(hooks.requests("/allow").is_empty(), "the webhook was called");
+    // ... and Ignore skips the webhook (which would deny).
+    post(&c, &format!("{ns}/serviceaccounts"), named("ServiceAccount", "sa", json!({})))
+        .await
+        .expect("skipped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
