@@ -32,6 +32,11 @@
 //! [`DRAIN_BUDGET`] deletes, so a webhook denying (or writing) forever cannot wedge the
 //! server. Updates the collector makes (removing references or its finalizers) are not
 //! admitted: they stay synchronous.
+//!
+//! The namespace controller deletes each resource of a namespace with one deletecollection,
+//! which goes in name order and stops at the first item admission denies. So here too, the
+//! objects of one resource in a namespace are deleted in name order, and while one is denied
+//! the ones after it wait; they are tried again as soon as it goes.
 
 use crate::admission::{Attributes, GC_USER, NAMESPACE_USER, Operation};
 use crate::cluster::{Cluster, DeleteOptions};
@@ -110,6 +115,31 @@ impl Deferred {
             return;
         }
         q.push(p);
+    }
+
+    /// Whether a namespace-controller delete of an object of `table` in the namespace of
+    /// `key`, named before it, is still queued (not yet run, or denied).
+    fn earlier_queued(&self, table: &TableKey, key: &ObjKey) -> bool {
+        self.lock().iter().any(|o| {
+            o.actor == Actor::NamespaceController
+                && o.table == *table
+                && o.key.0 == key.0
+                && o.key.1 < key.1
+        })
+    }
+
+    /// Makes the queued namespace-controller deletes after `key` (same resource and
+    /// namespace) due now.
+    fn wake_later(&self, table: &TableKey, key: &ObjKey) {
+        let now = Instant::now();
+        for o in self.lock().iter_mut().filter(|o| {
+            o.actor == Actor::NamespaceController
+                && o.table == *table
+                && o.key.0 == key.0
+                && o.key.1 > key.1
+        }) {
+            o.not_before = now;
+        }
     }
 
     fn take_due(&self) -> Option<Pending> {
@@ -327,6 +357,11 @@ impl Cluster {
                 if !nsobj.is_some_and(|n| deleting(&n)) {
                     return;
                 }
+                // The deletecollection goes in name order and stops at a denied item.
+                if self.deferred.earlier_queued(&p.table, &p.key) {
+                    self.deferred.retry(p);
+                    return;
+                }
                 ("Background", NAMESPACE_USER, "")
             }
         };
@@ -356,7 +391,11 @@ impl Cluster {
         }
         match self.delete(&def, &p.key.0, &p.key.1, &opts) {
             // Gone, or replaced by another object of that name (the uid precondition).
-            Ok(_) => {}
+            Ok(_) => {
+                if p.actor == Actor::NamespaceController {
+                    self.deferred.wake_later(&p.table, &p.key);
+                }
+            }
             Err(e) if e.code == 404 || e.code == 409 => {}
             Err(_) => self.deferred.retry(p),
         }

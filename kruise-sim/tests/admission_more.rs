@@ -467,12 +467,20 @@ async fn namespace_cleanup_is_admitted() {
     let pods = "/api/v1/namespaces/doomed/pods";
     post(&c, pods, pod("free", json!({}))).await.expect("pod");
     post(&c, pods, pod("kept", json!({"protect": "true"}))).await.expect("pod");
+    post(&c, pods, pod("later", json!({}))).await.expect("pod");
+    let maps = "/api/v1/namespaces/doomed/configmaps";
+    post(&c, maps, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "zz"}}))
+        .await
+        .expect("configmap");
     raw(&c, "DELETE", "/api/v1/namespaces/doomed", "application/json", None)
         .await
         .expect("namespace deleted");
     assert!(!exists(&c, &format!("{pods}/free")).await);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(exists(&c, &format!("{pods}/kept")).await);
+    // The pods' deletecollection stopped at `kept`; other resources go on.
+    assert!(exists(&c, &format!("{pods}/later")).await);
+    assert!(!exists(&c, &format!("{maps}/zz")).await);
     let ns = raw(&c, "GET", "/api/v1/namespaces/doomed", "application/json", None)
         .await
         .expect("still terminating");
