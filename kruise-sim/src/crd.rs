@@ -188,6 +188,8 @@ pub fn defs(crd: &Value) -> Vec<ResourceDef> {
         let raw_schema = v.pointer("/schema/openAPIV3Schema");
         let schema = raw_schema.map(|s| Arc::new(Structural::from_json(s)));
         let openapi_schema = raw_schema.cloned().map(Arc::new);
+        let openapi_digest = raw_schema
+            .map_or(0, |s| crate::discovery::fnv1a(&serde_json::to_vec(s).unwrap_or_default()));
         let field_selectors = v
             .get("selectableFields")
             .and_then(Value::as_array)
@@ -234,6 +236,7 @@ pub fn defs(crd: &Value) -> Vec<ResourceDef> {
             field_selectors,
             schema,
             openapi_schema,
+            openapi_digest,
             origin: Origin::Crd(name.clone()),
         });
     }

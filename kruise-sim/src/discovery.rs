@@ -140,11 +140,16 @@ pub fn defs_hash(defs: &[Arc<ResourceDef>]) -> String {
         feed(d.group.as_bytes());
         feed(d.version.as_bytes());
         feed(d.plural.as_bytes());
-        if let Some(s) = &d.openapi_schema {
-            feed(&serde_json::to_vec(s).unwrap_or_default());
-        }
+        feed(&d.openapi_digest.to_le_bytes());
     }
     format!("{h:016X}")
+}
+
+/// FNV-1a over `bytes` (a digest of a CRD schema, taken when the CRD is registered).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h: u64, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// `/openapi/v3`: the index of group/version documents.

@@ -137,6 +137,8 @@ pub struct ResourceDef {
     pub schema: Option<Arc<Structural>>,
     /// A CRD version's `openAPIV3Schema` as written, for the OpenAPI v3 documents.
     pub openapi_schema: Option<Arc<serde_json::Value>>,
+    /// A digest of `openapi_schema`, taken once, for the OpenAPI index's hash.
+    pub openapi_digest: u64,
     /// Where the definition comes from.
     pub origin: Origin,
 }
@@ -536,6 +538,7 @@ pub fn builtins() -> Vec<ResourceDef> {
                 .unwrap_or_else(|| field_selectors_for(b.group, b.plural)),
             schema: None,
             openapi_schema: None,
+            openapi_digest: 0,
             origin: Origin::BuiltIn,
         });
     }
