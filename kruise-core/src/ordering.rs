@@ -87,6 +87,13 @@ struct ScatterTerm<'s> {
     value: &'s str,
 }
 
+impl ScatterTerm<'_> {
+    /// Upstream's scatter match: a plain map lookup, so a missing label reads as "".
+    fn matches(&self, value: Option<&str>) -> bool {
+        short_eq(value.unwrap_or("").as_bytes(), self.value.as_bytes())
+    }
+}
+
 /// Where a pod goes under a priority strategy; smaller keys are updated first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PriorityKey(i64, Reverse<i64>);
@@ -360,7 +367,7 @@ impl<'a> OrderLabels<'a> {
         let row = self.row(self.pods - 1);
         let mut scatter = 0u64;
         for (t, term) in order.scatter.iter().enumerate().take(64) {
-            if short_eq(row_value(row, term.slot).unwrap_or("").as_bytes(), term.value.as_bytes()) {
+            if term.matches(row_value(row, term.slot)) {
                 scatter |= 1 << t;
             }
         }
@@ -378,7 +385,7 @@ impl<'a> OrderLabels<'a> {
     fn scatter_matches(&self, t: usize, term: ScatterTerm<'_>, pod: usize) -> bool {
         match self.keys_of(pod) {
             Some((_, mask)) if t < 64 => mask & (1 << t) != 0,
-            _ => self.value(pod, term.slot).unwrap_or("") == term.value,
+            _ => term.matches(self.value(pod, term.slot)),
         }
     }
 

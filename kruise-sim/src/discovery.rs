@@ -129,13 +129,8 @@ pub fn resource_list(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> O
 
 /// A stable hash of the served definitions (and of CRDs' schemas), to version OpenAPI URLs.
 pub fn defs_hash(defs: &[Arc<ResourceDef>]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for &b in bytes.iter().chain([0u8].iter()) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut h = FNV_OFFSET;
+    let mut feed = |bytes: &[u8]| h = fnv1a_extend(fnv1a_extend(h, bytes), &[0]);
     for d in defs {
         feed(d.group.as_bytes());
         feed(d.version.as_bytes());
@@ -145,11 +140,16 @@ pub fn defs_hash(defs: &[Arc<ResourceDef>]) -> String {
     format!("{h:016X}")
 }
 
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
 /// FNV-1a over `bytes` (a digest of a CRD schema, taken when the CRD is registered).
 pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325, |h: u64, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    fnv1a_extend(FNV_OFFSET, bytes)
+}
+
+/// FNV-1a state `h` after `bytes`.
+fn fnv1a_extend(h: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// `/openapi/v3`: the index of group/version documents.

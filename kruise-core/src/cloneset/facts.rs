@@ -230,11 +230,17 @@ impl PodFacts {
     /// the checks that slicing a `str` makes; [`PodFacts::value_at`] gives the value.
     pub(crate) fn label_keys(&self) -> impl Iterator<Item = (&[u8], (usize, usize))> {
         let bytes = self.text.as_bytes();
+        self.label_ranges()
+            .map(move |(key, value)| (bytes.get(key.0..key.1).unwrap_or_default(), value))
+    }
+
+    /// Each label's key and value, as ranges of the text.
+    fn label_ranges(&self) -> impl Iterator<Item = ((usize, usize), (usize, usize))> + '_ {
         let count = self.ends.len().saturating_sub(2) / 2;
         (0..count).map(move |i| {
             let (start, key_end, value_end) =
                 (self.end(1 + 2 * i), self.end(2 + 2 * i), self.end(3 + 2 * i));
-            (bytes.get(start..key_end).unwrap_or_default(), (key_end, value_end))
+            ((start, key_end), (key_end, value_end))
         })
     }
 
@@ -263,12 +269,7 @@ impl PodFacts {
 
     /// The pod's labels, in key order.
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
-        let count = self.ends.len().saturating_sub(2) / 2;
-        (0..count).map(move |i| {
-            let (start, key_end, value_end) =
-                (self.end(1 + 2 * i), self.end(2 + 2 * i), self.end(3 + 2 * i));
-            (self.slice((start, key_end)), self.slice((key_end, value_end)))
-        })
+        self.label_ranges().map(|(key, value)| (self.slice(key), self.slice(value)))
     }
 
     /// The `controller-revision-hash` label ("" when absent).

@@ -93,27 +93,21 @@ fn sort_update_indexes(r: &Round<'_, '_>, waiting: Vec<usize>) -> Vec<usize> {
     // With every rank packed into an integer (all times whole seconds, as Kubernetes writes
     // them), compare two integers per pod; otherwise the ranks field by field. Names are read
     // only to break ties.
-    let packed: Option<Vec<(u128, u128, usize)>> = waiting
+    let packed: Option<Vec<((u128, u128), usize)>> = waiting
         .iter()
         .map(|&i| {
             let rank = r.ranks.get(i).copied().filter(|&rank| rank != u128::MAX)?;
-            Some((order.priority_key_of(&r.order_labels, i).packed(), rank, i))
+            Some(((order.priority_key_of(&r.order_labels, i).packed(), rank), i))
         })
         .collect();
     let mut waiting: Vec<usize> = match packed {
         Some(keyed) => sort_packed(keyed, name),
         None => {
-            let mut keyed: Vec<(PriorityKey, ActiveRank, usize)> = waiting
+            let keyed: Vec<((PriorityKey, ActiveRank), usize)> = waiting
                 .iter()
-                .map(|&i| (order.priority_key_of(&r.order_labels, i), r.pods[i].active_rank(), i))
+                .map(|&i| ((order.priority_key_of(&r.order_labels, i), r.pods[i].active_rank()), i))
                 .collect();
-            keyed.sort_unstable_by(|a, b| {
-                (a.0, a.1)
-                    .cmp(&(b.0, b.1))
-                    .then_with(|| name(a.2).cmp(name(b.2)))
-                    .then(a.2.cmp(&b.2))
-            });
-            keyed.into_iter().map(|(.., i)| i).collect()
+            sort_keyed(keyed, name)
         }
     };
     waiting = order.scatter(&r.order_labels, waiting);
@@ -123,13 +117,13 @@ fn sort_update_indexes(r: &Round<'_, '_>, waiting: Vec<usize>) -> Vec<usize> {
 /// Sorts `(priority, rank, index)` keys (see [`sort_update_indexes`]), comparing one integer
 /// per pod when there are few distinct priorities (the ranks leave 9 bits free above them).
 fn sort_packed<'n>(
-    mut keyed: Vec<(u128, u128, usize)>,
+    keyed: Vec<((u128, u128), usize)>,
     name: impl Fn(usize) -> &'n str,
 ) -> Vec<usize> {
     const RANK_BITS: u32 = 119;
     const MAX_PRIORITIES: usize = 16;
     let mut priorities: Vec<u128> = Vec::new();
-    for &(priority, ..) in &keyed {
+    for &((priority, _), _) in &keyed {
         if !priorities.contains(&priority) {
             if priorities.len() == MAX_PRIORITIES {
                 break;
@@ -138,23 +132,28 @@ fn sort_packed<'n>(
         }
     }
     let fits = priorities.len() < MAX_PRIORITIES
-        && keyed.iter().all(|&(_, rank, _)| rank >> RANK_BITS == 0);
-    if fits {
-        priorities.sort_unstable();
-        let dense = |priority: u128| priorities.iter().position(|&p| p == priority).unwrap_or(0);
-        let mut single: Vec<(u128, usize)> = keyed
-            .iter()
-            .map(|&(priority, rank, i)| (((dense(priority) as u128) << RANK_BITS) | rank, i))
-            .collect();
-        single.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0).then_with(|| name(a.1).cmp(name(b.1))).then(a.1.cmp(&b.1))
-        });
-        return single.into_iter().map(|(_, i)| i).collect();
+        && keyed.iter().all(|&((_, rank), _)| rank >> RANK_BITS == 0);
+    if !fits {
+        return sort_keyed(keyed, name);
     }
+    priorities.sort_unstable();
+    let dense = |priority: u128| priorities.iter().position(|&p| p == priority).unwrap_or(0);
+    let single: Vec<(u128, usize)> = keyed
+        .iter()
+        .map(|&((priority, rank), i)| (((dense(priority) as u128) << RANK_BITS) | rank, i))
+        .collect();
+    sort_keyed(single, name)
+}
+
+/// Pod indexes sorted by key, then name, then index (so every key is distinct).
+fn sort_keyed<'n, K: Ord>(
+    mut keyed: Vec<(K, usize)>,
+    name: impl Fn(usize) -> &'n str,
+) -> Vec<usize> {
     keyed.sort_unstable_by(|a, b| {
-        (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| name(a.2).cmp(name(b.2))).then(a.2.cmp(&b.2))
+        a.0.cmp(&b.0).then_with(|| name(a.1).cmp(name(b.1))).then(a.1.cmp(&b.1))
     });
-    keyed.into_iter().map(|(.., i)| i).collect()
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// How many pods are unavailable, overall and at the target revision.
