@@ -2,7 +2,7 @@
 //! HTTPS server in this test, with its own CA (rcgen), reached by URL and by a registered
 //! service.
 
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::Env;

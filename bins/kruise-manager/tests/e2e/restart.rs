@@ -5,7 +5,7 @@
 //! The cluster is kruise-sim in this process (so faults can be injected); the manager is the
 //! real binary (`kruise-manager run`), killed with SIGKILL.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! kubectl: scale out, in-place update, partition, podsToDelete, paused, kubectl scale.
 //! A kube-rs watcher checks the update budget on every pod event throughout.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! CloneSet validation and defaulting, v1alpha1 <-> v1beta1 conversion, deletion protection,
 //! and what happens to pod creation while the manager is down.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Fault injection: kube-rs watchers through dropped watches and 410 Gone; failing,
 //! throttled and slow requests seen by kube-rs and the real kubectl.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use futures::StreamExt;

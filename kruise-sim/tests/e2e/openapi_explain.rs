@@ -1,7 +1,7 @@
 //! The real `kubectl explain` against the OpenAPI v3 documents of kruise-sim, and `kubectl
 //! apply` keeping its patch types now that the documents carry schemas.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use kruise_sim::Config;

@@ -1,7 +1,7 @@
 //! CRDs: the Kruise CRDs installed at start, served with printer columns, scale and status
 //! subresources, schema enforcement and finalizers; and a CRD registered at run time.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use kruise_sim::Config;

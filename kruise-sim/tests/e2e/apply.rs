@@ -2,7 +2,7 @@
 //! conflicts with the real message, --force-conflicts, and removal of fields a manager
 //! stopped applying.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use kruise_sim::Config;

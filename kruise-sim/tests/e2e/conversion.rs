@@ -2,7 +2,7 @@
 //! `strategy: Webhook`, served by an HTTPS webhook in this test that converts with
 //! `kruise_api::KruiseObject::convert_to`, and driven by the real kubectl.
 
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::Env;

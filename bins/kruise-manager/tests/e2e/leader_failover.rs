@@ -3,7 +3,7 @@
 //! lease expires, a leader stopped with SIGTERM releases the lease so the standby takes over at
 //! once, and `--enable-leader-election=false` runs without any Lease.
 
-mod common;
+use crate::common;
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;

@@ -2,7 +2,7 @@
 //! `pods/eviction`, `pods/binding`, and the deletes of the garbage collector and the
 //! namespace controller. The webhooks are an HTTPS server in this test, with its own CA.
 
-mod common;
+use crate::common;
 
 use common::{client, raw};
 

@@ -1,6 +1,6 @@
 //! Garbage collection by ownerReferences, driven by the real kubectl.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use kruise_sim::Config;

@@ -1,6 +1,6 @@
 //! The real kubectl against an in-process kruise-sim.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use kruise_sim::Config;

@@ -1,7 +1,7 @@
 //! Taking over what upstream OpenKruise left behind, and adopting and releasing pods by
 //! selector: the real manager binary against kruise-sim, checked with the real kubectl.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

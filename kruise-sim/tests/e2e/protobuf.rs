@@ -1,7 +1,7 @@
 //! Kubernetes protobuf request bodies: kubectl's imperative generators (which send
 //! `application/vnd.kubernetes.protobuf`) against an in-process kruise-sim, and raw requests.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use kruise_sim::{Config, Server};

@@ -1,6 +1,6 @@
 //! Simulated nodes, scheduler and kubelets, driven with the real kubectl.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use kruise_sim::Config;

@@ -2,7 +2,7 @@
 //! server: an Event written through either API is read, watched, patched and deleted through
 //! the other, its fields converted (regarding <-> involvedObject, note <-> message, ...).
 
-mod common;
+use crate::common;
 
 use common::{client, raw};
 

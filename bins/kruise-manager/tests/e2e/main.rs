@@ -1,0 +1,12 @@
+//! kruise-manager end to end: the manager binary against kruise-sim, driven by the real kubectl.
+//!
+//! One test binary for every suite keeps the build small.
+
+mod common;
+
+mod crds_cli;
+mod leader_failover;
+mod playground;
+mod restart;
+mod takeover;
+mod webhooks;

@@ -1,0 +1,19 @@
+//! kruise-sim end to end: the real kubectl, kube-rs clients and webhooks against an in-process server.
+//!
+//! One test binary for every suite keeps the build small: each binary links the whole server.
+
+mod common;
+
+mod admission;
+mod admission_more;
+mod apply;
+mod conversion;
+mod crds;
+mod events_one_store;
+mod faults;
+mod gc;
+mod kube_client;
+mod kubectl;
+mod nodes;
+mod openapi_explain;
+mod protobuf;
