@@ -204,7 +204,7 @@ mod tests {
 
     use super::*;
     use crate::cloneset::SnapshotPod;
-    use crate::cloneset::podinfo::RevisionName;
+    use crate::cloneset::podinfo::{InPlay, RevisionName};
 
     const NEW: &str = "demo-new";
     const OLD: &str = "demo-old";
@@ -255,7 +255,7 @@ mod tests {
     fn diffs(cs: &CloneSet, pods: &[Pod], counting: Counting) -> Diffs {
         let mut warnings = Vec::new();
         let spec = Spec::parse(cs, false, &mut warnings).expect("valid spec");
-        let update = RevisionName::new(NEW);
+        let update = InPlay { update: RevisionName::new(NEW), current: RevisionName::new(NEW) };
         let now = Timestamp::from_second(1_700_000_000).expect("valid");
         let pods: Vec<SnapshotPod> = pods.iter().cloned().map(SnapshotPod::from).collect();
         let infos: Vec<PodInfo<'_>> =

@@ -9,7 +9,7 @@ use kruise_api::well_known::{conditions, labels};
 use serde_json::json;
 
 use super::plan::{Action, Blocked, CloneSetPlan, Event, EventType, Patch, PodPatchPurpose};
-use super::podinfo::{PodInfo, RevisionName};
+use super::podinfo::{InPlay, PodInfo, RevisionName};
 use super::revisions::{self, Revision};
 use super::snapshot::{CloneSetSnapshot, FeatureGates};
 use super::spec::Spec;
@@ -151,7 +151,10 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     // revisions depend on the CloneSet only; an error there is reported after the
     // resourceVersion expectations, as before.
     let resolved = revisions::resolve(&cs, &snapshot.revisions);
-    let update_name = resolved.as_ref().ok().map(|r| RevisionName::new(&r.update.name));
+    let in_play = resolved.as_ref().ok().map(|r| InPlay {
+        update: RevisionName::new(&r.update.name),
+        current: RevisionName::new(&r.current.name),
+    });
     let mut inactive = Vec::new();
     let mut released = Vec::new();
     let mut kept = Vec::with_capacity(snapshot.pods.len());
@@ -205,9 +208,9 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         }
         kept.push(pod.pod());
         // Without revisions the plan stops there; only the pods' fate is needed until then.
-        if let Some(update_name) = &update_name {
+        if let Some(in_play) = &in_play {
             let (info, available_at) =
-                PodInfo::with_threshold(pod, &spec, update_name, now, available_before);
+                PodInfo::with_threshold(pod, &spec, in_play, now, available_before);
             pods.push(info);
             ranks.push(pod.facts().packed_rank().unwrap_or(u128::MAX));
             if let Some(at) = available_at {

@@ -1,6 +1,5 @@
 //! Updating: advancing lifecycle states, then moving pods between revisions.
 
-use kruise_api::apps::common::LifecycleState;
 use kruise_api::well_known::{kubernetes, labels};
 use serde_json::json;
 
@@ -12,7 +11,7 @@ use super::diffs::{self, Counting};
 use super::hooks;
 use super::inplace_glue;
 use super::plan::{Action, EventType, Patch, PodPatchPurpose};
-use super::podinfo::RevisionName;
+use super::podinfo::{RevisionName, State};
 use super::round::Round;
 use super::spec::UpdatePolicy;
 use crate::revision::short_hash;
@@ -51,9 +50,9 @@ pub(crate) fn update(r: &mut Round<'_, '_>) -> Result<(), String> {
         if p.updated() == forward || p.specified_delete() {
             continue;
         }
-        let can = match p.state {
-            Some(LifecycleState::PreparingDelete) => false,
-            Some(LifecycleState::Updated) => true,
+        let can = match p.state() {
+            State::PreparingDelete => false,
+            State::Updated => true,
             _ => !p.in_grace(),
         };
         if can {
@@ -64,8 +63,7 @@ pub(crate) fn update(r: &mut Round<'_, '_>) -> Result<(), String> {
     // 4. Order them, 5. keep what the budgets allow. (When the budget admits none of them
     // whatever the order, skip the ordering: the common case while a rollout waits.)
     let target = if forward { r.update.clone() } else { r.current.clone() };
-    let target_name = RevisionName::new(&target.name);
-    let unavailable = Unavailable::count(r, &target_name);
+    let unavailable = Unavailable::count(r, forward);
     if budget_exhausted(r, &d, &waiting, unavailable) {
         return Ok(());
     }
@@ -164,13 +162,12 @@ struct Unavailable {
 }
 
 impl Unavailable {
-    fn count(r: &Round<'_, '_>, target: &RevisionName<'_>) -> Self {
+    /// The target is the update revision when `forward`, else the current one.
+    fn count(r: &Round<'_, '_>, forward: bool) -> Self {
         let mut counts = Unavailable { all: 0, at_target: 0 };
         for p in r.pods.iter().filter(|p| !p.available()) {
             counts.all += 1;
-            if target.matches(p.revision_hash()) {
-                counts.at_target += 1;
-            }
+            counts.at_target += i32::from(if forward { p.updated() } else { p.current() });
         }
         counts
     }
@@ -227,19 +224,14 @@ fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<bool, String> {
         inplace_glue::refresh(r, i)?;
     }
     // Only these states move on their own.
+    let state = r.pods[i].state();
     if !matches!(
-        r.pods[i].state,
-        Some(
-            LifecycleState::PreparingNormal
-                | LifecycleState::PreparingUpdate
-                | LifecycleState::Updating
-                | LifecycleState::Updated
-        )
+        state,
+        State::PreparingNormal | State::PreparingUpdate | State::Updating | State::Updated
     ) {
         return Ok(false);
     }
-    let completed =
-        r.pods[i].state == Some(&LifecycleState::Updating) && inplace_glue::update_completed(r, i);
+    let completed = state == State::Updating && inplace_glue::update_completed(r, i);
     let p = &r.pods[i];
     Ok(
         match crate::lifecycle::cloneset_refresh(
