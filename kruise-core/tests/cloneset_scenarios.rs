@@ -56,3 +56,42 @@ fn cloneset_scenarios() {
         run(&file);
     }
 }
+
+/// Pods updated in place to the same images get one shared patch body (and one shared
+/// conditions body), not a copy each: a rollout of many pods plans a few bodies.
+#[test]
+fn equal_in_place_patches_share_one_body() {
+    use kruise_core::cloneset::{Action, Patch};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios/cloneset/in-place-image-update.yaml");
+    let text = std::fs::read_to_string(&path).expect("read scenario");
+    let scenario: Scenario = serde_yaml::from_str(&text).expect("scenario");
+    let mut snapshot = scenario.snapshot;
+    // Both pods run the same image digest, so their in-place patches are the same.
+    for pod in &mut snapshot.pods {
+        let mut p = (**pod).clone();
+        for status in p.status.iter_mut().flat_map(|s| s.container_statuses.iter_mut().flatten()) {
+            status.image_id = "docker.io/library/nginx@sha256:0123".into();
+        }
+        *pod = p.into();
+    }
+    let now: jiff::Timestamp = scenario.now.parse().expect("now");
+    let plan = plan(&snapshot, now);
+    let bodies = |pod_patch: bool| -> Vec<std::sync::Arc<serde_json::Value>> {
+        plan.actions
+            .iter()
+            .filter_map(|a| match (a, pod_patch) {
+                (Action::PatchPod { patch: Patch::Strategic(body), .. }, true)
+                | (Action::PatchPodStatus { patch: Patch::Strategic(body), .. }, false) => {
+                    Some(body.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    for (what, bodies) in [("pod", bodies(true)), ("conditions", bodies(false))] {
+        assert_eq!(bodies.len(), 2, "two {what} patches in {:#?}", plan.actions);
+        assert_eq!(bodies[0], bodies[1], "the two {what} patches are equal");
+        assert!(std::sync::Arc::ptr_eq(&bodies[0], &bodies[1]), "{what} patches share a body");
+    }
+}

@@ -1,7 +1,7 @@
 //! The in-place update steps of the update pass, on top of [`crate::inplace`].
 
 use jiff::SignedDuration;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 
 use crate::inplace::{self, RefreshAction, UpdateOptions, UpdateSpec};
 use crate::lifecycle::{LifecyclePatch, LifecycleState};
@@ -25,18 +25,35 @@ pub(crate) fn options(r: &Round<'_, '_>) -> UpdateOptions {
     }
 }
 
-/// The conditions of `after` that differ from the pod's, as a status patch action.
-fn conditions_action(p: &Pod, name: &str, uid: &str, after: Vec<PodCondition>) -> Option<Action> {
-    let before = crate::pod::conditions_of(p);
+/// A strategic merge patch with `body`, sharing the body of `last` when it is the same: pods
+/// of one revision on the same images get the same patches, so a rollout's plan holds a few
+/// bodies rather than one per pod.
+fn shared(last: &mut Option<Patch>, body: serde_json::Value) -> Patch {
+    let patch = match last {
+        Some(Patch::Strategic(previous)) if **previous == body => {
+            Patch::Strategic(previous.clone())
+        }
+        _ => Patch::strategic(body),
+    };
+    *last = Some(patch.clone());
+    patch
+}
+
+/// The conditions of `after` that differ from pod `i`'s, as a status patch action.
+fn conditions_action(r: &mut Round<'_, '_>, i: usize, after: Vec<PodCondition>) -> Option<Action> {
+    let p = &r.pods[i];
+    let (name, uid) = (p.name(), p.uid());
+    let before = crate::pod::conditions_of(p.pod);
     let changed: Vec<PodCondition> = after.into_iter().filter(|c| !before.contains(c)).collect();
     if changed.is_empty() {
         return None;
     }
+    let body = PodConditionsUpdate { conditions: changed }.to_status_patch();
     Some(Action::PatchPodStatus {
         name: name.to_owned(),
         uid: uid.to_owned(),
         purpose: PodStatusPurpose::InPlaceUpdateReady,
-        patch: Patch::strategic(PodConditionsUpdate { conditions: changed }.to_status_patch()),
+        patch: shared(&mut r.shared_patches.conditions, body),
     })
 }
 
@@ -55,11 +72,13 @@ fn push_update(
             patch: Patch::strategic(resize),
         });
     }
+    let patch = shared(&mut r.shared_patches.pod, update.patch);
+    let p = &r.pods[i];
     r.actions.push(Action::PatchPod {
         name: p.name().to_owned(),
         uid: p.uid().to_owned(),
         purpose,
-        patch: Patch::strategic(update.patch),
+        patch,
     });
 }
 
@@ -78,7 +97,7 @@ pub(crate) fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<(), String> {
             push_update(r, i, *update, PodPatchPurpose::InPlaceUpdate)
         }
         RefreshAction::MarkReady { conditions } => {
-            if let Some(action) = conditions_action(p.pod, p.name(), p.uid(), conditions) {
+            if let Some(action) = conditions_action(r, i, conditions) {
                 r.actions.push(action);
             }
         }
@@ -120,7 +139,7 @@ pub(crate) fn update_in_place(r: &mut Round<'_, '_>, i: usize, spec: &UpdateSpec
     let lifecycle = LifecyclePatch::for_state(&LifecycleState::Updating, r.now);
     merge_lifecycle(&mut plan.update.patch, &lifecycle);
     if let Some(conditions) = plan.conditions.take()
-        && let Some(action) = conditions_action(p.pod, p.name(), p.uid(), conditions)
+        && let Some(action) = conditions_action(r, i, conditions)
     {
         r.actions.push(action);
     }

@@ -49,6 +49,17 @@ pub(crate) struct Round<'r, 'a> {
     pub in_place_specs: BTreeMap<(usize, String), Option<crate::inplace::UpdateSpec>>,
     /// The body that marks a pod for deletion, built once and shared by every such patch.
     pub delete_mark: Option<Patch>,
+    /// The last in-place patches, shared by the next pod that needs the same one.
+    pub shared_patches: SharedPatches,
+}
+
+/// The last patch of each kind that pods of a rollout tend to share.
+#[derive(Default)]
+pub(crate) struct SharedPatches {
+    /// An in-place update of the pod.
+    pub pod: Option<Patch>,
+    /// A change of the pod's conditions.
+    pub conditions: Option<Patch>,
 }
 
 impl Round<'_, '_> {
@@ -273,6 +284,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         in_place_options: crate::inplace::UpdateOptions::default(),
         in_place_specs: BTreeMap::new(),
         delete_mark: None,
+        shared_patches: SharedPatches::default(),
     };
     round.in_place_options = super::inplace_glue::options(&round);
     for warning in warnings {
