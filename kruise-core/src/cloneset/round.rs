@@ -19,7 +19,7 @@ use crate::ordering::OrderLabels;
 
 /// How many pods' facts the pod pass brings into cache at a time: enough for many reads in
 /// flight, few enough to stay in a core's cache until read.
-const TOUCH_AHEAD: usize = 128;
+pub(crate) const TOUCH_AHEAD: usize = 128;
 
 /// The state shared by the scale and update passes.
 pub(crate) struct Round<'r, 'a> {

@@ -12,7 +12,7 @@ use super::hooks;
 use super::inplace_glue;
 use super::plan::{Action, EventType, Patch, PodPatchPurpose};
 use super::podinfo::{RevisionName, State};
-use super::round::Round;
+use super::round::{Round, TOUCH_AHEAD};
 use super::spec::UpdatePolicy;
 use crate::revision::short_hash;
 
@@ -71,10 +71,15 @@ pub(crate) fn update(r: &mut Round<'_, '_>) -> Result<(), String> {
     let chosen = limit(r, &d, waiting, unavailable);
 
     // 6. Move them. Their names and uids are read from memory not touched since the pod pass;
-    // read them all first, with loads that do not wait for each other.
-    std::hint::black_box(chosen.iter().fold(0, |acc, &i| acc ^ r.pods[i].pod.facts().touch_head()));
-    for i in chosen {
-        update_pod(r, i, &target)?;
+    // read each block's first, with loads that do not wait for each other. (All at once, the
+    // first would leave the cache before their turn when many pods move.)
+    for block in chosen.chunks(TOUCH_AHEAD) {
+        std::hint::black_box(
+            block.iter().fold(0, |acc, &i| acc ^ r.pods[i].pod.facts().touch_head()),
+        );
+        for &i in block {
+            update_pod(r, i, &target)?;
+        }
     }
     Ok(())
 }
