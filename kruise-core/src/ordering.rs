@@ -314,7 +314,12 @@ impl<'a> OrderLabels<'a> {
     /// An empty table for `order`, with room for `pods` rows.
     pub fn with_capacity(order: &UpdateOrder<'_>, pods: usize) -> Self {
         let width = order.keys.len();
-        OrderLabels { width, pods: 0, values: Vec::with_capacity(width * pods), keys: Vec::new() }
+        OrderLabels {
+            width,
+            pods: 0,
+            values: Vec::with_capacity(width * pods),
+            keys: Vec::with_capacity(pods),
+        }
     }
 
     /// Appends the row of a pod with `labels` (`None`: no labels), reading each label once.
