@@ -5,7 +5,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const KUBECTL: &str = "/usr/bin/kubectl";
+/// The real kubectl, found on `PATH` (where `.ci/run` installs it when the machine lacks it).
+const KUBECTL: &str = "kubectl";
 
 /// Kills the child process it holds when dropped.
 struct Killed(Child);

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub const KUBECTL: &str = "/usr/bin/kubectl";
+/// The real kubectl, found on `PATH` (where `.ci/run` installs it when the machine lacks it).
+pub const KUBECTL: &str = "kubectl";
 
 pub struct Env {
     pub server: ServerHandle,
