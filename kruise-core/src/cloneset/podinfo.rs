@@ -71,7 +71,7 @@ impl State {
     }
 }
 
-/// The bits of [`PodInfo`]'s flags: nine booleans and the [`State`] in two bytes, so that the
+/// The bits of [`PodInfo`]'s flags: ten booleans and the [`State`] in two bytes, so that the
 /// passes over every pod read as little memory as they can.
 mod flags {
     pub(super) const UPDATED: u16 = 1 << 0;

@@ -47,18 +47,19 @@ pub(crate) struct Round<'r, 'a> {
     pub in_place_options: crate::inplace::UpdateOptions,
     /// In-place changes by (old revision index, target revision name), computed once.
     pub in_place_specs: BTreeMap<(usize, String), Option<crate::inplace::UpdateSpec>>,
-    /// The body that marks a pod for deletion, built once and shared by every such patch.
-    pub delete_mark: Option<Patch>,
-    /// The last in-place patches, shared by the next pod that needs the same one.
+    /// Patch bodies shared by many pods' actions.
     pub shared_patches: SharedPatches,
 }
 
-/// The last patch of each kind that pods of a rollout tend to share.
+/// Patch bodies that many pods of a rollout share, so that a plan holds a few bodies rather
+/// than one per pod.
 #[derive(Default)]
 pub(crate) struct SharedPatches {
-    /// An in-place update of the pod.
+    /// The body that marks a pod for deletion, built once.
+    pub delete_mark: Option<Patch>,
+    /// The last in-place update of a pod, for the next pod that needs the same one.
     pub pod: Option<Patch>,
-    /// A change of the pod's conditions.
+    /// The last change of a pod's conditions, likewise.
     pub conditions: Option<Patch>,
 }
 
@@ -283,7 +284,6 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         requeue: None,
         in_place_options: crate::inplace::UpdateOptions::default(),
         in_place_specs: BTreeMap::new(),
-        delete_mark: None,
         shared_patches: SharedPatches::default(),
     };
     round.in_place_options = super::inplace_glue::options(&round);

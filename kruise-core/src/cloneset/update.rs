@@ -321,6 +321,7 @@ fn update_pod(
     // As `crate::pod::specified_delete_patch`, from the facts: only unlabelled pods are patched.
     if !marked {
         let patch = r
+            .shared_patches
             .delete_mark
             .get_or_insert_with(|| {
                 Patch::strategic(
