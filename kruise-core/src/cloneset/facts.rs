@@ -3,13 +3,16 @@
 //! A decoded [`Pod`] is spread over a few dozen heap allocations (every label key and value,
 //! every condition's strings, the spec's node name). Reading them for ten thousand pods on
 //! every plan is bound by memory latency, not by the work done. [`PodFacts`] keeps what the
-//! planner needs from each pod in two small allocations, computed when the pod enters a cache
-//! (once per watch event) instead of once per plan. A [`SnapshotPod`] pairs a pod with its
-//! facts; the planner reads the whole pod only for the pods it acts on.
+//! planner needs from each pod in one value with no allocation of its own (unless the pod's
+//! name, uid and labels are long), computed when the pod enters a cache (once per watch
+//! event) instead of once per plan. A [`SnapshotPod`] pairs a pod with its facts, so a
+//! snapshot's facts lie side by side in one array; the planner reads the whole pod only for
+//! the pods it acts on.
 
 use std::ops::Deref;
 use std::sync::Arc;
 
+use arrayvec::ArrayString;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::common::LifecycleState;
@@ -23,7 +26,7 @@ use crate::pod::{ActiveRank, is_pod_active, max_container_restarts};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PodFacts {
     /// The name, the uid, then every label key and value, concatenated.
-    text: Arc<str>,
+    text: Text,
     /// The end offsets in `text`: the name's, the uid's, then each label's key and value.
     ends: Ends,
     /// The `controller-revision-hash` label's value, as a range of `text`.
@@ -191,7 +194,7 @@ impl PodFacts {
             meta.creation_timestamp.as_ref().map(|t| t.0),
         );
         Self {
-            text: text.into(),
+            text: Text::new(text),
             ends: Ends::new(&ends),
             revision_hash: range32(revision_hash),
             instance_id: range32(instance_id),
@@ -211,25 +214,17 @@ impl PodFacts {
         }
     }
 
-    /// Reads one byte of every cache line of the facts' text and folds them together: a pass
-    /// of independent loads over many pods keeps many memory reads in flight at once, so
-    /// that the pass that needs the text finds it in cache instead of waiting for each pod in
-    /// turn.
-    pub(crate) fn touch(&self) -> u8 {
-        let bytes = self.text.as_bytes();
-        bytes.iter().step_by(64).fold(bytes.last().copied().unwrap_or(0), |acc, b| acc ^ b)
-    }
-
-    /// Reads the first byte of the text (the name and uid start there); see
-    /// [`PodFacts::touch`].
+    /// Reads the start of the text (the name and uid) and their offsets, and folds them into
+    /// a byte. Doing so for many pods before using them keeps many memory reads in flight at
+    /// once, instead of waiting for each pod in turn.
     pub(crate) fn touch_head(&self) -> u8 {
-        self.text.as_bytes().first().copied().unwrap_or(0)
+        self.text.bytes().first().copied().unwrap_or(0) ^ self.end(1) as u8
     }
 
     /// The labels as raw key bytes and the value's offsets, for scanning many keys without
     /// the checks that slicing a `str` makes; [`PodFacts::value_at`] gives the value.
     pub(crate) fn label_keys(&self) -> impl Iterator<Item = (&[u8], (usize, usize))> {
-        let bytes = self.text.as_bytes();
+        let bytes = self.text.bytes();
         self.label_ranges()
             .map(move |(key, value)| (bytes.get(key.0..key.1).unwrap_or_default(), value))
     }
@@ -250,7 +245,7 @@ impl PodFacts {
     }
 
     fn slice(&self, (start, end): (usize, usize)) -> &str {
-        self.text.get(start..end).unwrap_or_default()
+        self.text.get(start, end)
     }
 
     fn end(&self, i: usize) -> usize {
@@ -336,6 +331,59 @@ impl PodFacts {
     /// Labelled `pod-template-hash`.
     pub(crate) fn has_template_hash(&self) -> bool {
         self.has_template_hash
+    }
+}
+
+/// How many bytes of text [`Text`] keeps inline: a pod's name, uid and a handful of labels.
+const INLINE_TEXT: usize = 232;
+
+/// The text of a [`PodFacts`]: inside the facts when it fits, else on the heap. Inline, a
+/// snapshot's texts lie in its array of pods, so the pass over every pod reads memory in order
+/// instead of following a pointer per pod to wherever the text was allocated. (With 100,000
+/// pods those allocations span hundreds of megabytes, and the pass took twice as long.)
+#[derive(Clone)]
+#[expect(clippy::large_enum_variant, reason = "the inline variant is the point: no allocation")]
+enum Text {
+    Inline(ArrayString<INLINE_TEXT>),
+    Heap(Arc<str>),
+}
+
+impl Text {
+    fn new(text: String) -> Self {
+        match ArrayString::from(&text) {
+            Ok(inline) => Self::Inline(inline),
+            Err(_) => Self::Heap(text.into()),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Inline(text) => text,
+            Self::Heap(text) => text,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.as_str().as_bytes()
+    }
+
+    /// Bytes `start..end`; "" when that is not a range of whole characters.
+    fn get(&self, start: usize, end: usize) -> &str {
+        self.as_str().get(start..end).unwrap_or_default()
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for Text {}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Text").field(&self.as_str()).finish()
     }
 }
 
@@ -499,6 +547,24 @@ mod tests {
         );
         assert_eq!(facts.revision_hash(), "web-abc");
         assert_eq!(facts.instance_id(), "xyz");
+        assert!(matches!(facts.text, Text::Inline(_)));
+    }
+
+    #[test]
+    fn texts_longer_than_the_inline_room_go_to_the_heap_whole() {
+        for extra in [INLINE_TEXT - 8, INLINE_TEXT - 7, INLINE_TEXT - 6, 3 * INLINE_TEXT] {
+            // name "p" + uid "u" + key "k" + value + key "z" + value "é" (two bytes).
+            let value = "v".repeat(extra);
+            let p = pod(serde_json::json!({"metadata": {"name": "p", "uid": "u",
+                "labels": {"k": value, "z": "é"}}}));
+            let facts = PodFacts::new(&p);
+            let len = 1 + 1 + 1 + extra + 1 + "é".len();
+            assert_eq!(matches!(facts.text, Text::Inline(_)), len <= INLINE_TEXT, "{len}");
+            assert_eq!((facts.name(), facts.uid()), ("p", "u"));
+            let labels: Vec<(&str, &str)> = facts.labels().collect();
+            assert_eq!(labels, vec![("k", value.as_str()), ("z", "é")]);
+            assert_eq!(facts, facts.clone());
+        }
     }
 
     #[test]
@@ -511,6 +577,9 @@ mod tests {
                 pod(serde_json::json!({"metadata": {"name": "n", "uid": "u", "labels": labels}}));
             let facts = PodFacts::new(&p);
             assert!(matches!(facts.ends, Ends::Spilled(_)));
+            assert!(
+                matches!(facts.text, Text::Heap(_)) == (facts.text.bytes().len() > INLINE_TEXT)
+            );
             let want: Vec<(String, String)> =
                 p.metadata.labels.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
             let got: Vec<(String, String)> =
@@ -558,11 +627,12 @@ mod tests {
         assert_eq!(back.facts(), sp.facts());
         assert_eq!(back.facts().labels().collect::<Vec<_>>(), vec![("x", "y")]);
     }
-}
-#[cfg(test)]
-#[test]
-fn snapshot_pods_stay_small() {
-    // Every plan streams through all of a snapshot's pods; growing them slows every plan.
-    assert!(std::mem::size_of::<SnapshotPod>() <= 192, "{}", std::mem::size_of::<SnapshotPod>());
-    assert!(std::mem::size_of::<super::podinfo::PodInfo<'_>>() <= 24);
+
+    #[test]
+    fn snapshot_pods_stay_small() {
+        // Every plan streams through a snapshot's pods: besides the inline text, keep them small.
+        let size = std::mem::size_of::<SnapshotPod>();
+        assert!(size <= INLINE_TEXT + 176, "{size}");
+        assert!(std::mem::size_of::<super::super::podinfo::PodInfo<'_>>() <= 24);
+    }
 }

@@ -17,8 +17,8 @@ use super::{SpecError, scale, status, update};
 use crate::expectations::{ExpectationState, ScaleAction};
 use crate::ordering::OrderLabels;
 
-/// How many pods' facts the pod pass brings into cache at a time: enough for many reads in
-/// flight, few enough to stay in a core's cache until read.
+/// How many of the pods it moves the update pass brings into cache at a time: enough for
+/// many reads in flight, few enough to stay in a core's cache until used.
 pub(crate) const TOUCH_AHEAD: usize = 128;
 
 /// The state shared by the scale and update passes.
@@ -192,12 +192,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     let key_lengths: u64 =
         keys.iter().fold(0, |m, k| m | 1u64.checked_shl(k.len() as u32).unwrap_or(0));
     let wanted_length = |len: usize| len >= 64 || key_lengths & (1u64 << len) != 0;
-    for (i, pod) in snapshot.pods.iter().enumerate() {
-        if i % TOUCH_AHEAD == 0 {
-            // Bring the next pods' facts into cache with loads that do not wait for each other.
-            let next = snapshot.pods.get(i..).unwrap_or_default().iter().take(TOUCH_AHEAD);
-            std::hint::black_box(next.fold(0, |acc, p| acc ^ p.facts().touch()));
-        }
+    for pod in &snapshot.pods {
         let facts = pod.facts();
         if !facts.active() {
             inactive.push(pod.pod().as_ref());
