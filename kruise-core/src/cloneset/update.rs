@@ -93,6 +93,12 @@ pub(crate) fn update(r: &mut Round<'_, '_>) -> Result<(), String> {
 fn sort_update_indexes(r: &Round<'_, '_>, waiting: Vec<usize>) -> Vec<usize> {
     let order = &r.spec.order;
     let name = |i: usize| r.pods.get(i).map_or("", |p| p.name());
+    let rank = |i: usize| r.ranks.get(i).copied().filter(|&rank| rank != u128::MAX);
+    let priority = |i: usize| order.priority_key_of(&r.order_labels, i).packed();
+    if let Some(sorted) = sort_compacted(&waiting, rank, priority, name) {
+        let sorted = order.scatter(&r.order_labels, sorted);
+        return crate::ordering::preparing_update_first(sorted, |i| r.pods[i].preparing_update());
+    }
     // With every rank packed into an integer (all times whole seconds, as Kubernetes writes
     // them), compare two integers per pod; otherwise the ranks field by field. Names are read
     // only to break ties.
@@ -115,6 +121,91 @@ fn sort_update_indexes(r: &Round<'_, '_>, waiting: Vec<usize>) -> Vec<usize> {
     };
     waiting = order.scatter(&r.order_labels, waiting);
     crate::ordering::preparing_update_first(waiting, |i| r.pods[i].preparing_update())
+}
+
+/// Sorts `waiting` by (priority, packed rank, name, index) as [`sort_keyed`] does, with each
+/// key squeezed into one `u128` together with the index: every field shifted down to its
+/// smallest value in `waiting` and given only the bits its range needs. Sorting 16-byte
+/// integers moves a third of the memory the keyed sort moves and compares without calls,
+/// which tells at 100,000 pods. Names are read only for pods whose keys tie.
+///
+/// `None` when a rank does not pack, there are more than 16 priorities, or the key does not
+/// fit (the fields' ranges together need more than 128 bits).
+fn sort_compacted<'n>(
+    waiting: &[usize],
+    rank: impl Fn(usize) -> Option<u128>,
+    priority: impl Fn(usize) -> u128,
+    name: impl Fn(usize) -> &'n str,
+) -> Option<Vec<usize>> {
+    const FIELDS: usize = ActiveRank::PACKED_FIELDS.len();
+    const MAX_PRIORITIES: usize = 16;
+    let bits = |value: u128| 128 - value.leading_zeros();
+    // The rank's fields, most significant first.
+    let fields = |rank: u128| {
+        let mut out = [0u128; FIELDS];
+        let mut shift = ActiveRank::PACKED_FIELDS.iter().sum::<u32>();
+        for (slot, width) in out.iter_mut().zip(ActiveRank::PACKED_FIELDS) {
+            shift -= width;
+            *slot = (rank >> shift) & ((1u128 << width) - 1);
+        }
+        out
+    };
+
+    // 1. The priorities in play, and each rank field's range.
+    let mut priorities: Vec<u128> = Vec::new();
+    let mut low = [u128::MAX; FIELDS];
+    let mut high = [0u128; FIELDS];
+    let mut top_index = 0;
+    for &i in waiting {
+        let p = priority(i);
+        if !priorities.contains(&p) {
+            if priorities.len() == MAX_PRIORITIES {
+                return None;
+            }
+            priorities.push(p);
+        }
+        for (f, value) in fields(rank(i)?).into_iter().enumerate() {
+            low[f] = low[f].min(value);
+            high[f] = high[f].max(value);
+        }
+        top_index = top_index.max(i);
+    }
+    priorities.sort_unstable();
+    let priority_bits = bits(priorities.len().saturating_sub(1) as u128);
+    let widths: Vec<u32> =
+        low.iter().zip(&high).map(|(&l, &h)| bits(h.saturating_sub(l))).collect();
+    let index_bits = bits(top_index as u128);
+    if priority_bits + widths.iter().sum::<u32>() + index_bits > 128 {
+        return None;
+    }
+
+    // 2. One integer per pod: priority, rank fields, index.
+    let mut keys: Vec<u128> = Vec::with_capacity(waiting.len());
+    for &i in waiting {
+        let p = priority(i);
+        let mut key = priorities.iter().position(|&q| q == p).unwrap_or(0) as u128;
+        for ((value, width), low) in fields(rank(i)?).into_iter().zip(&widths).zip(low) {
+            key = (key << width) | (value - low);
+        }
+        keys.push((key << index_bits) | i as u128);
+    }
+    keys.sort_unstable();
+
+    // 3. Pods whose keys tie go by name, then index (they are in index order already).
+    let index_mask = (1u128 << index_bits) - 1;
+    let mut sorted: Vec<usize> = keys.iter().map(|&k| (k & index_mask) as usize).collect();
+    let mut start = 0;
+    while start < keys.len() {
+        let head = keys[start] >> index_bits;
+        let end = start + keys[start..].iter().take_while(|&&k| k >> index_bits == head).count();
+        if end - start > 1
+            && let Some(run) = sorted.get_mut(start..end)
+        {
+            run.sort_by(|&a, &b| name(a).cmp(name(b)));
+        }
+        start = end;
+    }
+    Some(sorted)
 }
 
 /// Sorts `(priority, rank, index)` keys (see [`sort_update_indexes`]), comparing one integer
@@ -346,4 +437,70 @@ fn update_pod(
         true,
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A packed rank from its fields (each masked to its width).
+    fn rank_of(fields: [u128; 4]) -> u128 {
+        fields
+            .iter()
+            .zip(ActiveRank::PACKED_FIELDS)
+            .fold(0, |rank, (&value, width)| (rank << width) | (value & ((1u128 << width) - 1)))
+    }
+
+    proptest! {
+        /// The compacted sort orders exactly as the keyed sort: by priority, rank, name, index.
+        #[test]
+        fn compacted_sort_orders_as_the_keyed_sort(
+            pods in prop::collection::vec(
+                (0u8..4, 0u128..3, 0u128..2000, 0u128..5, prop::bool::ANY, 0u8..3),
+                0..200,
+            ),
+            skip in 0usize..3,
+            wide in prop::bool::ANY,
+        ) {
+            // Priorities far apart, and (when `wide`) one rank far away, as real ones are.
+            let priorities = [7u128 << 70, 3, 1 << 100, 99];
+            let names = ["b", "a", "c"];
+            let waiting: Vec<usize> = (0..pods.len()).filter(|i| i % 3 != skip).collect();
+            let rank = |i: usize| {
+                let (_, class, ready, restarts, far, _) = pods[i];
+                let created = if far && wide { 1 << 40 } else { 5_000 + ready / 2 };
+                Some(rank_of([class, (1 << 39) - ready, (1 << 31) - restarts, created]))
+            };
+            let priority = |i: usize| priorities[usize::from(pods[i].0)];
+            let name = |i: usize| names[usize::from(pods[i].5)];
+            let compacted = sort_compacted(&waiting, rank, priority, name);
+            let keyed: Vec<((u128, u128), usize)> = waiting
+                .iter()
+                .map(|&i| ((priority(i), rank(i).unwrap_or(0)), i))
+                .collect();
+            prop_assert_eq!(compacted, Some(sort_keyed(keyed, name)));
+        }
+    }
+
+    #[test]
+    fn compacted_sort_declines_what_does_not_fit() {
+        let waiting: Vec<usize> = (0..40).collect();
+        let name = |_: usize| "";
+        // More than 16 priorities.
+        let many = sort_compacted(&waiting, |_| Some(0), |i| i as u128, name);
+        assert_eq!(many, None);
+        // Ranks spread over every bit of every field, and indexes up to 2^40.
+        let spread = |i: usize| Some(if i.is_multiple_of(2) { 0 } else { (1u128 << 119) - 1 });
+        let far: Vec<usize> = vec![0, 1, 1 << 40];
+        assert_eq!(sort_compacted(&far, spread, |_| 0, name), None);
+        // A rank that does not pack.
+        assert_eq!(sort_compacted(&waiting, |_| None, |_| 0, name), None);
+        // Two priorities, narrow ranks: fits.
+        let sorted = sort_compacted(&waiting, |i| Some((i % 5) as u128), |i| (i % 2) as u128, name);
+        let mut want = waiting.clone();
+        want.sort_by_key(|&i| (i % 2, i % 5, i));
+        assert_eq!(sorted, Some(want));
+    }
 }
