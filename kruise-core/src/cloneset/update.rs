@@ -126,8 +126,8 @@ fn sort_update_indexes(r: &Round<'_, '_>, waiting: Vec<usize>) -> Vec<usize> {
 /// Sorts `waiting` by (priority, packed rank, name, index) as [`sort_keyed`] does, with each
 /// key squeezed into one `u128` together with the index: every field shifted down to its
 /// smallest value in `waiting` and given only the bits its range needs. Sorting 16-byte
-/// integers moves a third of the memory the keyed sort moves and compares without calls,
-/// which tells at 100,000 pods. Names are read only for pods whose keys tie.
+/// integers moves half the memory the keyed sort moves (or less) and compares without
+/// calls, which tells at 100,000 pods. Names are read only for pods whose keys tie.
 ///
 /// `None` when a rank does not pack, there are more than 16 priorities, or the key does not
 /// fit (the fields' ranges together need more than 128 bits).
