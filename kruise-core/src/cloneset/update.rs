@@ -95,32 +95,27 @@ fn sort_update_indexes(r: &Round<'_, '_>, waiting: Vec<usize>) -> Vec<usize> {
     let name = |i: usize| r.pods.get(i).map_or("", |p| p.name());
     let rank = |i: usize| r.ranks.get(i).copied().filter(|&rank| rank != u128::MAX);
     let priority = |i: usize| order.priority_key_of(&r.order_labels, i).packed();
-    if let Some(sorted) = sort_compacted(&waiting, rank, priority, name) {
-        let sorted = order.scatter(&r.order_labels, sorted);
-        return crate::ordering::preparing_update_first(sorted, |i| r.pods[i].preparing_update());
-    }
-    // With every rank packed into an integer (all times whole seconds, as Kubernetes writes
-    // them), compare two integers per pod; otherwise the ranks field by field. Names are read
-    // only to break ties.
-    let packed: Option<Vec<((u128, u128), usize)>> = waiting
-        .iter()
-        .map(|&i| {
-            let rank = r.ranks.get(i).copied().filter(|&rank| rank != u128::MAX)?;
-            Some(((order.priority_key_of(&r.order_labels, i).packed(), rank), i))
-        })
-        .collect();
-    let mut waiting: Vec<usize> = match packed {
-        Some(keyed) => sort_packed(keyed, name),
-        None => {
-            let keyed: Vec<((PriorityKey, ActiveRank), usize)> = waiting
-                .iter()
-                .map(|&i| ((order.priority_key_of(&r.order_labels, i), r.pods[i].active_rank()), i))
-                .collect();
-            sort_keyed(keyed, name)
+    // One integer per pod when the keys fit; else (priority, rank) pairs of integers when
+    // every rank packs (all times whole seconds, as Kubernetes writes them); else the ranks
+    // field by field. Names are read only to break ties.
+    let sorted = sort_compacted(&waiting, rank, priority, name).unwrap_or_else(|| {
+        let packed: Option<Vec<((u128, u128), usize)>> =
+            waiting.iter().map(|&i| Some(((priority(i), rank(i)?), i))).collect();
+        match packed {
+            Some(keyed) => sort_keyed(keyed, name),
+            None => {
+                let keyed: Vec<((PriorityKey, ActiveRank), usize)> = waiting
+                    .iter()
+                    .map(|&i| {
+                        ((order.priority_key_of(&r.order_labels, i), r.pods[i].active_rank()), i)
+                    })
+                    .collect();
+                sort_keyed(keyed, name)
+            }
         }
-    };
-    waiting = order.scatter(&r.order_labels, waiting);
-    crate::ordering::preparing_update_first(waiting, |i| r.pods[i].preparing_update())
+    });
+    let sorted = order.scatter(&r.order_labels, sorted);
+    crate::ordering::preparing_update_first(sorted, |i| r.pods[i].preparing_update())
 }
 
 /// Sorts `waiting` by (priority, packed rank, name, index) as [`sort_keyed`] does, with each
@@ -206,37 +201,6 @@ fn sort_compacted<'n>(
         start = end;
     }
     Some(sorted)
-}
-
-/// Sorts `(priority, rank, index)` keys (see [`sort_update_indexes`]), comparing one integer
-/// per pod when there are few distinct priorities (the ranks leave 9 bits free above them).
-fn sort_packed<'n>(
-    keyed: Vec<((u128, u128), usize)>,
-    name: impl Fn(usize) -> &'n str,
-) -> Vec<usize> {
-    const RANK_BITS: u32 = 119;
-    const MAX_PRIORITIES: usize = 16;
-    let mut priorities: Vec<u128> = Vec::new();
-    for &((priority, _), _) in &keyed {
-        if !priorities.contains(&priority) {
-            if priorities.len() == MAX_PRIORITIES {
-                break;
-            }
-            priorities.push(priority);
-        }
-    }
-    let fits = priorities.len() < MAX_PRIORITIES
-        && keyed.iter().all(|&((_, rank), _)| rank >> RANK_BITS == 0);
-    if !fits {
-        return sort_keyed(keyed, name);
-    }
-    priorities.sort_unstable();
-    let dense = |priority: u128| priorities.iter().position(|&p| p == priority).unwrap_or(0);
-    let single: Vec<(u128, usize)> = keyed
-        .iter()
-        .map(|&((priority, rank), i)| (((dense(priority) as u128) << RANK_BITS) | rank, i))
-        .collect();
-    sort_keyed(single, name)
 }
 
 /// Pod indexes sorted by key, then name, then index (so every key is distinct).
