@@ -719,13 +719,17 @@ impl ActiveRank {
     /// The widths in bits of the fields of [`ActiveRank::packed`], most significant first:
     /// class, ready time, restarts, creation time.
     pub(crate) const PACKED_FIELDS: [u32; 4] = [4, 41, 33, 41];
+    const CREATED_SHIFT: u32 = 0;
+    const RESTARTS_SHIFT: u32 = Self::CREATED_SHIFT + Self::PACKED_FIELDS[3];
+    const READY_SHIFT: u32 = Self::RESTARTS_SHIFT + Self::PACKED_FIELDS[2];
+    const CLASS_SHIFT: u32 = Self::READY_SHIFT + Self::PACKED_FIELDS[1];
+    const PACKED_BITS: u32 = Self::CLASS_SHIFT + Self::PACKED_FIELDS[0];
 
     /// The rank as one integer that sorts the same way, when every time in it is a whole
     /// second (as Kubernetes writes them); `None` otherwise. Comparing one integer is several
     /// times cheaper than comparing the fields in turn, which matters when sorting many pods.
     pub fn packed(&self) -> Option<u128> {
-        // Layout, most significant first: class (4 bits), ready_since (41), restarts (33),
-        // created (41). Times: 0 for "unset", else 1 + (2^40 - 1 - (seconds + 2^39)), so that
+        // Layout: `PACKED_FIELDS`, most significant first. Times: 0 for "unset", else 1 + (2^40 - 1 - (seconds + 2^39)), so that
         // newer times get smaller keys; jiff's range (about ±3.8e11 seconds) fits in 40 bits.
         const NANOS: i128 = 1_000_000_000;
         const HALF: i128 = 1 << 39;
@@ -742,17 +746,22 @@ impl ActiveRank {
             let offset = seconds.checked_add(HALF).filter(|o| (0..=TOP).contains(o))?;
             u128::try_from(1 + (TOP - offset)).ok()
         };
-        if self.class >= 16 {
+        if u32::from(self.class) >= 1 << Self::PACKED_FIELDS[0] {
             return None;
         }
         let ready = time(self.ready_since)?;
         // -max_restarts for an i32 count lies in [-(2^31 - 1), 2^31].
         let restarts = u128::try_from(i128::from(self.restarts) + (1 << 31)).ok()?;
-        if restarts >= 1 << 33 {
+        if restarts >= 1 << Self::PACKED_FIELDS[2] {
             return None;
         }
         let created = time(self.created)?;
-        Some((u128::from(self.class) << 115) | (ready << 74) | (restarts << 41) | created)
+        Some(
+            (u128::from(self.class) << Self::CLASS_SHIFT)
+                | (ready << Self::READY_SHIFT)
+                | (restarts << Self::RESTARTS_SHIFT)
+                | (created << Self::CREATED_SHIFT),
+        )
     }
 
     /// The rank [`ActiveRank::packed`] made `packed` into; `None` for a value it cannot have
@@ -772,14 +781,17 @@ impl ActiveRank {
             let seconds = TOP - (key - 1) - HALF;
             seconds.checked_mul(NANOS).map(|nanos| -nanos)
         };
-        if packed >> 119 != 0 {
+        if packed >> Self::PACKED_BITS != 0 {
             return None;
         }
         let rank = ActiveRank {
-            class: u8::try_from(field(115, 4)).ok()?,
-            ready_since: time(field(74, 41))?,
-            restarts: i64::try_from(field(41, 33) - (1 << 31)).ok()?,
-            created: time(field(0, 41))?,
+            class: u8::try_from(field(Self::CLASS_SHIFT, Self::PACKED_FIELDS[0])).ok()?,
+            ready_since: time(field(Self::READY_SHIFT, Self::PACKED_FIELDS[1]))?,
+            restarts: i64::try_from(
+                field(Self::RESTARTS_SHIFT, Self::PACKED_FIELDS[2]) - (1 << 31),
+            )
+            .ok()?,
+            created: time(field(Self::CREATED_SHIFT, Self::PACKED_FIELDS[3]))?,
         };
         (rank.packed() == Some(packed)).then_some(rank)
     }

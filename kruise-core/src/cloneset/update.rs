@@ -456,7 +456,8 @@ mod tests {
         let many = sort_compacted(&waiting, |_| Some(0), |i| i as u128, name);
         assert_eq!(many, None);
         // Ranks spread over every bit of every field, and indexes up to 2^40.
-        let spread = |i: usize| Some(if i.is_multiple_of(2) { 0 } else { (1u128 << 119) - 1 });
+        let all_bits = (1u128 << ActiveRank::PACKED_FIELDS.iter().sum::<u32>()) - 1;
+        let spread = |i: usize| Some(if i.is_multiple_of(2) { 0 } else { all_bits });
         let far: Vec<usize> = vec![0, 1, 1 << 40];
         assert_eq!(sort_compacted(&far, spread, |_| 0, name), None);
         // A rank that does not pack.
