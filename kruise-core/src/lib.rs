@@ -13,6 +13,8 @@
 //! - [`lifecycle`]: the lifecycle hook state machine.
 //! - [`pod`]: pod readiness and availability.
 //! - [`expectations`]: in-flight creations, deletions and updates the cache has not seen yet.
+//! - [`workload`]: what every workload planner shares: the action vocabulary, the plan and
+//!   the expectation gates.
 //! - [`cloneset`]: the CloneSet planner.
 
 #![forbid(unsafe_code)]
@@ -28,3 +30,4 @@ pub mod ordering;
 pub mod pod;
 pub mod revision;
 pub mod smp;
+pub mod workload;

@@ -421,7 +421,7 @@ fn apply(snapshot: &CloneSetSnapshot, plan: &CloneSetPlan) -> CloneSetSnapshot {
             Action::DeletePod { name, .. } => {
                 out.pods.retain(|p| p.metadata.name.as_deref() != Some(name.as_str()));
             }
-            Action::PatchCloneSet { patch } => {
+            Action::PatchWorkload { patch } => {
                 let body = patch.body().clone();
                 cs = patched(&cs, &body, None);
             }

@@ -7,10 +7,10 @@ use crate::inplace::{self, RefreshAction, UpdateOptions, UpdateSpec};
 use crate::lifecycle::{LifecyclePatch, LifecycleState};
 use crate::pod::PodConditionsUpdate;
 
-use super::plan::{Action, Patch, PodPatchPurpose, PodStatusPurpose};
 use super::revisions::Revision;
 use super::round::Round;
 use super::spec::UpdatePolicy;
+use crate::workload::{Action, Patch, PodPatchPurpose, PodStatusPurpose};
 
 /// The in-place options of this CloneSet and its feature gates.
 pub(crate) fn options(r: &Round<'_, '_>) -> UpdateOptions {

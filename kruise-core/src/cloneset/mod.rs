@@ -40,10 +40,8 @@
 
 mod diffs;
 mod facts;
-mod hooks;
 mod inplace_glue;
 mod newpods;
-mod plan;
 mod podinfo;
 mod revisions;
 mod round;
@@ -54,11 +52,13 @@ mod spec;
 mod status;
 mod update;
 
-pub use facts::{PodFacts, SnapshotPod};
-pub use plan::{
-    Action, Blocked, CloneSetPlan, DeletePurpose, Event, EventType, Patch, PodPatchPurpose,
-    PodStatusPurpose,
+pub use crate::workload::{
+    Action, Blocked, DeletePurpose, Event, EventType, Patch, PodPatchPurpose, PodStatusPurpose,
 };
+pub use facts::{PodFacts, SnapshotPod};
+
+/// The outcome of planning one CloneSet: the shared workload plan with a CloneSet status.
+pub type CloneSetPlan = crate::workload::WorkloadPlan<kruise_api::apps::v1beta1::CloneSetStatus>;
 pub use snapshot::{CloneSetObject, CloneSetSnapshot, FeatureGates, PlannerOptions};
 
 /// Plans one reconcile of the CloneSet in `snapshot` at `now`. Pure: the same snapshot and

@@ -8,14 +8,14 @@ use kruise_api::apps::v1beta1::CloneSetStatus;
 use kruise_api::well_known::{conditions, labels};
 use serde_json::json;
 
-use super::plan::{Action, Blocked, CloneSetPlan, Event, EventType, Patch, PodPatchPurpose};
+use super::CloneSetPlan;
 use super::podinfo::{InPlay, PodInfo, RevisionName};
 use super::revisions::{self, Revision};
 use super::snapshot::{CloneSetSnapshot, FeatureGates};
 use super::spec::Spec;
 use super::{SpecError, scale, status, update};
-use crate::expectations::{ExpectationState, ScaleAction};
 use crate::ordering::OrderLabels;
+use crate::workload::{Action, Blocked, Event, EventType, Patch};
 
 /// How many of the pods it moves the update pass brings into cache at a time: enough for
 /// many reads in flight, few enough to stay in a core's cache until used.
@@ -99,63 +99,25 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
             Err(err) => return invalid(expectations, err),
         };
     let timeout = snapshot.options.expectation_timeout;
-    let mut events = Vec::new();
 
     // 1. Scale expectations: observe what the snapshot shows, then wait or expire.
-    if !expectations.scale.is_empty() {
+    let events = if expectations.scale.is_empty() {
+        Vec::new()
+    } else {
         let live: BTreeSet<&str> = snapshot
             .pods
             .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter_map(|p| p.metadata.name.as_deref())
-            .chain(
-                snapshot
-                    .pvcs
-                    .iter()
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
-                    .filter_map(|p| p.metadata.name.as_deref()),
-            )
+            .map(|p| &p.metadata)
+            .chain(snapshot.pvcs.iter().map(|p| &p.metadata))
+            .filter(|meta| meta.deletion_timestamp.is_none())
+            .filter_map(|meta| meta.name.as_deref())
             .collect();
-        expectations.scale.observe_all(|name| live.contains(name));
-        match expectations.scale.state(now, timeout) {
-            ExpectationState::Satisfied => {}
-            ExpectationState::Waiting { remaining, .. } => {
-                let blocked = Blocked::ScaleExpectations {
-                    creations: expectations
-                        .scale
-                        .pending(ScaleAction::Create)
-                        .map(str::to_owned)
-                        .collect(),
-                    deletions: expectations
-                        .scale
-                        .pending(ScaleAction::Delete)
-                        .map(str::to_owned)
-                        .collect(),
-                };
-                let mut plan = CloneSetPlan::empty(expectations);
-                plan.blocked = Some(blocked);
-                plan.requeue_after = Some(remaining);
-                return plan;
-            }
-            ExpectationState::TimedOut { waited } => {
-                events.push(Event {
-                    type_: EventType::Warning,
-                    reason: "ExpectationTimeout".into(),
-                    message: format!(
-                        "scale expectations unsatisfied for {waited:#}, dropping them: {}",
-                        expectations
-                            .scale
-                            .pending(ScaleAction::Create)
-                            .chain(expectations.scale.pending(ScaleAction::Delete))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    after_action: None,
-                });
-                expectations.scale.clear();
-            }
+        let live = |name: &str| live.contains(name);
+        match crate::workload::settle_scale_expectations(&mut expectations, live, now, timeout) {
+            Ok(events) => events,
+            Err(plan) => return plan,
         }
-    }
+    };
 
     // 2. Pods the CloneSet keeps, and resourceVersion expectations on them.
     // One pass over the pods, so each pod is read while it is in cache: sort out the inactive
@@ -227,32 +189,12 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         }
     }
     if !expectations.resource_versions.is_empty() {
-        let mut by_uid: BTreeMap<&str, &Pod> = BTreeMap::new();
-        for pod in &kept {
-            by_uid.insert(pod.metadata.uid.as_deref().unwrap_or_default(), pod);
-        }
-        let tracked: Vec<String> =
-            expectations.resource_versions.iter().map(|(uid, _)| uid.to_owned()).collect();
-        for uid in tracked {
-            let Some(pod) = by_uid.get(uid.as_str()) else {
-                // The pod is gone; nothing to wait for.
-                expectations.resource_versions.remove(&uid);
-                continue;
-            };
-            let observed = pod.metadata.resource_version.as_deref().unwrap_or_default();
-            match expectations.resource_versions.state(&uid, observed, now, timeout) {
-                ExpectationState::Satisfied => {
-                    expectations.resource_versions.observe(&uid, observed)
-                }
-                ExpectationState::Waiting { remaining, .. } => {
-                    let name = pod.metadata.name.clone().unwrap_or_default();
-                    let mut plan = CloneSetPlan::empty(expectations);
-                    plan.blocked = Some(Blocked::ResourceVersion { pod: name });
-                    plan.requeue_after = Some(remaining);
-                    return plan;
-                }
-                ExpectationState::TimedOut { .. } => expectations.resource_versions.remove(&uid),
-            }
+        let by_uid = crate::workload::pods_by_uid(kept.iter().map(|p| p.as_ref()));
+        let observed = |uid: &str| by_uid.get(uid).copied();
+        let settled =
+            crate::workload::settle_resource_versions(&mut expectations, observed, now, timeout);
+        if let Err(plan) = settled {
+            return plan;
         }
     }
 
@@ -331,7 +273,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         && let Some(at) = soonest_available
     {
         let wait = at.duration_since(now);
-        round.requeue_after(round_up_seconds(wait));
+        round.requeue_after(crate::workload::round_up_seconds(wait));
     }
     truncate_pods_to_delete(&mut round, &cs);
     let current_name = round.current.name.clone();
@@ -364,12 +306,6 @@ fn invalid(
     let mut plan = CloneSetPlan::empty(expectations);
     plan.blocked = Some(Blocked::Invalid { message: err.to_string() });
     plan
-}
-
-/// Whole seconds, rounded up, at least one.
-fn round_up_seconds(d: SignedDuration) -> SignedDuration {
-    let secs = d.as_secs() + i64::from(d.subsec_nanos() > 0);
-    SignedDuration::from_secs(secs.max(1))
 }
 
 /// Upstream's `cleanupPVCs` (only without `enablePVCReuse`): PVCs whose pod is active are
@@ -448,17 +384,7 @@ fn release(round: &mut Round<'_, '_>, pod: &Pod) {
     if round.spec.uid.is_empty() {
         return;
     }
-    round.actions.push(Action::PatchPod {
-        name: pod.metadata.name.clone().unwrap_or_default(),
-        uid: pod.metadata.uid.clone().unwrap_or_default(),
-        purpose: PodPatchPurpose::Release,
-        patch: Patch::strategic(json!({
-            "metadata": {
-                "ownerReferences": [{ "$patch": "delete", "uid": round.spec.uid }],
-                "uid": pod.metadata.uid,
-            }
-        })),
-    });
+    round.actions.push(crate::workload::release_pod(pod, &round.spec.uid));
 }
 
 /// Drops names from `scaleStrategy.podsToDelete` that match no pod any more.
@@ -472,7 +398,7 @@ fn truncate_pods_to_delete(round: &mut Round<'_, '_>, cs: &kruise_api::apps::v1b
     if keep.len() == listed.len() {
         return;
     }
-    round.actions.push(Action::PatchCloneSet {
+    round.actions.push(Action::PatchWorkload {
         patch: Patch::merge(json!({
             "metadata": { "resourceVersion": cs.metadata.resource_version },
             "spec": { "scaleStrategy": { "podsToDelete": keep } },

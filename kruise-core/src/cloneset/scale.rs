@@ -5,10 +5,9 @@ use std::collections::BTreeSet;
 use crate::lifecycle::DeleteStep;
 
 use super::diffs::{self, Counting};
-use super::hooks;
 use super::newpods;
-use super::plan::{Action, DeletePurpose, EventType};
 use super::round::Round;
+use crate::workload::{Action, DeletePurpose, EventType};
 
 /// Upstream's `Scale`: returns whether anything was planned (then the update pass is skipped),
 /// or an error message for the `FailedScale` condition.
@@ -138,7 +137,7 @@ fn restore_preparing_delete(
             continue;
         }
         let transition = crate::lifecycle::cloneset_cancel_delete(p.pod, r.now);
-        modified |= hooks::push(&mut r.actions, p, transition);
+        modified |= crate::workload::push_lifecycle(&mut r.actions, p.name(), p.uid(), transition);
         diff -= 1;
     }
     modified
@@ -206,7 +205,8 @@ pub(crate) fn delete_pods(
         if let DeleteStep::PrepareDelete(transition) =
             crate::lifecycle::cloneset_delete_step(r.spec.lifecycle, p.pod, r.now)
         {
-            modified |= hooks::push(&mut r.actions, p, transition);
+            modified |=
+                crate::workload::push_lifecycle(&mut r.actions, p.name(), p.uid(), transition);
             continue;
         }
         let name = p.name().to_owned();

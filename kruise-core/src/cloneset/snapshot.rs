@@ -10,6 +10,7 @@ use kruise_api::apps::{v1alpha1, v1beta1};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::expectations::{ControllerExpectations, DEFAULT_TIMEOUT};
+use crate::workload::duration_serde;
 
 /// A CloneSet at either served API version. The planner works on v1beta1 and converts a
 /// v1alpha1 object with [`kruise_api::conversion::to_hub`] first.
@@ -193,44 +194,6 @@ impl CloneSetSnapshot {
             expectations: ControllerExpectations::default(),
             feature_gates: FeatureGates::default(),
             options: PlannerOptions::default(),
-        }
-    }
-}
-
-/// Serde for [`SignedDuration`] in jiff's friendly form (`5m`, `1h 30s`).
-pub(crate) mod duration_serde {
-    use jiff::SignedDuration;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(
-        value: &SignedDuration,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&format_args!("{value:#}"))
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<SignedDuration, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse::<SignedDuration>().map_err(|err| {
-            serde::de::Error::custom(format_args!("invalid duration {text:?}: {err}"))
-        })
-    }
-
-    /// The same for `Option<SignedDuration>`.
-    pub(crate) mod option {
-        use jiff::SignedDuration;
-        use serde::Serializer;
-
-        pub(crate) fn serialize<S: Serializer>(
-            value: &Option<SignedDuration>,
-            serializer: S,
-        ) -> Result<S::Ok, S::Error> {
-            match value {
-                Some(value) => serializer.collect_str(&format_args!("{value:#}")),
-                None => serializer.serialize_none(),
-            }
         }
     }
 }

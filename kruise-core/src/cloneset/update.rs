@@ -8,13 +8,12 @@ use crate::ordering::PriorityKey;
 use crate::pod::ActiveRank;
 
 use super::diffs::{self, Counting};
-use super::hooks;
 use super::inplace_glue;
-use super::plan::{Action, EventType, Patch, PodPatchPurpose};
 use super::podinfo::{RevisionName, State};
 use super::round::{Round, TOUCH_AHEAD};
 use super::spec::UpdatePolicy;
 use crate::revision::short_hash;
+use crate::workload::{Action, EventType, Patch, PodPatchPurpose};
 
 /// Upstream's `Update`: an error message for the `FailedUpdate` condition if a pod cannot be
 /// updated as the strategy asks.
@@ -301,7 +300,9 @@ fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<bool, String> {
             completed,
             r.now,
         ) {
-            Some(transition) => hooks::push(&mut r.actions, p, transition),
+            Some(transition) => {
+                crate::workload::push_lifecycle(&mut r.actions, p.name(), p.uid(), transition)
+            }
             None => false,
         },
     )
@@ -341,7 +342,7 @@ fn update_pod(
             let p = &r.pods[i];
             match crate::lifecycle::cloneset_in_place_step(spec.lifecycle, p.pod, r.now) {
                 InPlaceStep::PrepareUpdate(transition) => {
-                    hooks::push(&mut r.actions, p, transition);
+                    crate::workload::push_lifecycle(&mut r.actions, p.name(), p.uid(), transition);
                     return Ok(());
                 }
                 InPlaceStep::Wait => return Ok(()),

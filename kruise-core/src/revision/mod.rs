@@ -1,14 +1,14 @@
-//! ControllerRevisions of CloneSets: what they hold, how they are named, how they are matched
-//! and which ones are pruned.
+//! ControllerRevisions of workloads (CloneSet, Advanced StatefulSet): what they hold, how they
+//! are named, how they are matched and which ones are pruned.
 //!
-//! A CloneSet revision stores the pod template as a strategic-merge patch that replaces the
+//! A workload revision stores the pod template as a strategic-merge patch that replaces the
 //! whole template: `{"spec":{"template":{"$patch":"replace", ...}}}`. Upstream builds those
-//! bytes by encoding the typed CloneSet, decoding the template into a generic map and
+//! bytes by encoding the typed workload, decoding the template into a generic map and
 //! encoding it again, so the document has sorted keys and Go's field rules (see [`gojson`]).
-//! The revision is named `<cloneset>-<hash>`, where the hash is FNV-1 (not FNV-1a) over
+//! The revision is named `<workload>-<hash>`, where the hash is FNV-1 (not FNV-1a) over
 //! those bytes followed by the decimal collision count, rendered with [`hash::safe_encode`].
-//! Volume claim templates are not part of the data; upstream records their hash in the
-//! annotation `kruise.io/cloneset-volumeclaimtemplate-hash` instead.
+//! Volume claim templates are not part of the data; for CloneSets upstream records their hash
+//! in the annotation `kruise.io/cloneset-volumeclaimtemplate-hash` instead.
 //!
 //! We reproduce the bytes so that a revision we create for a template gets the same name as
 //! the one upstream OpenKruise created for it. Matching, however, is by content first:
@@ -17,8 +17,9 @@
 //! slightly different bytes) is found again and no pod is ever moved to a new revision
 //! because of an encoding difference.
 //!
-//! This module takes `apps.kruise.io/v1beta1` CloneSets only; convert a v1alpha1 object
-//! first with [`kruise_api::conversion::to_hub`].
+//! The functions take any [`RevisionParent`]: `apps.kruise.io/v1beta1` CloneSets and
+//! StatefulSets implement it; convert a v1alpha1 object first with
+//! [`kruise_api::conversion::to_hub`].
 
 pub mod gojson;
 pub mod goschema;
@@ -32,7 +33,7 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
-use kruise_api::apps::v1beta1::CloneSet;
+use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
 use kruise_api::well_known;
 use serde_json::{Map, Value};
 
@@ -47,8 +48,7 @@ pub const VCT_HASH_ANNOTATION: &str = well_known::annotations::CLONESET_VOLUME_C
 /// Revisions kept when `spec.revisionHistoryLimit` is not set.
 pub const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;
 
-const CLONESET_API_VERSION: &str = "apps.kruise.io/v1beta1";
-const CLONESET_KIND: &str = "CloneSet";
+const KRUISE_API_VERSION: &str = "apps.kruise.io/v1beta1";
 /// Longest name prefix kept, so that `<prefix>-<hash>` fits 253 bytes.
 const MAX_NAME_PREFIX: usize = 223;
 
@@ -99,11 +99,13 @@ k8s_openapi::k8s_if_ge_1_37! {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RevisionError {
-    /// The CloneSet's `spec.template` did not encode to JSON.
-    #[error("CloneSet {cloneset}: spec.template does not encode to JSON: {message}")]
+    /// The workload's `spec.template` did not encode to JSON.
+    #[error("{kind} {workload}: spec.template does not encode to JSON: {message}")]
     EncodeTemplate {
-        /// The CloneSet's name.
-        cloneset: String,
+        /// The workload's kind.
+        kind: &'static str,
+        /// The workload's name.
+        workload: String,
         /// What went wrong.
         message: String,
     },
@@ -125,7 +127,7 @@ pub enum RevisionError {
     },
 }
 
-/// The data of a CloneSet revision, both as a JSON value and as the exact bytes upstream
+/// The data of a workload revision, both as a JSON value and as the exact bytes upstream
 /// hashes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RevisionData {
@@ -268,50 +270,120 @@ fn vct_annotation(revision: &ControllerRevision) -> Option<&str> {
     revision.metadata.annotations.as_ref()?.get(VCT_HASH_ANNOTATION).map(String::as_str)
 }
 
-/// Builds the ControllerRevision upstream would create for the CloneSet's current template.
+/// A workload whose pod templates are kept as ControllerRevisions.
+pub trait RevisionParent {
+    /// The workload's kind (`CloneSet`, `StatefulSet`), in owner references and errors.
+    const KIND: &'static str;
+    /// The workload's metadata.
+    fn metadata(&self) -> &ObjectMeta;
+    /// The pod template revisions are taken of.
+    fn template(&self) -> &PodTemplateSpec;
+    /// The [`VCT_HASH_ANNOTATION`] value a revision of this workload records, for kinds that
+    /// record one (CloneSet).
+    fn volume_claim_templates_hash(&self) -> Option<String>;
+    /// `status.collisionCount` (0 when unset).
+    fn collision_count(&self) -> i32;
+    /// `status.currentRevision` ("" when unset).
+    fn current_revision(&self) -> &str;
+    /// `spec.revisionHistoryLimit`.
+    fn revision_history_limit(&self) -> Option<i32>;
+}
+
+impl RevisionParent for CloneSet {
+    const KIND: &'static str = "CloneSet";
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn template(&self) -> &PodTemplateSpec {
+        &self.spec.template
+    }
+    fn volume_claim_templates_hash(&self) -> Option<String> {
+        Some(volume_claim_templates_hash(
+            self.spec.volume_claim_templates.iter().map(|t| &t.object),
+        ))
+    }
+    fn collision_count(&self) -> i32 {
+        self.status.as_ref().and_then(|s| s.collision_count).unwrap_or(0)
+    }
+    fn current_revision(&self) -> &str {
+        self.status.as_ref().map(|s| s.current_revision.as_str()).unwrap_or("")
+    }
+    fn revision_history_limit(&self) -> Option<i32> {
+        self.spec.revision_history_limit
+    }
+}
+
+impl RevisionParent for StatefulSet {
+    const KIND: &'static str = "StatefulSet";
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn template(&self) -> &PodTemplateSpec {
+        &self.spec.template
+    }
+    fn volume_claim_templates_hash(&self) -> Option<String> {
+        None
+    }
+    fn collision_count(&self) -> i32 {
+        self.status.as_ref().and_then(|s| s.collision_count).unwrap_or(0)
+    }
+    fn current_revision(&self) -> &str {
+        self.status.as_ref().map(|s| s.current_revision.as_str()).unwrap_or("")
+    }
+    fn revision_history_limit(&self) -> Option<i32> {
+        self.spec.revision_history_limit
+    }
+}
+
+/// Builds the ControllerRevision upstream would create for the workload's current template.
 ///
 /// Labels are the template's labels plus [`HASH_LABEL`] (upstream copies the template
-/// labels, which the selector matches); annotations are the CloneSet's plus
-/// [`VCT_HASH_ANNOTATION`]; the CloneSet is the controlling owner.
-pub fn new_revision(
-    cloneset: &CloneSet,
+/// labels, which the selector matches); annotations are the workload's, plus
+/// [`VCT_HASH_ANNOTATION`] for kinds that record it; the workload is the controlling owner.
+pub fn new_revision<W: RevisionParent>(
+    workload: &W,
     revision: i64,
     collision_count: i32,
 ) -> Result<ControllerRevision, RevisionError> {
-    let name = cloneset.metadata.name.clone().unwrap_or_default();
-    let data = RevisionData::from_template(&cloneset.spec.template).map_err(|err| {
-        RevisionError::EncodeTemplate { cloneset: name.clone(), message: err.to_string() }
-    })?;
+    let meta = workload.metadata();
+    let name = meta.name.clone().unwrap_or_default();
+    let template = workload.template();
+    let data =
+        RevisionData::from_template(template).map_err(|err| RevisionError::EncodeTemplate {
+            kind: W::KIND,
+            workload: name.clone(),
+            message: err.to_string(),
+        })?;
     let hash = data.hash(Some(collision_count));
 
     let mut labels: BTreeMap<String, String> =
-        cloneset.spec.template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default();
+        template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default();
     labels.insert(HASH_LABEL.to_owned(), hash.clone());
 
-    let mut annotations = cloneset.metadata.annotations.clone().unwrap_or_default();
-    annotations.insert(
-        VCT_HASH_ANNOTATION.to_owned(),
-        volume_claim_templates_hash(cloneset.spec.volume_claim_templates.iter().map(|t| &t.object)),
-    );
+    let mut annotations = meta.annotations.clone().unwrap_or_default();
+    if let Some(vct_hash) = workload.volume_claim_templates_hash() {
+        annotations.insert(VCT_HASH_ANNOTATION.to_owned(), vct_hash);
+    }
 
     let metadata = ObjectMeta {
         name: Some(revision_name(&name, &hash)),
-        namespace: cloneset.metadata.namespace.clone(),
+        namespace: meta.namespace.clone(),
         labels: Some(labels),
-        annotations: Some(annotations),
-        owner_references: Some(vec![controller_ref(cloneset)]),
+        annotations: Some(annotations).filter(|a| !a.is_empty()),
+        owner_references: Some(vec![controller_ref(workload)]),
         ..ObjectMeta::default()
     };
     Ok(build_revision(metadata, data.value, revision))
 }
 
-/// The owner reference a CloneSet puts on what it controls.
-pub fn controller_ref(cloneset: &CloneSet) -> OwnerReference {
+/// The owner reference an `apps.kruise.io` workload puts on what it controls.
+pub fn controller_ref<W: RevisionParent>(workload: &W) -> OwnerReference {
+    let meta = workload.metadata();
     OwnerReference {
-        api_version: CLONESET_API_VERSION.to_owned(),
-        kind: CLONESET_KIND.to_owned(),
-        name: cloneset.metadata.name.clone().unwrap_or_default(),
-        uid: cloneset.metadata.uid.clone().unwrap_or_default(),
+        api_version: KRUISE_API_VERSION.to_owned(),
+        kind: W::KIND.to_owned(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
     }
@@ -411,23 +483,11 @@ pub fn template_from_revision(
         .map_err(|err| RevisionError::InvalidTemplate { revision: name, message: err.to_string() })
 }
 
-/// The CloneSet as it was at `revision`: its template replaced by the revision's, everything
-/// else unchanged (upstream applies the revision as a strategic-merge patch whose template
-/// carries `$patch: replace`, which amounts to this).
-pub fn apply_revision(
-    cloneset: &CloneSet,
-    revision: &ControllerRevision,
-) -> Result<CloneSet, RevisionError> {
-    let mut restored = cloneset.clone();
-    restored.spec.template = template_from_revision(revision)?;
-    Ok(restored)
-}
-
 /// What to do about the update revision.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum UpdateRevision {
-    /// The newest revision already holds the CloneSet's template; nothing to write.
+    /// The newest revision already holds the workload's template; nothing to write.
     Latest {
         /// Its name.
         name: String,
@@ -459,7 +519,7 @@ impl UpdateRevision {
     }
 }
 
-/// The current and update revisions of a CloneSet (upstream's `getActiveRevisions`).
+/// The current and update revisions of a workload (upstream's `getActiveRevisions`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActiveRevisions {
     /// Name of the current revision: `status.currentRevision` when it still exists, otherwise
@@ -471,21 +531,20 @@ pub struct ActiveRevisions {
     pub collision_count: i32,
 }
 
-/// Works out the current and update revisions from the revisions the CloneSet owns.
+/// Works out the current and update revisions from the revisions the workload owns.
 ///
 /// Name collisions with revisions in `revisions` are resolved here by raising the collision
 /// count; a collision with a revision the snapshot does not hold shows up when creating, see
 /// [`resolve_create_conflict`].
-pub fn resolve_revisions(
-    cloneset: &CloneSet,
+pub fn resolve_revisions<W: RevisionParent>(
+    workload: &W,
     revisions: &[ControllerRevision],
 ) -> Result<ActiveRevisions, RevisionError> {
     let mut sorted: Vec<&ControllerRevision> = revisions.iter().collect();
     sorted.sort_by(|a, b| compare_revisions(a, b));
-    let status = cloneset.status.as_ref();
-    let mut collision_count = status.and_then(|s| s.collision_count).unwrap_or(0);
+    let mut collision_count = workload.collision_count();
 
-    let candidate = new_revision(cloneset, next_revision_number(revisions), collision_count)?;
+    let candidate = new_revision(workload, next_revision_number(revisions), collision_count)?;
     let equal: Vec<&ControllerRevision> =
         sorted.iter().copied().filter(|r| equal_revision(r, &candidate)).collect();
 
@@ -494,10 +553,10 @@ pub fn resolve_revisions(
             UpdateRevision::Latest { name: latest.metadata.name.clone().unwrap_or_default() }
         }
         (_, Some(last_equal)) => {
-            let wanted = vct_annotation(&candidate).unwrap_or("");
-            let volume_claim_templates_hash = match vct_annotation(last_equal) {
-                Some(existing) if existing == wanted => None,
-                _ => Some(wanted.to_owned()),
+            let volume_claim_templates_hash = match vct_annotation(&candidate) {
+                None => None,
+                Some(wanted) if vct_annotation(last_equal) == Some(wanted) => None,
+                Some(wanted) => Some(wanted.to_owned()),
             };
             UpdateRevision::Reuse {
                 name: last_equal.metadata.name.clone().unwrap_or_default(),
@@ -510,7 +569,7 @@ pub fn resolve_revisions(
             let taken = |name: &Option<String>| {
                 revisions.iter().any(|r| r.metadata.name.is_some() && &r.metadata.name == name)
             };
-            let prefix = cloneset.metadata.name.clone().unwrap_or_default();
+            let prefix = workload.metadata().name.clone().unwrap_or_default();
             let data = revision_data(&created).map(gojson::encode_sorted).unwrap_or_default();
             // Upstream renames on each collision but keeps the first hash in the label.
             while taken(&created.metadata.name) {
@@ -525,7 +584,7 @@ pub fn resolve_revisions(
         }
     };
 
-    let wanted_current = status.map(|s| s.current_revision.as_str()).unwrap_or("");
+    let wanted_current = workload.current_revision();
     let current = revisions
         .iter()
         .find(|r| !wanted_current.is_empty() && r.metadata.name.as_deref() == Some(wanted_current))
@@ -556,8 +615,8 @@ pub enum CreateConflict {
 
 /// Resolves a name conflict found while creating `attempted` (upstream compares the data of
 /// the existing revision and raises the collision count when it differs).
-pub fn resolve_create_conflict(
-    cloneset: &CloneSet,
+pub fn resolve_create_conflict<W: RevisionParent>(
+    workload: &W,
     existing: &ControllerRevision,
     attempted: &ControllerRevision,
     collision_count: i32,
@@ -572,7 +631,7 @@ pub fn resolve_create_conflict(
     let hash = hash_revision_bytes(data.as_bytes(), Some(collision_count));
     let mut revision = attempted.clone();
     revision.metadata.name =
-        Some(revision_name(cloneset.metadata.name.as_deref().unwrap_or(""), &hash));
+        Some(revision_name(workload.metadata().name.as_deref().unwrap_or(""), &hash));
     CreateConflict::Retry { collision_count, revision: Box::new(revision) }
 }
 
@@ -580,8 +639,8 @@ pub fn resolve_create_conflict(
 ///
 /// The current and update revisions and every revision a pod still belongs to are live and
 /// never deleted; of the others, the oldest go until at most the limit (default 10) remain.
-pub fn revisions_to_prune<'a>(
-    cloneset: &CloneSet,
+pub fn revisions_to_prune<'a, W: RevisionParent>(
+    workload: &W,
     pods: &[Pod],
     revisions: &'a [ControllerRevision],
     current: &str,
@@ -589,8 +648,7 @@ pub fn revisions_to_prune<'a>(
 ) -> Vec<&'a ControllerRevision> {
     let mut sorted: Vec<&ControllerRevision> = revisions.iter().collect();
     sorted.sort_by(|a, b| compare_revisions(a, b));
-    let limit =
-        cloneset.spec.revision_history_limit.unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT).max(0);
+    let limit = workload.revision_history_limit().unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT).max(0);
     let labels: BTreeSet<&str> = pods
         .iter()
         .filter_map(|p| p.metadata.labels.as_ref()?.get(POD_REVISION_LABEL))

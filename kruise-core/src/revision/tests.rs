@@ -227,14 +227,15 @@ fn equal_by_bytes_or_by_content() {
 }
 
 #[test]
-fn apply_revision_restores_the_template() {
+fn a_revisions_template_restores_the_workload() {
     let original = cloneset("web", upstream_test_template());
     let revision = new_revision(&original, 1, 0).expect("revision");
     let mut changed = original.clone();
     changed.spec.template.spec.as_mut().expect("spec").containers[0].name = "foo".into();
     changed.metadata.annotations = Some([("foo".to_owned(), "bar".to_owned())].into());
 
-    let restored = apply_revision(&changed, &revision).expect("restore");
+    let mut restored = changed.clone();
+    restored.spec.template = template_from_revision(&revision).expect("restore");
     let again = new_revision(&restored, 2, 0).expect("revision");
     assert!(equal_revision(&revision, &again));
     assert_eq!(again.metadata.name, revision.metadata.name);

@@ -1,11 +1,12 @@
-//! What the planner returns: actions as data, the new status, Events and when to look again.
+//! What a workload planner returns: actions as data, the new status, Events and when to look
+//! again. CloneSet, Advanced StatefulSet and the other workload planners share this vocabulary,
+//! so that one applier carries out any of their plans.
 
 use std::sync::Arc;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kruise_api::apps::v1beta1::CloneSetStatus;
 use serde::Serialize;
 
 use crate::expectations::{ControllerExpectations, Expectation, ScaleAction};
@@ -72,7 +73,7 @@ pub enum PodPatchPurpose {
     SpecifiedDelete,
     /// Add the missing `pod-template-hash` label.
     TemplateHashLabel,
-    /// Drop the CloneSet's ownerReference from a pod the selector no longer matches.
+    /// Drop the workload's ownerReference from a pod the selector no longer matches.
     Release,
 }
 
@@ -198,10 +199,11 @@ pub enum Action {
         /// Why.
         purpose: DeletePurpose,
     },
-    /// Patch the CloneSet itself (drop names from `scaleStrategy.podsToDelete` that no longer
-    /// exist). The patch carries the resourceVersion it was computed from.
+    /// Patch the workload itself (for example, drop names from a CloneSet's
+    /// `scaleStrategy.podsToDelete` that no longer exist). The patch carries the
+    /// resourceVersion it was computed from.
     #[serde(rename_all = "camelCase")]
-    PatchCloneSet {
+    PatchWorkload {
         /// The patch.
         patch: Patch,
     },
@@ -225,7 +227,7 @@ impl Action {
             | Self::PatchPodStatus { name, .. }
             | Self::PatchPodResize { name, .. }
             | Self::DeletePod { name, .. } => name,
-            Self::PatchCloneSet { .. } => "",
+            Self::PatchWorkload { .. } => "",
         }
     }
 
@@ -259,7 +261,7 @@ pub enum EventType {
     Warning,
 }
 
-/// An Event to record on the CloneSet.
+/// An Event to record on the workload.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
@@ -296,7 +298,7 @@ pub enum Blocked {
         /// The pod's name.
         pod: String,
     },
-    /// The CloneSet cannot be planned for; the message names the field and value.
+    /// The workload cannot be planned for; the message names the field and value.
     #[serde(rename_all = "camelCase")]
     Invalid {
         /// What is wrong.
@@ -304,24 +306,21 @@ pub enum Blocked {
     },
 }
 
-/// The outcome of planning one CloneSet.
+/// The outcome of planning one workload whose status is an `S`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CloneSetPlan {
+pub struct WorkloadPlan<S> {
     /// Changes to make, in order.
     pub actions: Vec<Action>,
     /// The status to write, when it differs from the current one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<CloneSetStatus>,
+    pub status: Option<S>,
     /// Events to record.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Event>,
     /// Plan again after this long even if nothing changes (minReadySeconds, grace periods,
     /// progress deadline, expectation timeouts).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        with = "super::snapshot::duration_serde::option"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none", with = "super::duration_serde::option")]
     pub requeue_after: Option<SignedDuration>,
     /// The expectations to keep from now on: the snapshot's, less those the snapshot shows
     /// fulfilled and those that timed out. Expectations for this plan's own actions are not
@@ -332,9 +331,9 @@ pub struct CloneSetPlan {
     pub blocked: Option<Blocked>,
 }
 
-impl CloneSetPlan {
+impl<S> WorkloadPlan<S> {
     /// A plan that does nothing.
-    pub(crate) fn empty(expectations: ControllerExpectations) -> Self {
+    pub fn empty(expectations: ControllerExpectations) -> Self {
         Self {
             actions: Vec::new(),
             status: None,

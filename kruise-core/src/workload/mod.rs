@@ -1,0 +1,230 @@
+//! What every workload planner shares: the action vocabulary ([`Action`], [`Patch`],
+//! [`WorkloadPlan`]), the expectation gate each plan starts with, and small builders of the
+//! actions several planners emit (releasing a pod, lifecycle transitions).
+//!
+//! CloneSet ([`crate::cloneset`]) and Advanced StatefulSet ([`crate::statefulset`]) plans are
+//! both a [`WorkloadPlan`] over their own status type, so kruise-kube carries any of them out
+//! with one applier.
+
+mod plan;
+pub mod revisions;
+
+use std::collections::BTreeMap;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+pub use plan::{
+    Action, Blocked, DeletePurpose, Event, EventType, Patch, PodPatchPurpose, PodStatusPurpose,
+    WorkloadPlan,
+};
+
+use crate::expectations::{ControllerExpectations, ExpectationState, ScaleAction};
+use crate::lifecycle::LifecycleTransition;
+
+/// The first expectation gate of every workload plan: scale expectations.
+///
+/// Pending creations and deletions are observed against `live` (whether an owned pod or PVC
+/// of that name exists and is not being deleted). While a write of an earlier plan is not yet
+/// visible, the answer is the plan to return instead: nothing to do,
+/// [`WorkloadPlan::blocked`] saying what is awaited, and a requeue when the wait would time
+/// out. Expectations older than `timeout` are dropped with a Warning Event, and planning goes
+/// on.
+pub fn settle_scale_expectations<S>(
+    expectations: &mut ControllerExpectations,
+    live: impl Fn(&str) -> bool,
+    now: Timestamp,
+    timeout: SignedDuration,
+) -> Result<Vec<Event>, WorkloadPlan<S>> {
+    let mut events = Vec::new();
+    if expectations.scale.is_empty() {
+        return Ok(events);
+    }
+    expectations.scale.observe_all(&live);
+    match expectations.scale.state(now, timeout) {
+        ExpectationState::Satisfied => {}
+        ExpectationState::Waiting { remaining, .. } => {
+            let blocked = Blocked::ScaleExpectations {
+                creations: pending(expectations, ScaleAction::Create),
+                deletions: pending(expectations, ScaleAction::Delete),
+            };
+            return Err(waiting(expectations, blocked, remaining));
+        }
+        ExpectationState::TimedOut { waited } => {
+            let mut names = pending(expectations, ScaleAction::Create);
+            names.extend(pending(expectations, ScaleAction::Delete));
+            events.push(Event {
+                type_: EventType::Warning,
+                reason: "ExpectationTimeout".into(),
+                message: format!(
+                    "scale expectations unsatisfied for {waited:#}, dropping them: {}",
+                    names.join(", ")
+                ),
+                after_action: None,
+            });
+            expectations.scale.clear();
+        }
+    }
+    Ok(events)
+}
+
+/// The second expectation gate: pods patched by an earlier plan must show the
+/// resourceVersion the patch returned (or a newer one) before the next plan reads them.
+///
+/// `observed` gives an owned pod's name and resourceVersion by UID; a pod it does not know is
+/// gone, and nothing is awaited for it. The answer while waiting is as in
+/// [`settle_scale_expectations`]; expectations older than `timeout` are dropped.
+pub fn settle_resource_versions<'p, S>(
+    expectations: &mut ControllerExpectations,
+    observed: impl Fn(&str) -> Option<(&'p str, &'p str)>,
+    now: Timestamp,
+    timeout: SignedDuration,
+) -> Result<(), WorkloadPlan<S>> {
+    let tracked: Vec<String> =
+        expectations.resource_versions.iter().map(|(uid, _)| uid.to_owned()).collect();
+    for uid in tracked {
+        let Some((name, resource_version)) = observed(&uid) else {
+            expectations.resource_versions.remove(&uid);
+            continue;
+        };
+        match expectations.resource_versions.state(&uid, resource_version, now, timeout) {
+            ExpectationState::Satisfied => {
+                expectations.resource_versions.observe(&uid, resource_version)
+            }
+            ExpectationState::Waiting { remaining, .. } => {
+                let blocked = Blocked::ResourceVersion { pod: name.to_owned() };
+                return Err(waiting(expectations, blocked, remaining));
+            }
+            ExpectationState::TimedOut { .. } => expectations.resource_versions.remove(&uid),
+        }
+    }
+    Ok(())
+}
+
+fn pending(expectations: &ControllerExpectations, action: ScaleAction) -> Vec<String> {
+    expectations.scale.pending(action).map(str::to_owned).collect()
+}
+
+fn waiting<S>(
+    expectations: &mut ControllerExpectations,
+    blocked: Blocked,
+    remaining: SignedDuration,
+) -> WorkloadPlan<S> {
+    let mut plan = WorkloadPlan::empty(std::mem::take(expectations));
+    plan.blocked = Some(blocked);
+    plan.requeue_after = Some(remaining);
+    plan
+}
+
+/// The owned pods by UID, as [`settle_resource_versions`] reads them: name and
+/// resourceVersion.
+pub fn pods_by_uid<'p>(
+    pods: impl IntoIterator<Item = &'p Pod>,
+) -> BTreeMap<&'p str, (&'p str, &'p str)> {
+    pods.into_iter()
+        .map(|pod| {
+            let meta = &pod.metadata;
+            (
+                meta.uid.as_deref().unwrap_or_default(),
+                (
+                    meta.name.as_deref().unwrap_or_default(),
+                    meta.resource_version.as_deref().unwrap_or_default(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The action that drops the workload's ownerReference (UID `owner_uid`) from a pod its
+/// selector no longer matches. The patch names the pod's UID, so it cannot reach a pod of the
+/// same name created since.
+pub fn release_pod(pod: &Pod, owner_uid: &str) -> Action {
+    Action::PatchPod {
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        uid: pod.metadata.uid.clone().unwrap_or_default(),
+        purpose: PodPatchPurpose::Release,
+        patch: Patch::strategic(json!({
+            "metadata": {
+                "ownerReferences": [{ "$patch": "delete", "uid": owner_uid }],
+                "uid": pod.metadata.uid,
+            }
+        })),
+    }
+}
+
+/// Appends the actions of a lifecycle `transition` of the pod `name`/`uid`: the
+/// `KruisePodReady` status change first, then the metadata patch. Returns whether the state
+/// label changes.
+pub fn push_lifecycle(
+    actions: &mut Vec<Action>,
+    name: &str,
+    uid: &str,
+    transition: LifecycleTransition,
+) -> bool {
+    if let Some(readiness) = &transition.readiness {
+        actions.push(Action::PatchPodStatus {
+            name: name.to_owned(),
+            uid: uid.to_owned(),
+            purpose: PodStatusPurpose::KruisePodReady,
+            patch: Patch::strategic(readiness.to_status_patch()),
+        });
+    }
+    match &transition.patch {
+        Some(patch) => {
+            actions.push(Action::PatchPod {
+                name: name.to_owned(),
+                uid: uid.to_owned(),
+                purpose: PodPatchPurpose::Lifecycle,
+                patch: Patch::strategic(patch.to_strategic_merge_patch()),
+            });
+            true
+        }
+        None => false,
+    }
+}
+
+/// Whole seconds, rounded up, at least one: requeue delays for minReadySeconds and grace
+/// periods, so that the next plan runs once the time has passed.
+pub fn round_up_seconds(d: SignedDuration) -> SignedDuration {
+    let secs = d.as_secs() + i64::from(d.subsec_nanos() > 0);
+    SignedDuration::from_secs(secs.max(1))
+}
+
+/// Serde for [`SignedDuration`] in jiff's friendly form (`5m`, `1h 30s`).
+pub(crate) mod duration_serde {
+    use jiff::SignedDuration;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        value: &SignedDuration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&format_args!("{value:#}"))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<SignedDuration, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse::<SignedDuration>().map_err(|err| {
+            serde::de::Error::custom(format_args!("invalid duration {text:?}: {err}"))
+        })
+    }
+
+    /// The same for `Option<SignedDuration>`.
+    pub(crate) mod option {
+        use jiff::SignedDuration;
+        use serde::Serializer;
+
+        pub(crate) fn serialize<S: Serializer>(
+            value: &Option<SignedDuration>,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            match value {
+                Some(value) => serializer.collect_str(&format_args!("{value:#}")),
+                None => serializer.serialize_none(),
+            }
+        }
+    }
+}
