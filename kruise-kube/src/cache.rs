@@ -5,17 +5,30 @@
 //! object and never read by a controller) and, through a per-kind [`Strip`] hook, anything
 //! else the controllers never read. Every change is reported to subscribers as an
 //! [`Change`] so controllers can map it to the keys they reconcile.
+//!
+//! [`SharedCaches`] holds one [`Cache`] per kind for the whole manager: a controller or webhook
+//! asks for the kinds it reads, and each kind's reflector starts once, the first time any
+//! reader needs it. Pods are cached in their compact form ([`crate::cached_pod::CachedPod`]),
+//! stripped once for every reader.
 
+use std::any::{Any, TypeId};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
+use kube::api::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
-use kube::{Api, Resource};
+use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
+
+use crate::cached_pod::CachedPod;
 
 /// The key of a cached object: namespace (empty for cluster-scoped objects) and name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -309,5 +322,213 @@ fn remove_index(index: &mut HashMap<String, BTreeSet<ObjectKey>>, at: &str, key:
         if keys.is_empty() {
             index.remove(at);
         }
+    }
+}
+
+/// The watch events of one kind, as a reflector consumes them.
+pub type WatchEvents<K> = BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>;
+
+/// A kind [`SharedCaches`] can hold: how it is watched, and what is dropped before caching.
+pub trait Watched:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+    /// The kind's watch events, in `namespace` (every namespace when `None`; cluster-scoped
+    /// kinds ignore it).
+    fn watch(client: &Client, namespace: Option<&str>) -> WatchEvents<Self>;
+
+    /// Removes from an object what no reader needs, before it is cached.
+    fn strip(obj: &mut Self) {
+        strip_managed_fields(obj);
+    }
+}
+
+/// The watch events of a namespaced kind, in one namespace or all.
+pub fn namespaced_watch<K>(client: &Client, namespace: Option<&str>) -> WatchEvents<K>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + 'static,
+{
+    let api = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    watcher(api, watcher::Config::default().any_semantic()).default_backoff().boxed()
+}
+
+/// The watch events of a cluster-scoped kind.
+pub fn cluster_watch<K>(client: &Client) -> WatchEvents<K>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::ClusterResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + 'static,
+{
+    watcher(Api::all(client.clone()), watcher::Config::default().any_semantic())
+        .default_backoff()
+        .boxed()
+}
+
+/// Implements [`Watched`] for namespaced kinds watched whole.
+#[macro_export]
+macro_rules! watched_namespaced {
+    ($($kind:ty),* $(,)?) => {$(
+        impl $crate::cache::Watched for $kind {
+            fn watch(
+                client: &::kube::Client,
+                namespace: Option<&str>,
+            ) -> $crate::cache::WatchEvents<Self> {
+                $crate::cache::namespaced_watch(client, namespace)
+            }
+        }
+    )*};
+}
+
+watched_namespaced!(
+    CachedPod,
+    PersistentVolumeClaim,
+    ControllerRevision,
+    kruise_api::apps::v1beta1::CloneSet,
+    kruise_api::apps::v1beta1::StatefulSet,
+);
+
+/// Nodes are cached as metadata only (their labels place pods in a topology).
+impl Watched for PartialObjectMeta<Node> {
+    fn watch(client: &Client, _namespace: Option<&str>) -> WatchEvents<Self> {
+        cluster_watch(client)
+    }
+}
+
+/// One cache of one kind, type-erased.
+struct SharedEntry {
+    kind: String,
+    cache: Box<dyn Any + Send + Sync>,
+    synced: Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>,
+    /// The reflector, until it is spawned.
+    reflector: Option<Box<dyn FnOnce(Client, Option<String>) -> BoxFuture<'static, ()> + Send>>,
+}
+
+#[derive(Default)]
+struct SharedInner {
+    entries: HashMap<TypeId, SharedEntry>,
+    /// Kinds in the order they were first asked for.
+    order: Vec<TypeId>,
+    /// Set once [`SharedCaches::start`] ran: new kinds start at once.
+    running: Option<(Client, Option<String>)>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+/// Every cache of the manager, one per kind, shared by all controllers and webhooks. Cheap to
+/// clone; clones share the caches.
+#[derive(Clone, Default)]
+pub struct SharedCaches {
+    inner: Arc<Mutex<SharedInner>>,
+}
+
+impl std::fmt::Debug for SharedCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCaches").field("kinds", &self.kinds()).finish()
+    }
+}
+
+impl SharedCaches {
+    /// No caches yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SharedInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cache of kind `K`, created on first use. Its reflector starts with
+    /// [`SharedCaches::start`], or at once when the caches already run.
+    pub fn get<K: Watched>(&self) -> Cache<K> {
+        let mut inner = self.lock();
+        let id = TypeId::of::<K>();
+        if let Some(entry) = inner.entries.get(&id)
+            && let Some(cache) = entry.cache.downcast_ref::<Cache<K>>()
+        {
+            return cache.clone();
+        }
+        let cache = Cache::<K>::new();
+        let for_sync = cache.clone();
+        let for_run = cache.clone();
+        let mut entry = SharedEntry {
+            kind: K::kind(&()).into_owned(),
+            cache: Box::new(cache.clone()),
+            synced: Box::new(move || {
+                let cache = for_sync.clone();
+                Box::pin(async move { cache.wait_synced().await })
+            }),
+            reflector: Some(Box::new(move |client, namespace| {
+                Box::pin(async move {
+                    let events = K::watch(&client, namespace.as_deref());
+                    for_run.run_events(events, K::strip).await;
+                })
+            })),
+        };
+        if let Some((client, namespace)) = inner.running.clone()
+            && let Some(reflector) = entry.reflector.take()
+        {
+            tracing::debug!(kind = %entry.kind, "starting a reflector");
+            inner.tasks.spawn(reflector(client, namespace));
+        }
+        inner.entries.insert(id, entry);
+        inner.order.push(id);
+        cache
+    }
+
+    /// Starts the reflector of every kind asked for so far, watching `namespace` (all when
+    /// `None`); kinds asked for later start at once.
+    pub fn start(&self, client: Client, namespace: Option<String>) {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        inner.running = Some((client.clone(), namespace.clone()));
+        for id in &inner.order {
+            if let Some(entry) = inner.entries.get_mut(id)
+                && let Some(reflector) = entry.reflector.take()
+            {
+                tracing::debug!(kind = %entry.kind, "starting a reflector");
+                inner.tasks.spawn(reflector(client.clone(), namespace.clone()));
+            }
+        }
+    }
+
+    /// Waits until every cache asked for so far has loaded its first list.
+    pub async fn wait_synced(&self) {
+        let waits: Vec<BoxFuture<'static, ()>> = {
+            let inner = self.lock();
+            inner
+                .order
+                .iter()
+                .filter_map(|id| inner.entries.get(id))
+                .map(|e| (e.synced)())
+                .collect()
+        };
+        futures::future::join_all(waits).await;
+    }
+
+    /// The kinds cached, in the order first asked for.
+    pub fn kinds(&self) -> Vec<String> {
+        let inner = self.lock();
+        inner.order.iter().filter_map(|id| inner.entries.get(id)).map(|e| e.kind.clone()).collect()
+    }
+
+    /// How many reflectors run.
+    pub fn running_reflectors(&self) -> usize {
+        self.lock().tasks.len()
+    }
+
+    /// Stops every reflector.
+    pub fn stop(&self) {
+        let mut inner = self.lock();
+        inner.tasks.abort_all();
+        inner.running = None;
     }
 }

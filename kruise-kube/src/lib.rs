@@ -10,12 +10,17 @@
 //! - [`health`]: the `/healthz`, `/readyz` and `/metrics` HTTP server.
 //! - [`leader`]: leader election on a `coordination.k8s.io` Lease.
 //! - [`features`]: `--feature-gates` with upstream's gate names and defaults.
-//! - [`cache`]: shared reflectors with indexes, stripped of what controllers never read.
+//! - [`cache`]: shared reflectors with indexes, stripped of what controllers never read; one
+//!   per kind for the whole manager ([`cache::SharedCaches`]).
 //! - [`cached_pod`]: the compact form pods are cached in.
 //! - [`expectations`]: per-object expectations shared between reconciles.
-//! - [`applier`]: executes a planner's actions.
+//! - [`applier`]: writes gated on leadership, classified failures, Events.
+//! - [`controller`]: the controller framework: registrations, the registry, work queues and
+//!   workers, waiting for CRDs.
+//! - [`workload`]: the one controller every workload kind runs on (adoption, snapshot, plan,
+//!   actions, status).
 //! - [`cloneset`]: the CloneSet controller.
-//! - [`manager`]: runs every controller with leadership, metrics and shutdown.
+//! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
 
 pub mod admission;
 pub mod applier;
@@ -23,6 +28,7 @@ pub mod cache;
 pub mod cached_pod;
 pub mod client;
 pub mod cloneset;
+pub mod controller;
 pub mod expectations;
 pub mod features;
 pub mod health;
@@ -31,3 +37,4 @@ pub mod manager;
 pub mod metrics;
 pub mod queue;
 pub mod webhook;
+pub mod workload;

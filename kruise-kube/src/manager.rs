@@ -1,27 +1,25 @@
-//! The manager: shared caches, leader election, metrics and health, and every controller,
-//! run until shutdown.
+//! The manager: shared caches, leader election, metrics and health, the webhooks, and every
+//! registered controller ([`crate::controller::registry`]), run until shutdown.
 //!
 //! Caches start at once on every replica (a standby has them warm); controllers run only while
 //! this replica holds the lease, and stop the moment it is lost. Writes are also gated on the
 //! lease one by one (see [`crate::applier::Applier`]), so a reconcile still in flight when the
-//! lease goes cannot write.
+//! lease goes cannot write. A controller whose CRD is not installed waits for it without
+//! holding up the others.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
-use kruise_api::apps::v1beta1::CloneSet;
-use kube::api::PartialObjectMeta;
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client};
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::Client;
 use tokio::sync::watch;
 
-use crate::applier::Applier;
-use crate::cache::{Cache, strip_managed_fields};
+use crate::cache::SharedCaches;
 use crate::cached_pod::CachedPod;
-use crate::cloneset::{CONTROLLER_NAME, CloneSetCaches, CloneSetConfig, CloneSetController};
+use crate::controller::{ControllerSettings, Registration};
 use crate::health::Health;
 use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use crate::metrics::Metrics;
@@ -53,7 +51,7 @@ pub enum ManagerError {
 }
 
 /// What the manager runs, and how.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ManagerConfig {
     /// Watch and manage only this namespace (`--namespace`); all namespaces when `None`.
@@ -65,14 +63,56 @@ pub struct ManagerConfig {
     pub metrics_addr: Option<SocketAddr>,
     /// Where `/healthz` and `/readyz` are served (`--health-probe-addr`).
     pub health_addr: Option<SocketAddr>,
-    /// The CloneSet controller.
-    pub cloneset: CloneSetConfig,
+    /// The controllers to run (every registered one by default); each runs when its feature
+    /// gates are on.
+    pub controllers: Vec<Registration>,
+    /// Settings shared by every controller (expectation timeout, backoff, gates, ...).
+    pub controller_settings: ControllerSettings,
+    /// Workers per controller, by workers flag (`cloneset-workers`); a controller not named
+    /// here gets its registration's default.
+    pub workers: BTreeMap<String, usize>,
+    /// How often a controller whose CRD is not served checks again.
+    pub crd_poll_interval: Duration,
     /// The webhook server (conversion and admission); `None` runs none.
     pub webhook: Option<crate::webhook::WebhookConfig>,
     /// How the admission webhook configurations are written.
     pub webhook_policy: crate::admission::WebhookPolicy,
     /// Feature gates (`--feature-gates`).
     pub feature_gates: crate::features::FeatureGates,
+}
+
+impl Default for ManagerConfig {
+    fn default() -> Self {
+        Self {
+            namespace: None,
+            leader_election: None,
+            metrics_addr: None,
+            health_addr: None,
+            controllers: crate::controller::registry(),
+            controller_settings: ControllerSettings::default(),
+            workers: BTreeMap::new(),
+            crd_poll_interval: Duration::from_secs(10),
+            webhook: None,
+            webhook_policy: crate::admission::WebhookPolicy::default(),
+            feature_gates: crate::features::FeatureGates::default(),
+        }
+    }
+}
+
+impl ManagerConfig {
+    /// The settings of `registration`'s controller: the shared ones, its workers and the
+    /// manager's feature gates.
+    pub fn settings_for(&self, registration: &Registration) -> ControllerSettings {
+        let mut settings = self.controller_settings.clone();
+        settings.gates = self.feature_gates.clone();
+        settings.workers = self
+            .workers
+            .get(registration.info.workers_flag)
+            .copied()
+            .unwrap_or(registration.info.default_workers)
+            .max(1);
+        settings
+    }
 }
 
 /// A running manager's handles, for embedding and tests.
@@ -84,8 +124,8 @@ pub struct ManagerHandle {
     pub metrics: Metrics,
     /// Readiness checks.
     pub health: Health,
-    /// The caches (shared by the controllers).
-    pub caches: CloneSetCaches,
+    /// The caches, one per kind, shared by the controllers and webhooks.
+    pub caches: SharedCaches,
     /// Where the webhook server listens, if it runs.
     pub webhook_addr: Option<SocketAddr>,
 }
@@ -138,15 +178,15 @@ pub async fn run(
         servers.spawn(crate::health::serve_router(listener, app, stopped()));
     }
 
-    let caches = CloneSetCaches::default();
+    let caches = SharedCaches::new();
     // Every replica serves webhooks (the API server may call any of them).
     let webhook = match &config.webhook {
         Some(webhook) => {
             config.webhook_policy.validate()?;
             let gates = &config.feature_gates;
             let context = crate::admission::AdmissionContext {
-                pods: caches.pods.clone(),
-                pvcs: caches.pvcs.clone(),
+                pods: caches.get::<CachedPod>(),
+                pvcs: caches.get::<PersistentVolumeClaim>(),
                 client: client.clone(),
                 deletion_protection: gates.enabled("ResourcesDeletionProtection"),
                 crd_cascading: gates.enabled("DeletionProtectionForCRDCascadingGate"),
@@ -183,8 +223,7 @@ pub async fn run(
         None => None,
     };
 
-    let mut reflectors = tokio::task::JoinSet::new();
-    spawn_caches(&mut reflectors, &client, config.namespace.as_deref(), &caches);
+    caches.start(client.clone(), config.namespace.clone());
 
     let leader = match &config.leader_election {
         Some(le) => {
@@ -200,7 +239,8 @@ pub async fn run(
         tokio::spawn(async move {
             tokio::pin!(stop);
             loop {
-                metrics.set_leader(*rx.borrow_and_update());
+                let leading = *rx.borrow_and_update();
+                metrics.set_leader(leading);
                 tokio::select! {
                     changed = rx.changed() => if changed.is_err() { break },
                     _ = &mut stop => break,
@@ -209,9 +249,49 @@ pub async fn run(
         });
     }
 
-    let applier = Applier::new(client.clone(), leader.clone(), CONTROLLER_NAME);
-    let controller =
-        CloneSetController::new(caches.clone(), applier, metrics.clone(), config.cloneset.clone());
+    // Every enabled controller runs on its own: it waits for its CRD, then its caches, then
+    // leadership. Each reports once it has either started or found its CRD missing.
+    let mut controllers = tokio::task::JoinSet::new();
+    let mut settled = Vec::new();
+    for registration in &config.controllers {
+        if !registration.enabled(&config.feature_gates) {
+            tracing::info!(
+                controller = registration.info.name,
+                gates = ?registration.info.gates,
+                "controller disabled by its feature gates"
+            );
+            continue;
+        }
+        let context = crate::controller::context_for(
+            registration,
+            &client,
+            &leader,
+            &caches,
+            &metrics,
+            config.settings_for(registration),
+        );
+        let (settled_tx, settled_rx) = tokio::sync::oneshot::channel();
+        settled.push(settled_rx);
+        let stop = {
+            let stop_rx = stop_rx.clone();
+            move || -> BoxFuture<'static, ()> {
+                let mut rx = stop_rx.clone();
+                Box::pin(async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                })
+            }
+        };
+        controllers.spawn(crate::controller::run_registered(
+            *registration,
+            client.clone(),
+            context,
+            leader.clone(),
+            config.crd_poll_interval,
+            settled_tx,
+            stop,
+        ));
+    }
+
     if let Some(started) = started {
         let _ = started.send(ManagerHandle {
             leader: leader.clone(),
@@ -222,39 +302,36 @@ pub async fn run(
         });
     }
 
-    // Ready once every cache has loaded (or shutdown came first).
+    // Ready once every controller has started or is waiting for its CRD, and every cache has
+    // loaded (or shutdown came first).
+    let ready = async {
+        for rx in settled {
+            let _ = rx.await;
+        }
+        caches.wait_synced().await;
+    };
     tokio::select! {
-        _ = wait_synced(&caches) => health.set_ready("informers-synced", true),
+        _ = ready => health.set_ready("informers-synced", true),
         _ = stopped() => {}
     }
 
     let mut stop = Box::pin(stopped());
+    let mut leading_rx = leader.subscribe();
     loop {
+        let leading = *leading_rx.borrow_and_update();
+        if leading {
+            tracing::info!("leading: starting controllers");
+        }
         tokio::select! {
-            leading = leader.wait_for_leadership() => if !leading { break },
+            changed = leading_rx.changed() => if changed.is_err() { break },
             _ = &mut stop => break,
         }
-        tracing::info!("leading: starting controllers");
-        controller.enqueue_all();
-        let mut lost = leader.subscribe();
-        let lost = async move {
-            let _ = lost.wait_for(|leading| !*leading).await;
-        };
-        let mut done = false;
-        controller
-            .run(async {
-                tokio::select! {
-                    _ = lost => tracing::warn!("leadership lost: controllers stopped"),
-                    _ = &mut stop => done = true,
-                }
-            })
-            .await;
-        if done {
-            break;
+        if leading && !*leading_rx.borrow() {
+            tracing::warn!("leadership lost: controllers stopped");
         }
     }
-    controller.queue().shut_down();
-    reflectors.abort_all();
+    while controllers.join_next().await.is_some() {}
+    caches.stop();
     // The elector releases the lease on shutdown; give it a moment to do so.
     let _ = tokio::time::timeout(Duration::from_secs(5), leader.clone().stopped()).await;
     if let Some(webhook) = webhook {
@@ -278,56 +355,4 @@ async fn register_admission(
     let bundle = handle.trust_bundle();
     let config = |path: &str| handle.config().client_config(path, &bundle);
     crate::admission::apply_configurations(client, policy, config).await
-}
-
-async fn wait_synced(caches: &CloneSetCaches) {
-    caches.clonesets.wait_synced().await;
-    caches.pods.wait_synced().await;
-    caches.pvcs.wait_synced().await;
-    caches.revisions.wait_synced().await;
-    caches.nodes.wait_synced().await;
-}
-
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
-
-/// Starts the reflectors behind `caches`.
-pub fn spawn_caches(
-    tasks: &mut tokio::task::JoinSet<()>,
-    client: &Client,
-    namespace: Option<&str>,
-    caches: &CloneSetCaches,
-) {
-    let config = watcher::Config::default().any_semantic();
-    tasks.spawn(caches.clonesets.clone().run(
-        api::<CloneSet>(client, namespace),
-        config.clone(),
-        strip_managed_fields,
-    ));
-    tasks.spawn(caches.pods.clone().run(
-        api::<CachedPod>(client, namespace),
-        config.clone(),
-        strip_managed_fields,
-    ));
-    tasks.spawn(caches.pvcs.clone().run(
-        api::<PersistentVolumeClaim>(client, namespace),
-        config.clone(),
-        strip_managed_fields,
-    ));
-    tasks.spawn(caches.revisions.clone().run(
-        api::<ControllerRevision>(client, namespace),
-        config.clone(),
-        strip_managed_fields,
-    ));
-    let nodes: Cache<PartialObjectMeta<Node>> = caches.nodes.clone();
-    let stream =
-        watcher(Api::<PartialObjectMeta<Node>>::all(client.clone()), config).default_backoff();
-    tasks.spawn(nodes.run_events(stream, strip_managed_fields));
 }

@@ -5,15 +5,15 @@
 //!   and the manager running against it.
 //! - `crds`: prints or writes every Kruise CRD.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use kruise_kube::client::{ClientOptions, build_client, client_from_config};
-use kruise_kube::cloneset::CloneSetConfig;
 use kruise_kube::features::FeatureGates;
 use kruise_kube::leader::LeaderElectionConfig;
 use kruise_kube::manager::ManagerConfig;
@@ -107,9 +107,10 @@ struct ManagerFlags {
     /// Feature gates, `Name=true,Other=false`, with upstream's names and defaults.
     #[arg(long, default_value = "")]
     feature_gates: String,
-    /// Concurrent CloneSet reconciles.
-    #[arg(long, default_value_t = 3)]
-    cloneset_workers: usize,
+    /// Leave pods in PreparingDelete out of every CloneSet's replica count.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    cloneset_scaling_exclude_preparing_delete: bool,
     /// How long an unobserved create, delete or update is waited for before it is dropped.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     expectation_timeout: Duration,
@@ -152,26 +153,62 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from(parsed).map_err(|_| format!("{text:?} must not be negative"))
 }
 
-impl ManagerFlags {
-    fn manager_config(&self) -> anyhow::Result<ManagerConfig> {
-        let gates = FeatureGates::parse(&self.feature_gates).context("--feature-gates")?;
-        if self.cloneset_workers == 0 {
-            anyhow::bail!("--cloneset-workers: must be at least 1");
+/// `--<controller>-workers` for every registered controller, added to the `run` and
+/// `playground` commands from the registry (so a new controller needs no line here).
+fn with_worker_flags(mut command: clap::Command) -> clap::Command {
+    for name in ["run", "playground"] {
+        command = command.mut_subcommand(name, |mut sub| {
+            for registration in kruise_kube::controller::registry() {
+                let info = registration.info;
+                sub = sub.arg(
+                    clap::Arg::new(info.workers_flag)
+                        .long(info.workers_flag)
+                        .value_name("N")
+                        .help(format!(
+                            "Concurrent reconciles of the {} [default: {}]",
+                            info.name, info.default_workers
+                        ))
+                        .value_parser(clap::value_parser!(usize)),
+                );
+            }
+            sub
+        });
+    }
+    command
+}
+
+/// The `--<controller>-workers` values of the chosen subcommand.
+fn worker_flags(matches: &clap::ArgMatches) -> anyhow::Result<BTreeMap<String, usize>> {
+    let Some((_, sub)) = matches.subcommand() else { return Ok(BTreeMap::new()) };
+    let mut workers = BTreeMap::new();
+    for registration in kruise_kube::controller::registry() {
+        let flag = registration.info.workers_flag;
+        if let Ok(Some(&n)) = sub.try_get_one::<usize>(flag) {
+            if n == 0 {
+                anyhow::bail!("--{flag}: must be at least 1");
+            }
+            workers.insert(flag.to_owned(), n);
         }
-        let mut cloneset = CloneSetConfig::default();
-        cloneset.workers = self.cloneset_workers;
-        cloneset.gates = gates.to_cloneset_gates();
-        cloneset.options.expectation_timeout =
+    }
+    Ok(workers)
+}
+
+impl ManagerFlags {
+    fn manager_config(&self, workers: BTreeMap<String, usize>) -> anyhow::Result<ManagerConfig> {
+        let gates = FeatureGates::parse(&self.feature_gates).context("--feature-gates")?;
+        let mut config = ManagerConfig::default();
+        config.controller_settings.expectation_timeout =
             jiff::SignedDuration::try_from(self.expectation_timeout)
                 .context("--expectation-timeout")?;
-        let mut config = ManagerConfig::default();
+        config.workers = workers;
+        config.controller_settings.scaling_exclude_preparing_delete =
+            self.cloneset_scaling_exclude_preparing_delete;
         config.feature_gates = gates.clone();
         config.webhook_policy.pod_failure_policy = self.pod_webhook_failure_policy.clone();
         config.webhook_policy.kruise_failure_policy = self.kruise_webhook_failure_policy.clone();
         config.webhook_policy.timeout_seconds = self.webhook_timeout_seconds;
         config.webhook_policy.validate()?;
         config.namespace = Some(self.namespace.clone()).filter(|ns| !ns.is_empty());
-        config.cloneset = cloneset;
         config.metrics_addr =
             kruise_kube::health::parse_listen_addr(&self.metrics_addr).context("--metrics-addr")?;
         config.health_addr = kruise_kube::health::parse_listen_addr(&self.health_probe_addr)
@@ -216,11 +253,14 @@ impl ManagerFlags {
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+    let matches = with_worker_flags(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    let workers = worker_flags(&matches)?;
+    match cli.command {
         Command::Crds { out } => crds(out),
-        Command::Run { kubeconfig, flags } => runtime()?.block_on(run(kubeconfig, flags)),
+        Command::Run { kubeconfig, flags } => runtime()?.block_on(run(kubeconfig, flags, workers)),
         Command::Playground { nodes, kubeconfig_out, addr, flags } => {
-            runtime()?.block_on(playground(nodes, kubeconfig_out, addr, flags))
+            runtime()?.block_on(playground(nodes, kubeconfig_out, addr, flags, workers))
         }
     }
 }
@@ -253,9 +293,13 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-async fn run(kubeconfig: Option<PathBuf>, flags: ManagerFlags) -> anyhow::Result<()> {
+async fn run(
+    kubeconfig: Option<PathBuf>,
+    flags: ManagerFlags,
+    workers: BTreeMap<String, usize>,
+) -> anyhow::Result<()> {
     flags.init_logging();
-    let config = flags.manager_config()?;
+    let config = flags.manager_config(workers)?;
     let options =
         ClientOptions { kubeconfig, qps: flags.rest_config_qps, burst: flags.rest_config_burst };
     let client = build_client(&options).await?;
@@ -268,6 +312,7 @@ async fn playground(
     kubeconfig_out: PathBuf,
     addr: SocketAddr,
     mut flags: ManagerFlags,
+    workers: BTreeMap<String, usize>,
 ) -> anyhow::Result<()> {
     flags.init_logging();
     // One manager, so no election; webhooks are reached by URL on loopback.
@@ -281,7 +326,7 @@ async fn playground(
             *addr = format!("127.0.0.1{addr}");
         }
     }
-    let config = flags.manager_config()?;
+    let config = flags.manager_config(workers)?;
     let sim_config = kruise_sim::Config { addr, ..kruise_sim::Config::default() }
         .with_kruise_crds()
         .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes));

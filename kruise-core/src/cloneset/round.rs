@@ -51,16 +51,18 @@ pub(crate) struct Round<'r, 'a> {
     pub shared_patches: SharedPatches,
 }
 
-/// Patch bodies that many pods of a rollout share, so that a plan holds a few bodies rather
-/// than one per pod.
-#[derive(Default)]
-pub(crate) struct SharedPatches {
-    /// The body that marks a pod for deletion, built once.
-    pub delete_mark: Option<Patch>,
-    /// The last in-place update of a pod, for the next pod that needs the same one.
-    pub pod: Option<Patch>,
-    /// The last change of a pod's conditions, likewise.
-    pub conditions: Option<Patch>,
+pub(crate) use crate::workload::inplace::SharedPatches;
+
+impl crate::workload::inplace::PlanSink for Round<'_, '_> {
+    fn actions(&mut self) -> &mut Vec<Action> {
+        &mut self.actions
+    }
+    fn shared_patches(&mut self) -> &mut SharedPatches {
+        &mut self.shared_patches
+    }
+    fn requeue_after(&mut self, after: SignedDuration) {
+        Round::requeue_after(self, after);
+    }
 }
 
 impl Round<'_, '_> {

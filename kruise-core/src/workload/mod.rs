@@ -6,6 +6,7 @@
 //! both a [`WorkloadPlan`] over their own status type, so kruise-kube carries any of them out
 //! with one applier.
 
+pub mod inplace;
 mod plan;
 pub mod revisions;
 

@@ -1,0 +1,465 @@
+//! The controller framework: every controller is a [`Registration`], and the manager runs the
+//! enabled ones the same way.
+//!
+//! A registration declares what upstream's controllers declare in code:
+//! - its name (`statefulset-controller`), which labels its metrics, Events and logs;
+//! - its workers flag (`--statefulset-workers`) and that flag's default;
+//! - the feature gates it needs;
+//! - the resource it reconciles, when that comes from a CRD: until the API server serves it, the
+//!   controller waits (upstream skips a controller whose CRD is missing; this one checks again
+//!   and starts once the CRD appears);
+//! - how to build its [`Reconciler`] from the shared context.
+//!
+//! A reconciler names the kinds it reads and how a change of each maps to the keys it
+//! reconciles ([`Watch`]), and reconciles one key at a time. Everything around that is here
+//! and the same for every controller: the work queue with per-key backoff, the workers, the
+//! metrics, waiting for the CRD and the caches, and running only while this manager leads.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::applier::{Applier, ApplyError};
+use crate::cache::{Cache, Change, ObjectKey, SharedCaches, Watched};
+use crate::cached_pod::SpecDecodeError;
+use crate::features::FeatureGates;
+use crate::leader::LeaderHandle;
+use crate::metrics::{Metrics, ReconcileResult};
+use crate::queue::{Backoff, WorkQueue};
+
+/// A resource served by the API server through a CRD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServedResource {
+    /// The API group, e.g. `apps.kruise.io`.
+    pub group: &'static str,
+    /// The version the controller reads, e.g. `v1beta1`.
+    pub version: &'static str,
+    /// The plural resource name, e.g. `statefulsets`.
+    pub plural: &'static str,
+}
+
+impl std::fmt::Display for ServedResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}/{}", self.plural, self.group, self.version)
+    }
+}
+
+/// What a controller declares about itself.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct ControllerInfo {
+    /// Upstream's name, e.g. `statefulset-controller`.
+    pub name: &'static str,
+    /// The flag that sets its concurrent reconciles, without dashes, e.g. `statefulset-workers`.
+    pub workers_flag: &'static str,
+    /// The flag's default (upstream's: 3 for the workload controllers).
+    pub default_workers: usize,
+    /// Feature gates that must all be on for the controller to run.
+    pub gates: &'static [&'static str],
+    /// The resource it reconciles, when a CRD serves it: the controller waits for it.
+    pub resource: Option<ServedResource>,
+}
+
+impl ControllerInfo {
+    /// A controller named `name`, reconciling the CRD-served `resource`, with
+    /// `<workers_flag>` defaulting to 3 and no gates.
+    pub const fn new(
+        name: &'static str,
+        workers_flag: &'static str,
+        resource: Option<ServedResource>,
+    ) -> Self {
+        Self { name, workers_flag, default_workers: 3, gates: &[], resource }
+    }
+
+    /// The same, needing `gates`.
+    pub const fn with_gates(mut self, gates: &'static [&'static str]) -> Self {
+        self.gates = gates;
+        self
+    }
+}
+
+/// Settings every controller gets from the manager's flags.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ControllerSettings {
+    /// Concurrent reconciles (`--<name>-workers`).
+    pub workers: usize,
+    /// Feature gates (`--feature-gates`).
+    pub gates: FeatureGates,
+    /// How long an unobserved write is waited for (`--expectation-timeout`).
+    pub expectation_timeout: jiff::SignedDuration,
+    /// Leave pods in `PreparingDelete` out of CloneSet replica counts
+    /// (`--cloneset-scaling-exclude-preparing-delete`).
+    pub scaling_exclude_preparing_delete: bool,
+    /// Work-queue backoff.
+    pub backoff: Backoff,
+}
+
+impl Default for ControllerSettings {
+    fn default() -> Self {
+        Self {
+            workers: 3,
+            gates: FeatureGates::default(),
+            expectation_timeout: kruise_core::expectations::DEFAULT_TIMEOUT,
+            scaling_exclude_preparing_delete: false,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// What the manager hands a controller to build its reconciler.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ControllerContext {
+    /// The manager's shared caches: ask for the kinds the controller reads.
+    pub caches: SharedCaches,
+    /// Writes, gated on leadership, with Events reported as this controller.
+    pub applier: Applier,
+    /// The manager's metrics.
+    pub metrics: Metrics,
+    /// Settings from the flags.
+    pub settings: ControllerSettings,
+}
+
+/// Why a reconcile failed. The key is retried with backoff.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReconcileError {
+    /// A write failed.
+    #[error("{action} {target}: {source}")]
+    Write {
+        /// What was being done (`create pod`, `patch status`, ...).
+        action: &'static str,
+        /// The object's name.
+        target: String,
+        /// The classified failure.
+        #[source]
+        source: ApplyError,
+    },
+    /// A cached pod could not be read back.
+    #[error(transparent)]
+    CachedPod(#[from] SpecDecodeError),
+}
+
+/// How changes of one kind map to the keys a controller reconciles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyMapping {
+    /// The object is what the controller reconciles: its own key.
+    Own,
+    /// The key of the object's controller owner of the controller's kind; for an orphan pod,
+    /// the key of every object of that kind whose selector matches it (for adoption).
+    OwnerOrSelector,
+    /// The key of the object's controller owner of the controller's kind.
+    Owner,
+    /// A mapping of the controller's own.
+    Custom,
+}
+
+/// One kind a controller reads, and how its changes map to keys.
+pub struct Watch {
+    /// The kind, e.g. `Pod`.
+    pub kind: String,
+    /// How its changes map to keys.
+    pub mapping: KeyMapping,
+    subscribe: Box<dyn FnOnce(WorkQueue<ObjectKey>) + Send>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch").field("kind", &self.kind).field("mapping", &self.mapping).finish()
+    }
+}
+
+impl Watch {
+    /// Changes of `cache`'s objects are mapped to keys by `keys`.
+    pub fn new<K: Watched>(
+        cache: &Cache<K>,
+        mapping: KeyMapping,
+        keys: impl Fn(&Change<K>) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        let cache = cache.clone();
+        Self {
+            kind: K::kind(&()).into_owned(),
+            mapping,
+            subscribe: Box::new(move |queue: WorkQueue<ObjectKey>| {
+                cache.subscribe(Arc::new(move |change: &Change<K>| {
+                    for key in keys(change) {
+                        queue.add(key);
+                    }
+                }));
+            }),
+        }
+    }
+
+    /// The controller reconciles the objects of `cache` themselves.
+    pub fn own<K: Watched>(cache: &Cache<K>) -> Self {
+        Self::new(cache, KeyMapping::Own, |change| {
+            change.new.as_deref().or(change.old.as_deref()).map(ObjectKey::of).into_iter().collect()
+        })
+    }
+}
+
+/// A controller's reconcile logic; the framework runs everything around it.
+pub trait Reconciler: Send + Sync + 'static {
+    /// The kinds read and how their changes map to keys.
+    fn watches(&self) -> Vec<Watch>;
+
+    /// Every key to reconcile (after gaining leadership, and on a resync).
+    fn keys(&self) -> Vec<ObjectKey>;
+
+    /// Reconciles one key; `Ok(Some(d))` asks to look again after `d`.
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>>;
+}
+
+/// A controller the manager can run.
+#[derive(Clone, Copy)]
+pub struct Registration {
+    /// What it declares.
+    pub info: ControllerInfo,
+    /// Builds its reconciler, asking the shared caches for what it reads.
+    pub build: fn(ControllerContext) -> Arc<dyn Reconciler>,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+impl Registration {
+    /// True when every gate the controller needs is on.
+    pub fn enabled(&self, gates: &FeatureGates) -> bool {
+        self.info.gates.iter().all(|g| gates.enabled(g))
+    }
+}
+
+/// The controllers kruise-kube provides, in upstream's order.
+pub fn registry() -> Vec<Registration> {
+    vec![crate::cloneset::registration()]
+}
+
+/// Whether the API server serves `resource` (its group-version lists the plural).
+pub async fn is_served(
+    client: &kube::Client,
+    resource: &ServedResource,
+) -> Result<bool, kube::Error> {
+    let group_version = format!("{}/{}", resource.group, resource.version);
+    match client.list_api_group_resources(&group_version).await {
+        Ok(list) => Ok(list.resources.iter().any(|r| r.name == resource.plural)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// A running controller: its reconciler, queue and workers.
+#[derive(Clone)]
+pub struct Controller {
+    info: ControllerInfo,
+    reconciler: Arc<dyn Reconciler>,
+    queue: WorkQueue<ObjectKey>,
+    metrics: Metrics,
+    workers: usize,
+}
+
+impl Controller {
+    /// Builds the controller of `registration` and subscribes its queue to the caches it reads.
+    pub fn new(registration: &Registration, context: ControllerContext) -> Self {
+        let info = registration.info;
+        let metrics = context.metrics.clone();
+        let workers = context.settings.workers.max(1);
+        let queue =
+            WorkQueue::new(info.name, context.settings.backoff).with_metrics(metrics.clone());
+        let reconciler = (registration.build)(context);
+        for watch in reconciler.watches() {
+            tracing::debug!(controller = info.name, kind = %watch.kind, mapping = ?watch.mapping, "watching");
+            (watch.subscribe)(queue.clone());
+        }
+        metrics.init_controller(info.name);
+        Self { info, reconciler, queue, metrics, workers }
+    }
+
+    /// What the controller declared.
+    pub fn info(&self) -> &ControllerInfo {
+        &self.info
+    }
+
+    /// The work queue.
+    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
+        &self.queue
+    }
+
+    /// Queues every key.
+    pub fn enqueue_all(&self) {
+        for key in self.reconciler.keys() {
+            self.queue.add(key);
+        }
+    }
+
+    /// Reconciles one key now, outside the workers (for tests and embedders).
+    pub async fn reconcile(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
+        self.reconciler.reconcile(key).await
+    }
+
+    /// Runs the workers until `stop` resolves. Each key is reconciled by one worker at a
+    /// time; a failing key is retried with backoff and never holds up the others.
+    pub async fn run(&self, stop: impl Future<Output = ()>) {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..self.workers {
+            let this = self.clone();
+            let mut stop_rx = stop_rx.clone();
+            tasks.spawn(async move {
+                loop {
+                    let key = tokio::select! {
+                        _ = stop_rx.wait_for(|s| *s) => break,
+                        key = this.queue.get() => key,
+                    };
+                    let Some(key) = key else { break };
+                    this.process(&key).await;
+                    this.queue.done(&key);
+                }
+            });
+        }
+        self.metrics.set_active_workers(self.info.name, self.workers as i64);
+        stop.await;
+        stop_tx.send_replace(true);
+        // Reconciles in flight stop at their next await; writes are gated on leadership too.
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        self.metrics.set_active_workers(self.info.name, 0);
+    }
+
+    async fn process(&self, key: &ObjectKey) {
+        let started = std::time::Instant::now();
+        let queue = &self.queue;
+        let result = match self.reconciler.reconcile(key).await {
+            Ok(None) => {
+                queue.forget(key);
+                ReconcileResult::Success
+            }
+            Ok(Some(after)) => {
+                queue.forget(key);
+                queue.add_after(key.clone(), after);
+                ReconcileResult::RequeueAfter
+            }
+            Err(err) => {
+                match &err {
+                    ReconcileError::Write { source: ApplyError::NotLeader, .. } => {
+                        tracing::debug!(controller = self.info.name, %key, "not the leader; reconcile stopped");
+                    }
+                    _ => {
+                        tracing::warn!(controller = self.info.name, %key, error = %err, "reconcile failed; retrying")
+                    }
+                }
+                queue.add_rate_limited(key.clone());
+                ReconcileResult::Error
+            }
+        };
+        self.metrics.reconcile(self.info.name, result, started.elapsed());
+    }
+}
+
+/// Runs one registered controller for the manager's lifetime: waits for its CRD (checking
+/// every `crd_poll`), builds it, waits for its caches, then runs its workers while `leader`
+/// says this manager leads, until `stop` resolves. `settled` is told once the controller has
+/// either found its CRD missing or started with its caches loaded.
+pub(crate) async fn run_registered(
+    registration: Registration,
+    client: kube::Client,
+    context: ControllerContext,
+    leader: LeaderHandle,
+    crd_poll: Duration,
+    settled: tokio::sync::oneshot::Sender<()>,
+    stop: impl Fn() -> BoxFuture<'static, ()>,
+) {
+    let info = registration.info;
+    let mut settled = Some(settled);
+    if let Some(resource) = info.resource {
+        let mut told = false;
+        loop {
+            match is_served(&client, &resource).await {
+                Ok(true) => break,
+                Ok(false) if !told => {
+                    if let Some(settled) = settled.take() {
+                        let _ = settled.send(());
+                    }
+                    tracing::warn!(
+                        controller = info.name,
+                        resource = %resource,
+                        "the API server does not serve this resource (is its CRD installed?); the controller starts once it does"
+                    );
+                    told = true;
+                }
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::debug!(controller = info.name, error = %err, "checking for the CRD")
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(crd_poll) => {}
+                _ = stop() => return,
+            }
+        }
+        if told {
+            tracing::info!(controller = info.name, resource = %resource, "the resource is served now; starting the controller");
+        }
+    }
+    let caches = context.caches.clone();
+    let controller = Controller::new(&registration, context);
+    tokio::select! {
+        _ = caches.wait_synced() => {}
+        _ = stop() => return,
+    }
+    if let Some(settled) = settled.take() {
+        let _ = settled.send(());
+    }
+    let mut stopped = stop();
+    loop {
+        tokio::select! {
+            leading = leader.wait_for_leadership() => if !leading { break },
+            _ = &mut stopped => break,
+        }
+        tracing::info!(controller = info.name, workers = controller.workers, "controller started");
+        controller.enqueue_all();
+        let mut lost = leader.subscribe();
+        let lost = async move {
+            let _ = lost.wait_for(|leading| !*leading).await;
+        };
+        let mut done = false;
+        controller
+            .run(async {
+                tokio::select! {
+                    _ = lost => tracing::warn!(controller = info.name, "leadership lost: controller stopped"),
+                    _ = &mut stopped => done = true,
+                }
+            })
+            .await;
+        if done {
+            break;
+        }
+    }
+    controller.queue().shut_down();
+}
+
+/// Builds a [`ControllerContext`] for `registration`: its applier reports as the controller.
+pub fn context_for(
+    registration: &Registration,
+    client: &kube::Client,
+    leader: &LeaderHandle,
+    caches: &SharedCaches,
+    metrics: &Metrics,
+    settings: ControllerSettings,
+) -> ControllerContext {
+    ControllerContext {
+        caches: caches.clone(),
+        applier: Applier::new(client.clone(), leader.clone(), registration.info.name),
+        metrics: metrics.clone(),
+        settings,
+    }
+}

@@ -1,0 +1,737 @@
+//! One controller for every workload kind whose planner returns a
+//! [`WorkloadPlan`](kruise_core::workload::WorkloadPlan): CloneSet, Advanced StatefulSet, and
+//! the kinds that follow. A kind implements [`WorkloadKind`] (its name, its selector, and how to
+//! plan from what it owns); everything else is here, once.
+//!
+//! One reconcile of `namespace/name`:
+//!
+//! 1. the workload from the cache (gone or being deleted: nothing to do; owned pods go with
+//!    the API server's garbage collector);
+//! 2. orphan pods the selector matches are adopted (controller ownerReference, guarded by
+//!    the pod's resourceVersion), and the reconcile ends there until the cache shows them;
+//! 3. what the workload owns (pods, PVCs, revisions), the nodes its pods run on, the
+//!    expectations in flight and the settings go to the kind's planner;
+//! 4. the actions run in order, independent ones of the same kind concurrently (creations in
+//!    slow-start batches of 1, 2, 4, ... that stop at the first failure, as upstream);
+//!    expectations are recorded around each write;
+//! 5. the Events are recorded, each once the action it follows has succeeded;
+//! 6. the status is written (a merge patch that also clears fields the new status dropped);
+//! 7. the key is requeued when the plan asks, and with backoff when a write failed.
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use kruise_core::expectations::{ControllerExpectations, Expectation};
+use kruise_core::workload::{Action, Blocked, EventType, WorkloadPlan};
+use kube::api::{DeleteParams, PartialObjectMeta, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Api, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::applier::{Applier, ApplyError, FIELD_MANAGER};
+use crate::cache::{Cache, Change, ObjectKey, Watched};
+use crate::cached_pod::CachedPod;
+use crate::controller::{
+    ControllerContext, ControllerInfo, ControllerSettings, KeyMapping, ReconcileError, Reconciler,
+    Watch,
+};
+use crate::expectations::ExpectationStore;
+
+/// What one plan reads besides the workload itself.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct WorkloadInputs {
+    /// The pods the workload controls (controller ownerReference with its UID), including
+    /// terminating and finished ones.
+    pub pods: Vec<Pod>,
+    /// The PVCs it controls.
+    pub pvcs: Vec<PersistentVolumeClaim>,
+    /// The PVCs in its namespace (for kinds that find claims by name rather than owner).
+    pub namespace_pvcs: Vec<Arc<PersistentVolumeClaim>>,
+    /// Its ControllerRevisions.
+    pub revisions: Vec<ControllerRevision>,
+    /// Labels of the nodes its pods run on, by node name.
+    pub node_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Expectations recorded by earlier plans and not yet observed.
+    pub expectations: ControllerExpectations,
+}
+
+/// A workload kind the shared [`WorkloadController`] runs.
+pub trait WorkloadKind:
+    Watched
+    + Resource<Scope = kube::core::NamespaceResourceScope>
+    + Serialize
+    + DeserializeOwned
+    + Clone
+{
+    /// Its status.
+    type Status: Serialize + Send + Sync + 'static;
+
+    /// What its controller declares.
+    const INFO: ControllerInfo;
+
+    /// Whether [`WorkloadInputs::namespace_pvcs`] is filled.
+    const READS_NAMESPACE_PVCS: bool = false;
+
+    /// The pod selector.
+    fn selector(&self) -> Option<&LabelSelector>;
+
+    /// The current status, as JSON (`null` when there is none).
+    fn status_json(&self) -> Value;
+
+    /// Whether an orphan pod the selector matches may be adopted (Advanced StatefulSet also
+    /// wants the pod's name to be one of its own).
+    fn may_adopt(&self, _pod: &ObjectMeta) -> bool {
+        true
+    }
+
+    /// Plans one reconcile.
+    fn plan(
+        &self,
+        inputs: WorkloadInputs,
+        settings: &ControllerSettings,
+        now: jiff::Timestamp,
+    ) -> WorkloadPlan<Self::Status>;
+}
+
+/// The caches a workload controller reads.
+struct Caches<W: WorkloadKind> {
+    workloads: Cache<W>,
+    pods: Cache<CachedPod>,
+    pvcs: Cache<PersistentVolumeClaim>,
+    revisions: Cache<ControllerRevision>,
+    nodes: Cache<PartialObjectMeta<Node>>,
+}
+
+impl<W: WorkloadKind> Clone for Caches<W> {
+    fn clone(&self) -> Self {
+        Self {
+            workloads: self.workloads.clone(),
+            pods: self.pods.clone(),
+            pvcs: self.pvcs.clone(),
+            revisions: self.revisions.clone(),
+            nodes: self.nodes.clone(),
+        }
+    }
+}
+
+/// The controller of a [`WorkloadKind`].
+pub struct WorkloadController<W: WorkloadKind> {
+    caches: Caches<W>,
+    expectations: ExpectationStore,
+    applier: Applier,
+    settings: ControllerSettings,
+    kind: PhantomData<fn() -> W>,
+}
+
+impl<W: WorkloadKind> WorkloadController<W> {
+    /// Builds the controller, asking the shared caches for what it reads.
+    pub fn new(context: ControllerContext) -> Self {
+        let caches = Caches {
+            workloads: context.caches.get::<W>(),
+            pods: context.caches.get::<CachedPod>(),
+            pvcs: context.caches.get::<PersistentVolumeClaim>(),
+            revisions: context.caches.get::<ControllerRevision>(),
+            nodes: context.caches.get::<PartialObjectMeta<Node>>(),
+        };
+        Self {
+            caches,
+            expectations: ExpectationStore::new(),
+            applier: context.applier,
+            settings: context.settings,
+            kind: PhantomData,
+        }
+    }
+
+    /// The registration's build function for `W`.
+    pub fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        Arc::new(Self::new(context))
+    }
+}
+
+fn owned_by<W: WorkloadKind>(owner: &OwnerReference) -> bool {
+    owner.controller == Some(true)
+        && owner.kind == W::kind(&())
+        && owner.api_version.split('/').next() == Some(&*W::group(&()))
+}
+
+/// The workload of kind `W` controlling `obj`, if any.
+fn controlling<W: WorkloadKind, K: Resource>(obj: &K) -> Option<ObjectKey> {
+    let meta = obj.meta();
+    let owner = meta.owner_references.as_ref()?.iter().find(|r| owned_by::<W>(r))?;
+    Some(ObjectKey::new(meta.namespace.clone().unwrap_or_default(), owner.name.clone()))
+}
+
+fn has_controller<K: Resource>(obj: &K) -> bool {
+    obj.meta().owner_references.iter().flatten().any(|r| r.controller == Some(true))
+}
+
+fn selects<W: WorkloadKind>(workload: &W, meta: &ObjectMeta) -> bool {
+    kruise_core::cloneset::PodSelector::parse(workload.selector())
+        .is_ok_and(|s| s.matches(meta.labels.as_ref()))
+        && workload.may_adopt(meta)
+}
+
+/// The keys a change of an owned object concerns: its old and new controller of kind `W`, or,
+/// for an orphan pod, every workload in its namespace whose selector matches it (for adoption).
+fn owner_keys<W: WorkloadKind, K: Watched>(
+    workloads: &Cache<W>,
+    change: &Change<K>,
+    adopt: bool,
+) -> Vec<ObjectKey> {
+    let mut keys = Vec::new();
+    let mut orphan = None;
+    for obj in [change.old.as_deref(), change.new.as_deref()].into_iter().flatten() {
+        match controlling::<W, K>(obj) {
+            Some(key) => keys.push(key),
+            None if !has_controller(obj) => orphan = Some(obj),
+            None => {}
+        }
+    }
+    if let (true, Some(obj), true) = (adopt, orphan, change.new.is_some()) {
+        let namespace = obj.meta().namespace.clone().unwrap_or_default();
+        for workload in workloads.in_namespace(&namespace) {
+            if selects(workload.as_ref(), obj.meta()) {
+                keys.push(ObjectKey::of(workload.as_ref()));
+            }
+        }
+    }
+    keys
+}
+
+impl<W: WorkloadKind> Reconciler for WorkloadController<W> {
+    fn watches(&self) -> Vec<Watch> {
+        let caches = &self.caches;
+        let workloads = caches.workloads.clone();
+        let pods = Watch::new(&caches.pods, KeyMapping::OwnerOrSelector, move |change| {
+            owner_keys(&workloads, change, true)
+        });
+        let workloads = caches.workloads.clone();
+        let pvcs = Watch::new(&caches.pvcs, KeyMapping::Owner, move |change| {
+            owner_keys(&workloads, change, false)
+        });
+        let workloads = caches.workloads.clone();
+        let revisions = Watch::new(&caches.revisions, KeyMapping::Owner, move |change| {
+            owner_keys(&workloads, change, false)
+        });
+        vec![Watch::own(&caches.workloads), pods, pvcs, revisions]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.caches.workloads.all().iter().map(|w| ObjectKey::of(w.as_ref())).collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_key(key))
+    }
+}
+
+impl<W: WorkloadKind> WorkloadController<W> {
+    /// Reconciles one workload; `Ok(Some(d))` asks to look again after `d`.
+    pub async fn reconcile_key(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
+        let Some(workload) = self.caches.workloads.get(key) else {
+            self.expectations.remove(key);
+            return Ok(None);
+        };
+        let meta = workload.meta();
+        if meta.deletion_timestamp.is_some() {
+            return Ok(None);
+        }
+        let Some(uid) = meta.uid.clone() else {
+            return Ok(None);
+        };
+        let now = jiff::Timestamp::now();
+
+        if self.adopt_orphans(&workload, &uid).await? {
+            // The adopted pods count once the cache shows them; their events queue us again.
+            return Ok(Some(Duration::from_secs(1)));
+        }
+
+        let inputs = self.inputs(key, &workload, &uid)?;
+        let plan = workload.plan(inputs, &self.settings, now);
+        self.expectations.set(key, plan.expectations.clone());
+        if let Some(Blocked::Invalid { message }) = &plan.blocked {
+            self.event(&workload, true, "InvalidSpec", "Reconcile", message.clone()).await;
+            return Ok(None);
+        }
+        if let Some(blocked) = &plan.blocked {
+            tracing::debug!(%key, ?blocked, "waiting");
+        }
+        for event in plan.events.iter().filter(|e| e.reason == "ExpectationTimeout") {
+            tracing::warn!(%key, message = %event.message, "expectations timed out and were dropped");
+        }
+        self.execute(key, &workload, &plan, now).await?;
+        Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
+    }
+
+    fn inputs(
+        &self,
+        key: &ObjectKey,
+        workload: &W,
+        uid: &str,
+    ) -> Result<WorkloadInputs, ReconcileError> {
+        let caches = &self.caches;
+        // The cache keeps pods compact; the planner gets them whole.
+        let pods = caches
+            .pods
+            .controlled_by(uid)
+            .iter()
+            .map(|pod| pod.to_pod())
+            .collect::<Result<Vec<Pod>, _>>()?;
+        let mut node_labels = BTreeMap::new();
+        for pod in &pods {
+            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+                continue;
+            };
+            if node_labels.contains_key(node) {
+                continue;
+            }
+            if let Some(meta) = caches.nodes.get(&ObjectKey::new("", node)) {
+                node_labels
+                    .insert(node.to_owned(), meta.metadata.labels.clone().unwrap_or_default());
+            }
+        }
+        let namespace_pvcs = if W::READS_NAMESPACE_PVCS {
+            caches.pvcs.in_namespace(workload.meta().namespace.as_deref().unwrap_or_default())
+        } else {
+            Vec::new()
+        };
+        Ok(WorkloadInputs {
+            pods,
+            pvcs: caches.pvcs.controlled_by(uid).iter().map(|p| (**p).clone()).collect(),
+            namespace_pvcs,
+            revisions: caches.revisions.controlled_by(uid).iter().map(|r| (**r).clone()).collect(),
+            node_labels,
+            expectations: self.expectations.get(key),
+        })
+    }
+
+    /// Adopts live orphan pods in the namespace that the workload's selector matches. True
+    /// when any was adopted.
+    async fn adopt_orphans(&self, workload: &W, uid: &str) -> Result<bool, ReconcileError> {
+        let namespace = workload.meta().namespace.clone().unwrap_or_default();
+        let orphans: Vec<Arc<CachedPod>> = self
+            .caches
+            .pods
+            .in_namespace(&namespace)
+            .into_iter()
+            .filter(|pod| {
+                pod.metadata.deletion_timestamp.is_none()
+                    && !has_controller(pod.as_ref())
+                    && selects(workload, &pod.metadata)
+            })
+            .collect();
+        if orphans.is_empty() {
+            return Ok(false);
+        }
+        let applier = &self.applier;
+        let pods: Api<Pod> = Api::namespaced(applier.client().clone(), &namespace);
+        // Like upstream, read the workload again before adopting: one being deleted (or
+        // replaced by another of the same name) must not take pods.
+        let fresh: Api<W> = Api::namespaced(applier.client().clone(), &namespace);
+        let name = workload.meta().name.clone().unwrap_or_default();
+        let kind = W::kind(&()).to_lowercase();
+        let current =
+            applier.write(fresh.get(&name)).await.map_err(|source| ReconcileError::Write {
+                action: "get workload",
+                target: format!("{kind} {name}"),
+                source,
+            })?;
+        if current.meta().uid.as_deref() != Some(uid) || current.meta().deletion_timestamp.is_some()
+        {
+            return Ok(false);
+        }
+        let owner = OwnerReference {
+            api_version: W::api_version(&()).into_owned(),
+            kind: W::kind(&()).into_owned(),
+            name: name.clone(),
+            uid: uid.to_owned(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        };
+        for pod in orphans {
+            let pod_name = pod.metadata.name.clone().unwrap_or_default();
+            let mut owners = pod.metadata.owner_references.clone().unwrap_or_default();
+            owners.push(owner.clone());
+            let patch = json!({
+                "metadata": {
+                    "ownerReferences": owners,
+                    "resourceVersion": pod.metadata.resource_version,
+                }
+            });
+            let result = applier
+                .write(pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch)))
+                .await;
+            match result {
+                Ok(_) => {
+                    let note = format!("adopted pod {pod_name}");
+                    self.event(workload, false, "SuccessfulAdopt", "Adopt", note).await;
+                }
+                // Gone, or changed since we read it: the next round decides again.
+                Err(ApplyError::NotFound(_) | ApplyError::Conflict(_)) => {}
+                Err(source) => {
+                    return Err(ReconcileError::Write {
+                        action: "adopt pod",
+                        target: pod_name,
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn event(&self, workload: &W, warning: bool, reason: &str, action: &str, note: String) {
+        let reference = workload.object_ref(&());
+        self.applier.event(&reference, warning, reason, action, note).await;
+    }
+
+    /// Carries out `plan`'s actions, Events and status.
+    async fn execute(
+        &self,
+        key: &ObjectKey,
+        workload: &W,
+        plan: &WorkloadPlan<W::Status>,
+        now: jiff::Timestamp,
+    ) -> Result<(), ReconcileError> {
+        let mut succeeded = vec![false; plan.actions.len()];
+        let mut failure: Option<ReconcileError> = None;
+        let mut start = 0;
+        while start < plan.actions.len() {
+            let kind = group_kind(&plan.actions[start]);
+            let mut end = start + 1;
+            while end < plan.actions.len()
+                && kind.is_some()
+                && group_kind(&plan.actions[end]) == kind
+            {
+                end += 1;
+            }
+            let results = self.run_group(key, workload, &plan.actions[start..end], now).await;
+            let mut group_failed = false;
+            for (offset, result) in results.into_iter().enumerate() {
+                match result {
+                    Some(Ok(())) => succeeded[start + offset] = true,
+                    Some(Err(err)) => {
+                        group_failed = true;
+                        self.failure_event(workload, &err).await;
+                        failure.get_or_insert(err);
+                    }
+                    None => {}
+                }
+            }
+            if group_failed {
+                break;
+            }
+            start = end;
+        }
+
+        for event in &plan.events {
+            let due = event.after_action.is_none_or(|i| succeeded.get(i).copied().unwrap_or(false));
+            if due {
+                let warning = matches!(event.type_, EventType::Warning);
+                self.event(workload, warning, &event.reason, &event.reason, event.message.clone())
+                    .await;
+            }
+        }
+
+        if let Some(status) = &plan.status {
+            let old = workload.status_json();
+            let new = serde_json::to_value(status).unwrap_or(Value::Null);
+            let patch = json!({ "status": merge_patch_replacing(&old, &new) });
+            let name = workload.meta().name.clone().unwrap_or_default();
+            let api: Api<W> = Api::namespaced(self.applier.client().clone(), &key.namespace);
+            let result = self
+                .applier
+                .write(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
+                .await;
+            match result {
+                Ok(_) | Err(ApplyError::NotFound(_)) => {}
+                Err(source) => {
+                    failure.get_or_insert(ReconcileError::Write {
+                        action: "update status",
+                        target: name,
+                        source,
+                    });
+                }
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Runs a run of same-kind actions; `None` for actions not attempted (slow start stopped).
+    async fn run_group(
+        &self,
+        key: &ObjectKey,
+        workload: &W,
+        actions: &[Action],
+        now: jiff::Timestamp,
+    ) -> Vec<Option<Result<(), ReconcileError>>> {
+        let concurrency = self.applier.concurrency.max(1);
+        let mut results: Vec<Option<Result<(), ReconcileError>>> =
+            (0..actions.len()).map(|_| None).collect();
+        if actions.len() == 1 {
+            results[0] = Some(self.run_action(key, workload, &actions[0], now).await);
+            return results;
+        }
+        let slow_start = matches!(actions[0], Action::CreatePod { .. } | Action::CreatePvc { .. });
+        let mut batch = if slow_start { 1 } else { concurrency };
+        let mut start = 0;
+        while start < actions.len() {
+            let end = (start + batch).min(actions.len());
+            let outcomes: Vec<(usize, Result<(), ReconcileError>)> = futures::stream::iter(
+                start..end,
+            )
+            .map(|i| async move { (i, self.run_action(key, workload, &actions[i], now).await) })
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
+            let mut failed = false;
+            for (i, outcome) in outcomes {
+                failed |= outcome.is_err();
+                results[i] = Some(outcome);
+            }
+            if failed && slow_start {
+                break;
+            }
+            start = end;
+            batch = (batch * 2).min(concurrency);
+        }
+        results
+    }
+
+    /// One action, with its expectation recorded around the write.
+    async fn run_action(
+        &self,
+        key: &ObjectKey,
+        workload: &W,
+        action: &Action,
+        now: jiff::Timestamp,
+    ) -> Result<(), ReconcileError> {
+        let expectations = &self.expectations;
+        let expectation = action.expectation();
+        if let Some(exp) = &expectation {
+            expectations.before_write(key, exp, now);
+        }
+        let result = self.write_action(key, workload, action).await;
+        match (&result, &expectation) {
+            (Ok(Some(rv)), Some(Expectation::ResourceVersion { uid })) => {
+                expectations.expect_resource_version(key, uid, rv, now);
+            }
+            (Err(_), Some(Expectation::Scale { action, name })) => {
+                expectations.cancel_scale(key, *action, name);
+            }
+            _ => {}
+        }
+        result.map(|_| ())
+    }
+
+    /// Sends one action; returns the resourceVersion the server answered with, if any.
+    async fn write_action(
+        &self,
+        key: &ObjectKey,
+        workload: &W,
+        action: &Action,
+    ) -> Result<Option<String>, ReconcileError> {
+        let applier = &self.applier;
+        let client = applier.client().clone();
+        let ns = key.namespace.as_str();
+        let post = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+        let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+        let target = action.target().to_owned();
+        let fail = |action: &'static str| {
+            let target = target.clone();
+            move |source| ReconcileError::Write { action, target, source }
+        };
+        let rv = |meta: &ObjectMeta| meta.resource_version.clone();
+        match action {
+            Action::CreateRevision { revision } => {
+                let api: Api<ControllerRevision> = Api::namespaced(client, ns);
+                match applier.write(api.create(&post, revision)).await {
+                    Ok(_) | Err(ApplyError::AlreadyExists(_)) => Ok(None),
+                    Err(err) => Err(fail("create revision")(err)),
+                }
+            }
+            Action::PatchRevision { name, patch } => {
+                let api: Api<ControllerRevision> = Api::namespaced(client, ns);
+                let written = applier.write(api.patch(name, &pp, &kube_patch(patch))).await;
+                written.map(|r| rv(&r.metadata)).map_err(fail("patch revision"))
+            }
+            Action::DeleteRevision { name } => {
+                let api: Api<ControllerRevision> = Api::namespaced(client, ns);
+                ignore_not_found(applier.write(api.delete(name, &DeleteParams::default())).await)
+                    .map_err(fail("delete revision"))
+            }
+            Action::CreatePvc { pvc } => {
+                let api: Api<PersistentVolumeClaim> = Api::namespaced(client, ns);
+                match applier.write(api.create(&post, pvc)).await {
+                    Ok(_) | Err(ApplyError::AlreadyExists(_)) => Ok(None),
+                    Err(err) => Err(fail("create pvc")(err)),
+                }
+            }
+            Action::PatchPvc { name, patch } => {
+                let api: Api<PersistentVolumeClaim> = Api::namespaced(client, ns);
+                let written = applier.write(api.patch(name, &pp, &kube_patch(patch))).await;
+                written.map(|p| rv(&p.metadata)).map_err(fail("patch pvc"))
+            }
+            Action::DeletePvc { name, uid } => {
+                let api: Api<PersistentVolumeClaim> = Api::namespaced(client, ns);
+                let dp = delete_with_uid(uid);
+                ignore_not_found(applier.write(api.delete(name, &dp)).await)
+                    .map_err(fail("delete pvc"))
+            }
+            Action::CreatePod { pod } => {
+                let api: Api<Pod> = Api::namespaced(client, ns);
+                match applier.write(api.create(&post, pod)).await {
+                    Ok(_) | Err(ApplyError::AlreadyExists(_)) => Ok(None),
+                    Err(err) => Err(fail("create pod")(err)),
+                }
+            }
+            Action::PatchPod { name, patch, .. } => {
+                let api: Api<Pod> = Api::namespaced(client, ns);
+                let written = applier.write(api.patch(name, &pp, &kube_patch(patch))).await;
+                written.map(|p| rv(&p.metadata)).map_err(fail("patch pod"))
+            }
+            Action::PatchPodStatus { name, patch, .. } => {
+                let api: Api<Pod> = Api::namespaced(client, ns);
+                let written = applier.write(api.patch_status(name, &pp, &kube_patch(patch))).await;
+                written.map(|p| rv(&p.metadata)).map_err(fail("patch pod status"))
+            }
+            Action::PatchPodResize { name, patch, .. } => {
+                let api: Api<Pod> = Api::namespaced(client, ns);
+                let written = applier
+                    .write(api.patch_subresource("resize", name, &pp, &kube_patch(patch)))
+                    .await;
+                written.map(|p| rv(&p.metadata)).map_err(fail("resize pod"))
+            }
+            Action::DeletePod { name, uid, .. } => {
+                let api: Api<Pod> = Api::namespaced(client, ns);
+                let dp = delete_with_uid(uid);
+                ignore_not_found(applier.write(api.delete(name, &dp)).await)
+                    .map_err(fail("delete pod"))
+            }
+            Action::PatchWorkload { patch } => {
+                let api: Api<W> = Api::namespaced(client, ns);
+                let name = workload.meta().name.clone().unwrap_or_default();
+                let written = applier.write(api.patch(&name, &pp, &kube_patch(patch))).await;
+                written.map(|w| rv(w.meta())).map_err(fail("patch workload"))
+            }
+            other => {
+                tracing::error!(action = ?other, "the planner returned an action this controller does not know");
+                Ok(None)
+            }
+        }
+    }
+
+    async fn failure_event(&self, workload: &W, err: &ReconcileError) {
+        let action = match err {
+            ReconcileError::Write { source: ApplyError::NotLeader, .. } => return,
+            ReconcileError::Write { action, .. } => *action,
+            ReconcileError::CachedPod(_) => "read pods",
+        };
+        let reason = match action {
+            "create pod" | "create pvc" | "create revision" => "FailedCreate",
+            "delete pod" | "delete pvc" | "delete revision" => "FailedDelete",
+            _ => "FailedUpdate",
+        };
+        self.event(workload, true, reason, action, err.to_string()).await;
+    }
+}
+
+/// Which actions may run together: independent writes of the same kind.
+fn group_kind(action: &Action) -> Option<u8> {
+    match action {
+        Action::CreatePvc { .. } => Some(1),
+        Action::CreatePod { .. } => Some(2),
+        Action::DeletePod { .. } => Some(3),
+        Action::DeletePvc { .. } => Some(4),
+        Action::PatchPodStatus { .. } => Some(5),
+        Action::DeleteRevision { .. } => Some(6),
+        _ => None,
+    }
+}
+
+fn kube_patch(patch: &kruise_core::workload::Patch) -> Patch<Value> {
+    match patch {
+        kruise_core::workload::Patch::Strategic(body) => Patch::Strategic(body.as_ref().clone()),
+        kruise_core::workload::Patch::Merge(body) => Patch::Merge(body.as_ref().clone()),
+        other => Patch::Merge(other.body().clone()),
+    }
+}
+
+fn delete_with_uid(uid: &str) -> DeleteParams {
+    DeleteParams {
+        preconditions: Some(Preconditions { uid: Some(uid.to_owned()), resource_version: None }),
+        ..Default::default()
+    }
+}
+
+fn ignore_not_found<T>(result: Result<T, ApplyError>) -> Result<Option<String>, ApplyError> {
+    match result {
+        Ok(_) | Err(ApplyError::NotFound(_)) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// A JSON merge patch turning `old` into `new` at the top level: `new`'s fields, and `null`
+/// for fields only `old` has.
+fn merge_patch_replacing(old: &Value, new: &Value) -> Value {
+    let mut patch = new.clone();
+    if let (Value::Object(old), Value::Object(patch)) = (old, &mut patch) {
+        for key in old.keys() {
+            patch.entry(key.clone()).or_insert(Value::Null);
+        }
+    }
+    patch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
+
+    #[test]
+    fn merge_patch_clears_dropped_fields() {
+        let old = json!({"replicas": 3, "conditions": [{"type": "A"}], "readyReplicas": 2});
+        let new = json!({"replicas": 4, "readyReplicas": 2});
+        assert_eq!(
+            merge_patch_replacing(&old, &new),
+            json!({"replicas": 4, "readyReplicas": 2, "conditions": null})
+        );
+    }
+
+    #[test]
+    fn owner_mapping_needs_a_controller_reference_of_the_kind() {
+        let mut pod = Pod::default();
+        pod.metadata.namespace = Some("ns".into());
+        pod.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps.kruise.io/v1alpha1".into(),
+            kind: "CloneSet".into(),
+            name: "demo".into(),
+            uid: "u".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
+        assert_eq!(controlling::<CloneSet, _>(&pod), Some(ObjectKey::new("ns", "demo")));
+        assert_eq!(controlling::<StatefulSet, _>(&pod), None, "another kind's pod");
+        if let Some(owners) = pod.metadata.owner_references.as_mut() {
+            owners[0].api_version = "apps/v1".into();
+            owners[0].kind = "StatefulSet".into();
+        }
+        assert_eq!(controlling::<StatefulSet, _>(&pod), None, "a native StatefulSet's pod");
+        if let Some(owners) = pod.metadata.owner_references.as_mut() {
+            owners[0].controller = Some(false);
+        }
+        assert!(!has_controller(&pod));
+    }
+}
