@@ -16,6 +16,7 @@
 //! - [`workload`]: what every workload planner shares: the action vocabulary, the plan and
 //!   the expectation gates.
 //! - [`cloneset`]: the CloneSet planner.
+//! - [`statefulset`]: the Advanced StatefulSet planner.
 
 #![forbid(unsafe_code)]
 
@@ -30,4 +31,5 @@ pub mod ordering;
 pub mod pod;
 pub mod revision;
 pub mod smp;
+pub mod statefulset;
 pub mod workload;

@@ -16,6 +16,7 @@ pub(crate) fn options(r: &Round<'_, '_>) -> UpdateOptions {
         recreate_on_volume_claim_template_change: r.gates.recreate_pod_when_change_vct,
         ignore_volume_claim_template_change: r.spec.policy == UpdatePolicy::InPlaceOnly,
         short_hash: r.gates.clone_set_short_hash,
+        pod_template_hash_label: true,
     }
 }
 

@@ -117,7 +117,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         let live = |name: &str| live.contains(name);
         match crate::workload::settle_scale_expectations(&mut expectations, live, now, timeout) {
             Ok(events) => events,
-            Err(plan) => return plan,
+            Err(plan) => return *plan,
         }
     };
 
@@ -196,7 +196,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         let settled =
             crate::workload::settle_resource_versions(&mut expectations, observed, now, timeout);
         if let Err(plan) = settled {
-            return plan;
+            return *plan;
         }
     }
 
@@ -386,7 +386,7 @@ fn release(round: &mut Round<'_, '_>, pod: &Pod) {
     if round.spec.uid.is_empty() {
         return;
     }
-    round.actions.push(crate::workload::release_pod(pod, &round.spec.uid));
+    round.actions.push(crate::workload::release_pod(pod, round.spec.uid));
 }
 
 /// Drops names from `scaleStrategy.podsToDelete` that match no pod any more.

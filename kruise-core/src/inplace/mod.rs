@@ -94,6 +94,9 @@ pub struct UpdateOptions {
     /// The `CloneSetShortHash` gate: the pod's `controller-revision-hash` label holds only
     /// the hash, not the revision name.
     pub short_hash: bool,
+    /// Also write the revision's hash into the `pod-template-hash` label, as CloneSets do
+    /// (Advanced StatefulSets write only `controller-revision-hash`).
+    pub pod_template_hash_label: bool,
 }
 
 impl Default for UpdateOptions {
@@ -106,6 +109,7 @@ impl Default for UpdateOptions {
             recreate_on_volume_claim_template_change: false,
             ignore_volume_claim_template_change: false,
             short_hash: false,
+            pod_template_hash_label: true,
         }
     }
 }

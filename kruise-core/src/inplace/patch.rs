@@ -89,7 +89,9 @@ pub fn plan_in_place_update(
     let short = revision::short_hash(&spec.revision).to_owned();
     let revision_label = if opts.short_hash { short.clone() } else { spec.revision.clone() };
     patch.set_label(revision::POD_REVISION_LABEL, Value::String(revision_label));
-    patch.set_label(revision::POD_TEMPLATE_HASH_LABEL, Value::String(short));
+    if opts.pod_template_hash_label {
+        patch.set_label(revision::POD_TEMPLATE_HASH_LABEL, Value::String(short));
+    }
     if annotation(pod, STATE_ANNOTATION_LEGACY).is_some() {
         patch.set_annotation(STATE_ANNOTATION_LEGACY, Value::Null);
     }

@@ -37,7 +37,7 @@ pub fn settle_scale_expectations<S>(
     live: impl Fn(&str) -> bool,
     now: Timestamp,
     timeout: SignedDuration,
-) -> Result<Vec<Event>, WorkloadPlan<S>> {
+) -> Result<Vec<Event>, Box<WorkloadPlan<S>>> {
     let mut events = Vec::new();
     if expectations.scale.is_empty() {
         return Ok(events);
@@ -81,7 +81,7 @@ pub fn settle_resource_versions<'p, S>(
     observed: impl Fn(&str) -> Option<(&'p str, &'p str)>,
     now: Timestamp,
     timeout: SignedDuration,
-) -> Result<(), WorkloadPlan<S>> {
+) -> Result<(), Box<WorkloadPlan<S>>> {
     let tracked: Vec<String> =
         expectations.resource_versions.iter().map(|(uid, _)| uid.to_owned()).collect();
     for uid in tracked {
@@ -111,11 +111,11 @@ fn waiting<S>(
     expectations: &mut ControllerExpectations,
     blocked: Blocked,
     remaining: SignedDuration,
-) -> WorkloadPlan<S> {
+) -> Box<WorkloadPlan<S>> {
     let mut plan = WorkloadPlan::empty(std::mem::take(expectations));
     plan.blocked = Some(blocked);
     plan.requeue_after = Some(remaining);
-    plan
+    Box::new(plan)
 }
 
 /// The owned pods by UID, as [`settle_resource_versions`] reads them: name and

@@ -75,6 +75,9 @@ pub enum PodPatchPurpose {
     TemplateHashLabel,
     /// Drop the workload's ownerReference from a pod the selector no longer matches.
     Release,
+    /// Put back the labels that give a pod its identity (an Advanced StatefulSet pod's
+    /// `statefulset.kubernetes.io/pod-name` and `apps.kubernetes.io/pod-index`).
+    Identity,
 }
 
 /// Why a pod's status is patched.
@@ -97,6 +100,11 @@ pub enum DeletePurpose {
     SpecifiedDelete,
     /// The pod was in `PreparingDelete` and its preDelete hook has let go.
     PreDeleteFinished,
+    /// The pod has failed or succeeded and is replaced.
+    Finished,
+    /// The pod is recreated to move it to the update revision, or to give it volumes its
+    /// template now has.
+    Recreate,
 }
 
 /// One change to make, with its exact body. Apply actions in order: a revision comes before the

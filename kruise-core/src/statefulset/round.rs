@@ -1,0 +1,1064 @@
+//! One planning round, top-down: expectations, revisions, slots, scale, scale-in, update,
+//! status.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::apps::v1::StatefulSetCondition;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::apps::v1beta1::{StatefulSetStatus, VolumeClaimStatus};
+use kruise_api::well_known::annotations;
+use serde_json::json;
+
+use super::identity::{
+    claim_is_stale, claim_owners_patch, claims_by_name, identity_patch, new_claim, new_pod,
+    storage_matches, wanted_claim_owners,
+};
+use super::ordinals::{claim_name, parent_and_ordinal, pod_name};
+use super::snapshot::{FeatureGates, StatefulSetSnapshot};
+use super::spec::{Spec, UpdatePolicy};
+use super::{SpecError, StatefulSetPlan, claims};
+use crate::inplace::{self, UpdateOptions};
+use crate::lifecycle::{self, DeleteStep, InPlaceStep, LifecycleState};
+use crate::pod;
+use crate::revision::{self as rev, revision_label_matches};
+use crate::workload::inplace::{PlanSink, SharedPatches};
+use crate::workload::revisions::{RevView, Revision};
+use crate::workload::{
+    Action, Blocked, DeletePurpose, Event, EventType, Patch, PodPatchPurpose, WorkloadPlan,
+};
+
+/// Condition type set when a pod could not be updated.
+const FAILED_UPDATE_POD: &str = "FailedUpdatePod";
+
+/// A replica's place: its ordinal and its pod, or the revision a pod created there gets.
+struct Slot<'a> {
+    ordinal: i32,
+    pod: Option<&'a Pod>,
+    /// For a missing pod: whether it is created at the current revision.
+    at_current: bool,
+    /// The pod does not mount every claim template's claim: it is replaced, never patched
+    /// (pods' volumes cannot change).
+    needs_storage: bool,
+}
+
+/// How the scale pass goes on after a replica.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Next,
+    /// Stop the scale pass; scale-in and updates still run.
+    Break,
+    /// OrderedReady waits here: stop the round.
+    Exit,
+}
+
+/// What deleting a pod did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Deleted {
+    /// Deleted.
+    Yes,
+    /// Moved to `PreparingDelete` by its preDelete hook (or still held there).
+    Held { changed: bool },
+}
+
+struct Round<'s, 'a> {
+    spec: &'s Spec<'a>,
+    gates: &'a FeatureGates,
+    snapshot: &'a StatefulSetSnapshot,
+    now: Timestamp,
+    current: Revision,
+    update: Revision,
+    revisions: Vec<RevView<'a>>,
+    claims: BTreeMap<&'a str, &'a PersistentVolumeClaim>,
+    slots: Vec<Slot<'a>>,
+    /// Pods to remove (outside the replica ordinals), highest ordinal first.
+    condemned: Vec<(i32, &'a Pod)>,
+    actions: Vec<Action>,
+    events: Vec<Event>,
+    requeue: Option<SignedDuration>,
+    shared: SharedPatches,
+    in_place: UpdateOptions,
+    /// Pods refreshed this round (by name).
+    refreshed: BTreeSet<&'a str>,
+    /// Pods this round deletes (by name).
+    deleted: BTreeSet<&'a str>,
+    /// Some pod's lifecycle state changes this round: updates wait for the next one.
+    lifecycle_changed: bool,
+    conditions: Vec<StatefulSetCondition>,
+    /// Pods at the current or update revision this round removes or moves.
+    current_leaving: i32,
+    updated_leaving: i32,
+}
+
+impl PlanSink for Round<'_, '_> {
+    fn actions(&mut self) -> &mut Vec<Action> {
+        &mut self.actions
+    }
+    fn shared_patches(&mut self) -> &mut SharedPatches {
+        &mut self.shared
+    }
+    fn requeue_after(&mut self, after: SignedDuration) {
+        if after > SignedDuration::ZERO {
+            self.requeue = Some(self.requeue.map_or(after, |r| r.min(after)));
+        }
+    }
+}
+
+fn name_of(pod: &Pod) -> &str {
+    pod.metadata.name.as_deref().unwrap_or_default()
+}
+
+fn uid_of(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or_default()
+}
+
+fn is_finished(pod: &Pod) -> bool {
+    matches!(pod::phase_of(pod), pod::PHASE_FAILED | pod::PHASE_SUCCEEDED)
+}
+
+fn lifecycle_normal(pod: &Pod) -> bool {
+    matches!(lifecycle::state_of(pod), None | Some(LifecycleState::Normal))
+}
+
+/// Upstream's `isHealthy`: in a normal lifecycle state, running and ready, not terminating.
+fn is_healthy(pod: &Pod) -> bool {
+    lifecycle_normal(pod) && pod::is_running_and_ready(pod) && !pod::is_terminating(pod)
+}
+
+impl<'s, 'a> Round<'s, 'a> {
+    fn event(&mut self, type_: EventType, reason: &'static str, message: String, after_last: bool) {
+        let after_action = if after_last { self.actions.len().checked_sub(1) } else { None };
+        self.events.push(Event { type_, reason: reason.into(), message, after_action });
+    }
+
+    fn fail_condition(&mut self, type_: &str, message: String) {
+        // Built from JSON: the condition's fields are optional in newer Kubernetes versions.
+        let condition = json!({
+            "type": type_,
+            "status": "True",
+            "message": message,
+            "lastTransitionTime": Time(self.now),
+        });
+        if let Ok(condition) = serde_json::from_value::<StatefulSetCondition>(condition) {
+            self.conditions.push(condition);
+        }
+    }
+
+    /// Whether the pod has been available for `minReadySeconds`, and otherwise how long until
+    /// it may be (upstream's `isRunningAndAvailable`).
+    fn available(&self, pod: &Pod) -> (bool, Option<SignedDuration>) {
+        if !lifecycle_normal(pod) || !pod::is_running_and_ready(pod) {
+            return (false, None);
+        }
+        let min_ready = self.spec.min_ready_seconds;
+        if min_ready == 0 {
+            return (true, None);
+        }
+        let wait = SignedDuration::from_secs(i64::from(min_ready));
+        let Some(since) = pod::ready_since(pod) else {
+            return (false, Some(wait));
+        };
+        let remaining = match since.checked_add(wait) {
+            Ok(at) => at.duration_since(self.now),
+            Err(_) => wait,
+        };
+        if remaining > SignedDuration::ZERO {
+            (false, Some(crate::workload::round_up_seconds(remaining)))
+        } else {
+            (true, None)
+        }
+    }
+
+    fn at_update(&self, pod: &Pod) -> bool {
+        let label = pod::labels_of(pod).get(rev::POD_REVISION_LABEL).map(String::as_str);
+        label.is_some_and(|l| revision_label_matches(l, &self.update.name))
+    }
+
+    /// Upstream's `IsPodUpdate`: at the update revision, or (under `PreparingUpdateAsUpdate`)
+    /// waiting in `PreparingUpdate`.
+    fn counts_as_updated(&self, pod: &Pod) -> bool {
+        self.at_update(pod)
+            || (self.gates.preparing_update_as_update
+                && lifecycle::state_of(pod) == Some(LifecycleState::PreparingUpdate))
+    }
+
+    /// Deletes `pod`, unless its preDelete hook holds it: then it moves to `PreparingDelete`.
+    fn delete_pod(&mut self, pod: &'a Pod, purpose: DeletePurpose) -> Deleted {
+        match lifecycle::cloneset_delete_step(self.spec.lifecycle, pod, self.now) {
+            DeleteStep::PrepareDelete(transition) => {
+                let changed = crate::workload::push_lifecycle(
+                    &mut self.actions,
+                    name_of(pod),
+                    uid_of(pod),
+                    transition,
+                );
+                self.lifecycle_changed |= changed;
+                Deleted::Held { changed }
+            }
+            _ => {
+                self.deleted.insert(name_of(pod));
+                self.actions.push(Action::DeletePod {
+                    name: name_of(pod).to_owned(),
+                    uid: uid_of(pod).to_owned(),
+                    purpose,
+                });
+                let message = format!(
+                    "delete Pod {} in StatefulSet {} successful",
+                    name_of(pod),
+                    self.spec.name
+                );
+                self.event(EventType::Normal, "SuccessfulDelete", message, true);
+                Deleted::Yes
+            }
+        }
+    }
+
+    /// Upstream's `refreshPodState`: in-place grace periods and batches, the
+    /// `InPlaceUpdateReady` condition, and lifecycle states that may move on. Once per pod.
+    fn refresh(&mut self, pod: &'a Pod) -> Result<(), String> {
+        if !self.refreshed.insert(name_of(pod)) {
+            return Ok(());
+        }
+        let opts = self.in_place.clone();
+        let now = self.now;
+        crate::workload::inplace::refresh(self, pod, &opts, now)?;
+        let completed = inplace::check_in_place_update_completed(pod, &opts).is_ok();
+        let at_update = self.at_update(pod);
+        if let Some(to) = refresh_target(self.spec.lifecycle, pod, at_update, completed) {
+            let hook = self.spec.lifecycle.and_then(|l| l.in_place_update.as_ref());
+            let mark = lifecycle::is_hook_mark_pod_not_ready(hook);
+            let transition = lifecycle::update_pod_lifecycle(pod, to, mark, now);
+            let changed = crate::workload::push_lifecycle(
+                &mut self.actions,
+                name_of(pod),
+                uid_of(pod),
+                transition,
+            );
+            self.lifecycle_changed |= changed;
+        }
+        Ok(())
+    }
+
+    /// The claims the pod at `ordinal` needs and does not have, as create actions. `Err` when
+    /// one is being deleted (or still belongs to an earlier pod): no pod may use it yet.
+    fn missing_claims(&mut self, ordinal: i32, for_new_pod: bool) -> Result<(), String> {
+        let name = pod_name(self.spec.name, ordinal);
+        for template in self.spec.claim_templates.clone() {
+            let template_name = template.metadata.name.as_deref().unwrap_or_default();
+            let claim = claim_name(template_name, self.spec.name, ordinal);
+            match self.claims.get(claim.as_str()) {
+                Some(existing) if existing.metadata.deletion_timestamp.is_some() => {
+                    return Err(format!("pvc {claim} is to be deleted"));
+                }
+                Some(existing) if for_new_pod && claim_is_stale(self.spec, existing, &name) => {
+                    return Err(format!("pvc {claim} still belongs to an earlier pod {name}"));
+                }
+                Some(_) => {}
+                None => {
+                    let pvc = new_claim(self.spec, template, ordinal);
+                    self.actions.push(Action::CreatePvc { pvc: Box::new(pvc) });
+                    let message = format!(
+                        "create Claim {claim} Pod {name} in StatefulSet {} success",
+                        self.spec.name
+                    );
+                    self.event(EventType::Normal, "SuccessfulCreate", message, true);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the owners of the pod's claims as the retention policy wants them.
+    fn claim_owners(&mut self, pod: &'a Pod, ordinal: i32, scaled_down: bool) {
+        for template in self.spec.claim_template_names().map(str::to_owned).collect::<Vec<_>>() {
+            let name = claim_name(&template, self.spec.name, ordinal);
+            let Some(claim) = self.claims.get(name.as_str()).copied() else { continue };
+            if claim.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            if let Some(owners) = wanted_claim_owners(self.spec, claim, Some(pod), scaled_down) {
+                self.actions.push(Action::PatchPvc {
+                    name,
+                    patch: Patch::merge(claim_owners_patch(claim, &owners)),
+                });
+            }
+        }
+    }
+
+    /// The existing, live claims of the pod at `ordinal`, with their templates.
+    fn pod_claims(
+        &self,
+        ordinal: i32,
+    ) -> Vec<(&'a PersistentVolumeClaim, &'a PersistentVolumeClaim)> {
+        let mut found = Vec::new();
+        for template in &self.spec.claim_templates {
+            let template_name = template.metadata.name.as_deref().unwrap_or_default();
+            let name = claim_name(template_name, self.spec.name, ordinal);
+            if let Some(claim) = self.claims.get(name.as_str())
+                && claim.metadata.deletion_timestamp.is_none()
+            {
+                found.push((*claim, *template));
+            }
+        }
+        found
+    }
+}
+
+/// The lifecycle state a refresh moves a pod to (upstream's ASTS `refreshPodState`):
+/// `PreparingNormal` → `Normal` once the preNormal hook (if any) is all there; an update that
+/// has finished (or a `PreparingUpdate` pod already at the update revision) → `Updated` while
+/// an inPlaceUpdate hook is not all back, else `Normal`; `Updated` → `Normal` once it is.
+fn refresh_target(
+    lifecycle: Option<&lifecycle::Lifecycle>,
+    pod: &Pod,
+    at_update_revision: bool,
+    completed: bool,
+) -> Option<LifecycleState> {
+    let hook = lifecycle.and_then(|l| l.in_place_update.as_ref());
+    let after_update = || {
+        if hook.is_some() && !lifecycle::is_all_hooked(hook, pod) {
+            LifecycleState::Updated
+        } else {
+            LifecycleState::Normal
+        }
+    };
+    match lifecycle::state_of(pod)? {
+        LifecycleState::PreparingNormal => {
+            let pre_normal = lifecycle.and_then(|l| l.pre_normal.as_ref());
+            (pre_normal.is_none() || lifecycle::is_all_hooked(pre_normal, pod))
+                .then_some(LifecycleState::Normal)
+        }
+        LifecycleState::PreparingUpdate => at_update_revision.then(after_update),
+        LifecycleState::Updating => completed.then(after_update),
+        LifecycleState::Updated => (hook.is_none() || lifecycle::is_all_hooked(hook, pod))
+            .then_some(LifecycleState::Normal),
+        _ => None,
+    }
+}
+
+fn invalid(
+    expectations: crate::expectations::ControllerExpectations,
+    err: SpecError,
+) -> StatefulSetPlan {
+    let mut plan = WorkloadPlan::empty(expectations);
+    plan.blocked = Some(Blocked::Invalid { message: err.to_string() });
+    plan
+}
+
+/// Plans one reconcile of `snapshot` at `now`.
+pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSetPlan {
+    let mut expectations = snapshot.expectations.clone();
+    let set = match snapshot.statefulset.to_v1beta1() {
+        Ok(set) => set,
+        Err(err) => return invalid(expectations, SpecError::Conversion(err.to_string())),
+    };
+    let spec = match Spec::parse(&set, &snapshot.feature_gates) {
+        Ok(spec) => spec,
+        Err(err) => return invalid(expectations, err),
+    };
+    let timeout = snapshot.options.expectation_timeout;
+
+    // 1. Expectations: earlier writes the snapshot does not show yet.
+    let live: BTreeSet<&str> = snapshot
+        .pods
+        .iter()
+        .map(|p| &p.metadata)
+        .chain(snapshot.pvcs.iter().map(|p| &p.metadata))
+        .filter(|meta| meta.deletion_timestamp.is_none())
+        .filter_map(|meta| meta.name.as_deref())
+        .collect();
+    let live = |name: &str| live.contains(name);
+    let events =
+        match crate::workload::settle_scale_expectations(&mut expectations, live, now, timeout) {
+            Ok(events) => events,
+            Err(plan) => return *plan,
+        };
+    let by_uid = crate::workload::pods_by_uid(&snapshot.pods);
+    let observed = |uid: &str| by_uid.get(uid).copied();
+    if let Err(plan) =
+        crate::workload::settle_resource_versions(&mut expectations, observed, now, timeout)
+    {
+        return *plan;
+    }
+
+    // 2. Revisions.
+    let resolved = match crate::workload::revisions::resolve(&set, &snapshot.revisions) {
+        Ok(resolved) => resolved,
+        Err(err) => return invalid(expectations, SpecError::Revision(err.to_string())),
+    };
+    let in_place = UpdateOptions {
+        grace_period_seconds: spec.grace_period_seconds,
+        vertical_scaling: snapshot.feature_gates.in_place_workload_vertical_scaling,
+        env_from_metadata: snapshot.feature_gates.in_place_update_env_from_metadata,
+        resize_subresource: snapshot.options.resize_subresource,
+        pod_template_hash_label: false,
+        ..UpdateOptions::default()
+    };
+    let mut round = Round {
+        spec: &spec,
+        gates: &snapshot.feature_gates,
+        snapshot,
+        now,
+        current: resolved.current,
+        update: resolved.update,
+        revisions: resolved.sorted,
+        claims: claims_by_name(&snapshot.pvcs),
+        slots: Vec::new(),
+        condemned: Vec::new(),
+        actions: resolved.actions,
+        events,
+        requeue: None,
+        shared: SharedPatches::default(),
+        in_place,
+        refreshed: BTreeSet::new(),
+        deleted: BTreeSet::new(),
+        lifecycle_changed: false,
+        conditions: Vec::new(),
+        current_leaving: 0,
+        updated_leaving: 0,
+    };
+
+    // 3. Pods: the replicas' slots, the pods to remove, and pods that are no longer ours.
+    let deleting = set.metadata.deletion_timestamp.is_some();
+    let mut by_ordinal: BTreeMap<i32, &Pod> = BTreeMap::new();
+    for pod in &snapshot.pods {
+        let name = name_of(pod);
+        let member = parent_and_ordinal(name).filter(|(parent, _)| *parent == spec.name);
+        let selected = spec.selector.matches(pod.metadata.labels.as_ref());
+        match member {
+            Some((_, ordinal)) if selected && name == pod_name(spec.name, ordinal) => {
+                if spec.is_replica_ordinal(ordinal) {
+                    by_ordinal.insert(ordinal, pod);
+                } else {
+                    round.condemned.push((ordinal, pod));
+                }
+            }
+            // `web-01` holds no ordinal of its own: it is removed, and `web-1` takes its place.
+            Some(_) if selected => round.condemned.push((-1, pod)),
+            _ if !deleting && !spec.uid.is_empty() => {
+                round.actions.push(crate::workload::release_pod(pod, spec.uid));
+            }
+            _ => {}
+        }
+    }
+    round.condemned.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| name_of(a.1).cmp(name_of(b.1))));
+    fill_slots(&mut round, &by_ordinal);
+
+    let mut status = StatefulSetStatus {
+        observed_generation: set.metadata.generation.unwrap_or(0),
+        current_revision: round.current.name.clone(),
+        update_revision: round.update.name.clone(),
+        collision_count: Some(resolved.collision_count),
+        label_selector: spec.selector.render(),
+        ..StatefulSetStatus::default()
+    };
+
+    if !deleting {
+        let flow = scale(&mut round);
+        if flow != Flow::Exit
+            && scale_in(&mut round) != Flow::Exit
+            && !spec.on_delete
+            && let Err(message) = rolling_update(&mut round)
+        {
+            round.fail_condition(FAILED_UPDATE_POD, message.clone());
+            round.event(EventType::Warning, "FailedUpdate", message, false);
+        }
+    }
+
+    // 4. Status and history.
+    count(&round, &mut status);
+    status.conditions = round.conditions.clone();
+    status.volume_claims = volume_claims(&round);
+    let history = truncate_history(&round, snapshot);
+    round.actions.extend(history);
+
+    let old = set.status.clone().unwrap_or_default();
+    let status = (old != status).then_some(status);
+    WorkloadPlan {
+        actions: round.actions,
+        status,
+        events: round.events,
+        requeue_after: round.requeue,
+        expectations,
+        blocked: None,
+    }
+}
+
+/// The replicas' slots in ordinal order; a missing pod gets the revision upstream's
+/// `isCurrentRevisionNeeded` picks: the current one for the lowest `partition` positions
+/// (ordered), or while fewer than `partition` other pods are not updated (unordered).
+fn fill_slots<'a>(round: &mut Round<'_, 'a>, by_ordinal: &BTreeMap<i32, &'a Pod>) {
+    let spec = round.spec;
+    let rolling = round.current.name != round.update.name && !spec.on_delete;
+    let mut not_updated: i32 = by_ordinal
+        .values()
+        .filter(|p| !round.counts_as_updated(p))
+        .count()
+        .try_into()
+        .unwrap_or(i32::MAX);
+    for (position, &ordinal) in spec.ordinals.iter().enumerate() {
+        let pod = by_ordinal.get(&ordinal).copied();
+        let needs_storage = pod.is_some_and(|p| !storage_matches(spec, p, ordinal));
+        let at_current = pod.is_none()
+            && rolling
+            && if spec.unordered {
+                not_updated < spec.partition
+            } else {
+                i32::try_from(position).unwrap_or(i32::MAX) < spec.partition
+            };
+        if pod.is_none() && at_current {
+            not_updated = not_updated.saturating_add(1);
+        }
+        round.slots.push(Slot { ordinal, pod, at_current, needs_storage });
+    }
+}
+
+/// The scale pass over the replicas, lowest ordinal first (upstream's `processReplica`).
+///
+/// Differences from upstream, on purpose:
+/// - a failed or succeeded pod is deleted whatever the scale budget (deleting it costs no
+///   availability); its replacement counts against the budget as any creation;
+/// - while a rollout is under way, pods the update removed are recreated within the update's
+///   own `maxUnavailable`: the scale budget is at least that large (upstream #2285, where the
+///   scale budget held availability at the update's floor for the whole rollout);
+/// - a pod whose volumes miss a claim template is never patched (the API server forbids it;
+///   upstream #2343): the rolling update replaces it.
+fn scale(round: &mut Round<'_, '_>) -> Flow {
+    let spec = round.spec;
+    let rollout = round.current.name != round.update.name;
+    let mut budget = spec
+        .scale_budget
+        .map(|b| if rollout && !spec.on_delete { b.max(spec.max_unavailable) } else { b });
+    let mut consume = move || match budget.as_mut() {
+        Some(left) => {
+            *left -= 1;
+            *left <= 0
+        }
+        None => false,
+    };
+    for index in 0..round.slots.len() {
+        let flow = scale_one(round, index, &mut consume);
+        match flow {
+            Flow::Next => {}
+            Flow::Break => return Flow::Break,
+            Flow::Exit if spec.monotonic => return Flow::Exit,
+            // Parallel: one blocked pod never holds up the others (upstream PR #2109).
+            Flow::Exit => {}
+        }
+    }
+    Flow::Next
+}
+
+fn scale_one(round: &mut Round<'_, '_>, index: usize, consume: &mut impl FnMut() -> bool) -> Flow {
+    let spec = round.spec;
+    let (ordinal, pod, at_current) = {
+        let slot = &round.slots[index];
+        (slot.ordinal, slot.pod, slot.at_current)
+    };
+    let Some(pod) = pod else {
+        if let Err(reason) = round.missing_claims(ordinal, true) {
+            wait_for_claims(round, ordinal, reason);
+            return Flow::Exit;
+        }
+        let revision = if at_current { &round.current } else { &round.update };
+        let new = new_pod(spec, &revision.template, &revision.name, ordinal, round.now);
+        let name = name_of(&new).to_owned();
+        round.actions.push(Action::CreatePod { pod: Box::new(new) });
+        let message = format!("create Pod {name} in StatefulSet {} successful", spec.name);
+        round.event(EventType::Normal, "SuccessfulCreate", message, true);
+        if spec.monotonic {
+            return Flow::Exit;
+        }
+        return if consume() { Flow::Break } else { Flow::Next };
+    };
+
+    if is_finished(pod) {
+        if !pod::is_terminating(pod) {
+            round.delete_pod(pod, DeletePurpose::Finished);
+        }
+        if spec.monotonic {
+            return Flow::Exit;
+        }
+        return if consume() { Flow::Break } else { Flow::Next };
+    }
+    if pod::phase_of(pod) == pod::PHASE_PENDING && !pod::is_terminating(pod) {
+        // A pod created before its claims (or whose claims were deleted) gets them back.
+        if let Err(reason) = round.missing_claims(ordinal, false) {
+            wait_for_claims(round, ordinal, reason);
+        }
+    }
+    if pod::is_terminating(pod) {
+        if spec.monotonic {
+            return Flow::Exit;
+        }
+        if consume() {
+            return Flow::Break;
+        }
+        return Flow::Next;
+    }
+    if let Err(message) = round.refresh(pod) {
+        round.event(EventType::Warning, "FailedUpdate", message, false);
+    }
+    if spec.monotonic || spec.scale_budget.is_some() {
+        let (available, wait) = round.available(pod);
+        if !available {
+            if spec.monotonic {
+                if let Some(wait) = wait {
+                    round.requeue_after(wait);
+                }
+                return Flow::Exit;
+            }
+            if consume() {
+                if let Some(wait) = wait {
+                    round.requeue_after(wait);
+                }
+                return Flow::Break;
+            }
+        }
+    }
+    if let Some(patch) = identity_patch(spec, pod, ordinal) {
+        round.actions.push(Action::PatchPod {
+            name: name_of(pod).to_owned(),
+            uid: uid_of(pod).to_owned(),
+            purpose: PodPatchPurpose::Identity,
+            patch: Patch::strategic(patch),
+        });
+        let message =
+            format!("update Pod {} in StatefulSet {} successful", name_of(pod), spec.name);
+        round.event(EventType::Normal, "SuccessfulUpdate", message, true);
+    }
+    round.claim_owners(pod, ordinal, false);
+    Flow::Next
+}
+
+/// The pod at `ordinal` cannot be created or given its claims yet (a claim is going away):
+/// say so, and look again shortly.
+fn wait_for_claims(round: &mut Round<'_, '_>, ordinal: i32, reason: String) {
+    let message = format!(
+        "create Pod {} in StatefulSet {} failed error: {reason}",
+        pod_name(round.spec.name, ordinal),
+        round.spec.name
+    );
+    round.event(EventType::Warning, "FailedCreate", message, false);
+    round.requeue_after(SignedDuration::from_secs(5));
+}
+
+/// Removes the pods outside the replica ordinals, highest ordinal first (upstream's
+/// `processCondemned`). OrderedReady removes one at a time, each once every pod is healthy;
+/// Parallel removes them all.
+fn scale_in(round: &mut Round<'_, '_>) -> Flow {
+    let spec = round.spec;
+    let condemned = std::mem::take(&mut round.condemned);
+    for &(ordinal, pod) in &condemned {
+        if ordinal >= 0 && !pod::is_terminating(pod) {
+            round.claim_owners(pod, ordinal, true);
+        }
+    }
+    let first_unhealthy = condemned
+        .iter()
+        .filter(|(_, p)| !is_healthy(p))
+        .min_by_key(|(ordinal, _)| *ordinal)
+        .map(|(_, p)| name_of(p));
+    let mut flow = Flow::Next;
+    for &(_, pod) in &condemned {
+        if pod::is_terminating(pod) {
+            if spec.monotonic {
+                flow = Flow::Exit;
+                break;
+            }
+            continue;
+        }
+        // A finished pod holds nothing up: it goes at once (upstream waits for it to become
+        // ready first, which it never will).
+        if spec.monotonic && !is_finished(pod) {
+            let first = first_unhealthy == Some(name_of(pod));
+            if !pod::is_running_and_ready(pod) && !first {
+                flow = Flow::Exit;
+                break;
+            }
+            let (available, wait) = round.available(pod);
+            if !available && !first {
+                if let Some(wait) = wait {
+                    round.requeue_after(wait);
+                }
+                flow = Flow::Exit;
+                break;
+            }
+        }
+        let deleted = round.delete_pod(pod, DeletePurpose::ScaleIn);
+        if spec.monotonic && !is_finished(pod) && deleted != (Deleted::Held { changed: false }) {
+            flow = Flow::Exit;
+            break;
+        }
+    }
+    round.condemned = condemned;
+    flow
+}
+
+/// The rolling update (upstream's `rollingUpdateStatefulsetPods`): refreshes, specified
+/// deletions, then the update targets in order, within `maxUnavailable` and `partition`.
+fn rolling_update(round: &mut Round<'_, '_>) -> Result<(), String> {
+    let spec = round.spec;
+    let pods: Vec<&Pod> = round.slots.iter().filter_map(|s| s.pod).collect();
+    for pod in
+        pods.iter().copied().chain(round.condemned.iter().map(|(_, p)| *p)).collect::<Vec<_>>()
+    {
+        if !pod::is_terminating(pod) {
+            round.refresh(pod)?;
+        }
+    }
+    if round.lifecycle_changed || spec.paused {
+        return Ok(());
+    }
+
+    // Replicas that are unavailable now.
+    let mut unavailable: BTreeSet<usize> = BTreeSet::new();
+    let mut soonest = None;
+    for (index, slot) in round.slots.iter().enumerate() {
+        let Some(pod) = slot.pod.filter(|p| !round.deleted.contains(name_of(p))) else {
+            unavailable.insert(index);
+            continue;
+        };
+        let opts = &round.in_place;
+        let down =
+            if !is_healthy(pod) || inplace::check_in_place_update_completed(pod, opts).is_err() {
+                true
+            } else {
+                let (available, wait) = round.available(pod);
+                if let Some(wait) = wait {
+                    soonest = Some(soonest.map_or(wait, |s: SignedDuration| s.min(wait)));
+                }
+                !available
+                    || (spec.resize_claims
+                        && round.pod_claims(slot.ordinal).iter().any(|(c, t)| !claims::ready(c, t)))
+            };
+        if down {
+            unavailable.insert(index);
+        }
+    }
+    if let Some(wait) = soonest {
+        round.requeue_after(wait);
+    }
+    let max_unavailable = usize::try_from(spec.max_unavailable).unwrap_or(1);
+
+    // Pods labelled for deletion, and pods whose volumes miss a claim template: replaced,
+    // highest ordinal first, within maxUnavailable but regardless of partition.
+    let mut replaced: BTreeSet<usize> = BTreeSet::new();
+    for index in (0..round.slots.len()).rev() {
+        let slot = &round.slots[index];
+        let Some(pod) = slot.pod else { continue };
+        let specified = pod::is_specified_delete(pod);
+        if (!specified && !slot.needs_storage)
+            || pod::is_terminating(pod)
+            || round.deleted.contains(name_of(pod))
+        {
+            continue;
+        }
+        if unavailable.len() >= max_unavailable && !unavailable.contains(&index) {
+            continue;
+        }
+        let purpose =
+            if specified { DeletePurpose::SpecifiedDelete } else { DeletePurpose::Recreate };
+        if round.delete_pod(pod, purpose) == Deleted::Yes {
+            if revision_label_matches(
+                pod::labels_of(pod).get(rev::POD_REVISION_LABEL).map(String::as_str).unwrap_or(""),
+                &round.current.name,
+            ) {
+                round.current_leaving += 1;
+            } else if round.at_update(pod) {
+                round.updated_leaving += 1;
+            }
+        }
+        replaced.insert(index);
+        unavailable.insert(index);
+    }
+
+    for index in targets(round) {
+        let slot = &round.slots[index];
+        let (ordinal, Some(pod)) = (slot.ordinal, slot.pod) else { continue };
+        let claims_match = !spec.resize_claims
+            || round.pod_claims(ordinal).iter().all(|(c, t)| {
+                claims::compatible_without_size(c, t) && !claims::needs_expansion(c, t)
+            });
+        if round.at_update(pod) && claims_match {
+            continue;
+        }
+        if unavailable.len() >= max_unavailable && !unavailable.contains(&index) {
+            break;
+        }
+        if !claims_match {
+            resize_claims(round, pod, ordinal)?;
+            let completed =
+                round.pod_claims(ordinal).iter().all(|(c, t)| claims::resize_completed(c, t));
+            if !completed {
+                unavailable.insert(index);
+                continue;
+            }
+        }
+        if replaced.contains(&index)
+            || pod::is_terminating(pod)
+            || round.deleted.contains(name_of(pod))
+            || round.at_update(pod)
+        {
+            continue;
+        }
+        let at_current = revision_label_matches(
+            pod::labels_of(pod).get(rev::POD_REVISION_LABEL).map(String::as_str).unwrap_or(""),
+            &round.current.name,
+        );
+        let moved = match update_in_place(round, pod)? {
+            true => true,
+            false => round.delete_pod(pod, DeletePurpose::Recreate) == Deleted::Yes,
+        };
+        unavailable.insert(index);
+        if moved && at_current {
+            round.current_leaving += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The replicas to move to the update revision, in the order to move them (upstream's
+/// `sortPodsToUpdate`): `partition` pods stay at the current revision. Ordered, the highest
+/// ordinals go; unordered, pods already updated (or terminating) use up the quota first, then
+/// the rest in priority order.
+fn targets(round: &Round<'_, '_>) -> Vec<usize> {
+    let spec = round.spec;
+    let max_update = usize::try_from(spec.replicas.saturating_sub(spec.partition)).unwrap_or(0);
+    if max_update == 0 {
+        return Vec::new();
+    }
+    let descending: Vec<usize> = (0..round.slots.len()).rev().collect();
+    if !spec.unordered {
+        return descending.into_iter().take(max_update).collect();
+    }
+    let updated_slot = |index: usize| match round.slots[index].pod {
+        Some(pod) => pod::is_terminating(pod) || round.counts_as_updated(pod),
+        None => !round.slots[index].at_current,
+    };
+    let (mut updated, waiting): (Vec<usize>, Vec<usize>) =
+        descending.into_iter().partition(|&i| updated_slot(i));
+    let waiting = match spec.priority {
+        Some(strategy) => {
+            let template_labels = round
+                .current
+                .template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.labels.clone())
+                .unwrap_or_default();
+            let labels: Vec<&std::collections::BTreeMap<String, String>> = round
+                .slots
+                .iter()
+                .map(|s| s.pod.map_or(&template_labels, pod::labels_of))
+                .collect();
+            crate::ordering::priority_sort(strategy, &labels, waiting)
+        }
+        None => waiting,
+    };
+    updated.extend(waiting);
+    updated.truncate(max_update);
+    updated
+}
+
+/// Moves `pod` to the update revision in place, as far as its lifecycle allows this round.
+/// `Ok(false)` when the change needs a new pod (or the policy is ReCreate); `Err` when the
+/// policy is InPlaceOnly and it cannot be done in place, or the pod's state forbids it.
+fn update_in_place(round: &mut Round<'_, '_>, pod: &Pod) -> Result<bool, String> {
+    let spec = round.spec;
+    if spec.policy == UpdatePolicy::ReCreate {
+        return Ok(false);
+    }
+    let label = pod::labels_of(pod).get(rev::POD_REVISION_LABEL).map(String::as_str).unwrap_or("");
+    let old = round.revisions.iter().find(|r| revision_label_matches(label, r.name)).map(|r| r.rev);
+    let update_spec = match (old, round.update.object.as_ref()) {
+        (Some(old), Some(new)) => {
+            inplace::calculate_revision_update_spec(old, new, &round.in_place)
+        }
+        _ => None,
+    };
+    let Some(update_spec) = update_spec else {
+        if spec.policy == UpdatePolicy::InPlaceOnly {
+            return Err(format!(
+                "spec.updateStrategy.rollingUpdate.podUpdatePolicy: InPlaceOnly, but pod {} cannot move from revision {label} to {} in place (only images, labels and annotations, and with InPlaceWorkloadVerticalScaling cpu and memory, change in place)",
+                name_of(pod),
+                round.update.name
+            ));
+        }
+        return Ok(false);
+    };
+    match lifecycle::cloneset_in_place_step(spec.lifecycle, pod, round.now) {
+        InPlaceStep::PrepareUpdate(transition) => {
+            let changed = crate::workload::push_lifecycle(
+                &mut round.actions,
+                name_of(pod),
+                uid_of(pod),
+                transition,
+            );
+            round.lifecycle_changed |= changed;
+            Ok(true)
+        }
+        InPlaceStep::Wait => Ok(true),
+        InPlaceStep::UpdateNow => {
+            let opts = round.in_place.clone();
+            let now = round.now;
+            crate::workload::inplace::update_in_place(round, pod, &update_spec, &opts, now);
+            let message = format!(
+                "successfully update pod {} in-place(revision {})",
+                name_of(pod),
+                round.update.name
+            );
+            round.event(EventType::Normal, "SuccessfulUpdatePodInPlace", message, true);
+            Ok(true)
+        }
+        InPlaceStep::NotAllowed(state) => Err(format!(
+            "not allowed to in-place update pod {} in state {}",
+            name_of(pod),
+            state.map(|s| s.to_string()).unwrap_or_default()
+        )),
+    }
+}
+
+/// Grows the pod's claims to their templates' size (`volumeClaimUpdateStrategy:
+/// OnPodRollingUpdate`); a claim that differs in more than size, or whose class cannot
+/// expand, stops the update.
+fn resize_claims(round: &mut Round<'_, '_>, pod: &Pod, ordinal: i32) -> Result<(), String> {
+    for (claim, template) in round.pod_claims(ordinal) {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        if !claims::compatible_without_size(claim, template) {
+            return Err(format!(
+                "can not patch pvc {name}: contains diff other than spec resource, wait pvc to be deleted"
+            ));
+        }
+        if !claims::needs_expansion(claim, template) {
+            continue;
+        }
+        if let Some(class) = claim.spec.as_ref().and_then(|s| s.storage_class_name.as_deref())
+            && round.snapshot.storage_classes.get(class) != Some(&true)
+        {
+            return Err(format!(
+                "storage class {class} for {} does not support volume expansion",
+                name_of(pod)
+            ));
+        }
+        let resources = template.spec.as_ref().and_then(|s| s.resources.clone());
+        round.actions.push(Action::PatchPvc {
+            name: name.clone(),
+            patch: Patch::merge(json!({
+                "metadata": {
+                    "annotations": { annotations::PVC_OWNED_BY_ASTS: round.spec.name },
+                    "resourceVersion": claim.metadata.resource_version,
+                },
+                "spec": { "resources": resources },
+            })),
+        });
+        let message = format!(
+            "resize Claim {name} Pod {} in StatefulSet {} success",
+            name_of(pod),
+            round.spec.name
+        );
+        round.event(EventType::Normal, "SuccessfulResize", message, true);
+    }
+    Ok(())
+}
+
+/// The counters of `status` (upstream's `computeReplicaStatus` over the replicas and the pods
+/// being removed), less the pods this round moves or removes; and the rollout completes when
+/// every pod is updated and ready, and (unlike upstream) every replica exists: a set whose
+/// pods are all gone mid-rollout still creates the partition's pods at the current revision.
+fn count(round: &Round<'_, '_>, status: &mut StatefulSetStatus) {
+    let pods =
+        round.slots.iter().filter_map(|s| s.pod).chain(round.condemned.iter().map(|(_, p)| *p));
+    let label =
+        |pod: &Pod| pod::labels_of(pod).get(rev::POD_REVISION_LABEL).cloned().unwrap_or_default();
+    for pod in pods {
+        if pod::phase_of(pod).is_empty() {
+            continue;
+        }
+        status.replicas += 1;
+        let ready = pod::is_running_and_ready(pod);
+        let available = ready && round.available(pod).0;
+        let revision = label(pod);
+        let updated = revision == round.update.name;
+        if ready {
+            status.ready_replicas += 1;
+            if updated {
+                status.updated_ready_replicas += 1;
+            }
+        }
+        if available {
+            status.available_replicas += 1;
+            if updated {
+                status.updated_available_replicas += 1;
+            }
+        }
+        if !pod::is_terminating(pod) {
+            if revision == round.current.name {
+                status.current_replicas += 1;
+            }
+            if updated {
+                status.updated_replicas += 1;
+            }
+        }
+    }
+    status.current_replicas = (status.current_replicas - round.current_leaving).max(0);
+    status.updated_replicas = (status.updated_replicas - round.updated_leaving).max(0);
+    if !round.spec.on_delete
+        && status.updated_replicas == status.replicas
+        && status.ready_replicas == status.replicas
+        && round.slots.iter().all(|s| s.pod.is_some())
+    {
+        status.current_revision = status.update_revision.clone();
+        status.current_replicas = status.updated_replicas;
+    }
+}
+
+/// `status.volumeClaims`: per claim template, how many replicas' claims ask for at least its
+/// size, and how many of those have been given it.
+fn volume_claims(round: &Round<'_, '_>) -> Vec<VolumeClaimStatus> {
+    round
+        .spec
+        .claim_templates
+        .iter()
+        .map(|template| {
+            let name = template.metadata.name.clone().unwrap_or_default();
+            let mut entry =
+                VolumeClaimStatus { volume_claim_name: name.clone(), ..Default::default() };
+            for slot in &round.slots {
+                let claim = claim_name(&name, round.spec.name, slot.ordinal);
+                let Some(claim) = round.claims.get(claim.as_str()) else { continue };
+                if claim.metadata.deletion_timestamp.is_some()
+                    || !claims::compatible(claim, template)
+                {
+                    continue;
+                }
+                entry.compatible_replicas += 1;
+                if claims::ready(claim, template) {
+                    entry.compatible_ready_replicas += 1;
+                }
+            }
+            entry
+        })
+        .collect()
+}
+
+/// Revisions beyond `revisionHistoryLimit` that no pod uses any more.
+fn truncate_history(round: &Round<'_, '_>, snapshot: &StatefulSetSnapshot) -> Vec<Action> {
+    let names: Vec<&str> = round.revisions.iter().map(|r| r.name).collect();
+    let limit = usize::try_from(round.spec.revision_history_limit).unwrap_or(0);
+    let (current, update) = (round.current.name.as_str(), round.update.name.as_str());
+    if names.iter().filter(|&&n| n != current && n != update).count() <= limit {
+        return Vec::new();
+    }
+    let in_use: BTreeSet<&str> = snapshot
+        .pods
+        .iter()
+        .filter_map(|p| p.metadata.labels.as_ref()?.get(rev::POD_REVISION_LABEL))
+        .map(String::as_str)
+        .collect();
+    rev::history_to_prune(&names, &in_use, current, update, limit)
+        .into_iter()
+        .map(|name| Action::DeleteRevision { name: name.to_owned() })
+        .collect()
+}

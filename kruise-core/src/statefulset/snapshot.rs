@@ -1,0 +1,192 @@
+//! What the Advanced StatefulSet planner reads: the set, its pods, claims and revisions, the
+//! expectations in flight and the feature gates, all read before planning starts.
+
+use std::collections::BTreeMap;
+
+use jiff::SignedDuration;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kruise_api::apps::{v1alpha1, v1beta1};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::expectations::{ControllerExpectations, DEFAULT_TIMEOUT};
+use crate::workload::duration_serde;
+
+/// An Advanced StatefulSet at either served API version. The planner works on v1beta1 and
+/// converts a v1alpha1 object with [`kruise_api::conversion::to_hub`] first.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum StatefulSetObject {
+    /// `apps.kruise.io/v1beta1` (the stored version).
+    V1beta1(Box<v1beta1::StatefulSet>),
+    /// `apps.kruise.io/v1alpha1`.
+    V1alpha1(Box<v1alpha1::StatefulSet>),
+}
+
+impl From<v1beta1::StatefulSet> for StatefulSetObject {
+    fn from(set: v1beta1::StatefulSet) -> Self {
+        Self::V1beta1(Box::new(set))
+    }
+}
+
+impl From<v1alpha1::StatefulSet> for StatefulSetObject {
+    fn from(set: v1alpha1::StatefulSet) -> Self {
+        Self::V1alpha1(Box::new(set))
+    }
+}
+
+impl StatefulSetObject {
+    /// The object as v1beta1, converting a v1alpha1 one.
+    pub fn to_v1beta1(
+        &self,
+    ) -> Result<v1beta1::StatefulSet, kruise_api::conversion::ConversionError> {
+        match self {
+            Self::V1beta1(set) => Ok(set.as_ref().clone()),
+            Self::V1alpha1(set) => kruise_api::conversion::to_hub(set.as_ref().clone()),
+        }
+    }
+}
+
+impl Serialize for StatefulSetObject {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::V1beta1(set) => set.serialize(serializer),
+            Self::V1alpha1(set) => set.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StatefulSetObject {
+    /// Decodes by `apiVersion`: `apps.kruise.io/v1alpha1` gives [`StatefulSetObject::V1alpha1`];
+    /// `apps.kruise.io/v1beta1` or no `apiVersion` gives [`StatefulSetObject::V1beta1`].
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut value = serde_json::Value::deserialize(deserializer)?;
+        let api_version = value.get("apiVersion").and_then(|v| v.as_str()).map(str::to_owned);
+        if let serde_json::Value::Object(map) = &mut value {
+            map.entry("kind").or_insert_with(|| "StatefulSet".into());
+        }
+        match api_version.as_deref() {
+            Some("apps.kruise.io/v1alpha1") => serde_json::from_value(value)
+                .map(|set| Self::V1alpha1(Box::new(set)))
+                .map_err(D::Error::custom),
+            Some("apps.kruise.io/v1beta1") | None => {
+                if let serde_json::Value::Object(map) = &mut value {
+                    map.entry("apiVersion").or_insert_with(|| "apps.kruise.io/v1beta1".into());
+                }
+                serde_json::from_value(value)
+                    .map(|set| Self::V1beta1(Box::new(set)))
+                    .map_err(D::Error::custom)
+            }
+            Some(other) => Err(D::Error::custom(format_args!(
+                "statefulset.apiVersion {other:?} is not apps.kruise.io/v1alpha1 or v1beta1"
+            ))),
+        }
+    }
+}
+
+/// The feature gates that change Advanced StatefulSet planning, with upstream's defaults.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", default)]
+#[non_exhaustive]
+pub struct FeatureGates {
+    /// `StatefulSetStartOrdinal`: `spec.ordinals.start` numbers the pods (off by default).
+    pub stateful_set_start_ordinal: bool,
+    /// `StatefulSetAutoDeletePVC`: `persistentVolumeClaimRetentionPolicy` is honoured (on).
+    #[serde(rename = "StatefulSetAutoDeletePVC")]
+    pub stateful_set_auto_delete_pvc: bool,
+    /// `StatefulSetAutoResizePVCGate`: `volumeClaimUpdateStrategy` resizes claims (off).
+    #[serde(rename = "StatefulSetAutoResizePVCGate")]
+    pub stateful_set_auto_resize_pvc: bool,
+    /// `PodIndexLabel`: pods carry `apps.kubernetes.io/pod-index` (on).
+    pub pod_index_label: bool,
+    /// `PreparingUpdateAsUpdate`: pods in `PreparingUpdate` count as updated when choosing
+    /// what to update (off).
+    pub preparing_update_as_update: bool,
+    /// `InPlaceWorkloadVerticalScaling`: cpu and memory change in place (off).
+    pub in_place_workload_vertical_scaling: bool,
+    /// `InPlaceUpdateEnvFromMetadata`: env vars taken from labels and annotations update in
+    /// place (on).
+    pub in_place_update_env_from_metadata: bool,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        Self {
+            stateful_set_start_ordinal: false,
+            stateful_set_auto_delete_pvc: true,
+            stateful_set_auto_resize_pvc: false,
+            pod_index_label: true,
+            preparing_update_as_update: false,
+            in_place_workload_vertical_scaling: false,
+            in_place_update_env_from_metadata: true,
+        }
+    }
+}
+
+/// Planner settings that upstream takes from command-line flags or the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
+pub struct PlannerOptions {
+    /// How long an expectation may stay unsatisfied before it is dropped (default five
+    /// minutes).
+    #[serde(with = "duration_serde")]
+    pub expectation_timeout: SignedDuration,
+    /// The API server changes container resources through the `pods/resize` subresource.
+    pub resize_subresource: bool,
+}
+
+impl Default for PlannerOptions {
+    fn default() -> Self {
+        Self { expectation_timeout: DEFAULT_TIMEOUT, resize_subresource: false }
+    }
+}
+
+/// Everything the Advanced StatefulSet planner needs, already read from the cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatefulSetSnapshot {
+    /// The set.
+    pub statefulset: StatefulSetObject,
+    /// The pods it controls (controller ownerReference with its UID), including terminating
+    /// and finished ones.
+    #[serde(default)]
+    pub pods: Vec<Pod>,
+    /// Its claims: the PVCs in its namespace named `<template>-<set>-<ordinal>`. Others are
+    /// ignored.
+    #[serde(default)]
+    pub pvcs: Vec<PersistentVolumeClaim>,
+    /// Its ControllerRevisions.
+    #[serde(default)]
+    pub revisions: Vec<ControllerRevision>,
+    /// Whether each StorageClass allows volume expansion, by name (read only for
+    /// `volumeClaimUpdateStrategy: OnPodRollingUpdate`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub storage_classes: BTreeMap<String, bool>,
+    /// Expectations recorded by earlier plans and not yet observed.
+    #[serde(default)]
+    pub expectations: ControllerExpectations,
+    /// Feature gates.
+    #[serde(default)]
+    pub feature_gates: FeatureGates,
+    /// Flag-level settings.
+    #[serde(default)]
+    pub options: PlannerOptions,
+}
+
+impl StatefulSetSnapshot {
+    /// A snapshot of `statefulset` with nothing owned yet, no expectations and default gates.
+    pub fn new(statefulset: impl Into<StatefulSetObject>) -> Self {
+        Self {
+            statefulset: statefulset.into(),
+            pods: Vec::new(),
+            pvcs: Vec::new(),
+            revisions: Vec::new(),
+            storage_classes: BTreeMap::new(),
+            expectations: ControllerExpectations::default(),
+            feature_gates: FeatureGates::default(),
+            options: PlannerOptions::default(),
+        }
+    }
+}
