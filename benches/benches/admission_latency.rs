@@ -434,6 +434,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle) {
         client: client.clone(),
         deletion_protection: false,
         crd_cascading: false,
+        statefulset_gates: Default::default(),
     };
     let routes = admission::routes(context).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)

@@ -3,8 +3,9 @@
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::apps::v1beta1::CloneSet;
+use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
 use kruise_core::cloneset::{Action, CloneSetSnapshot, SnapshotPod, plan};
+use kruise_core::statefulset::StatefulSetSnapshot;
 use serde_json::json;
 
 /// The time every benchmark plans at.
@@ -129,4 +130,115 @@ pub fn memory_mib(pid: &str) -> (f64, f64) {
             .map_or(0.0, |kb| kb / 1024.0)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn statefulset(replicas: usize, image: &str, current: &str, update: &str) -> StatefulSet {
+    let value = json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "bench", "namespace": "default", "uid": "bench-uid", "generation": 3},
+        "spec": {
+            "replicas": replicas,
+            "podManagementPolicy": "Parallel",
+            "serviceName": "bench",
+            "selector": {"matchLabels": {"app": "bench"}},
+            "reserveOrdinals": [3, "10-12"],
+            "template": {
+                "metadata": {"labels": {"app": "bench"}},
+                "spec": {
+                    "containers": [{"name": "main", "image": image}],
+                    "readinessGates": [{"conditionType": "InPlaceUpdateReady"}]
+                }
+            },
+            "updateStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {
+                    "partition": replicas * 3 / 10,
+                    "maxUnavailable": "10%",
+                    "podUpdatePolicy": "InPlaceIfPossible",
+                    "minReadySeconds": 10,
+                    "unorderedUpdate": {"priorityStrategy": {"weightPriority": [
+                        {"weight": 50, "matchSelector": {"matchLabels": {"tier": "canary"}}},
+                        {"weight": 10, "matchSelector": {"matchExpressions": [
+                            {"key": "zone", "operator": "In", "values": ["zone-a", "zone-b"]}
+                        ]}}
+                    ]}}
+                }
+            }
+        },
+        "status": {"currentRevision": current, "updateRevision": update, "observedGeneration": 2}
+    });
+    serde_json::from_value(value).unwrap_or_default()
+}
+
+/// An Advanced StatefulSet (Parallel, unordered with weight priorities, in place, partition
+/// 30%, maxUnavailable 10%, a few reserved ordinals) with `n` running, ready pods, a third of
+/// them already at the new revision and a few not ready: a rolling update in progress.
+pub fn statefulset_snapshot(n: usize) -> StatefulSetSnapshot {
+    let revision = |set: &StatefulSet, number| {
+        kruise_core::revision::new_revision(set, number, 0).unwrap_or_default()
+    };
+    let old = revision(&statefulset(n, "app:v1", "", ""), 1);
+    let new = revision(&statefulset(n, "app:v2", "", ""), 2);
+    let name = |r: &k8s_openapi::api::apps::v1::ControllerRevision| {
+        r.metadata.name.clone().unwrap_or_default()
+    };
+    let (old_name, new_name) = (name(&old), name(&new));
+    let set = statefulset(n, "app:v2", &old_name, &new_name);
+    let reserved = kruise_core::statefulset::ordinals::Reserved::parse(&set.spec.reserve_ordinals)
+        .unwrap_or_default();
+    let ordinals = kruise_core::statefulset::ordinals::replica_ordinals(0, n as i32, &reserved);
+    let mut snapshot = StatefulSetSnapshot::new(set);
+    snapshot.revisions = vec![old, new];
+    snapshot.pods = ordinals
+        .iter()
+        .enumerate()
+        .map(|(i, ordinal)| {
+            let updated = i % 3 == 0;
+            let revision = if updated { &new_name } else { &old_name };
+            let zone = ["zone-a", "zone-b", "zone-c"][i % 3];
+            let tier = if i % 17 == 0 { "canary" } else { "main" };
+            let ready = i % 50 != 7;
+            let ready_at = now() - SignedDuration::from_secs(3_600 + (i as i64 % 1_000));
+            let name = format!("bench-{ordinal}");
+            let pod = json!({
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "uid": format!("uid-{ordinal}"),
+                    "resourceVersion": "100",
+                    "labels": {
+                        "app": "bench",
+                        "zone": zone,
+                        "tier": tier,
+                        "controller-revision-hash": revision,
+                        "statefulset.kubernetes.io/pod-name": name,
+                        "apps.kubernetes.io/pod-index": ordinal.to_string(),
+                        "lifecycle.apps.kruise.io/state": "Normal",
+                    },
+                    "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+                        "name": "bench", "uid": "bench-uid", "controller": true}],
+                },
+                "spec": {
+                    "nodeName": format!("node-{}", i % 500),
+                    "hostname": name,
+                    "subdomain": "bench",
+                    "containers": [{"name": "main", "image": if updated { "app:v2" } else { "app:v1" }}],
+                    "readinessGates": [{"conditionType": "InPlaceUpdateReady"}],
+                },
+                "status": {
+                    "phase": "Running",
+                    "conditions": [
+                        {"type": "Ready", "status": if ready { "True" } else { "False" },
+                         "lastTransitionTime": kruise_core::pod::format_rfc3339(ready_at)},
+                        {"type": "InPlaceUpdateReady", "status": "True"},
+                    ],
+                    "containerStatuses": [{"name": "main", "image": if updated { "app:v2" } else { "app:v1" },
+                        "imageID": "sha", "ready": ready, "restartCount": (i % 4) as i32}],
+                },
+            });
+            serde_json::from_value::<Pod>(pod).unwrap_or_default()
+        })
+        .collect();
+    snapshot
 }

@@ -276,16 +276,13 @@ impl AdmissionResponse {
     }
 
     /// Refuses `request` with an HTTP `code` (422 for invalid objects, 403 for forbidden
-    /// operations), the matching reason, and `message`.
+    /// operations) and `message`. Like upstream's webhooks (controller-runtime's
+    /// `admission.Errored`), the status carries no reason, so the API server answers with the
+    /// code and `admission webhook "..." denied the request: <message>`, and kubectl prints
+    /// `Error from server: ...`.
     pub fn deny(request: &AdmissionRequest, code: u16, message: impl Into<String>) -> Self {
-        let reason = match code {
-            422 => "Invalid",
-            403 => "Forbidden",
-            400 => "BadRequest",
-            _ => "",
-        };
         Self {
-            status: Some((code, reason.to_owned(), message.into())),
+            status: Some((code, String::new(), message.into())),
             allowed: false,
             ..Self::allow(request)
         }
@@ -403,7 +400,7 @@ mod tests {
         assert_eq!(denied["response"]["uid"], "u-1");
         assert_eq!(denied["response"]["allowed"], false);
         assert_eq!(denied["response"]["status"]["code"], 422);
-        assert_eq!(denied["response"]["status"]["reason"], "Invalid");
+        assert_eq!(denied["response"]["status"].get("reason"), None, "as controller-runtime");
     }
 
     #[test]

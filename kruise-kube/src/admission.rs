@@ -28,6 +28,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use kruise_core::admission::cloneset as rules;
 use kruise_core::admission::protection::{self, Dependents, ProtectedKind};
+use kruise_core::admission::statefulset as sts_rules;
 use kruise_core::admission_review::{
     AdmissionRequest, AdmissionResponse, Operation, decode_review,
 };
@@ -58,6 +59,8 @@ pub struct AdmissionContext {
     pub deletion_protection: bool,
     /// `DeletionProtectionForCRDCascadingGate`.
     pub crd_cascading: bool,
+    /// The gates the Advanced StatefulSet webhooks read.
+    pub statefulset_gates: kruise_core::admission::statefulset::AdmissionGates,
 }
 
 /// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
@@ -73,7 +76,8 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
         .route("/validate-apps-deployment", post(validate_builtin_workload))
         .route("/validate-apps-replicaset", post(validate_builtin_workload))
         .route("/validate-apps-statefulset", post(validate_builtin_workload))
-        .route("/validate-apps-kruise-io-statefulset", post(validate_builtin_workload))
+        .route("/mutate-apps-kruise-io-statefulset", post(mutate_statefulset))
+        .route("/validate-apps-kruise-io-statefulset", post(validate_statefulset))
         .route("/validate-apps-kruise-io-uniteddeployment", post(validate_builtin_workload))
         .with_state(state)
 }
@@ -341,6 +345,153 @@ async fn validate_cloneset(State(context): State<Arc<AdmissionContext>>, body: B
     review_response(&response)
 }
 
+/// An Advanced StatefulSet in a review, as v1beta1 (a v1alpha1 object is converted, as
+/// upstream's handlers do).
+fn statefulset_object(
+    request: &AdmissionRequest,
+    object: &Value,
+    what: &str,
+) -> Result<v1beta1::StatefulSet, String> {
+    match request.kind.version.as_str() {
+        "v1alpha1" => {
+            let alpha: v1alpha1::StatefulSet = typed(object, what)?;
+            kruise_api::conversion::to_hub(alpha)
+                .map_err(|err| format!("failed to convert v1alpha1->v1beta1: {err}"))
+        }
+        _ => typed(object, what),
+    }
+}
+
+/// Defaults an Advanced StatefulSet as upstream's `mstatefulset.kb.io` does, answering with
+/// the JSON patch from the object as sent to the defaulted one, at the version it was sent in.
+fn default_statefulset(
+    context: &AdmissionContext,
+    request: &AdmissionRequest,
+) -> Result<AdmissionResponse, String> {
+    let (Some(object), true) = (
+        request.object.as_ref(),
+        matches!(request.operation, Operation::Create | Operation::Update),
+    ) else {
+        return Ok(AdmissionResponse::allow(request));
+    };
+    let mut set = statefulset_object(request, object, "statefulset")?;
+    let old = match (&request.old_object, request.operation) {
+        (Some(old), Operation::Update) => {
+            Some(statefulset_object(request, old, "old statefulset")?)
+        }
+        _ => None,
+    };
+    sts_rules::default_statefulset(&mut set, old.as_ref(), context.statefulset_gates);
+    let defaulted = match request.kind.version.as_str() {
+        "v1alpha1" => {
+            let alpha: v1alpha1::StatefulSet = kruise_api::conversion::from_hub(set)
+                .map_err(|err| format!("failed to convert v1beta1->v1alpha1: {err}"))?;
+            serde_json::to_value(&alpha).map_err(|e| e.to_string())?
+        }
+        _ => serde_json::to_value(&set).map_err(|e| e.to_string())?,
+    };
+    Ok(AdmissionResponse::mutate(request, object, &defaulted))
+}
+
+async fn mutate_statefulset(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let response = default_statefulset(&context, &request)
+        .unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message));
+    review_response(&response)
+}
+
+/// The StorageClasses a claim template change is checked against.
+async fn storage_classes(
+    client: &kube::Client,
+) -> Result<std::collections::BTreeMap<String, sts_rules::StorageClassFacts>, String> {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let api: kube::Api<StorageClass> = kube::Api::all(client.clone());
+    let list = api.list(&kube::api::ListParams::default()).await.map_err(|e| e.to_string())?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|class| {
+            let default = class
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("storageclass.kubernetes.io/is-default-class"))
+                .is_some_and(|v| v == "true");
+            let created = class.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second());
+            let facts =
+                sts_rules::StorageClassFacts::new(class.allow_volume_expansion, default, created);
+            (class.metadata.name.unwrap_or_default(), facts)
+        })
+        .collect())
+}
+
+/// Validates an Advanced StatefulSet in upstream's stages: the spec, then the update rules,
+/// then claim template changes (gate `StatefulSetAutoResizePVCGate`), then `InPlaceOnly`.
+async fn validate_statefulset_object(
+    context: &AdmissionContext,
+    request: &AdmissionRequest,
+    object: &Value,
+) -> Result<(), (u16, String)> {
+    let bad = |message: String| (400, message);
+    let set = statefulset_object(request, object, "statefulset").map_err(bad)?;
+    let old = match (&request.old_object, request.operation) {
+        (Some(old), Operation::Update) => {
+            Some(statefulset_object(request, old, "old statefulset").map_err(bad)?)
+        }
+        _ => None,
+    };
+    let Some(old) = old else {
+        return sts_rules::validate_statefulset(&set)
+            .into_result()
+            .map_err(|e| (422, e.to_string()));
+    };
+    sts_rules::validate_statefulset_update(&set, &old)
+        .into_result()
+        .map_err(|e| (422, e.to_string()))?;
+    if context.statefulset_gates.auto_resize_pvc
+        && old.spec.volume_claim_update_strategy.type_
+            == Some(v1beta1::VolumeClaimUpdateStrategyType::OnPodRollingUpdate)
+    {
+        let classes = storage_classes(&context.client)
+            .await
+            .map_err(|err| (500, format!("listing storage classes: {err}")))?;
+        if let Some(err) = sts_rules::validate_volume_claim_template_update(&set, &old, &classes) {
+            return Err((422, err.to_string()));
+        }
+    }
+    sts_rules::validate_in_place_only(&set, &old).map_err(|message| (422, message))
+}
+
+async fn validate_statefulset(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let response = match (request.operation, request.object.as_ref()) {
+        (Operation::Create | Operation::Update, Some(object)) => {
+            match validate_statefulset_object(&context, &request, object).await {
+                Ok(()) => AdmissionResponse::allow(&request),
+                Err((code, message)) => AdmissionResponse::deny(&request, code, message),
+            }
+        }
+        (Operation::Delete, _) => {
+            let old = request.old_object.clone().unwrap_or(Value::Null);
+            let replicas = old.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+            let dependents =
+                Dependents { replicas: i32::try_from(replicas).ok(), ..Dependents::default() };
+            protect(&context, &request, ProtectedKind::AdvancedStatefulSet, &old, &dependents)
+        }
+        _ => AdmissionResponse::allow(&request),
+    };
+    review_response(&response)
+}
+
 fn protect(
     context: &AdmissionContext,
     request: &AdmissionRequest,
@@ -470,7 +621,6 @@ async fn validate_builtin_workload(
         (false, "deployments") => ProtectedKind::Deployment,
         (false, "replicasets") => ProtectedKind::ReplicaSet,
         (false, "statefulsets") => ProtectedKind::StatefulSet,
-        (true, "statefulsets") => ProtectedKind::AdvancedStatefulSet,
         (true, "uniteddeployments") => ProtectedKind::UnitedDeployment,
         _ => return review_response(&AdmissionResponse::allow(&request)),
     };
@@ -600,11 +750,17 @@ pub fn configurations(
         vec![rule("apps.kruise.io", &cloneset_versions, "clonesets", &["CREATE", "UPDATE"])],
         kruise,
     );
+    let mstatefulset = webhook(
+        "mstatefulset.kb.io",
+        "/mutate-apps-kruise-io-statefulset",
+        vec![rule("apps.kruise.io", &cloneset_versions, "statefulsets", &["CREATE", "UPDATE"])],
+        kruise,
+    );
     let mutating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": MUTATING_CONFIGURATION},
-        "webhooks": [mpod, mcloneset]
+        "webhooks": [mpod, mcloneset, mstatefulset]
     });
 
     let mut vpod = webhook(
@@ -630,7 +786,18 @@ pub fn configurations(
         w["objectSelector"] = protected.clone();
         w
     };
-    let mut webhooks = vec![vpod, vcloneset];
+    let vstatefulset = webhook(
+        "vstatefulset.kb.io",
+        "/validate-apps-kruise-io-statefulset",
+        vec![rule(
+            "apps.kruise.io",
+            &cloneset_versions,
+            "statefulsets",
+            &["CREATE", "UPDATE", "DELETE"],
+        )],
+        kruise,
+    );
+    let mut webhooks = vec![vpod, vcloneset, vstatefulset];
     if policy.deletion_protection {
         webhooks.extend([
             protected_webhook("vnamespace.kb.io", "/validate-namespace", "", &["v1"], "namespaces"),
@@ -662,15 +829,8 @@ pub fn configurations(
                 &["v1"],
                 "statefulsets",
             ),
-            // Until their own validating webhooks exist, Kruise's other protected kinds get
-            // a DELETE-only webhook for protection.
-            protected_webhook(
-                "vstatefulset.kb.io",
-                "/validate-apps-kruise-io-statefulset",
-                "apps.kruise.io",
-                &["v1alpha1", "v1beta1"],
-                "statefulsets",
-            ),
+            // Until its own validating webhook exists, UnitedDeployment gets a DELETE-only
+            // webhook for protection.
             protected_webhook(
                 "vuniteddeployment.kb.io",
                 "/validate-apps-kruise-io-uniteddeployment",
@@ -744,7 +904,7 @@ mod tests {
             .iter()
             .filter(|w| w.get("objectSelector").is_some())
             .collect();
-        assert_eq!(protected.len(), 7);
+        assert_eq!(protected.len(), 6);
         for webhook in protected {
             assert_eq!(webhook["objectSelector"]["matchExpressions"][0]["key"], PROTECTION_LABEL);
             assert_eq!(webhook["rules"][0]["operations"], json!(["DELETE"]));

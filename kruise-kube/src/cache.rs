@@ -397,6 +397,13 @@ watched_namespaced!(
     kruise_api::apps::v1beta1::StatefulSet,
 );
 
+/// StorageClasses: whether a claim's class allows volume expansion.
+impl Watched for k8s_openapi::api::storage::v1::StorageClass {
+    fn watch(client: &Client, _namespace: Option<&str>) -> WatchEvents<Self> {
+        cluster_watch(client)
+    }
+}
+
 /// Nodes are cached as metadata only (their labels place pods in a topology).
 impl Watched for PartialObjectMeta<Node> {
     fn watch(client: &Client, _namespace: Option<&str>) -> WatchEvents<Self> {
@@ -404,13 +411,16 @@ impl Watched for PartialObjectMeta<Node> {
     }
 }
 
+/// A reflector not yet spawned: given the client and namespace, it runs for good.
+type PendingReflector = Box<dyn FnOnce(Client, Option<String>) -> BoxFuture<'static, ()> + Send>;
+
 /// One cache of one kind, type-erased.
 struct SharedEntry {
     kind: String,
     cache: Box<dyn Any + Send + Sync>,
     synced: Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>,
     /// The reflector, until it is spawned.
-    reflector: Option<Box<dyn FnOnce(Client, Option<String>) -> BoxFuture<'static, ()> + Send>>,
+    reflector: Option<PendingReflector>,
 }
 
 #[derive(Default)]

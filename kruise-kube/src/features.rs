@@ -339,6 +339,19 @@ impl FeatureGates {
         g.in_place_update_env_from_metadata = self.enabled("InPlaceUpdateEnvFromMetadata");
         g
     }
+
+    /// The gates that change Advanced StatefulSet planning, for kruise-core's planner.
+    pub fn to_statefulset_gates(&self) -> kruise_core::statefulset::FeatureGates {
+        let mut g = kruise_core::statefulset::FeatureGates::default();
+        g.stateful_set_start_ordinal = self.enabled("StatefulSetStartOrdinal");
+        g.stateful_set_auto_delete_pvc = self.enabled("StatefulSetAutoDeletePVC");
+        g.stateful_set_auto_resize_pvc = self.enabled("StatefulSetAutoResizePVCGate");
+        g.pod_index_label = self.enabled("PodIndexLabel");
+        g.preparing_update_as_update = self.enabled("PreparingUpdateAsUpdate");
+        g.in_place_workload_vertical_scaling = self.enabled("InPlaceWorkloadVerticalScaling");
+        g.in_place_update_env_from_metadata = self.enabled("InPlaceUpdateEnvFromMetadata");
+        g
+    }
 }
 
 /// `Name=bool` items sorted by name: the gates differing from their defaults, or with the

@@ -20,6 +20,7 @@
 //! - [`workload`]: the one controller every workload kind runs on (adoption, snapshot, plan,
 //!   actions, status).
 //! - [`cloneset`]: the CloneSet controller.
+//! - [`statefulset`]: the Advanced StatefulSet controller.
 //! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
 
 pub mod admission;
@@ -36,5 +37,6 @@ pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod queue;
+pub mod statefulset;
 pub mod webhook;
 pub mod workload;

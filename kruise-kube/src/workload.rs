@@ -27,6 +27,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kruise_core::expectations::{ControllerExpectations, Expectation};
 use kruise_core::workload::{Action, Blocked, EventType, WorkloadPlan};
@@ -60,6 +61,9 @@ pub struct WorkloadInputs {
     pub revisions: Vec<ControllerRevision>,
     /// Labels of the nodes its pods run on, by node name.
     pub node_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Whether each StorageClass allows volume expansion, by name (filled for kinds that
+    /// read them, see [`WorkloadKind::reads_storage_classes`]).
+    pub storage_classes: BTreeMap<String, bool>,
     /// Expectations recorded by earlier plans and not yet observed.
     pub expectations: ControllerExpectations,
 }
@@ -80,6 +84,18 @@ pub trait WorkloadKind:
 
     /// Whether [`WorkloadInputs::namespace_pvcs`] is filled.
     const READS_NAMESPACE_PVCS: bool = false;
+
+    /// Whether [`WorkloadInputs::storage_classes`] is filled under these settings.
+    fn reads_storage_classes(_settings: &ControllerSettings) -> bool {
+        false
+    }
+
+    /// The names of the workloads of this kind in the claim's namespace that a change of the
+    /// claim concerns, besides its controller (Advanced StatefulSet claims are not
+    /// controlled: they are found by name, and marked when resized).
+    fn claim_owners(_claim: &PersistentVolumeClaim) -> Vec<String> {
+        Vec::new()
+    }
 
     /// The pod selector.
     fn selector(&self) -> Option<&LabelSelector>;
@@ -109,18 +125,7 @@ struct Caches<W: WorkloadKind> {
     pvcs: Cache<PersistentVolumeClaim>,
     revisions: Cache<ControllerRevision>,
     nodes: Cache<PartialObjectMeta<Node>>,
-}
-
-impl<W: WorkloadKind> Clone for Caches<W> {
-    fn clone(&self) -> Self {
-        Self {
-            workloads: self.workloads.clone(),
-            pods: self.pods.clone(),
-            pvcs: self.pvcs.clone(),
-            revisions: self.revisions.clone(),
-            nodes: self.nodes.clone(),
-        }
-    }
+    storage_classes: Option<Cache<StorageClass>>,
 }
 
 /// The controller of a [`WorkloadKind`].
@@ -141,6 +146,8 @@ impl<W: WorkloadKind> WorkloadController<W> {
             pvcs: context.caches.get::<PersistentVolumeClaim>(),
             revisions: context.caches.get::<ControllerRevision>(),
             nodes: context.caches.get::<PartialObjectMeta<Node>>(),
+            storage_classes: W::reads_storage_classes(&context.settings)
+                .then(|| context.caches.get::<StorageClass>()),
         };
         Self {
             caches,
@@ -216,7 +223,14 @@ impl<W: WorkloadKind> Reconciler for WorkloadController<W> {
         });
         let workloads = caches.workloads.clone();
         let pvcs = Watch::new(&caches.pvcs, KeyMapping::Owner, move |change| {
-            owner_keys(&workloads, change, false)
+            let mut keys = owner_keys(&workloads, change, false);
+            for claim in [change.old.as_deref(), change.new.as_deref()].into_iter().flatten() {
+                let namespace = claim.metadata.namespace.clone().unwrap_or_default();
+                for name in W::claim_owners(claim) {
+                    keys.push(ObjectKey::new(namespace.clone(), name));
+                }
+            }
+            keys
         });
         let workloads = caches.workloads.clone();
         let revisions = Watch::new(&caches.revisions, KeyMapping::Owner, move |change| {
@@ -307,8 +321,18 @@ impl<W: WorkloadKind> WorkloadController<W> {
         } else {
             Vec::new()
         };
+        let storage_classes = caches
+            .storage_classes
+            .iter()
+            .flat_map(|cache| cache.all())
+            .map(|class| {
+                let name = class.metadata.name.clone().unwrap_or_default();
+                (name, class.allow_volume_expansion == Some(true))
+            })
+            .collect();
         Ok(WorkloadInputs {
             pods,
+            storage_classes,
             pvcs: caches.pvcs.controlled_by(uid).iter().map(|p| (**p).clone()).collect(),
             namespace_pvcs,
             revisions: caches.revisions.controlled_by(uid).iter().map(|r| (**r).clone()).collect(),

@@ -111,6 +111,9 @@ struct ManagerFlags {
     #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true",
           action = clap::ArgAction::Set)]
     cloneset_scaling_exclude_preparing_delete: bool,
+    /// How often a controller whose CRD is not installed checks for it again.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    crd_check_interval: Duration,
     /// How long an unobserved create, delete or update is waited for before it is dropped.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     expectation_timeout: Duration,
@@ -201,6 +204,7 @@ impl ManagerFlags {
             jiff::SignedDuration::try_from(self.expectation_timeout)
                 .context("--expectation-timeout")?;
         config.workers = workers;
+        config.crd_poll_interval = self.crd_check_interval;
         config.controller_settings.scaling_exclude_preparing_delete =
             self.cloneset_scaling_exclude_preparing_delete;
         config.feature_gates = gates.clone();

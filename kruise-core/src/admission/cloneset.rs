@@ -353,7 +353,7 @@ fn kruise_scaled_value(
 }
 
 /// `UpdatePriorityStrategy.FieldsValidation`.
-fn priority_strategy_error(strategy: &UpdatePriorityStrategy) -> Option<String> {
+pub(crate) fn priority_strategy_error(strategy: &UpdatePriorityStrategy) -> Option<String> {
     if !strategy.weight_priority.is_empty() && !strategy.order_priority.is_empty() {
         return Some("only one of weightPriority and orderPriority can be used".to_owned());
     }

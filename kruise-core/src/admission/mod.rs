@@ -10,6 +10,7 @@
 //! - [`pod_defaults`]: the pod template defaults upstream applies (so revision hashes agree).
 //! - [`pod_template`]: pod template validation (`ValidatePodTemplateSpec`).
 //! - [`cloneset`]: CloneSet defaulting and validation, both API versions.
+//! - [`statefulset`]: Advanced StatefulSet defaulting and validation, both API versions.
 //! - [`protection`]: the `policy.kruise.io/delete-protection` deletion guard.
 //!
 //! Nothing here reads the clock or the cluster: what a check needs from the cluster (pods
@@ -22,5 +23,6 @@ pub mod names;
 pub mod pod_defaults;
 pub mod pod_template;
 pub mod protection;
+pub mod statefulset;
 
 pub use field::{BadValue, FieldError, FieldErrorKind, FieldErrors, FieldPath};

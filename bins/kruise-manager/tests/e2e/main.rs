@@ -8,5 +8,6 @@ mod crds_cli;
 mod leader_failover;
 mod playground;
 mod restart;
+mod statefulset;
 mod takeover;
 mod webhooks;

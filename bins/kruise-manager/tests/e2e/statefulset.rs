@@ -1,0 +1,417 @@
+//! Advanced StatefulSet end to end, driven by the real kubectl:
+//!
+//! - the seed guide's `demo-asts` on `kruise-manager playground`: pods `demo-asts-0..2`,
+//!   `kubectl get asts`, an in-place image update (same pods, one restart each, within
+//!   maxUnavailable), `reserveOrdinals` moving a pod, bad input refused naming the field with
+//!   nothing lost, and `kubectl scale`;
+//! - a manager killed mid-rollout, under injected API faults, converging to exactly `replicas`
+//!   pods on unique ordinals;
+//! - a manager started before the CRDs exist, whose controllers start once they are installed.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{Budget, Kubectl, Playground, Proc, SimCluster, start_monitor, wait_for};
+use kruise_sim::faults::{Fault, FaultAction};
+use serde_json::Value;
+
+const DEMO: &str = r#"
+apiVersion: apps.kruise.io/v1alpha1
+kind: StatefulSet
+metadata:
+  name: demo-asts
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: guestbook-sts
+  podManagementPolicy: Parallel
+  template:
+    metadata:
+      labels:
+        app: guestbook-sts
+    spec:
+      containers:
+      - name: guestbook
+        image: openkruise/guestbook:v1
+        env:
+        - name: test
+          value: foo
+      readinessGates:
+      - conditionType: InPlaceUpdateReady
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      podUpdatePolicy: InPlaceIfPossible
+      maxUnavailable: 20%
+      inPlaceUpdateStrategy:
+        gracePeriodSeconds: 3
+"#;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// A live pod: uid, image, restartCount, ready.
+type PodRow = (String, String, i64, bool);
+
+/// The live (not terminating) pods `selector` picks, by name.
+fn pods(kubectl: &Kubectl, selector: &str) -> BTreeMap<String, PodRow> {
+    let list = kubectl.json(&["get", "pods", "-l", selector]);
+    let mut out = BTreeMap::new();
+    for pod in list["items"].as_array().expect("items") {
+        if pod["metadata"]["deletionTimestamp"].is_string() {
+            continue;
+        }
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+        let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_owned();
+        let restarts =
+            pod["status"]["containerStatuses"][0]["restartCount"].as_i64().unwrap_or_default();
+        let ready = pod["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        out.insert(name, (uid, image, restarts, ready));
+    }
+    out
+}
+
+fn names(pods: &BTreeMap<String, PodRow>) -> Vec<&str> {
+    pods.keys().map(String::as_str).collect()
+}
+
+fn demo_image(kubectl: &Kubectl, image: &str) {
+    let patch = format!(
+        r#"{{"spec":{{"template":{{"spec":{{"containers":[{{"name":"guestbook","image":"{image}","env":[{{"name":"test","value":"foo"}}]}}]}}}}}}}}"#
+    );
+    kubectl.ok(&["patch", "asts", "demo-asts", "--type", "merge", "-p", &patch]);
+}
+
+#[test]
+fn demo_asts_walkthrough() {
+    let pg = Playground::start(3, &[]);
+    let kubectl = &pg.kubectl;
+    let budget = Arc::new(Mutex::new(Budget::default()));
+    start_monitor(kubectl.kubeconfig.clone(), "app=guestbook-sts", budget.clone());
+
+    // 1. The guide's manifest, as v1alpha1: demo-asts-0..2 Running and Ready.
+    kubectl.ok_stdin(&["create", "-f", "-"], DEMO);
+    let initial = wait_for("demo-asts-0..2 ready", MINUTE, || {
+        let p = pods(kubectl, "app=guestbook-sts");
+        (names(&p) == ["demo-asts-0", "demo-asts-1", "demo-asts-2"] && p.values().all(|x| x.3))
+            .then_some(p)
+    });
+    let phases = kubectl.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=guestbook-sts",
+        "-o",
+        "jsonpath={.items[*].status.phase}",
+    ]);
+    assert_eq!(phases, "Running Running Running");
+    let labels = kubectl.json(&["get", "pod", "demo-asts-1"])["metadata"]["labels"].clone();
+    assert_eq!(labels["apps.kubernetes.io/pod-index"], "1", "{labels}");
+    assert_eq!(labels["statefulset.kubernetes.io/pod-name"], "demo-asts-1", "{labels}");
+
+    // 2. `kubectl get asts`: DESIRED CURRENT UPDATED READY, all 3.
+    let table = wait_for("kubectl get asts to show 3 ready", MINUTE, || {
+        let table = kubectl.ok(&["get", "asts", "demo-asts"]);
+        table
+            .lines()
+            .nth(1)
+            .is_some_and(|row| row.split_whitespace().nth(4) == Some("3"))
+            .then_some(table)
+    });
+    let header: Vec<&str> = table.lines().next().expect("header").split_whitespace().collect();
+    assert_eq!(&header[..6], ["NAME", "DESIRED", "CURRENT", "UPDATED", "READY", "AGE"], "{table}");
+    let row: Vec<&str> = table.lines().nth(1).expect("row").split_whitespace().collect();
+    assert_eq!(&row[..5], ["demo-asts", "3", "3", "3", "3"], "{table}");
+
+    // 3. An image change updates every pod in place: same UIDs, one restart each, never more
+    // than one pod unavailable (maxUnavailable 20% of 3 rounds down, to at least 1).
+    budget.lock().expect("budget").armed = true;
+    demo_image(kubectl, "openkruise/guestbook:v2");
+    let updated = wait_for("all pods on v2 and ready", MINUTE, || {
+        let p = pods(kubectl, "app=guestbook-sts");
+        let status = kubectl.json(&["get", "asts", "demo-asts"])["status"].clone();
+        (p.len() == 3
+            && p.values().all(|x| x.1 == "openkruise/guestbook:v2" && x.3)
+            && status["updatedReadyReplicas"] == 3
+            && status["currentRevision"] == status["updateRevision"])
+            .then_some(p)
+    });
+    let uids = |p: &BTreeMap<String, PodRow>| -> Vec<(String, String)> {
+        p.iter().map(|(n, x)| (n.clone(), x.0.clone())).collect()
+    };
+    assert_eq!(uids(&updated), uids(&initial), "an in-place update keeps the pods");
+    assert!(updated.values().all(|x| x.2 == 1), "restartCount 1 each: {updated:?}");
+    {
+        let b = budget.lock().expect("budget");
+        let least = b.min_available.expect("pod events seen during the update");
+        assert!(least >= 2, "only {least} of 3 pods available at one moment; maxUnavailable is 1");
+        assert!(b.max_active <= 3, "{} pods at once", b.max_active);
+    }
+
+    // 4. reserveOrdinals [1]: demo-asts-1 goes, demo-asts-3 takes its place.
+    kubectl.ok(&[
+        "patch",
+        "asts",
+        "demo-asts",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"reserveOrdinals":[1]}}"#,
+    ]);
+    wait_for("pods 0, 2 and 3", MINUTE, || {
+        let p = pods(kubectl, "app=guestbook-sts");
+        (names(&p) == ["demo-asts-0", "demo-asts-2", "demo-asts-3"] && p.values().all(|x| x.3))
+            .then_some(())
+    });
+
+    // 5. Bad input is refused, naming the field, and nothing is lost.
+    let before = kubectl.json(&["get", "asts", "demo-asts"])["spec"].clone();
+    let bad = kubectl.run_with(
+        &[
+            "patch",
+            "asts",
+            "demo-asts",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"reserveOrdinals":[1,"5-2"]}}"#,
+        ],
+        None,
+    );
+    assert!(!bad.ok, "an invalid range is refused");
+    assert!(
+        bad.stderr.contains(r#"admission webhook "vstatefulset.kb.io" denied the request: spec: Invalid value: []intstr.IntOrString{intstr.IntOrString{Type:0, IntVal:1, StrVal:""}, intstr.IntOrString{Type:1, IntVal:0, StrVal:"5-2"}}: 1 th reserve ordinal is invalid: 5-2, err = invalid range 5-2"#),
+        "{}",
+        bad.stderr
+    );
+    let in_place_only = r#"{"spec":{"updateStrategy":{"rollingUpdate":{"podUpdatePolicy":"InPlaceOnly"}},"template":{"spec":{"containers":[{"name":"guestbook","image":"openkruise/guestbook:v3","env":[{"name":"test","value":"bar"}]}]}}}}"#;
+    let bad = kubectl
+        .run_with(&["patch", "asts", "demo-asts", "--type", "merge", "-p", in_place_only], None);
+    assert!(!bad.ok, "InPlaceOnly with an env change is refused");
+    assert!(
+        bad.stderr.contains("invalid template modified with InPlaceOnly strategy: replace /containers/0/env/0/value, currently only image update is allowed for InPlaceOnly"),
+        "{}",
+        bad.stderr
+    );
+    let no_gate = r#"{"spec":{"template":{"spec":{"readinessGates":null}}}}"#;
+    let bad =
+        kubectl.run_with(&["patch", "asts", "demo-asts", "--type", "merge", "-p", no_gate], None);
+    assert!(
+        bad.stderr.contains("spec.template.spec.readinessGates: Invalid value: []v1.PodReadinessGate(nil): must contains InPlaceUpdateReady when podUpdatePolicy is InPlaceIfPossible"),
+        "{}",
+        bad.stderr
+    );
+    assert_eq!(
+        kubectl.json(&["get", "asts", "demo-asts"])["spec"],
+        before,
+        "refused changes leave the spec as it was"
+    );
+
+    // 6. kubectl scale: the highest ordinal goes.
+    kubectl.ok(&["scale", "asts", "demo-asts", "--replicas=2"]);
+    wait_for("pods 0 and 2", MINUTE, || {
+        (names(&pods(kubectl, "app=guestbook-sts")) == ["demo-asts-0", "demo-asts-2"]).then_some(())
+    });
+    let described = kubectl.ok(&["describe", "asts", "demo-asts"]);
+    for line in [
+        "create Pod demo-asts-3 in StatefulSet demo-asts successful",
+        "delete Pod demo-asts-1 in StatefulSet demo-asts successful",
+        "successfully update pod demo-asts-0 in-place",
+    ] {
+        assert!(described.contains(line), "{line:?} missing from:\n{described}");
+    }
+    assert!(described.contains("statefulset-controller"), "{described}");
+}
+
+fn start_manager(cluster: &SimCluster, n: usize, extra: &[&str]) -> Proc {
+    let mut args = vec![
+        "--enable-leader-election=false",
+        "--enable-webhook=false",
+        "--metrics-addr",
+        "0",
+        "--health-probe-addr",
+        "0",
+        "--log",
+        "info,kruise_kube=debug",
+    ];
+    args.extend_from_slice(extra);
+    cluster.run_manager(&format!("manager-{n}.log"), &args)
+}
+
+fn sts_yaml(name: &str, replicas: i32, policy: &str, image: &str) -> String {
+    format!(
+        r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: StatefulSet
+metadata:
+  name: {name}
+spec:
+  replicas: {replicas}
+  podManagementPolicy: {policy}
+  selector:
+    matchLabels:
+      app: {name}
+  template:
+    metadata:
+      labels:
+        app: {name}
+    spec:
+      containers:
+      - name: main
+        image: {image}
+  updateStrategy:
+    rollingUpdate:
+      maxUnavailable: {unavailable}
+"#,
+        unavailable = if policy == "Parallel" { 2 } else { 1 }
+    )
+}
+
+/// (live pods, pods on `image` that are ready, every live pod's ordinal unique and in
+/// `0..replicas`).
+fn converged(kubectl: &Kubectl, app: &str, image: &str, replicas: usize) -> bool {
+    let p = pods(kubectl, &format!("app={app}"));
+    let wanted: Vec<String> = (0..replicas).map(|i| format!("{app}-{i}")).collect();
+    let got: Vec<String> = p.keys().cloned().collect();
+    got == wanted && p.values().all(|x| x.1 == image && x.3)
+}
+
+/// A manager killed with SIGKILL several times during rollouts of a Parallel and an
+/// OrderedReady set, with conflicts, 5xx answers and dropped watches injected: each rollout
+/// ends with exactly `replicas` pods on ordinals 0..replicas, all updated and ready, and the
+/// Parallel set never had more than maxUnavailable pods out.
+#[test]
+fn asts_manager_killed_mid_rollout_converges() {
+    let cluster = SimCluster::start(kruise_sim::Config::default().with_kruise_crds().with_nodes(
+        kruise_sim::nodes::NodesConfig::new(3).with_delays(kruise_sim::nodes::kubelet::Delays {
+            pull: Duration::from_millis(300),
+            start: Duration::from_millis(300),
+            stop: Duration::from_millis(200),
+            ..Default::default()
+        }),
+    ));
+    let kubectl = &cluster.kubectl;
+    let parallel = Arc::new(Mutex::new(Budget::default()));
+    start_monitor(cluster.kubeconfig.clone(), "app=par", parallel.clone());
+    let mut generation = 0;
+    let mut manager = start_manager(&cluster, generation, &[]);
+    kubectl.ok_stdin(
+        &["apply", "-f", "-"],
+        &sts_yaml("par", 6, "Parallel", "registry.example/par:v1"),
+    );
+    kubectl.ok_stdin(
+        &["apply", "-f", "-"],
+        &sts_yaml("ord", 3, "OrderedReady", "registry.example/ord:v1"),
+    );
+    let long = Duration::from_secs(120);
+    wait_for("both sets ready", long, || {
+        (converged(kubectl, "par", "registry.example/par:v1", 6)
+            && converged(kubectl, "ord", "registry.example/ord:v1", 3))
+        .then_some(())
+    });
+    parallel.lock().expect("budget").armed = true;
+
+    for version in ["v2", "v3"] {
+        for app in ["par", "ord"] {
+            let patch = format!(
+                r#"{{"spec":{{"template":{{"spec":{{"containers":[{{"name":"main","image":"registry.example/{app}:{version}"}}]}}}}}}}}"#
+            );
+            kubectl.ok(&["patch", "asts", app, "--type", "merge", "-p", &patch]);
+        }
+        let faults = cluster.server.faults();
+        faults.inject(Fault::new(FaultAction::Conflict).verb("patch").resource("pods").times(3));
+        faults.inject(
+            Fault::new(FaultAction::InternalError).verb("create").resource("pods").times(3),
+        );
+        faults.inject(
+            Fault::new(FaultAction::InternalError).verb("delete").resource("pods").times(2),
+        );
+        faults.inject(
+            Fault::new(FaultAction::InternalError).verb("patch").resource("statefulsets").times(2),
+        );
+        let mut mid_rollout = 0;
+        for round in 0..3u64 {
+            std::thread::sleep(Duration::from_millis(400 + 350 * round));
+            manager.kill();
+            if !converged(kubectl, "par", &format!("registry.example/par:{version}"), 6) {
+                mid_rollout += 1;
+            }
+            if round == 1 {
+                faults.drop_watches();
+            }
+            generation += 1;
+            manager = start_manager(&cluster, generation, &[]);
+        }
+        assert!(mid_rollout > 0, "no crash landed mid-rollout");
+        wait_for(&format!("rollout to {version}"), long, || {
+            (converged(kubectl, "par", &format!("registry.example/par:{version}"), 6)
+                && converged(kubectl, "ord", &format!("registry.example/ord:{version}"), 3))
+            .then_some(())
+        });
+        faults.clear();
+    }
+
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(converged(kubectl, "par", "registry.example/par:v3", 6));
+    assert!(converged(kubectl, "ord", "registry.example/ord:v3", 3));
+    let status: Value = wait_for("the status to catch up", MINUTE, || {
+        let status = kubectl.json(&["get", "asts", "par"])["status"].clone();
+        (status["updatedReadyReplicas"] == 6
+            && status["currentRevision"] == status["updateRevision"])
+            .then_some(status)
+    });
+    assert_eq!(status["replicas"], 6, "{status}");
+    let b = parallel.lock().expect("budget");
+    let least = b.min_available.expect("pod events seen");
+    assert!(least >= 4, "only {least} of 6 available at one moment; maxUnavailable is 2");
+    assert!(b.max_active <= 6, "{} pods at once", b.max_active);
+    drop(manager);
+}
+
+/// Started before the CRDs exist, the manager says once that each controller waits, and
+/// starts them when the CRDs appear.
+#[test]
+fn controllers_wait_for_their_crds() {
+    let cluster = SimCluster::start(
+        kruise_sim::Config::default().with_nodes(kruise_sim::nodes::NodesConfig::new(1)),
+    );
+    let manager = start_manager(&cluster, 0, &["--crd-check-interval", "1s"]);
+    wait_for("the manager to note the missing CRDs", MINUTE, || {
+        let log = manager.log_text();
+        (log.contains("statefulsets.apps.kruise.io/v1beta1")
+            && log.contains("clonesets.apps.kruise.io/v1beta1"))
+        .then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let log = manager.log_text();
+    let told = log.matches("does not serve this resource").count();
+    assert_eq!(told, 2, "each controller says it once:\n{log}");
+
+    let crds = std::process::Command::new(env!("CARGO_BIN_EXE_kruise-manager"))
+        .arg("crds")
+        .output()
+        .expect("kruise-manager crds");
+    let yaml = String::from_utf8(crds.stdout).expect("utf-8");
+    cluster.kubectl.ok_stdin(&["apply", "--server-side", "-f", "-"], &yaml);
+    wait_for("the statefulset controller to start", MINUTE, || {
+        manager
+            .log_text()
+            .contains("the resource is served now; starting the controller")
+            .then_some(())
+    });
+    cluster.kubectl.ok_stdin(
+        &["apply", "-f", "-"],
+        &sts_yaml("late", 2, "Parallel", "registry.example/late:v1"),
+    );
+    wait_for("the set's pods", MINUTE, || {
+        converged(&cluster.kubectl, "late", "registry.example/late:v1", 2).then_some(())
+    });
+}
