@@ -132,7 +132,13 @@ pub fn memory_mib(pid: &str) -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-fn statefulset(replicas: usize, image: &str, current: &str, update: &str) -> StatefulSet {
+fn statefulset(
+    replicas: usize,
+    image: &str,
+    current: &str,
+    update: &str,
+    in_place: bool,
+) -> StatefulSet {
     let value = json!({
         "apiVersion": "apps.kruise.io/v1beta1",
         "kind": "StatefulSet",
@@ -155,7 +161,7 @@ fn statefulset(replicas: usize, image: &str, current: &str, update: &str) -> Sta
                 "rollingUpdate": {
                     "partition": replicas * 3 / 10,
                     "maxUnavailable": "10%",
-                    "podUpdatePolicy": "InPlaceIfPossible",
+                    "podUpdatePolicy": if in_place { "InPlaceIfPossible" } else { "ReCreate" },
                     "minReadySeconds": 10,
                     "unorderedUpdate": {"priorityStrategy": {"weightPriority": [
                         {"weight": 50, "matchSelector": {"matchLabels": {"tier": "canary"}}},
@@ -171,20 +177,21 @@ fn statefulset(replicas: usize, image: &str, current: &str, update: &str) -> Sta
     serde_json::from_value(value).unwrap_or_default()
 }
 
-/// An Advanced StatefulSet (Parallel, unordered with weight priorities, in place, partition
-/// 30%, maxUnavailable 10%, a few reserved ordinals) with `n` running, ready pods, a third of
-/// them already at the new revision and a few not ready: a rolling update in progress.
-pub fn statefulset_snapshot(n: usize) -> StatefulSetSnapshot {
+/// An Advanced StatefulSet (Parallel, unordered with weight priorities, partition 30%,
+/// maxUnavailable 10%, a few reserved ordinals; recreating pods, or updating them in place)
+/// with `n` running, ready pods, a third of them already at the new revision and a few not
+/// ready: a rolling update in progress.
+pub fn statefulset_snapshot(n: usize, in_place: bool) -> StatefulSetSnapshot {
     let revision = |set: &StatefulSet, number| {
         kruise_core::revision::new_revision(set, number, 0).unwrap_or_default()
     };
-    let old = revision(&statefulset(n, "app:v1", "", ""), 1);
-    let new = revision(&statefulset(n, "app:v2", "", ""), 2);
+    let old = revision(&statefulset(n, "app:v1", "", "", in_place), 1);
+    let new = revision(&statefulset(n, "app:v2", "", "", in_place), 2);
     let name = |r: &k8s_openapi::api::apps::v1::ControllerRevision| {
         r.metadata.name.clone().unwrap_or_default()
     };
     let (old_name, new_name) = (name(&old), name(&new));
-    let set = statefulset(n, "app:v2", &old_name, &new_name);
+    let set = statefulset(n, "app:v2", &old_name, &new_name, in_place);
     let reserved = kruise_core::statefulset::ordinals::Reserved::parse(&set.spec.reserve_ordinals)
         .unwrap_or_default();
     let ordinals = kruise_core::statefulset::ordinals::replica_ordinals(0, n as i32, &reserved);
@@ -237,7 +244,7 @@ pub fn statefulset_snapshot(n: usize) -> StatefulSetSnapshot {
                         "imageID": "sha", "ready": ready, "restartCount": (i % 4) as i32}],
                 },
             });
-            serde_json::from_value::<Pod>(pod).unwrap_or_default()
+            SnapshotPod::from(serde_json::from_value::<Pod>(pod).unwrap_or_default())
         })
         .collect();
     snapshot

@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{StatefulSet, StatefulSetStatus};
 use kruise_core::statefulset::{FeatureGates, StatefulSetPlan, StatefulSetSnapshot, plan};
-use kruise_core::workload::{Action, DeletePurpose, PodPatchPurpose};
+use kruise_core::workload::{Action, DeletePurpose, PodPatchPurpose, SnapshotPod};
 use proptest::prelude::*;
 use serde_json::json;
 use support::statefulset::{self as sts, PodState, RevisionRef};
@@ -195,7 +195,7 @@ fn case(k: &Knobs, seeds: &[Seed]) -> Case {
         })
         .collect();
     let mut snapshot = StatefulSetSnapshot::new(set);
-    snapshot.pods = pods;
+    snapshot.pods = pods.into_iter().map(SnapshotPod::from).collect();
     snapshot.revisions = vec![old, new];
     snapshot.feature_gates = gates();
     Case { snapshot, old: old_name, new: new_name }
@@ -225,7 +225,7 @@ fn healthy(pod: &Pod, min_ready_seconds: i32) -> bool {
 }
 
 fn pod_at(snapshot: &StatefulSetSnapshot, ordinal_: i32) -> Option<&Pod> {
-    snapshot.pods.iter().find(|p| ordinal(p) == ordinal_)
+    snapshot.pods.iter().map(|p| p.pod().as_ref()).find(|p| ordinal(p) == ordinal_)
 }
 
 /// The pods the rolling update moves: recreated, specified-deleted, or updated in place.
@@ -299,6 +299,7 @@ fn check_round(k: &Knobs, c: &Case, snapshot: &StatefulSetSnapshot, plan: &State
             let highest = snapshot
                 .pods
                 .iter()
+                .map(|p| p.pod().as_ref())
                 .filter(|p| !in_range.contains(&ordinal(p)) && !finished(p))
                 .map(ordinal)
                 .max();
@@ -414,7 +415,7 @@ proptest! {
 
         // The end: exactly the replicas' ordinals, healthy, partition kept at the old revision.
         let replicas = replica_ordinals(&k);
-        let mut held: Vec<i32> = snapshot.pods.iter().map(ordinal).collect();
+        let mut held: Vec<i32> = snapshot.pods.iter().map(|p| ordinal(p)).collect();
         held.sort_unstable();
         prop_assert_eq!(&held, &replicas);
         let old = snapshot.pods.iter().filter(|p| revision(p) == c.old).count();

@@ -96,7 +96,7 @@ fn snapshot(scenario: &Scenario) -> StatefulSetSnapshot {
     let pods = scenario
         .pods
         .iter()
-        .map(|p| sts::pod(&set, &template_of(&p.revision), &name_of(&p.revision), p))
+        .map(|p| sts::pod(&set, &template_of(&p.revision), &name_of(&p.revision), p).into())
         .collect();
     let mut snapshot = StatefulSetSnapshot::new(set);
     snapshot.pods = pods;

@@ -7,6 +7,7 @@ use kruise_api::apps::v1beta1::{StatefulSet, StatefulSetStatus};
 use kruise_api::well_known::annotations;
 use kruise_core::statefulset::ordinals::parent_and_ordinal;
 use kruise_core::statefulset::{PlannerOptions, StatefulSetPlan, StatefulSetSnapshot};
+use kruise_core::workload::SnapshotPod;
 use serde_json::Value;
 
 use crate::controller::{ControllerInfo, ControllerSettings, Registration, ServedResource};
@@ -74,7 +75,7 @@ impl WorkloadKind for StatefulSet {
             .map(|template| format!("{template}-{name}-"))
             .collect();
         let mut snapshot = StatefulSetSnapshot::new(self.clone());
-        snapshot.pods = inputs.pods;
+        snapshot.pods = inputs.pods.into_iter().map(SnapshotPod::from).collect();
         snapshot.pvcs = inputs
             .namespace_pvcs
             .iter()

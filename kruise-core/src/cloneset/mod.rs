@@ -39,7 +39,6 @@
 //! - PodUnavailableBudgets and image pre-download jobs are out of scope (kruise-kube's).
 
 mod diffs;
-mod facts;
 mod inplace_glue;
 mod newpods;
 mod podinfo;
@@ -55,7 +54,7 @@ mod update;
 pub use crate::workload::{
     Action, Blocked, DeletePurpose, Event, EventType, Patch, PodPatchPurpose, PodStatusPurpose,
 };
-pub use facts::{PodFacts, SnapshotPod};
+pub use crate::workload::{PodFacts, SnapshotPod};
 
 /// The outcome of planning one CloneSet: the shared workload plan with a CloneSet status.
 pub type CloneSetPlan = crate::workload::WorkloadPlan<kruise_api::apps::v1beta1::CloneSetStatus>;
@@ -118,6 +117,11 @@ impl PodSelector {
     /// True when `labels` satisfy every requirement.
     pub fn matches(&self, labels: Option<&std::collections::BTreeMap<String, String>>) -> bool {
         self.0.matches(labels)
+    }
+
+    /// True when the labels `label` looks up satisfy every requirement.
+    pub fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str>) -> bool {
+        self.0.matches_lookup(label)
     }
 
     /// The selector in Kubernetes' string form, e.g. `app=demo,tier in (a,b)`.

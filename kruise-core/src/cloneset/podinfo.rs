@@ -5,11 +5,11 @@
 use jiff::{SignedDuration, Timestamp};
 use kruise_api::apps::common::LifecycleState;
 
-use super::facts::SnapshotPod;
 use super::spec::Spec;
 use crate::pod::ActiveRank;
 use crate::pod::short_eq;
 use crate::revision::short_hash;
+use crate::workload::SnapshotPod;
 
 /// Where a pod stands relative to the revisions in play. Kept small (a reference and one
 /// word): the scale and update passes walk every pod's entry several times, and read nothing

@@ -460,3 +460,26 @@ fn vct_hashes_gate_in_place() {
     assert!(volume_claim_templates_allow_in_place(&with(Some("")), &with(Some(""))));
     assert!(!volume_claim_templates_allow_in_place(&with(Some("")), &with(Some("x"))));
 }
+
+#[test]
+fn statefulset_revisions_hold_the_same_data_under_the_same_name_scheme() {
+    // Upstream's Advanced StatefulSet builds its revision data as the CloneSet does (the
+    // template, replaced whole), so a set with upstream's in-place fixture template gets the
+    // revision upstream named `<set>-656c6d8895`, owned by the set, with its annotations and no
+    // volume-claim-template hash.
+    let set: kruise_api::apps::v1beta1::StatefulSet = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "legacy", "namespace": "default", "uid": "u-1",
+                     "annotations": {"note": "kept"}},
+        "spec": {"template": defaulted_nginx_template("nginx:stable-alpine")}
+    }))
+    .expect("set");
+    let revision = new_revision(&set, 1, 0).expect("revision");
+    assert_eq!(revision.metadata.name.as_deref(), Some("legacy-656c6d8895"));
+    let owner = &revision.metadata.owner_references.as_ref().expect("owner")[0];
+    assert_eq!((owner.kind.as_str(), owner.controller), ("StatefulSet", Some(true)));
+    let annotations = revision.metadata.annotations.expect("annotations");
+    assert_eq!(annotations.get("note").map(String::as_str), Some("kept"));
+    assert!(!annotations.contains_key(VCT_HASH_ANNOTATION));
+}

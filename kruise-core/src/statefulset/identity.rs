@@ -127,18 +127,31 @@ pub(crate) fn storage_matches(spec: &Spec<'_>, pod: &Pod, ordinal: i32) -> bool 
 
 /// The labels to put back on a pod whose identity labels are missing or wrong: the pod-name
 /// label, and the pod-index label under its gate. `None` when they are right.
-pub(crate) fn identity_patch(spec: &Spec<'_>, pod: &Pod, ordinal: i32) -> Option<Value> {
-    let labels = crate::pod::labels_of(pod);
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
-    let index = ordinal.to_string();
+/// `name_label` and `index_label` are the pod's values of the two labels.
+pub(crate) fn identity_patch(
+    spec: &Spec<'_>,
+    name: &str,
+    ordinal: i32,
+    name_label: Option<&str>,
+    index_label: Option<&str>,
+) -> Option<Value> {
+    let name_right = name_label == Some(name);
+    // The index label holds the ordinal in decimal, without leading zeros.
+    let index_right = !spec.pod_index_label
+        || index_label.is_some_and(|v| {
+            v.parse::<i32>() == Ok(ordinal) && !(v.len() > 1 && v.starts_with(['0', '+']))
+        });
+    if name_right && index_right {
+        return None;
+    }
     let mut wanted = serde_json::Map::new();
-    if labels.get(k8s_labels::STATEFULSET_POD_NAME).map(String::as_str) != Some(name) {
+    if !name_right {
         wanted.insert(k8s_labels::STATEFULSET_POD_NAME.to_owned(), json!(name));
     }
-    if spec.pod_index_label && labels.get(k8s_labels::POD_INDEX) != Some(&index) {
-        wanted.insert(k8s_labels::POD_INDEX.to_owned(), json!(index));
+    if !index_right {
+        wanted.insert(k8s_labels::POD_INDEX.to_owned(), json!(ordinal.to_string()));
     }
-    (!wanted.is_empty()).then(|| json!({ "metadata": { "labels": wanted } }))
+    Some(json!({ "metadata": { "labels": wanted } }))
 }
 
 fn set_reference(spec: &Spec<'_>) -> OwnerReference {

@@ -77,6 +77,11 @@ impl Reserved {
         self.ranges.get(at).is_some_and(|&(from, _)| from <= ordinal)
     }
 
+    /// How many ordinals in `from..to` are reserved.
+    pub fn count_in(&self, from: i64, to: i64) -> i64 {
+        self.ranges.iter().map(|&(a, b)| (b.saturating_add(1).min(to) - a.max(from)).max(0)).sum()
+    }
+
     /// The first ordinal at or after `ordinal` that is not reserved.
     fn next_free(&self, mut ordinal: i64) -> i64 {
         let at = self.ranges.partition_point(|&(_, to)| to < ordinal);
@@ -203,6 +208,17 @@ mod tests {
         );
         assert_eq!(reserve(&[text("+1-3")]).ranges, vec![(1, 3)]);
         assert_eq!(reserve(&[text("3-3")]).ranges, vec![(3, 3)]);
+    }
+
+    #[test]
+    fn reserved_ordinals_are_counted_in_a_span() {
+        let r = reserve(&[int(1), text("3-5"), int(9)]);
+        assert_eq!(r.count_in(0, 10), 5);
+        assert_eq!(r.count_in(2, 5), 2);
+        assert_eq!(r.count_in(6, 9), 0);
+        assert_eq!(r.count_in(9, 9), 0);
+        assert_eq!(r.count_in(0, 1), 0);
+        assert_eq!(r.count_in(0, 2), 1);
     }
 
     #[test]

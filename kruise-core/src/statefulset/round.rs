@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::{StatefulSetStatus, VolumeClaimStatus};
 use kruise_api::well_known::annotations;
+use kruise_api::well_known::kubernetes::labels as k8s_labels;
 use serde_json::json;
 
 use super::identity::{
@@ -22,7 +23,8 @@ use super::{SpecError, StatefulSetPlan, claims};
 use crate::inplace::{self, UpdateOptions};
 use crate::lifecycle::{self, DeleteStep, InPlaceStep, LifecycleState};
 use crate::pod;
-use crate::revision::{self as rev, revision_label_matches};
+use crate::revision::{self as rev, revision_label_matches, short_hash};
+use crate::workload::PodFacts;
 use crate::workload::inplace::{PlanSink, SharedPatches};
 use crate::workload::revisions::{RevView, Revision};
 use crate::workload::{
@@ -32,10 +34,13 @@ use crate::workload::{
 /// Condition type set when a pod could not be updated.
 const FAILED_UPDATE_POD: &str = "FailedUpdatePod";
 
+/// A pod of the snapshot, by its position there.
+type Ix = usize;
+
 /// A replica's place: its ordinal and its pod, or the revision a pod created there gets.
-struct Slot<'a> {
+struct Slot {
     ordinal: i32,
-    pod: Option<&'a Pod>,
+    pod: Option<Ix>,
     /// For a missing pod: whether it is created at the current revision.
     at_current: bool,
     /// The pod does not mount every claim template's claim: it is replaced, never patched
@@ -62,6 +67,47 @@ enum Deleted {
     Held { changed: bool },
 }
 
+/// What the passes read of a pod besides its [`PodFacts`], read once in the first pass.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seen {
+    terminating: bool,
+    /// Phase Succeeded or Failed.
+    finished: bool,
+    /// The pod has a phase (it exists for the kubelet).
+    created: bool,
+    /// Its revision label names the update revision.
+    at_update: bool,
+    /// Its revision label names the current revision.
+    at_current: bool,
+    /// In no lifecycle state, or `Normal`.
+    normal: bool,
+    /// In the `PreparingUpdate` lifecycle state.
+    preparing_update: bool,
+    /// Phase Running and Ready.
+    running_ready: bool,
+    /// Available for `minReadySeconds` (upstream's `isRunningAndAvailable`), and otherwise
+    /// how long until it may be.
+    available: (bool, Option<SignedDuration>),
+    /// Nothing for a refresh to do: no in-place bookkeeping due and a settled lifecycle state.
+    idle: bool,
+    /// No in-place update under way (no grace period, no update record).
+    no_update_record: bool,
+    /// Labelled `apps.kruise.io/specified-delete`.
+    marked: bool,
+    /// Its revision label names the update revision exactly (as the status counts).
+    exactly_update: bool,
+    /// Its revision label names the current revision exactly.
+    exactly_current: bool,
+    /// Its pod-name and pod-index labels are right.
+    identity_ok: bool,
+    /// Its priority under `unorderedUpdate.priorityStrategy`, when there is one.
+    priority: Option<crate::ordering::PriorityKey>,
+    /// Refreshed this round.
+    refreshed: bool,
+    /// Deleted this round.
+    deleted: bool,
+}
+
 struct Round<'s, 'a> {
     spec: &'s Spec<'a>,
     gates: &'a FeatureGates,
@@ -71,18 +117,19 @@ struct Round<'s, 'a> {
     update: Revision,
     revisions: Vec<RevView<'a>>,
     claims: BTreeMap<&'a str, &'a PersistentVolumeClaim>,
-    slots: Vec<Slot<'a>>,
+    slots: Vec<Slot>,
     /// Pods to remove (outside the replica ordinals), highest ordinal first.
-    condemned: Vec<(i32, &'a Pod)>,
+    condemned: Vec<(i32, Ix)>,
     actions: Vec<Action>,
     events: Vec<Event>,
     requeue: Option<SignedDuration>,
     shared: SharedPatches,
     in_place: UpdateOptions,
-    /// Pods refreshed this round (by name).
-    refreshed: BTreeSet<&'a str>,
-    /// Pods this round deletes (by name).
-    deleted: BTreeSet<&'a str>,
+    /// By the pod's position in the snapshot.
+    seen: Vec<Seen>,
+    /// The in-place change from each old revision (by name) to the update revision, computed
+    /// once; `None` when it needs recreation.
+    in_place_specs: BTreeMap<&'a str, Option<inplace::UpdateSpec>>,
     /// Some pod's lifecycle state changes this round: updates wait for the next one.
     lifecycle_changed: bool,
     conditions: Vec<StatefulSetCondition>,
@@ -113,19 +160,6 @@ fn uid_of(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or_default()
 }
 
-fn is_finished(pod: &Pod) -> bool {
-    matches!(pod::phase_of(pod), pod::PHASE_FAILED | pod::PHASE_SUCCEEDED)
-}
-
-fn lifecycle_normal(pod: &Pod) -> bool {
-    matches!(lifecycle::state_of(pod), None | Some(LifecycleState::Normal))
-}
-
-/// Upstream's `isHealthy`: in a normal lifecycle state, running and ready, not terminating.
-fn is_healthy(pod: &Pod) -> bool {
-    lifecycle_normal(pod) && pod::is_running_and_ready(pod) && !pod::is_terminating(pod)
-}
-
 impl<'s, 'a> Round<'s, 'a> {
     fn event(&mut self, type_: EventType, reason: &'static str, message: String, after_last: bool) {
         let after_action = if after_last { self.actions.len().checked_sub(1) } else { None };
@@ -145,46 +179,56 @@ impl<'s, 'a> Round<'s, 'a> {
         }
     }
 
-    /// Whether the pod has been available for `minReadySeconds`, and otherwise how long until
-    /// it may be (upstream's `isRunningAndAvailable`).
-    fn available(&self, pod: &Pod) -> (bool, Option<SignedDuration>) {
-        if !lifecycle_normal(pod) || !pod::is_running_and_ready(pod) {
-            return (false, None);
-        }
-        let min_ready = self.spec.min_ready_seconds;
-        if min_ready == 0 {
-            return (true, None);
-        }
-        let wait = SignedDuration::from_secs(i64::from(min_ready));
-        let Some(since) = pod::ready_since(pod) else {
-            return (false, Some(wait));
-        };
-        let remaining = match since.checked_add(wait) {
-            Ok(at) => at.duration_since(self.now),
-            Err(_) => wait,
-        };
-        if remaining > SignedDuration::ZERO {
-            (false, Some(crate::workload::round_up_seconds(remaining)))
-        } else {
-            (true, None)
-        }
+    fn pod(&self, i: Ix) -> &'a Pod {
+        self.snapshot.pods[i].pod()
     }
 
-    fn at_update(&self, pod: &Pod) -> bool {
-        let label = pod::labels_of(pod).get(rev::POD_REVISION_LABEL).map(String::as_str);
-        label.is_some_and(|l| revision_label_matches(l, &self.update.name))
+    fn facts(&self, i: Ix) -> &'a PodFacts {
+        self.snapshot.pods[i].facts()
+    }
+
+    fn name(&self, i: Ix) -> &'a str {
+        self.facts(i).name()
+    }
+
+    /// In no lifecycle state, or `Normal`.
+    fn normal(&self, i: Ix) -> bool {
+        self.seen[i].normal
+    }
+
+    fn running_ready(&self, i: Ix) -> bool {
+        self.seen[i].running_ready
+    }
+
+    /// Upstream's `isHealthy`: in a normal lifecycle state, running and ready, not
+    /// terminating.
+    fn healthy(&self, i: Ix) -> bool {
+        self.normal(i) && self.running_ready(i) && !self.seen[i].terminating
+    }
+
+    /// Whether the pod has been available for `minReadySeconds`, and otherwise how long until
+    /// it may be (upstream's `isRunningAndAvailable`).
+    fn available(&self, i: Ix) -> (bool, Option<SignedDuration>) {
+        self.seen[i].available
+    }
+
+    /// Whether the pod's in-place update (if any) has finished.
+    fn update_completed(&self, i: Ix) -> bool {
+        self.seen[i].no_update_record
+            || inplace::check_in_place_update_completed(self.pod(i), &self.in_place).is_ok()
     }
 
     /// Upstream's `IsPodUpdate`: at the update revision, or (under `PreparingUpdateAsUpdate`)
     /// waiting in `PreparingUpdate`.
-    fn counts_as_updated(&self, pod: &Pod) -> bool {
-        self.at_update(pod)
-            || (self.gates.preparing_update_as_update
-                && lifecycle::state_of(pod) == Some(LifecycleState::PreparingUpdate))
+    fn counts_as_updated(&self, i: Ix) -> bool {
+        self.seen[i].at_update
+            || (self.gates.preparing_update_as_update && self.seen[i].preparing_update)
     }
 
-    /// Deletes `pod`, unless its preDelete hook holds it: then it moves to `PreparingDelete`.
-    fn delete_pod(&mut self, pod: &'a Pod, purpose: DeletePurpose) -> Deleted {
+    /// Deletes pod `i`, unless its preDelete hook holds it: then it moves to
+    /// `PreparingDelete`.
+    fn delete_pod(&mut self, i: Ix, purpose: DeletePurpose) -> Deleted {
+        let pod = self.pod(i);
         match lifecycle::cloneset_delete_step(self.spec.lifecycle, pod, self.now) {
             DeleteStep::PrepareDelete(transition) => {
                 let changed = crate::workload::push_lifecycle(
@@ -197,7 +241,7 @@ impl<'s, 'a> Round<'s, 'a> {
                 Deleted::Held { changed }
             }
             _ => {
-                self.deleted.insert(name_of(pod));
+                self.seen[i].deleted = true;
                 self.actions.push(Action::DeletePod {
                     name: name_of(pod).to_owned(),
                     uid: uid_of(pod).to_owned(),
@@ -215,16 +259,21 @@ impl<'s, 'a> Round<'s, 'a> {
     }
 
     /// Upstream's `refreshPodState`: in-place grace periods and batches, the
-    /// `InPlaceUpdateReady` condition, and lifecycle states that may move on. Once per pod.
-    fn refresh(&mut self, pod: &'a Pod) -> Result<(), String> {
-        if !self.refreshed.insert(name_of(pod)) {
+    /// `InPlaceUpdateReady` condition, and lifecycle states that may move on. Once per pod,
+    /// and only for pods where any of that can be due.
+    fn refresh(&mut self, i: Ix) -> Result<(), String> {
+        if std::mem::replace(&mut self.seen[i].refreshed, true) {
             return Ok(());
         }
+        if self.seen[i].idle {
+            return Ok(());
+        }
+        let pod = self.pod(i);
         let opts = self.in_place.clone();
         let now = self.now;
         crate::workload::inplace::refresh(self, pod, &opts, now)?;
-        let completed = inplace::check_in_place_update_completed(pod, &opts).is_ok();
-        let at_update = self.at_update(pod);
+        let completed = self.update_completed(i);
+        let at_update = self.seen[i].at_update;
         if let Some(to) = refresh_target(self.spec.lifecycle, pod, at_update, completed) {
             let hook = self.spec.lifecycle.and_then(|l| l.in_place_update.as_ref());
             let mark = lifecycle::is_hook_mark_pod_not_ready(hook);
@@ -243,6 +292,9 @@ impl<'s, 'a> Round<'s, 'a> {
     /// The claims the pod at `ordinal` needs and does not have, as create actions. `Err` when
     /// one is being deleted (or still belongs to an earlier pod): no pod may use it yet.
     fn missing_claims(&mut self, ordinal: i32, for_new_pod: bool) -> Result<(), String> {
+        if self.spec.claim_templates.is_empty() {
+            return Ok(());
+        }
         let name = pod_name(self.spec.name, ordinal);
         for template in self.spec.claim_templates.clone() {
             let template_name = template.metadata.name.as_deref().unwrap_or_default();
@@ -269,8 +321,12 @@ impl<'s, 'a> Round<'s, 'a> {
         Ok(())
     }
 
-    /// Sets the owners of the pod's claims as the retention policy wants them.
-    fn claim_owners(&mut self, pod: &'a Pod, ordinal: i32, scaled_down: bool) {
+    /// Sets the owners of pod `i`'s claims as the retention policy wants them.
+    fn claim_owners(&mut self, i: Ix, ordinal: i32, scaled_down: bool) {
+        if self.spec.claim_templates.is_empty() {
+            return;
+        }
+        let pod = self.pod(i);
         for template in self.spec.claim_template_names().map(str::to_owned).collect::<Vec<_>>() {
             let name = claim_name(&template, self.spec.name, ordinal);
             let Some(claim) = self.claims.get(name.as_str()).copied() else { continue };
@@ -337,6 +393,41 @@ fn refresh_target(
     }
 }
 
+/// How many decimal digits `n` (not negative) has.
+fn decimal_len(n: i32) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
+}
+
+/// Whether a pod in a normal lifecycle state that is running and ready (`running_ready`) has
+/// been ready for `min_ready_seconds`, and otherwise how long until it may be (upstream's
+/// `isRunningAndAvailable`).
+fn availability(
+    running_ready: bool,
+    ready_since: Option<Timestamp>,
+    min_ready_seconds: i32,
+    now: Timestamp,
+) -> (bool, Option<SignedDuration>) {
+    if !running_ready {
+        return (false, None);
+    }
+    if min_ready_seconds == 0 {
+        return (true, None);
+    }
+    let wait = SignedDuration::from_secs(i64::from(min_ready_seconds));
+    let Some(since) = ready_since else {
+        return (false, Some(wait));
+    };
+    let remaining = match since.checked_add(wait) {
+        Ok(at) => at.duration_since(now),
+        Err(_) => wait,
+    };
+    if remaining > SignedDuration::ZERO {
+        (false, Some(crate::workload::round_up_seconds(remaining)))
+    } else {
+        (true, None)
+    }
+}
+
 fn invalid(
     expectations: crate::expectations::ControllerExpectations,
     err: SpecError,
@@ -360,26 +451,30 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
     let timeout = snapshot.options.expectation_timeout;
 
     // 1. Expectations: earlier writes the snapshot does not show yet.
-    let live: BTreeSet<&str> = snapshot
-        .pods
-        .iter()
-        .map(|p| &p.metadata)
-        .chain(snapshot.pvcs.iter().map(|p| &p.metadata))
-        .filter(|meta| meta.deletion_timestamp.is_none())
-        .filter_map(|meta| meta.name.as_deref())
-        .collect();
-    let live = |name: &str| live.contains(name);
-    let events =
+    let mut events = Vec::new();
+    if !expectations.scale.is_empty() {
+        let live: BTreeSet<&str> = snapshot
+            .pods
+            .iter()
+            .map(|p| &p.metadata)
+            .chain(snapshot.pvcs.iter().map(|p| &p.metadata))
+            .filter(|meta| meta.deletion_timestamp.is_none())
+            .filter_map(|meta| meta.name.as_deref())
+            .collect();
+        let live = |name: &str| live.contains(name);
         match crate::workload::settle_scale_expectations(&mut expectations, live, now, timeout) {
-            Ok(events) => events,
+            Ok(timed_out) => events = timed_out,
             Err(plan) => return *plan,
-        };
-    let by_uid = crate::workload::pods_by_uid(&snapshot.pods);
-    let observed = |uid: &str| by_uid.get(uid).copied();
-    if let Err(plan) =
-        crate::workload::settle_resource_versions(&mut expectations, observed, now, timeout)
-    {
-        return *plan;
+        }
+    }
+    if !expectations.resource_versions.is_empty() {
+        let by_uid = crate::workload::pods_by_uid(snapshot.pods.iter().map(|p| p.pod().as_ref()));
+        let observed = |uid: &str| by_uid.get(uid).copied();
+        if let Err(plan) =
+            crate::workload::settle_resource_versions(&mut expectations, observed, now, timeout)
+        {
+            return *plan;
+        }
     }
 
     // 2. Revisions.
@@ -411,8 +506,8 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
         requeue: None,
         shared: SharedPatches::default(),
         in_place,
-        refreshed: BTreeSet::new(),
-        deleted: BTreeSet::new(),
+        seen: Vec::with_capacity(snapshot.pods.len()),
+        in_place_specs: BTreeMap::new(),
         lifecycle_changed: false,
         conditions: Vec::new(),
         current_leaving: 0,
@@ -421,29 +516,107 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
 
     // 3. Pods: the replicas' slots, the pods to remove, and pods that are no longer ours.
     let deleting = set.metadata.deletion_timestamp.is_some();
-    let mut by_ordinal: BTreeMap<i32, &Pod> = BTreeMap::new();
-    for pod in &snapshot.pods {
-        let name = name_of(pod);
+    // The pod on each replica ordinal, by the ordinal's position.
+    let mut by_position: Vec<Option<Ix>> = vec![None; spec.ordinals.len()];
+    // The priority order (unordered updates), compiled once.
+    let order = spec
+        .priority
+        .map(|strategy| crate::ordering::UpdateOrder::new(Some(strategy), &[]))
+        .filter(|order| order.has_priority());
+    let order_keys: &[&str] = order.as_ref().map_or(&[], |o| o.keys());
+    let mut row: Vec<Option<&str>> = Vec::with_capacity(order_keys.len());
+    // Revision labels match by name or by hash alone (upstream's `EqualToRevisionHash`).
+    let (update_name, current_name) = (round.update.name.clone(), round.current.name.clone());
+    let (update_hash, current_hash) = (short_hash(&update_name), short_hash(&current_name));
+    for (i, snapshot_pod) in snapshot.pods.iter().enumerate() {
+        let facts = snapshot_pod.facts();
+        let name = facts.name();
+        let revision = facts.revision_hash();
+        // The facts answer for most pods; only a pod that is not active (finished or being
+        // deleted) or not running (perhaps not even pending yet) is read itself.
+        let (terminating, finished, created) = if facts.active() && facts.running_and_ready() {
+            (false, false, true)
+        } else {
+            let pod = snapshot_pod.pod();
+            let phase = pod::phase_of(pod);
+            (
+                pod.metadata.deletion_timestamp.is_some(),
+                matches!(phase, pod::PHASE_FAILED | pod::PHASE_SUCCEEDED),
+                !phase.is_empty(),
+            )
+        };
+        // One pass over the labels: the identity labels and the priority keys' values.
+        let (mut name_label, mut index_label) = (None, None);
+        row.clear();
+        row.resize(order_keys.len(), None);
+        for (key, value) in facts.labels() {
+            if key == k8s_labels::STATEFULSET_POD_NAME {
+                name_label = Some(value);
+            } else if key == k8s_labels::POD_INDEX {
+                index_label = Some(value);
+            }
+            if let Some(slot) = order_keys.iter().position(|k| k.len() == key.len() && *k == key) {
+                row[slot] = Some(value);
+            }
+        }
+        let state = facts.lifecycle_state();
+        let settled =
+            matches!(state, None | Some(LifecycleState::Normal | LifecycleState::PreparingDelete));
         let member = parent_and_ordinal(name).filter(|(parent, _)| *parent == spec.name);
-        let selected = spec.selector.matches(pod.metadata.labels.as_ref());
+        round.seen.push(Seen {
+            terminating,
+            finished,
+            created,
+            at_update: !revision.is_empty()
+                && (revision == round.update.name.as_str() || short_hash(revision) == update_hash),
+            at_current: !revision.is_empty()
+                && (revision == round.current.name.as_str()
+                    || short_hash(revision) == current_hash),
+            normal: matches!(state, None | Some(LifecycleState::Normal)),
+            preparing_update: state == Some(&LifecycleState::PreparingUpdate),
+            running_ready: facts.running_and_ready(),
+            available: availability(
+                matches!(state, None | Some(LifecycleState::Normal)) && facts.running_and_ready(),
+                facts.ready_since(),
+                spec.min_ready_seconds,
+                now,
+            ),
+            idle: facts.in_place_idle() && settled,
+            no_update_record: !facts.in_grace() && !facts.in_place_state(),
+            marked: facts.marked_for_deletion(),
+            exactly_update: revision == round.update.name.as_str(),
+            exactly_current: revision == round.current.name.as_str(),
+            identity_ok: member.is_some_and(|(_, ordinal)| {
+                identity_patch(&spec, name, ordinal, name_label, index_label).is_none()
+            }),
+            priority: order.as_ref().map(|o| o.priority_key(&row)),
+            refreshed: false,
+            deleted: false,
+        });
+        let selected = spec.selector.matches_lookup(|key| facts.label(key));
+        // `web-01` parses to ordinal 1 but is not `web-1`.
+        let canonical = |ordinal: i32| name.len() - spec.name.len() - 1 == decimal_len(ordinal);
         match member {
-            Some((_, ordinal)) if selected && name == pod_name(spec.name, ordinal) => {
-                if spec.is_replica_ordinal(ordinal) {
-                    by_ordinal.insert(ordinal, pod);
+            Some((_, ordinal)) if selected && canonical(ordinal) => {
+                if let Some(position) = spec.replica_position(ordinal) {
+                    by_position[position] = Some(i);
                 } else {
-                    round.condemned.push((ordinal, pod));
+                    round.condemned.push((ordinal, i));
                 }
             }
             // `web-01` holds no ordinal of its own: it is removed, and `web-1` takes its place.
-            Some(_) if selected => round.condemned.push((-1, pod)),
+            Some(_) if selected => round.condemned.push((-1, i)),
             _ if !deleting && !spec.uid.is_empty() => {
-                round.actions.push(crate::workload::release_pod(pod, spec.uid));
+                round.actions.push(crate::workload::release_pod(snapshot_pod.pod(), spec.uid));
             }
             _ => {}
         }
     }
-    round.condemned.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| name_of(a.1).cmp(name_of(b.1))));
-    fill_slots(&mut round, &by_ordinal);
+    let pods = &snapshot.pods;
+    round.condemned.sort_by(|a, b| {
+        b.0.cmp(&a.0).then_with(|| pods[a.1].facts().name().cmp(pods[b.1].facts().name()))
+    });
+    fill_slots(&mut round, &by_position);
 
     let mut status = StatefulSetStatus {
         observed_generation: set.metadata.generation.unwrap_or(0),
@@ -488,18 +661,21 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
 /// The replicas' slots in ordinal order; a missing pod gets the revision upstream's
 /// `isCurrentRevisionNeeded` picks: the current one for the lowest `partition` positions
 /// (ordered), or while fewer than `partition` other pods are not updated (unordered).
-fn fill_slots<'a>(round: &mut Round<'_, 'a>, by_ordinal: &BTreeMap<i32, &'a Pod>) {
+fn fill_slots(round: &mut Round<'_, '_>, by_position: &[Option<Ix>]) {
     let spec = round.spec;
     let rolling = round.current.name != round.update.name && !spec.on_delete;
-    let mut not_updated: i32 = by_ordinal
-        .values()
-        .filter(|p| !round.counts_as_updated(p))
+    let mut not_updated: i32 = by_position
+        .iter()
+        .flatten()
+        .filter(|&&i| !round.counts_as_updated(i))
         .count()
         .try_into()
         .unwrap_or(i32::MAX);
+    let claims = !spec.claim_templates.is_empty();
     for (position, &ordinal) in spec.ordinals.iter().enumerate() {
-        let pod = by_ordinal.get(&ordinal).copied();
-        let needs_storage = pod.is_some_and(|p| !storage_matches(spec, p, ordinal));
+        let pod = by_position.get(position).copied().flatten();
+        let needs_storage =
+            claims && pod.is_some_and(|i| !storage_matches(spec, round.pod(i), ordinal));
         let at_current = pod.is_none()
             && rolling
             && if spec.unordered {
@@ -556,7 +732,7 @@ fn scale_one(round: &mut Round<'_, '_>, index: usize, consume: &mut impl FnMut()
         let slot = &round.slots[index];
         (slot.ordinal, slot.pod, slot.at_current)
     };
-    let Some(pod) = pod else {
+    let Some(i) = pod else {
         if let Err(reason) = round.missing_claims(ordinal, true) {
             wait_for_claims(round, ordinal, reason);
             return Flow::Exit;
@@ -573,22 +749,26 @@ fn scale_one(round: &mut Round<'_, '_>, index: usize, consume: &mut impl FnMut()
         return if consume() { Flow::Break } else { Flow::Next };
     };
 
-    if is_finished(pod) {
-        if !pod::is_terminating(pod) {
-            round.delete_pod(pod, DeletePurpose::Finished);
+    let seen = round.seen[i];
+    if seen.finished {
+        if !seen.terminating {
+            round.delete_pod(i, DeletePurpose::Finished);
         }
         if spec.monotonic {
             return Flow::Exit;
         }
         return if consume() { Flow::Break } else { Flow::Next };
     }
-    if pod::phase_of(pod) == pod::PHASE_PENDING && !pod::is_terminating(pod) {
+    if !seen.terminating
+        && !spec.claim_templates.is_empty()
+        && pod::phase_of(round.pod(i)) == pod::PHASE_PENDING
+    {
         // A pod created before its claims (or whose claims were deleted) gets them back.
         if let Err(reason) = round.missing_claims(ordinal, false) {
             wait_for_claims(round, ordinal, reason);
         }
     }
-    if pod::is_terminating(pod) {
+    if seen.terminating {
         if spec.monotonic {
             return Flow::Exit;
         }
@@ -597,11 +777,11 @@ fn scale_one(round: &mut Round<'_, '_>, index: usize, consume: &mut impl FnMut()
         }
         return Flow::Next;
     }
-    if let Err(message) = round.refresh(pod) {
+    if let Err(message) = round.refresh(i) {
         round.event(EventType::Warning, "FailedUpdate", message, false);
     }
     if spec.monotonic || spec.scale_budget.is_some() {
-        let (available, wait) = round.available(pod);
+        let (available, wait) = round.available(i);
         if !available {
             if spec.monotonic {
                 if let Some(wait) = wait {
@@ -617,18 +797,23 @@ fn scale_one(round: &mut Round<'_, '_>, index: usize, consume: &mut impl FnMut()
             }
         }
     }
-    if let Some(patch) = identity_patch(spec, pod, ordinal) {
-        round.actions.push(Action::PatchPod {
-            name: name_of(pod).to_owned(),
-            uid: uid_of(pod).to_owned(),
-            purpose: PodPatchPurpose::Identity,
-            patch: Patch::strategic(patch),
-        });
-        let message =
-            format!("update Pod {} in StatefulSet {} successful", name_of(pod), spec.name);
-        round.event(EventType::Normal, "SuccessfulUpdate", message, true);
+    if !round.seen[i].identity_ok {
+        let facts = round.facts(i);
+        let (name_label, index_label) =
+            (facts.label(k8s_labels::STATEFULSET_POD_NAME), facts.label(k8s_labels::POD_INDEX));
+        if let Some(patch) = identity_patch(spec, facts.name(), ordinal, name_label, index_label) {
+            round.actions.push(Action::PatchPod {
+                name: facts.name().to_owned(),
+                uid: facts.uid().to_owned(),
+                purpose: PodPatchPurpose::Identity,
+                patch: Patch::strategic(patch),
+            });
+            let message =
+                format!("update Pod {} in StatefulSet {} successful", facts.name(), spec.name);
+            round.event(EventType::Normal, "SuccessfulUpdate", message, true);
+        }
     }
-    round.claim_owners(pod, ordinal, false);
+    round.claim_owners(i, ordinal, false);
     Flow::Next
 }
 
@@ -650,19 +835,20 @@ fn wait_for_claims(round: &mut Round<'_, '_>, ordinal: i32, reason: String) {
 fn scale_in(round: &mut Round<'_, '_>) -> Flow {
     let spec = round.spec;
     let condemned = std::mem::take(&mut round.condemned);
-    for &(ordinal, pod) in &condemned {
-        if ordinal >= 0 && !pod::is_terminating(pod) {
-            round.claim_owners(pod, ordinal, true);
+    for &(ordinal, i) in &condemned {
+        if ordinal >= 0 && !round.seen[i].terminating {
+            round.claim_owners(i, ordinal, true);
         }
     }
     let first_unhealthy = condemned
         .iter()
-        .filter(|(_, p)| !is_healthy(p))
+        .filter(|(_, i)| !round.healthy(*i))
         .min_by_key(|(ordinal, _)| *ordinal)
-        .map(|(_, p)| name_of(p));
+        .map(|(_, i)| *i);
     let mut flow = Flow::Next;
-    for &(_, pod) in &condemned {
-        if pod::is_terminating(pod) {
+    for &(_, i) in &condemned {
+        let seen = round.seen[i];
+        if seen.terminating {
             if spec.monotonic {
                 flow = Flow::Exit;
                 break;
@@ -671,13 +857,13 @@ fn scale_in(round: &mut Round<'_, '_>) -> Flow {
         }
         // A finished pod holds nothing up: it goes at once (upstream waits for it to become
         // ready first, which it never will).
-        if spec.monotonic && !is_finished(pod) {
-            let first = first_unhealthy == Some(name_of(pod));
-            if !pod::is_running_and_ready(pod) && !first {
+        if spec.monotonic && !seen.finished {
+            let first = first_unhealthy == Some(i);
+            if !round.running_ready(i) && !first {
                 flow = Flow::Exit;
                 break;
             }
-            let (available, wait) = round.available(pod);
+            let (available, wait) = round.available(i);
             if !available && !first {
                 if let Some(wait) = wait {
                     round.requeue_after(wait);
@@ -686,8 +872,8 @@ fn scale_in(round: &mut Round<'_, '_>) -> Flow {
                 break;
             }
         }
-        let deleted = round.delete_pod(pod, DeletePurpose::ScaleIn);
-        if spec.monotonic && !is_finished(pod) && deleted != (Deleted::Held { changed: false }) {
+        let deleted = round.delete_pod(i, DeletePurpose::ScaleIn);
+        if spec.monotonic && !seen.finished && deleted != (Deleted::Held { changed: false }) {
             flow = Flow::Exit;
             break;
         }
@@ -696,16 +882,45 @@ fn scale_in(round: &mut Round<'_, '_>) -> Flow {
     flow
 }
 
+/// The replicas unavailable during the rolling update, by slot.
+struct Unavailable {
+    slots: Vec<bool>,
+    count: usize,
+}
+
+impl Unavailable {
+    fn contains(&self, index: usize) -> bool {
+        self.slots.get(index).copied().unwrap_or(false)
+    }
+
+    fn insert(&mut self, index: usize) {
+        if let Some(slot) = self.slots.get_mut(index)
+            && !std::mem::replace(slot, true)
+        {
+            self.count += 1;
+        }
+    }
+
+    /// Whether moving the pod of slot `index` would take the replicas past `max`: pods
+    /// already unavailable may always move.
+    fn blocks(&self, index: usize, max: usize) -> bool {
+        self.count >= max && !self.contains(index)
+    }
+}
+
 /// The rolling update (upstream's `rollingUpdateStatefulsetPods`): refreshes, specified
 /// deletions, then the update targets in order, within `maxUnavailable` and `partition`.
 fn rolling_update(round: &mut Round<'_, '_>) -> Result<(), String> {
     let spec = round.spec;
-    let pods: Vec<&Pod> = round.slots.iter().filter_map(|s| s.pod).collect();
-    for pod in
-        pods.iter().copied().chain(round.condemned.iter().map(|(_, p)| *p)).collect::<Vec<_>>()
-    {
-        if !pod::is_terminating(pod) {
-            round.refresh(pod)?;
+    let pods: Vec<Ix> = round
+        .slots
+        .iter()
+        .filter_map(|s| s.pod)
+        .chain(round.condemned.iter().map(|(_, i)| *i))
+        .collect();
+    for i in pods {
+        if !round.seen[i].terminating {
+            round.refresh(i)?;
         }
     }
     if round.lifecycle_changed || spec.paused {
@@ -713,26 +928,22 @@ fn rolling_update(round: &mut Round<'_, '_>) -> Result<(), String> {
     }
 
     // Replicas that are unavailable now.
-    let mut unavailable: BTreeSet<usize> = BTreeSet::new();
+    let mut unavailable = Unavailable { slots: vec![false; round.slots.len()], count: 0 };
     let mut soonest = None;
     for (index, slot) in round.slots.iter().enumerate() {
-        let Some(pod) = slot.pod.filter(|p| !round.deleted.contains(name_of(p))) else {
-            unavailable.insert(index);
-            continue;
-        };
-        let opts = &round.in_place;
-        let down =
-            if !is_healthy(pod) || inplace::check_in_place_update_completed(pod, opts).is_err() {
-                true
-            } else {
-                let (available, wait) = round.available(pod);
+        let down = match slot.pod.filter(|&i| !round.seen[i].deleted) {
+            None => true,
+            Some(i) if !round.healthy(i) || !round.update_completed(i) => true,
+            Some(i) => {
+                let (available, wait) = round.available(i);
                 if let Some(wait) = wait {
                     soonest = Some(soonest.map_or(wait, |s: SignedDuration| s.min(wait)));
                 }
                 !available
                     || (spec.resize_claims
                         && round.pod_claims(slot.ordinal).iter().any(|(c, t)| !claims::ready(c, t)))
-            };
+            }
+        };
         if down {
             unavailable.insert(index);
         }
@@ -744,51 +955,47 @@ fn rolling_update(round: &mut Round<'_, '_>) -> Result<(), String> {
 
     // Pods labelled for deletion, and pods whose volumes miss a claim template: replaced,
     // highest ordinal first, within maxUnavailable but regardless of partition.
-    let mut replaced: BTreeSet<usize> = BTreeSet::new();
+    let mut replaced = vec![false; round.slots.len()];
     for index in (0..round.slots.len()).rev() {
         let slot = &round.slots[index];
-        let Some(pod) = slot.pod else { continue };
-        let specified = pod::is_specified_delete(pod);
-        if (!specified && !slot.needs_storage)
-            || pod::is_terminating(pod)
-            || round.deleted.contains(name_of(pod))
-        {
+        let Some(i) = slot.pod else { continue };
+        let specified = round.seen[i].marked;
+        let seen = round.seen[i];
+        if (!specified && !slot.needs_storage) || seen.terminating || seen.deleted {
             continue;
         }
-        if unavailable.len() >= max_unavailable && !unavailable.contains(&index) {
+        if unavailable.blocks(index, max_unavailable) {
             continue;
         }
         let purpose =
             if specified { DeletePurpose::SpecifiedDelete } else { DeletePurpose::Recreate };
-        if round.delete_pod(pod, purpose) == Deleted::Yes {
-            if revision_label_matches(
-                pod::labels_of(pod).get(rev::POD_REVISION_LABEL).map(String::as_str).unwrap_or(""),
-                &round.current.name,
-            ) {
+        if round.delete_pod(i, purpose) == Deleted::Yes {
+            if seen.at_current {
                 round.current_leaving += 1;
-            } else if round.at_update(pod) {
+            } else if seen.at_update {
                 round.updated_leaving += 1;
             }
         }
-        replaced.insert(index);
+        replaced[index] = true;
         unavailable.insert(index);
     }
 
     for index in targets(round) {
         let slot = &round.slots[index];
-        let (ordinal, Some(pod)) = (slot.ordinal, slot.pod) else { continue };
+        let (ordinal, Some(i)) = (slot.ordinal, slot.pod) else { continue };
         let claims_match = !spec.resize_claims
             || round.pod_claims(ordinal).iter().all(|(c, t)| {
                 claims::compatible_without_size(c, t) && !claims::needs_expansion(c, t)
             });
-        if round.at_update(pod) && claims_match {
+        let seen = round.seen[i];
+        if seen.at_update && claims_match {
             continue;
         }
-        if unavailable.len() >= max_unavailable && !unavailable.contains(&index) {
+        if unavailable.blocks(index, max_unavailable) {
             break;
         }
         if !claims_match {
-            resize_claims(round, pod, ordinal)?;
+            resize_claims(round, i, ordinal)?;
             let completed =
                 round.pod_claims(ordinal).iter().all(|(c, t)| claims::resize_completed(c, t));
             if !completed {
@@ -796,23 +1003,16 @@ fn rolling_update(round: &mut Round<'_, '_>) -> Result<(), String> {
                 continue;
             }
         }
-        if replaced.contains(&index)
-            || pod::is_terminating(pod)
-            || round.deleted.contains(name_of(pod))
-            || round.at_update(pod)
-        {
+        let seen = round.seen[i];
+        if replaced[index] || seen.terminating || seen.deleted || seen.at_update {
             continue;
         }
-        let at_current = revision_label_matches(
-            pod::labels_of(pod).get(rev::POD_REVISION_LABEL).map(String::as_str).unwrap_or(""),
-            &round.current.name,
-        );
-        let moved = match update_in_place(round, pod)? {
+        let moved = match update_in_place(round, i)? {
             true => true,
-            false => round.delete_pod(pod, DeletePurpose::Recreate) == Deleted::Yes,
+            false => round.delete_pod(i, DeletePurpose::Recreate) == Deleted::Yes,
         };
         unavailable.insert(index);
-        if moved && at_current {
+        if moved && seen.at_current {
             round.current_leaving += 1;
         }
     }
@@ -829,53 +1029,67 @@ fn targets(round: &Round<'_, '_>) -> Vec<usize> {
     if max_update == 0 {
         return Vec::new();
     }
-    let descending: Vec<usize> = (0..round.slots.len()).rev().collect();
+    let descending = (0..round.slots.len()).rev();
     if !spec.unordered {
-        return descending.into_iter().take(max_update).collect();
+        return descending.take(max_update).collect();
     }
     let updated_slot = |index: usize| match round.slots[index].pod {
-        Some(pod) => pod::is_terminating(pod) || round.counts_as_updated(pod),
+        Some(i) => round.seen[i].terminating || round.counts_as_updated(i),
         None => !round.slots[index].at_current,
     };
-    let (mut updated, waiting): (Vec<usize>, Vec<usize>) =
-        descending.into_iter().partition(|&i| updated_slot(i));
-    let waiting = match spec.priority {
-        Some(strategy) => {
-            let template_labels = round
-                .current
-                .template
-                .metadata
-                .as_ref()
-                .and_then(|m| m.labels.clone())
-                .unwrap_or_default();
-            let labels: Vec<&std::collections::BTreeMap<String, String>> = round
-                .slots
+    let (mut updated, mut waiting): (Vec<usize>, Vec<usize>) =
+        descending.partition(|&index| updated_slot(index));
+    if updated.len() < max_update
+        && let Some(strategy) = spec.priority
+    {
+        let order = crate::ordering::UpdateOrder::new(Some(strategy), &[]);
+        if order.has_priority() {
+            // Pods yet to be created sort by the labels of the template they get.
+            let template = round.current.template.metadata.as_ref().and_then(|m| m.labels.as_ref());
+            let row: Vec<Option<&str>> = order
+                .keys()
                 .iter()
-                .map(|s| s.pod.map_or(&template_labels, pod::labels_of))
+                .map(|key| template.and_then(|l| l.get(*key)).map(String::as_str))
                 .collect();
-            crate::ordering::priority_sort(strategy, &labels, waiting)
+            let template_key = order.priority_key(&row);
+            let mut keyed: Vec<(crate::ordering::PriorityKey, usize)> = waiting
+                .iter()
+                .map(|&index| {
+                    let key = round.slots[index].pod.and_then(|i| round.seen[i].priority);
+                    (key.unwrap_or(template_key), index)
+                })
+                .collect();
+            // Stable: equal priorities keep the highest ordinal first.
+            keyed.sort_by_key(|&(key, _)| key);
+            waiting = keyed.into_iter().map(|(_, index)| index).collect();
         }
-        None => waiting,
-    };
+    }
     updated.extend(waiting);
     updated.truncate(max_update);
     updated
 }
 
-/// Moves `pod` to the update revision in place, as far as its lifecycle allows this round.
+/// Moves pod `i` to the update revision in place, as far as its lifecycle allows this round.
 /// `Ok(false)` when the change needs a new pod (or the policy is ReCreate); `Err` when the
 /// policy is InPlaceOnly and it cannot be done in place, or the pod's state forbids it.
-fn update_in_place(round: &mut Round<'_, '_>, pod: &Pod) -> Result<bool, String> {
+fn update_in_place(round: &mut Round<'_, '_>, i: Ix) -> Result<bool, String> {
     let spec = round.spec;
     if spec.policy == UpdatePolicy::ReCreate {
         return Ok(false);
     }
-    let label = pod::labels_of(pod).get(rev::POD_REVISION_LABEL).map(String::as_str).unwrap_or("");
-    let old = round.revisions.iter().find(|r| revision_label_matches(label, r.name)).map(|r| r.rev);
+    let pod = round.pod(i);
+    let label = round.facts(i).revision_hash();
+    let old = round.revisions.iter().find(|r| revision_label_matches(label, r.name));
     let update_spec = match (old, round.update.object.as_ref()) {
-        (Some(old), Some(new)) => {
-            inplace::calculate_revision_update_spec(old, new, &round.in_place)
-        }
+        (Some(old), Some(new)) => match round.in_place_specs.get(old.name) {
+            Some(cached) => cached.clone(),
+            None => {
+                let computed =
+                    inplace::calculate_revision_update_spec(old.rev, new, &round.in_place);
+                round.in_place_specs.insert(old.name, computed.clone());
+                computed
+            }
+        },
         _ => None,
     };
     let Some(update_spec) = update_spec else {
@@ -920,10 +1134,11 @@ fn update_in_place(round: &mut Round<'_, '_>, pod: &Pod) -> Result<bool, String>
     }
 }
 
-/// Grows the pod's claims to their templates' size (`volumeClaimUpdateStrategy:
+/// Grows pod `i`'s claims to their templates' size (`volumeClaimUpdateStrategy:
 /// OnPodRollingUpdate`); a claim that differs in more than size, or whose class cannot
 /// expand, stops the update.
-fn resize_claims(round: &mut Round<'_, '_>, pod: &Pod, ordinal: i32) -> Result<(), String> {
+fn resize_claims(round: &mut Round<'_, '_>, i: Ix, ordinal: i32) -> Result<(), String> {
+    let pod_name = round.name(i);
     for (claim, template) in round.pod_claims(ordinal) {
         let name = claim.metadata.name.clone().unwrap_or_default();
         if !claims::compatible_without_size(claim, template) {
@@ -938,8 +1153,7 @@ fn resize_claims(round: &mut Round<'_, '_>, pod: &Pod, ordinal: i32) -> Result<(
             && round.snapshot.storage_classes.get(class) != Some(&true)
         {
             return Err(format!(
-                "storage class {class} for {} does not support volume expansion",
-                name_of(pod)
+                "storage class {class} for {pod_name} does not support volume expansion"
             ));
         }
         let resources = template.spec.as_ref().and_then(|s| s.resources.clone());
@@ -954,8 +1168,7 @@ fn resize_claims(round: &mut Round<'_, '_>, pod: &Pod, ordinal: i32) -> Result<(
             })),
         });
         let message = format!(
-            "resize Claim {name} Pod {} in StatefulSet {} success",
-            name_of(pod),
+            "resize Claim {name} Pod {pod_name} in StatefulSet {} success",
             round.spec.name
         );
         round.event(EventType::Normal, "SuccessfulResize", message, true);
@@ -969,18 +1182,17 @@ fn resize_claims(round: &mut Round<'_, '_>, pod: &Pod, ordinal: i32) -> Result<(
 /// pods are all gone mid-rollout still creates the partition's pods at the current revision.
 fn count(round: &Round<'_, '_>, status: &mut StatefulSetStatus) {
     let pods =
-        round.slots.iter().filter_map(|s| s.pod).chain(round.condemned.iter().map(|(_, p)| *p));
-    let label =
-        |pod: &Pod| pod::labels_of(pod).get(rev::POD_REVISION_LABEL).cloned().unwrap_or_default();
-    for pod in pods {
-        if pod::phase_of(pod).is_empty() {
+        round.slots.iter().filter_map(|s| s.pod).chain(round.condemned.iter().map(|(_, i)| *i));
+    for i in pods {
+        let seen = round.seen[i];
+        if !seen.created {
             continue;
         }
         status.replicas += 1;
-        let ready = pod::is_running_and_ready(pod);
-        let available = ready && round.available(pod).0;
-        let revision = label(pod);
-        let updated = revision == round.update.name;
+        let ready = round.running_ready(i);
+        let available = ready && round.available(i).0;
+        // Exact names, as upstream counts (a short-hash match is not counted).
+        let updated = seen.exactly_update;
         if ready {
             status.ready_replicas += 1;
             if updated {
@@ -993,8 +1205,8 @@ fn count(round: &Round<'_, '_>, status: &mut StatefulSetStatus) {
                 status.updated_available_replicas += 1;
             }
         }
-        if !pod::is_terminating(pod) {
-            if revision == round.current.name {
+        if !seen.terminating {
+            if seen.exactly_current {
                 status.current_replicas += 1;
             }
             if updated {

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::expectations::{ControllerExpectations, DEFAULT_TIMEOUT};
-use crate::workload::duration_serde;
+use crate::workload::{SnapshotPod, duration_serde};
 
 /// An Advanced StatefulSet at either served API version. The planner works on v1beta1 and
 /// converts a v1alpha1 object with [`kruise_api::conversion::to_hub`] first.
@@ -150,9 +150,10 @@ pub struct StatefulSetSnapshot {
     /// The set.
     pub statefulset: StatefulSetObject,
     /// The pods it controls (controller ownerReference with its UID), including terminating
-    /// and finished ones.
+    /// and finished ones, each with the [`PodFacts`](crate::workload::PodFacts) the planner
+    /// reads on every round.
     #[serde(default)]
-    pub pods: Vec<Pod>,
+    pub pods: Vec<SnapshotPod>,
     /// Its claims: the PVCs in its namespace named `<template>-<set>-<ordinal>`. Others are
     /// ignored.
     #[serde(default)]

@@ -35,6 +35,9 @@ pub(crate) struct Spec<'a> {
     pub selector: PodSelector,
     /// The ordinals replicas hold, ascending (`replicas` of them).
     pub ordinals: Vec<i32>,
+    /// The first ordinal.
+    start: i32,
+    reserved: Reserved,
     /// OrderedReady: one pod at a time, in order.
     pub monotonic: bool,
     pub on_delete: bool,
@@ -139,6 +142,8 @@ impl<'a> Spec<'a> {
             replicas,
             selector,
             ordinals,
+            start,
+            reserved,
             monotonic: spec.pod_management_policy != Some(PodManagementPolicyType::Parallel),
             on_delete,
             partition,
@@ -167,9 +172,18 @@ impl<'a> Spec<'a> {
         })
     }
 
-    /// Whether `ordinal` belongs to a replica (in range and not reserved).
-    pub(crate) fn is_replica_ordinal(&self, ordinal: i32) -> bool {
-        self.ordinals.binary_search(&ordinal).is_ok()
+    /// The position among the replicas of the one that holds `ordinal`; `None` when the
+    /// ordinal is out of range or reserved.
+    pub(crate) fn replica_position(&self, ordinal: i32) -> Option<usize> {
+        let (ordinal64, start) = (i64::from(ordinal), i64::from(self.start));
+        if ordinal < self.start || self.reserved.contains(ordinal64) {
+            return None;
+        }
+        // Replicas hold every free ordinal from the start: the position is the number of free
+        // ordinals before this one.
+        let position =
+            usize::try_from(ordinal64 - start - self.reserved.count_in(start, ordinal64)).ok()?;
+        (self.ordinals.get(position) == Some(&ordinal)).then_some(position)
     }
 
     /// The names of the volume claim templates.

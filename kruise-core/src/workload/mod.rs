@@ -6,6 +6,7 @@
 //! both a [`WorkloadPlan`] over their own status type, so kruise-kube carries any of them out
 //! with one applier.
 
+mod facts;
 pub mod inplace;
 mod plan;
 pub mod revisions;
@@ -16,6 +17,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
+pub use facts::{PodFacts, SnapshotPod};
 pub use plan::{
     Action, Blocked, DeletePurpose, Event, EventType, Patch, PodPatchPurpose, PodStatusPurpose,
     WorkloadPlan,

@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kruise_api::apps::v1beta1::StatefulSet;
 use kruise_core::smp::{PatchSchema, apply_patch};
 use kruise_core::statefulset::{StatefulSetObject, StatefulSetPlan, StatefulSetSnapshot};
-use kruise_core::workload::Action;
+use kruise_core::workload::{Action, SnapshotPod};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -299,16 +299,17 @@ pub fn apply(snapshot: &StatefulSetSnapshot, plan: &StatefulSetPlan) -> Stateful
                 pod.metadata.creation_timestamp = Some(Time(now()));
                 pod.status =
                     Some(PodStatus { phase: Some("Pending".into()), ..Default::default() });
-                out.pods.push(pod);
+                out.pods.push(SnapshotPod::from(pod));
             }
             Action::PatchPod { name, patch, .. }
             | Action::PatchPodStatus { name, patch, .. }
             | Action::PatchPodResize { name, patch, .. } => {
                 for p in &mut out.pods {
                     if p.metadata.name.as_deref() == Some(name.as_str()) {
-                        let mut new: Pod = patched(p, patch.body(), Some(PatchSchema::Pod));
+                        let mut new: Pod =
+                            patched(p.pod().as_ref(), patch.body(), Some(PatchSchema::Pod));
                         bump(&mut new.metadata);
-                        *p = new;
+                        *p = SnapshotPod::from(new);
                     }
                 }
             }
@@ -317,7 +318,9 @@ pub fn apply(snapshot: &StatefulSetSnapshot, plan: &StatefulSetPlan) -> Stateful
                     if p.metadata.name.as_deref() == Some(name.as_str()) {
                         assert_eq!(p.metadata.uid.as_deref(), Some(uid.as_str()), "delete by uid");
                         assert!(p.metadata.deletion_timestamp.is_none(), "{name} deleted twice");
-                        p.metadata.deletion_timestamp = Some(Time(now()));
+                        let mut pod = p.pod().as_ref().clone();
+                        pod.metadata.deletion_timestamp = Some(Time(now()));
+                        *p = SnapshotPod::from(pod);
                     }
                 }
             }
@@ -338,7 +341,9 @@ pub fn apply(snapshot: &StatefulSetSnapshot, plan: &StatefulSetPlan) -> Stateful
 /// `fail` makes pods of that image fail instead.
 pub fn settle_pods(snapshot: &mut StatefulSetSnapshot, fail_image: Option<&str>) {
     snapshot.pods.retain(|p| p.metadata.deletion_timestamp.is_none());
-    for pod in &mut snapshot.pods {
+    for snapshot_pod in &mut snapshot.pods {
+        let mut owned = snapshot_pod.pod().as_ref().clone();
+        let pod = &mut owned;
         let Some(spec) = pod.spec.clone() else { continue };
         let failing = spec
             .containers
@@ -387,6 +392,7 @@ pub fn settle_pods(snapshot: &mut StatefulSetSnapshot, fail_image: Option<&str>)
         status.conditions = Some(conditions);
         if pod.status != before {
             bump(&mut pod.metadata);
+            *snapshot_pod = SnapshotPod::from(owned);
         }
     }
 }

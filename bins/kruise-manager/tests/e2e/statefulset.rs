@@ -415,3 +415,119 @@ fn controllers_wait_for_their_crds() {
         converged(&cluster.kubectl, "late", "registry.example/late:v1", 2).then_some(())
     });
 }
+
+/// A pod template as upstream's defaulting webhook leaves it (as in the CloneSet takeover).
+fn upstream_template() -> Value {
+    serde_json::json!({
+        "metadata": {"labels": {"app": "nginx"}},
+        "spec": {
+            "containers": [{
+                "name": "nginx",
+                "image": "nginx:stable-alpine",
+                "env": [{"name": "version", "value": "v1"}],
+                "imagePullPolicy": "Always",
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "volumeMounts": [{"name": "www-data", "mountPath": "/usr/share/nginx/html"}]
+            }],
+            "volumes": [{"name": "www-data", "emptyDir": {}}],
+            "dnsPolicy": "ClusterFirst",
+            "restartPolicy": "Always",
+            "schedulerName": "default-scheduler",
+            "securityContext": {},
+            "terminationGracePeriodSeconds": 30
+        }
+    })
+}
+
+/// What upstream's manager left (the set, its ControllerRevision under upstream's name, three
+/// running pods) is taken over: the revision is recognised by name, nothing is created,
+/// deleted, updated or restarted.
+#[test]
+fn upstream_statefulset_is_taken_over_without_restarting_anything() {
+    use serde_json::json;
+    let cluster = SimCluster::start(
+        kruise_sim::Config::default()
+            .with_kruise_crds()
+            .with_nodes(kruise_sim::nodes::NodesConfig::new(2)),
+    );
+    let k = &cluster.kubectl;
+    let set = json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "legacy", "namespace": "default"},
+        "spec": {
+            "replicas": 3,
+            "serviceName": "legacy",
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": upstream_template(),
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1, "partition": 0}}
+        }
+    });
+    k.ok_stdin(&["create", "-f", "-"], &set.to_string());
+    let uid = k.ok(&["get", "asts", "legacy", "-o", "jsonpath={.metadata.uid}"]);
+    let owner = json!([{
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "name": "legacy",
+        "uid": uid, "controller": true, "blockOwnerDeletion": true
+    }]);
+    // The same template data as a CloneSet's revision, so the same hash (FNV-1 over Go's
+    // bytes, worked out from upstream's algorithm in kruise-core's revision tests).
+    let revision_name = "legacy-656c6d8895";
+    let revision = json!({
+        "apiVersion": "apps/v1", "kind": "ControllerRevision",
+        "metadata": {
+            "name": revision_name, "namespace": "default",
+            "labels": {"app": "nginx", "controller.kubernetes.io/hash": "656c6d8895"},
+            "ownerReferences": owner
+        },
+        "data": {"spec": {"template": {
+            "$patch": "replace",
+            "metadata": {"creationTimestamp": null, "labels": {"app": "nginx"}},
+            "spec": upstream_template()["spec"].clone()
+        }}},
+        "revision": 1
+    });
+    k.ok_stdin(&["create", "-f", "-"], &revision.to_string());
+    for ordinal in 0..3 {
+        let name = format!("legacy-{ordinal}");
+        let mut pod_spec = upstream_template()["spec"].clone();
+        pod_spec["hostname"] = json!(name);
+        pod_spec["subdomain"] = json!("legacy");
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": name, "namespace": "default",
+                "labels": {
+                    "app": "nginx",
+                    "controller-revision-hash": revision_name,
+                    "statefulset.kubernetes.io/pod-name": name,
+                    "apps.kubernetes.io/pod-index": ordinal.to_string(),
+                    "lifecycle.apps.kruise.io/state": "Normal"
+                },
+                "ownerReferences": owner
+            },
+            "spec": pod_spec
+        });
+        k.ok_stdin(&["create", "-f", "-"], &pod.to_string());
+    }
+    let before = wait_for("the legacy pods running", MINUTE, || {
+        let p = pods(k, "app=nginx");
+        (p.len() == 3 && p.values().all(|x| x.3)).then_some(p)
+    });
+
+    let manager = start_manager(&cluster, 0, &[]);
+    wait_for("the set's status from the manager", MINUTE, || {
+        let s = k.json(&["get", "asts", "legacy"])["status"].clone();
+        (s["observedGeneration"] == 1 && s["readyReplicas"] == 3).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let status = k.json(&["get", "asts", "legacy"])["status"].clone();
+    assert_eq!(status["updateRevision"], revision_name, "the upstream revision is recognised");
+    assert_eq!(status["currentRevision"], revision_name, "{status}");
+    assert_eq!(status["updatedReplicas"], 3, "{status}");
+    assert_eq!(pods(k, "app=nginx"), before, "no pod was replaced, updated or restarted");
+    let revisions = k.ok(&["get", "controllerrevisions", "-o", "name"]);
+    assert_eq!(revisions.trim(), format!("controllerrevision.apps/{revision_name}"));
+    drop(manager);
+}

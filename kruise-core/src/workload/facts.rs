@@ -310,6 +310,21 @@ impl PodFacts {
         self.ready_since
     }
 
+    /// Phase `Running` and the last `Ready` condition `True`.
+    pub(crate) fn running_and_ready(&self) -> bool {
+        self.running && self.ready
+    }
+
+    /// An in-place update record is present (an update may still be under way).
+    pub(crate) fn in_place_state(&self) -> bool {
+        self.in_place_state
+    }
+
+    /// The value of the label `key`, if the pod has it.
+    pub(crate) fn label(&self, key: &str) -> Option<&str> {
+        self.labels().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
     /// An in-place update waits for its grace period.
     pub(crate) fn in_grace(&self) -> bool {
         self.in_grace
@@ -434,7 +449,8 @@ impl Ends {
     }
 }
 
-/// A pod in a [`CloneSetSnapshot`](super::CloneSetSnapshot), with its [`PodFacts`].
+/// A pod in a workload snapshot (a [`CloneSetSnapshot`](crate::cloneset::CloneSetSnapshot) or
+/// a [`StatefulSetSnapshot`](crate::statefulset::StatefulSetSnapshot)), with its [`PodFacts`].
 ///
 /// Dereferences to the pod. Serializes as the pod alone; the facts are computed again when it
 /// is read back.
@@ -633,6 +649,5 @@ mod tests {
         // Every plan streams through a snapshot's pods: besides the inline text, keep them small.
         let size = std::mem::size_of::<SnapshotPod>();
         assert!(size <= INLINE_TEXT + 176, "{size}");
-        assert!(std::mem::size_of::<super::super::podinfo::PodInfo<'_>>() <= 24);
     }
 }
