@@ -272,26 +272,45 @@ pub fn update_pod_lifecycle_with_handler(
 // CloneSet's use of the state machine
 // ---------------------------------------------------------------------------------------------
 
-/// The state a CloneSet moves a pod to when it refreshes it (upstream's `refreshPodState`),
+/// Which workload's refresh rules [`refresh_target`] follows: the two upstream controllers
+/// differ in two details.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RefreshRules {
+    /// CloneSet: without a `preNormal` hook a pod leaves `PreparingNormal` once scheduled;
+    /// after an update, any lifecycle (even one without an `inPlaceUpdate` hook) holds the pod
+    /// in `Updated` until the hook's handlers are all present.
+    CloneSet,
+    /// Advanced StatefulSet: without a `preNormal` hook a pod leaves `PreparingNormal` at
+    /// once; only an `inPlaceUpdate` hook holds it in `Updated`.
+    StatefulSet,
+}
+
+/// The state a workload moves a pod to when it refreshes it (upstream's `refreshPodState`),
 /// or `None` to leave it:
 ///
-/// - `PreparingNormal` → `Normal` once scheduled (no `preNormal` hook) or once every
-///   `preNormal` handler is present;
+/// - `PreparingNormal` → `Normal` once every `preNormal` handler is present, or without a
+///   `preNormal` hook, once scheduled (CloneSet) or at once (Advanced StatefulSet);
 /// - `PreparingUpdate` whose pod already is at the update revision (a rollback while
-///   waiting) and `Updating` whose in-place update has completed → `Updated` if a lifecycle is
-///   configured and the `inPlaceUpdate` handlers are not all present (this includes a
-///   lifecycle with no `inPlaceUpdate` hook at all), else `Normal`;
-/// - `Updated` → `Normal` without a lifecycle or `inPlaceUpdate` hook, or once all its
-///   handlers are present.
-pub fn cloneset_refresh_target(
+///   waiting) and `Updating` whose in-place update has completed → `Updated` while the
+///   `inPlaceUpdate` handlers are not all present (see [`RefreshRules`] for which lifecycles
+///   hold), else `Normal`;
+/// - `Updated` → `Normal` without an `inPlaceUpdate` hook, or once all its handlers are
+///   present.
+pub fn refresh_target(
+    rules: RefreshRules,
     lifecycle: Option<&Lifecycle>,
     pod: &Pod,
     at_update_revision: bool,
     in_place_update_completed: bool,
 ) -> Option<LifecycleState> {
     let in_place_hook = lifecycle.and_then(|l| l.in_place_update.as_ref());
+    let holds = match rules {
+        RefreshRules::CloneSet => lifecycle.is_some(),
+        RefreshRules::StatefulSet => in_place_hook.is_some(),
+    };
     let after_update = || {
-        if lifecycle.is_some() && !is_all_hooked(in_place_hook, pod) {
+        if holds && !is_all_hooked(in_place_hook, pod) {
             LifecycleState::Updated
         } else {
             LifecycleState::Normal
@@ -300,7 +319,7 @@ pub fn cloneset_refresh_target(
     match state_of(pod)? {
         LifecycleState::PreparingNormal => {
             let ready = match lifecycle.and_then(|l| l.pre_normal.as_ref()) {
-                None => is_scheduled(pod),
+                None => rules == RefreshRules::StatefulSet || is_scheduled(pod),
                 Some(hook) => is_all_hooked(Some(hook), pod),
             };
             ready.then_some(LifecycleState::Normal)
@@ -311,6 +330,22 @@ pub fn cloneset_refresh_target(
             .then_some(LifecycleState::Normal),
         _ => None,
     }
+}
+
+/// [`refresh_target`] with the CloneSet's rules.
+pub fn cloneset_refresh_target(
+    lifecycle: Option<&Lifecycle>,
+    pod: &Pod,
+    at_update_revision: bool,
+    in_place_update_completed: bool,
+) -> Option<LifecycleState> {
+    refresh_target(
+        RefreshRules::CloneSet,
+        lifecycle,
+        pod,
+        at_update_revision,
+        in_place_update_completed,
+    )
 }
 
 /// The transition [`cloneset_refresh_target`] asks for, with the `inPlaceUpdate` hook's

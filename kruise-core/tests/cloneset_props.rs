@@ -14,6 +14,8 @@
 //!   settle (no actions at all) as long as no pod becomes ready meanwhile; every round keeps
 //!   the invariants above.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
@@ -28,9 +30,10 @@ use kruise_api::apps::v1beta1::{
 use kruise_core::cloneset::{
     Action, CloneSetObject, CloneSetPlan, CloneSetSnapshot, PodPatchPurpose, SnapshotPod, plan,
 };
-use kruise_core::smp::{PatchSchema, apply_patch};
+use kruise_core::smp::PatchSchema;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use support::{bump, patched};
 
 const NAME: &str = "demo";
 const UID: &str = "11111111-2222-3333-4444-555555555555";
@@ -324,47 +327,6 @@ fn snapshot_for(k: &Knobs, pods: &[PodKnobs]) -> CloneSetSnapshot {
 // ---------------------------------------------------------------------------------------------
 // The simulator.
 // ---------------------------------------------------------------------------------------------
-
-fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(
-    obj: &T,
-    patch: &Value,
-    schema: Option<PatchSchema>,
-) -> T {
-    let doc = serde_json::to_value(obj).expect("encode");
-    let out = match schema {
-        Some(schema) => apply_patch(&doc, patch, schema).expect("patch applies"),
-        None => merge(doc, patch),
-    };
-    serde_json::from_value(out).expect("decode patched")
-}
-
-/// JSON merge patch (RFC 7386).
-fn merge(mut doc: Value, patch: &Value) -> Value {
-    match patch {
-        Value::Object(p) => {
-            if !doc.is_object() {
-                doc = json!({});
-            }
-            if let Value::Object(d) = &mut doc {
-                for (k, v) in p {
-                    if v.is_null() {
-                        d.remove(k);
-                    } else {
-                        let cur = d.remove(k).unwrap_or(Value::Null);
-                        d.insert(k.clone(), merge(cur, v));
-                    }
-                }
-            }
-            doc
-        }
-        other => other.clone(),
-    }
-}
-
-fn bump(meta: &mut ObjectMeta) {
-    let rv: u64 = meta.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
-    meta.resource_version = Some((rv + 1).to_string());
-}
 
 /// The snapshot after `plan` is carried out, with the cache fully caught up.
 fn apply(snapshot: &CloneSetSnapshot, plan: &CloneSetPlan) -> CloneSetSnapshot {

@@ -128,15 +128,7 @@ fn run(path: &Path) {
 
 #[test]
 fn statefulset_scenarios() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/statefulset");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("scenario directory")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
+    let files = support::scenario_files("statefulset");
     for file in files {
         run(&file);
     }

@@ -335,10 +335,7 @@ async fn validate_cloneset(State(context): State<Arc<AdmissionContext>>, body: B
                     return review_response(&AdmissionResponse::deny(&request, 400, message));
                 }
             };
-            let replicas = old.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-            let dependents =
-                Dependents { replicas: i32::try_from(replicas).ok(), ..Dependents::default() };
-            protect(&context, &request, ProtectedKind::CloneSet, &old, &dependents)
+            protect_workload(&context, &request, ProtectedKind::CloneSet, &old)
         }
         _ => AdmissionResponse::allow(&request),
     };
@@ -482,10 +479,7 @@ async fn validate_statefulset(
         }
         (Operation::Delete, _) => {
             let old = request.old_object.clone().unwrap_or(Value::Null);
-            let replicas = old.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-            let dependents =
-                Dependents { replicas: i32::try_from(replicas).ok(), ..Dependents::default() };
-            protect(&context, &request, ProtectedKind::AdvancedStatefulSet, &old, &dependents)
+            protect_workload(&context, &request, ProtectedKind::AdvancedStatefulSet, &old)
         }
         _ => AdmissionResponse::allow(&request),
     };
@@ -624,10 +618,20 @@ async fn validate_builtin_workload(
         (true, "uniteddeployments") => ProtectedKind::UnitedDeployment,
         _ => return review_response(&AdmissionResponse::allow(&request)),
     };
-    // Unset replicas default to 1 for these kinds.
-    let replicas = old.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    review_response(&protect_workload(&context, &request, kind, &old))
+}
+
+/// Deletion protection of a workload `object`, whose dependents are its replicas (unset
+/// replicas default to 1 for every protected workload kind).
+fn protect_workload(
+    context: &AdmissionContext,
+    request: &AdmissionRequest,
+    kind: ProtectedKind,
+    object: &Value,
+) -> AdmissionResponse {
+    let replicas = object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
     let dependents = Dependents { replicas: i32::try_from(replicas).ok(), ..Dependents::default() };
-    review_response(&protect(&context, &request, kind, &old, &dependents))
+    protect(context, request, kind, object, &dependents)
 }
 
 /// How the webhook configurations are generated.

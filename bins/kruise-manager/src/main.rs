@@ -355,7 +355,7 @@ async fn playground(
     println!("kruise playground: API server at {}, {nodes} nodes", server.url());
     println!("  export KUBECONFIG={}", path.display());
     println!("  kubectl get nodes");
-    println!("  kubectl get clonesets   # after creating one");
+    println!("  kubectl get clonesets,asts   # after creating some");
     println!("Stop with Ctrl-C.");
     let _ = std::io::stdout().flush();
 

@@ -191,19 +191,15 @@ pub fn default_cloneset_v1beta1_with(cs: &mut beta::CloneSet, options: Defaultin
 
 // ---- Validation: shared parts ----
 
-/// `validateCloneSetSpec`'s checks of the selector and the template, shared by workloads that
-/// have both: the selector is required, valid and not empty; it must match the template's
-/// labels; the template (defaulted as upstream does before validating it, with the volume
-/// claim templates mounted as PVC volumes) must be a valid pod template; its restart policy
-/// must be `Always` and it may not set `activeDeadlineSeconds`. `kind` names the workload in
-/// messages (`cloneset`).
-pub fn validate_selector_and_template(
+/// The selector checks every workload with a pod selector makes: it is required, valid and
+/// not empty, and it must match the template's labels. `kind` names the workload in
+/// messages. Also says whether the selector parsed (upstream checks the template only then).
+pub(crate) fn validate_selector_against_template(
     selector: Option<&LabelSelector>,
     template: &PodTemplateSpec,
-    claims: &[Embedded<PersistentVolumeClaim>],
     kind: &str,
     path: &FieldPath,
-) -> Vec<FieldError> {
+) -> (Vec<FieldError>, bool) {
     let mut errs = Vec::new();
     let selector_path = path.child("selector");
     match selector {
@@ -225,18 +221,18 @@ pub fn validate_selector_and_template(
             }
         }
     }
-    // Upstream defaults the template in place before validating it, so the checks after
-    // this one see the defaulted template when the selector parsed.
-    let mut checked = template.clone();
     match label_selector_as_selector(selector) {
-        Err(_) => errs.push(FieldError::invalid(
-            &selector_path,
-            selector.map_or(BadValue::Null, |s| BadValue::Go(go::label_selector(s))),
-            "",
-        )),
+        Err(_) => {
+            errs.push(FieldError::invalid(
+                &selector_path,
+                selector.map_or(BadValue::Null, |s| BadValue::Go(go::label_selector(s))),
+                "",
+            ));
+            (errs, false)
+        }
         Ok(parsed) => {
             let empty = BTreeMap::new();
-            let labels = checked.metadata.as_ref().and_then(|m| m.labels.as_ref());
+            let labels = template.metadata.as_ref().and_then(|m| m.labels.as_ref());
             if !parsed.is_empty() && !parsed.matches(labels.unwrap_or(&empty)) {
                 errs.push(FieldError::invalid(
                     &path.child("template").child("metadata").child("labels"),
@@ -244,27 +240,49 @@ pub fn validate_selector_and_template(
                     "`selector` does not match template `labels`",
                 ));
             }
-            default_pod_spec_with(
-                checked.spec.get_or_insert_with(Default::default),
-                PodDefaultsOptions::default(),
-            );
-            let mut with_claims = checked.clone();
-            if let Some(spec) = &mut with_claims.spec {
-                let volumes = spec.volumes.get_or_insert_with(Vec::new);
-                for claim in claims {
-                    let name = claim.metadata.name.clone().unwrap_or_default();
-                    volumes.push(Volume {
-                        name: name.clone(),
-                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                            claim_name: name,
-                            read_only: Some(false),
-                        }),
-                        ..Default::default()
-                    });
-                }
-            }
-            errs.extend(validate_pod_template_spec(&with_claims, &path.child("template")));
+            (errs, true)
         }
+    }
+}
+
+/// `validateCloneSetSpec`'s checks of the selector and the template, shared by workloads that
+/// have both: the selector is required, valid and not empty; it must match the template's
+/// labels; the template (defaulted as upstream does before validating it, with the volume
+/// claim templates mounted as PVC volumes) must be a valid pod template; its restart policy
+/// must be `Always` and it may not set `activeDeadlineSeconds`. `kind` names the workload in
+/// messages (`cloneset`).
+pub fn validate_selector_and_template(
+    selector: Option<&LabelSelector>,
+    template: &PodTemplateSpec,
+    claims: &[Embedded<PersistentVolumeClaim>],
+    kind: &str,
+    path: &FieldPath,
+) -> Vec<FieldError> {
+    // Upstream defaults the template in place before validating it, so the checks after
+    // this one see the defaulted template when the selector parsed.
+    let mut checked = template.clone();
+    let (mut errs, parsed) = validate_selector_against_template(selector, template, kind, path);
+    if parsed {
+        default_pod_spec_with(
+            checked.spec.get_or_insert_with(Default::default),
+            PodDefaultsOptions::default(),
+        );
+        let mut with_claims = checked.clone();
+        if let Some(spec) = &mut with_claims.spec {
+            let volumes = spec.volumes.get_or_insert_with(Vec::new);
+            for claim in claims {
+                let name = claim.metadata.name.clone().unwrap_or_default();
+                volumes.push(Volume {
+                    name: name.clone(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: name,
+                        read_only: Some(false),
+                    }),
+                    ..Default::default()
+                });
+            }
+        }
+        errs.extend(validate_pod_template_spec(&with_claims, &path.child("template")));
     }
     let spec = checked.spec.unwrap_or_default();
     let spec_path = path.child("template").child("spec");

@@ -33,8 +33,7 @@ use serde_json::Value;
 
 use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
 use super::meta::{
-    LabelSelectorOptions, label_selector_as_selector, selectors_semantically_equal,
-    validate_annotations, validate_label_selector, validate_labels, validate_nonnegative,
+    selectors_semantically_equal, validate_annotations, validate_labels, validate_nonnegative,
     validate_object_meta, validate_object_meta_update,
 };
 use super::names::name_is_dns_label;
@@ -283,51 +282,24 @@ fn validate_max_unavailable(
 /// its labels and annotations must be valid. The pod spec itself is not validated (as in
 /// Kubernetes' own StatefulSet validation).
 fn validate_selector_and_template(set: &StatefulSet, path: &FieldPath) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let selector = set.spec.selector.as_ref();
-    let selector_path = path.child("selector");
-    let Some(sel) = selector else {
-        errs.push(FieldError::required(&selector_path, ""));
-        return errs;
-    };
-    errs.extend(validate_label_selector(
-        Some(sel),
-        LabelSelectorOptions::default(),
-        &selector_path,
-    ));
-    let count = sel.match_labels.as_ref().map_or(0, BTreeMap::len)
-        + sel.match_expressions.as_ref().map_or(0, Vec::len);
-    if count == 0 {
-        errs.push(FieldError::invalid(
-            &selector_path,
-            BadValue::Go(go::label_selector(sel)),
-            "empty selector is invalid for statefulset",
+    let template = &set.spec.template;
+    let (mut errs, parsed) = super::cloneset::validate_selector_against_template(
+        set.spec.selector.as_ref(),
+        template,
+        "statefulset",
+        path,
+    );
+    if parsed {
+        let template_path = path.child("template");
+        let meta = template.metadata.as_ref();
+        errs.extend(validate_labels(
+            meta.and_then(|m| m.labels.as_ref()),
+            &template_path.child("labels"),
         ));
-    }
-    match label_selector_as_selector(selector) {
-        Err(_) => errs.push(FieldError::invalid(
-            &selector_path,
-            BadValue::Go(go::label_selector(sel)),
-            "",
-        )),
-        Ok(parsed) => {
-            let template_path = path.child("template");
-            let meta = set.spec.template.metadata.as_ref();
-            let labels = meta.and_then(|m| m.labels.as_ref());
-            let empty = BTreeMap::new();
-            if !parsed.is_empty() && !parsed.matches(labels.unwrap_or(&empty)) {
-                errs.push(FieldError::invalid(
-                    &template_path.child("metadata").child("labels"),
-                    BadValue::Go(go::string_map(labels)),
-                    "`selector` does not match template `labels`",
-                ));
-            }
-            errs.extend(validate_labels(labels, &template_path.child("labels")));
-            errs.extend(validate_annotations(
-                meta.and_then(|m| m.annotations.as_ref()),
-                &template_path.child("annotations"),
-            ));
-        }
+        errs.extend(validate_annotations(
+            meta.and_then(|m| m.annotations.as_ref()),
+            &template_path.child("annotations"),
+        ));
     }
     errs
 }

@@ -7,81 +7,20 @@ use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kruise_api::apps::{v1alpha1, v1beta1};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::expectations::{ControllerExpectations, DEFAULT_TIMEOUT};
 use crate::workload::duration_serde;
 
-/// A CloneSet at either served API version. The planner works on v1beta1 and converts a
-/// v1alpha1 object with [`kruise_api::conversion::to_hub`] first.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum CloneSetObject {
-    /// `apps.kruise.io/v1beta1` (the stored version).
-    V1beta1(Box<v1beta1::CloneSet>),
-    /// `apps.kruise.io/v1alpha1`.
-    V1alpha1(Box<v1alpha1::CloneSet>),
-}
-
-impl From<v1beta1::CloneSet> for CloneSetObject {
-    fn from(cs: v1beta1::CloneSet) -> Self {
-        Self::V1beta1(Box::new(cs))
-    }
-}
-
-impl From<v1alpha1::CloneSet> for CloneSetObject {
-    fn from(cs: v1alpha1::CloneSet) -> Self {
-        Self::V1alpha1(Box::new(cs))
-    }
-}
-
-impl CloneSetObject {
-    /// The object as v1beta1, converting a v1alpha1 one.
-    pub fn to_v1beta1(&self) -> Result<v1beta1::CloneSet, kruise_api::conversion::ConversionError> {
-        match self {
-            Self::V1beta1(cs) => Ok(cs.as_ref().clone()),
-            Self::V1alpha1(cs) => kruise_api::conversion::to_hub(cs.as_ref().clone()),
-        }
-    }
-}
-
-impl Serialize for CloneSetObject {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::V1beta1(cs) => cs.serialize(serializer),
-            Self::V1alpha1(cs) => cs.serialize(serializer),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for CloneSetObject {
-    /// Decodes by `apiVersion`: `apps.kruise.io/v1alpha1` gives [`CloneSetObject::V1alpha1`];
-    /// `apps.kruise.io/v1beta1` or no `apiVersion` gives [`CloneSetObject::V1beta1`].
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut value = serde_json::Value::deserialize(deserializer)?;
-        let api_version = value.get("apiVersion").and_then(|v| v.as_str()).map(str::to_owned);
-        if let serde_json::Value::Object(map) = &mut value {
-            map.entry("kind").or_insert_with(|| "CloneSet".into());
-        }
-        match api_version.as_deref() {
-            Some("apps.kruise.io/v1alpha1") => serde_json::from_value(value)
-                .map(|cs| Self::V1alpha1(Box::new(cs)))
-                .map_err(D::Error::custom),
-            Some("apps.kruise.io/v1beta1") | None => {
-                if let serde_json::Value::Object(map) = &mut value {
-                    map.entry("apiVersion").or_insert_with(|| "apps.kruise.io/v1beta1".into());
-                }
-                serde_json::from_value(value)
-                    .map(|cs| Self::V1beta1(Box::new(cs)))
-                    .map_err(D::Error::custom)
-            }
-            Some(other) => Err(D::Error::custom(format_args!(
-                "cloneset.apiVersion {other:?} is not apps.kruise.io/v1alpha1 or v1beta1"
-            ))),
-        }
-    }
-}
+crate::workload::versioned_object!(
+    /// A CloneSet at either served API version. The planner works on v1beta1 and converts a
+    /// v1alpha1 object with [`kruise_api::conversion::to_hub`] first.
+    CloneSetObject,
+    "CloneSet",
+    "cloneset",
+    v1beta1::CloneSet,
+    v1alpha1::CloneSet
+);
 
 /// The feature gates that change CloneSet planning, with upstream's defaults (all off but
 /// `InPlaceUpdateEnvFromMetadata`).

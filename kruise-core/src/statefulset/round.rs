@@ -225,20 +225,26 @@ impl<'s, 'a> Round<'s, 'a> {
             || (self.gates.preparing_update_as_update && self.seen[i].preparing_update)
     }
 
+    /// Plans a lifecycle transition of `pod`; true when its state label changes (updates then
+    /// wait for the next round).
+    fn transition(&mut self, pod: &Pod, transition: lifecycle::LifecycleTransition) -> bool {
+        let changed = crate::workload::push_lifecycle(
+            &mut self.actions,
+            name_of(pod),
+            uid_of(pod),
+            transition,
+        );
+        self.lifecycle_changed |= changed;
+        changed
+    }
+
     /// Deletes pod `i`, unless its preDelete hook holds it: then it moves to
     /// `PreparingDelete`.
     fn delete_pod(&mut self, i: Ix, purpose: DeletePurpose) -> Deleted {
         let pod = self.pod(i);
         match lifecycle::cloneset_delete_step(self.spec.lifecycle, pod, self.now) {
             DeleteStep::PrepareDelete(transition) => {
-                let changed = crate::workload::push_lifecycle(
-                    &mut self.actions,
-                    name_of(pod),
-                    uid_of(pod),
-                    transition,
-                );
-                self.lifecycle_changed |= changed;
-                Deleted::Held { changed }
+                Deleted::Held { changed: self.transition(pod, transition) }
             }
             _ => {
                 self.seen[i].deleted = true;
@@ -274,17 +280,13 @@ impl<'s, 'a> Round<'s, 'a> {
         crate::workload::inplace::refresh(self, pod, &opts, now)?;
         let completed = self.update_completed(i);
         let at_update = self.seen[i].at_update;
-        if let Some(to) = refresh_target(self.spec.lifecycle, pod, at_update, completed) {
+        let rules = lifecycle::RefreshRules::StatefulSet;
+        if let Some(to) =
+            lifecycle::refresh_target(rules, self.spec.lifecycle, pod, at_update, completed)
+        {
             let hook = self.spec.lifecycle.and_then(|l| l.in_place_update.as_ref());
             let mark = lifecycle::is_hook_mark_pod_not_ready(hook);
-            let transition = lifecycle::update_pod_lifecycle(pod, to, mark, now);
-            let changed = crate::workload::push_lifecycle(
-                &mut self.actions,
-                name_of(pod),
-                uid_of(pod),
-                transition,
-            );
-            self.lifecycle_changed |= changed;
+            self.transition(pod, lifecycle::update_pod_lifecycle(pod, to, mark, now));
         }
         Ok(())
     }
@@ -358,38 +360,6 @@ impl<'s, 'a> Round<'s, 'a> {
             }
         }
         found
-    }
-}
-
-/// The lifecycle state a refresh moves a pod to (upstream's ASTS `refreshPodState`):
-/// `PreparingNormal` → `Normal` once the preNormal hook (if any) is all there; an update that
-/// has finished (or a `PreparingUpdate` pod already at the update revision) → `Updated` while
-/// an inPlaceUpdate hook is not all back, else `Normal`; `Updated` → `Normal` once it is.
-fn refresh_target(
-    lifecycle: Option<&lifecycle::Lifecycle>,
-    pod: &Pod,
-    at_update_revision: bool,
-    completed: bool,
-) -> Option<LifecycleState> {
-    let hook = lifecycle.and_then(|l| l.in_place_update.as_ref());
-    let after_update = || {
-        if hook.is_some() && !lifecycle::is_all_hooked(hook, pod) {
-            LifecycleState::Updated
-        } else {
-            LifecycleState::Normal
-        }
-    };
-    match lifecycle::state_of(pod)? {
-        LifecycleState::PreparingNormal => {
-            let pre_normal = lifecycle.and_then(|l| l.pre_normal.as_ref());
-            (pre_normal.is_none() || lifecycle::is_all_hooked(pre_normal, pod))
-                .then_some(LifecycleState::Normal)
-        }
-        LifecycleState::PreparingUpdate => at_update_revision.then(after_update),
-        LifecycleState::Updating => completed.then(after_update),
-        LifecycleState::Updated => (hook.is_none() || lifecycle::is_all_hooked(hook, pod))
-            .then_some(LifecycleState::Normal),
-        _ => None,
     }
 }
 
@@ -1104,13 +1074,7 @@ fn update_in_place(round: &mut Round<'_, '_>, i: Ix) -> Result<bool, String> {
     };
     match lifecycle::cloneset_in_place_step(spec.lifecycle, pod, round.now) {
         InPlaceStep::PrepareUpdate(transition) => {
-            let changed = crate::workload::push_lifecycle(
-                &mut round.actions,
-                name_of(pod),
-                uid_of(pod),
-                transition,
-            );
-            round.lifecycle_changed |= changed;
+            round.transition(pod, transition);
             Ok(true)
         }
         InPlaceStep::Wait => Ok(true),

@@ -7,83 +7,20 @@ use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kruise_api::apps::{v1alpha1, v1beta1};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::expectations::{ControllerExpectations, DEFAULT_TIMEOUT};
 use crate::workload::{SnapshotPod, duration_serde};
 
-/// An Advanced StatefulSet at either served API version. The planner works on v1beta1 and
-/// converts a v1alpha1 object with [`kruise_api::conversion::to_hub`] first.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum StatefulSetObject {
-    /// `apps.kruise.io/v1beta1` (the stored version).
-    V1beta1(Box<v1beta1::StatefulSet>),
-    /// `apps.kruise.io/v1alpha1`.
-    V1alpha1(Box<v1alpha1::StatefulSet>),
-}
-
-impl From<v1beta1::StatefulSet> for StatefulSetObject {
-    fn from(set: v1beta1::StatefulSet) -> Self {
-        Self::V1beta1(Box::new(set))
-    }
-}
-
-impl From<v1alpha1::StatefulSet> for StatefulSetObject {
-    fn from(set: v1alpha1::StatefulSet) -> Self {
-        Self::V1alpha1(Box::new(set))
-    }
-}
-
-impl StatefulSetObject {
-    /// The object as v1beta1, converting a v1alpha1 one.
-    pub fn to_v1beta1(
-        &self,
-    ) -> Result<v1beta1::StatefulSet, kruise_api::conversion::ConversionError> {
-        match self {
-            Self::V1beta1(set) => Ok(set.as_ref().clone()),
-            Self::V1alpha1(set) => kruise_api::conversion::to_hub(set.as_ref().clone()),
-        }
-    }
-}
-
-impl Serialize for StatefulSetObject {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::V1beta1(set) => set.serialize(serializer),
-            Self::V1alpha1(set) => set.serialize(serializer),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for StatefulSetObject {
-    /// Decodes by `apiVersion`: `apps.kruise.io/v1alpha1` gives [`StatefulSetObject::V1alpha1`];
-    /// `apps.kruise.io/v1beta1` or no `apiVersion` gives [`StatefulSetObject::V1beta1`].
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut value = serde_json::Value::deserialize(deserializer)?;
-        let api_version = value.get("apiVersion").and_then(|v| v.as_str()).map(str::to_owned);
-        if let serde_json::Value::Object(map) = &mut value {
-            map.entry("kind").or_insert_with(|| "StatefulSet".into());
-        }
-        match api_version.as_deref() {
-            Some("apps.kruise.io/v1alpha1") => serde_json::from_value(value)
-                .map(|set| Self::V1alpha1(Box::new(set)))
-                .map_err(D::Error::custom),
-            Some("apps.kruise.io/v1beta1") | None => {
-                if let serde_json::Value::Object(map) = &mut value {
-                    map.entry("apiVersion").or_insert_with(|| "apps.kruise.io/v1beta1".into());
-                }
-                serde_json::from_value(value)
-                    .map(|set| Self::V1beta1(Box::new(set)))
-                    .map_err(D::Error::custom)
-            }
-            Some(other) => Err(D::Error::custom(format_args!(
-                "statefulset.apiVersion {other:?} is not apps.kruise.io/v1alpha1 or v1beta1"
-            ))),
-        }
-    }
-}
+crate::workload::versioned_object!(
+    /// An Advanced StatefulSet at either served API version. The planner works on v1beta1 and
+    /// converts a v1alpha1 object with [`kruise_api::conversion::to_hub`] first.
+    StatefulSetObject,
+    "StatefulSet",
+    "statefulset",
+    v1beta1::StatefulSet,
+    v1alpha1::StatefulSet
+);
 
 /// The feature gates that change Advanced StatefulSet planning, with upstream's defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,6 +24,90 @@ pub use plan::{
 };
 
 use crate::expectations::{ControllerExpectations, ExpectationState, ScaleAction};
+
+/// Defines a workload object at either of its served API versions (`apps.kruise.io/v1beta1`,
+/// the stored one, and `v1alpha1`): an enum with both, conversion to v1beta1, and serde that
+/// decodes by `apiVersion` (none means v1beta1).
+macro_rules! versioned_object {
+    ($(#[$doc:meta])* $name:ident, $kind:literal, $field:literal, $beta:ty, $alpha:ty) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
+        pub enum $name {
+            /// `apps.kruise.io/v1beta1` (the stored version).
+            V1beta1(Box<$beta>),
+            /// `apps.kruise.io/v1alpha1`.
+            V1alpha1(Box<$alpha>),
+        }
+
+        impl From<$beta> for $name {
+            fn from(object: $beta) -> Self {
+                Self::V1beta1(Box::new(object))
+            }
+        }
+
+        impl From<$alpha> for $name {
+            fn from(object: $alpha) -> Self {
+                Self::V1alpha1(Box::new(object))
+            }
+        }
+
+        impl $name {
+            /// The object as v1beta1, converting a v1alpha1 one.
+            pub fn to_v1beta1(&self) -> Result<$beta, kruise_api::conversion::ConversionError> {
+                match self {
+                    Self::V1beta1(object) => Ok(object.as_ref().clone()),
+                    Self::V1alpha1(object) => {
+                        kruise_api::conversion::to_hub(object.as_ref().clone())
+                    }
+                }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    Self::V1beta1(object) => object.serialize(serializer),
+                    Self::V1alpha1(object) => object.serialize(serializer),
+                }
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            /// Decodes by `apiVersion`: `apps.kruise.io/v1alpha1` gives the v1alpha1 object;
+            /// `apps.kruise.io/v1beta1` or no `apiVersion` gives the v1beta1 one.
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                use serde::de::Error;
+                let mut value = serde_json::Value::deserialize(deserializer)?;
+                let api_version =
+                    value.get("apiVersion").and_then(|v| v.as_str()).map(str::to_owned);
+                if let serde_json::Value::Object(map) = &mut value {
+                    map.entry("kind").or_insert_with(|| $kind.into());
+                }
+                match api_version.as_deref() {
+                    Some("apps.kruise.io/v1alpha1") => serde_json::from_value(value)
+                        .map(|object| Self::V1alpha1(Box::new(object)))
+                        .map_err(D::Error::custom),
+                    Some("apps.kruise.io/v1beta1") | None => {
+                        if let serde_json::Value::Object(map) = &mut value {
+                            map.entry("apiVersion")
+                                .or_insert_with(|| "apps.kruise.io/v1beta1".into());
+                        }
+                        serde_json::from_value(value)
+                            .map(|object| Self::V1beta1(Box::new(object)))
+                            .map_err(D::Error::custom)
+                    }
+                    Some(other) => Err(D::Error::custom(format_args!(
+                        "{}.apiVersion {other:?} is not apps.kruise.io/v1alpha1 or v1beta1",
+                        $field
+                    ))),
+                }
+            }
+        }
+    };
+}
+pub(crate) use versioned_object;
+
 use crate::lifecycle::LifecycleTransition;
 
 /// The first expectation gate of every workload plan: scale expectations.

@@ -10,11 +10,13 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kruise_api::apps::v1beta1::StatefulSet;
-use kruise_core::smp::{PatchSchema, apply_patch};
+use kruise_core::smp::PatchSchema;
+
+use super::{bump, patched};
 use kruise_core::statefulset::{StatefulSetObject, StatefulSetPlan, StatefulSetSnapshot};
 use kruise_core::workload::{Action, SnapshotPod};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub const NAME: &str = "web";
 pub const UID: &str = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
@@ -195,53 +197,6 @@ pub fn pod(set: &StatefulSet, template_set: &StatefulSet, revision: &str, state:
     pod
 }
 
-fn patched<T: serde::Serialize + serde::de::DeserializeOwned>(
-    obj: &T,
-    patch: &Value,
-    schema: Option<PatchSchema>,
-) -> T {
-    let doc = serde_json::to_value(obj).expect("encode");
-    let out = match schema {
-        Some(schema) => apply_patch(&doc, patch, schema).expect("patch applies"),
-        None => merge(doc, patch),
-    };
-    serde_json::from_value(out).expect("decode patched")
-}
-
-/// JSON merge patch (RFC 7386).
-fn merge(mut doc: Value, patch: &Value) -> Value {
-    match patch {
-        Value::Object(p) => {
-            if !doc.is_object() {
-                doc = json!({});
-            }
-            if let Value::Object(d) = &mut doc {
-                for (k, v) in p {
-                    if v.is_null() {
-                        d.remove(k);
-                    } else {
-                        let cur = d.remove(k).unwrap_or(Value::Null);
-                        d.insert(k.clone(), merge(cur, v));
-                    }
-                }
-            }
-            doc
-        }
-        other => other.clone(),
-    }
-}
-
-mod pod {
-    pub fn phase_failed(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
-        kruise_core::pod::phase_of(pod) == kruise_core::pod::PHASE_FAILED
-    }
-}
-
-fn bump(meta: &mut ObjectMeta) {
-    let rv: u64 = meta.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
-    meta.resource_version = Some((rv + 1).to_string());
-}
-
 /// The snapshot after `plan` is carried out and the cache has caught up. Created pods start
 /// pending; deleted pods start terminating (they go away with [`settle_pods`]).
 pub fn apply(snapshot: &StatefulSetSnapshot, plan: &StatefulSetPlan) -> StatefulSetSnapshot {
@@ -350,7 +305,7 @@ pub fn settle_pods(snapshot: &mut StatefulSetSnapshot, fail_image: Option<&str>)
             .iter()
             .any(|c| c.image.as_deref() == fail_image && fail_image.is_some());
         let before = pod.status.clone();
-        if pod::phase_failed(pod) {
+        if kruise_core::pod::phase_of(pod) == kruise_core::pod::PHASE_FAILED {
             // A failed pod stays failed until it is deleted.
             continue;
         }

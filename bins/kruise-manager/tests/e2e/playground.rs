@@ -39,25 +39,7 @@ spec:
 
 /// name -> (uid, image, restartCount, ready) of the demo's live pods.
 fn pods(pg: &Playground) -> BTreeMap<String, (String, String, i64, bool)> {
-    let list = pg.kubectl.json(&["get", "pods", "-l", "app=guestbook"]);
-    let mut out = BTreeMap::new();
-    for pod in list["items"].as_array().expect("items") {
-        if pod["metadata"]["deletionTimestamp"].is_string() {
-            continue;
-        }
-        let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
-        let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_owned();
-        let restarts =
-            pod["status"]["containerStatuses"][0]["restartCount"].as_i64().unwrap_or_default();
-        let ready = pod["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        out.insert(name, (uid, image, restarts, ready));
-    }
-    out
+    common::pod_rows(&pg.kubectl, "app=guestbook")
 }
 
 fn status(pg: &Playground) -> Value {

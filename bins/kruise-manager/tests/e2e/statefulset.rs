@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Budget, Kubectl, Playground, Proc, SimCluster, start_monitor, wait_for};
+use common::{
+    Budget, Kubectl, Playground, PodRow, Proc, SimCluster, pod_rows as pods, start_monitor,
+    upstream_template, wait_for,
+};
 use kruise_sim::faults::{Fault, FaultAction};
 use serde_json::Value;
 
@@ -52,32 +55,6 @@ spec:
 "#;
 
 const MINUTE: Duration = Duration::from_secs(60);
-
-/// A live pod: uid, image, restartCount, ready.
-type PodRow = (String, String, i64, bool);
-
-/// The live (not terminating) pods `selector` picks, by name.
-fn pods(kubectl: &Kubectl, selector: &str) -> BTreeMap<String, PodRow> {
-    let list = kubectl.json(&["get", "pods", "-l", selector]);
-    let mut out = BTreeMap::new();
-    for pod in list["items"].as_array().expect("items") {
-        if pod["metadata"]["deletionTimestamp"].is_string() {
-            continue;
-        }
-        let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
-        let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_owned();
-        let restarts =
-            pod["status"]["containerStatuses"][0]["restartCount"].as_i64().unwrap_or_default();
-        let ready = pod["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        out.insert(name, (uid, image, restarts, ready));
-    }
-    out
-}
 
 fn names(pods: &BTreeMap<String, PodRow>) -> Vec<&str> {
     pods.keys().map(String::as_str).collect()
@@ -414,30 +391,6 @@ fn controllers_wait_for_their_crds() {
     wait_for("the set's pods", MINUTE, || {
         converged(&cluster.kubectl, "late", "registry.example/late:v1", 2).then_some(())
     });
-}
-
-/// A pod template as upstream's defaulting webhook leaves it (as in the CloneSet takeover).
-fn upstream_template() -> Value {
-    serde_json::json!({
-        "metadata": {"labels": {"app": "nginx"}},
-        "spec": {
-            "containers": [{
-                "name": "nginx",
-                "image": "nginx:stable-alpine",
-                "env": [{"name": "version", "value": "v1"}],
-                "imagePullPolicy": "Always",
-                "terminationMessagePath": "/dev/termination-log",
-                "terminationMessagePolicy": "File",
-                "volumeMounts": [{"name": "www-data", "mountPath": "/usr/share/nginx/html"}]
-            }],
-            "volumes": [{"name": "www-data", "emptyDir": {}}],
-            "dnsPolicy": "ClusterFirst",
-            "restartPolicy": "Always",
-            "schedulerName": "default-scheduler",
-            "securityContext": {},
-            "terminationGracePeriodSeconds": 30
-        }
-    })
 }
 
 /// What upstream's manager left (the set, its ControllerRevision under upstream's name, three

@@ -6,8 +6,8 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{Kubectl, Proc, SimCluster, wait_for};
-use serde_json::{Value, json};
+use common::{Kubectl, Proc, SimCluster, upstream_template, wait_for};
+use serde_json::json;
 
 fn cluster() -> SimCluster {
     SimCluster::start(
@@ -29,32 +29,6 @@ fn start_manager(c: &SimCluster) -> Proc {
             "0",
         ],
     )
-}
-
-/// A pod template as upstream's defaulting webhook leaves it (that of upstream's in-place
-/// update tests, with its volume). The revision upstream wrote for it is found by content, so
-/// its name is whatever upstream chose.
-fn upstream_template() -> Value {
-    json!({
-        "metadata": {"labels": {"app": "nginx"}},
-        "spec": {
-            "containers": [{
-                "name": "nginx",
-                "image": "nginx:stable-alpine",
-                "env": [{"name": "version", "value": "v1"}],
-                "imagePullPolicy": "Always",
-                "terminationMessagePath": "/dev/termination-log",
-                "terminationMessagePolicy": "File",
-                "volumeMounts": [{"name": "www-data", "mountPath": "/usr/share/nginx/html"}]
-            }],
-            "volumes": [{"name": "www-data", "emptyDir": {}}],
-            "dnsPolicy": "ClusterFirst",
-            "restartPolicy": "Always",
-            "schedulerName": "default-scheduler",
-            "securityContext": {},
-            "terminationGracePeriodSeconds": 30
-        }
-    })
 }
 
 /// name -> (uid, restartCount, image) of live pods matching `selector`.

@@ -330,3 +330,55 @@ pub fn start_monitor(
         });
     });
 }
+
+/// A live pod: uid, image, restartCount, ready.
+pub type PodRow = (String, String, i64, bool);
+
+/// The live (not terminating) pods `selector` picks, by name.
+pub fn pod_rows(kubectl: &Kubectl, selector: &str) -> BTreeMap<String, PodRow> {
+    let list = kubectl.json(&["get", "pods", "-l", selector]);
+    let mut out = BTreeMap::new();
+    for pod in list["items"].as_array().expect("items") {
+        if pod["metadata"]["deletionTimestamp"].is_string() {
+            continue;
+        }
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+        let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_owned();
+        let restarts =
+            pod["status"]["containerStatuses"][0]["restartCount"].as_i64().unwrap_or_default();
+        let ready = pod["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        out.insert(name, (uid, image, restarts, ready));
+    }
+    out
+}
+
+/// A pod template as upstream's defaulting webhook leaves it (that of upstream's in-place
+/// update tests, with its volume). The revision upstream wrote for it is found by content, so
+/// its name is whatever upstream chose.
+pub fn upstream_template() -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {"labels": {"app": "nginx"}},
+        "spec": {
+            "containers": [{
+                "name": "nginx",
+                "image": "nginx:stable-alpine",
+                "env": [{"name": "version", "value": "v1"}],
+                "imagePullPolicy": "Always",
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "volumeMounts": [{"name": "www-data", "mountPath": "/usr/share/nginx/html"}]
+            }],
+            "volumes": [{"name": "www-data", "emptyDir": {}}],
+            "dnsPolicy": "ClusterFirst",
+            "restartPolicy": "Always",
+            "schedulerName": "default-scheduler",
+            "securityContext": {},
+            "terminationGracePeriodSeconds": 30
+        }
+    })
+}
