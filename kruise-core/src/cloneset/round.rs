@@ -103,23 +103,13 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     let timeout = snapshot.options.expectation_timeout;
 
     // 1. Scale expectations: observe what the snapshot shows, then wait or expire.
-    let events = if expectations.scale.is_empty() {
-        Vec::new()
-    } else {
-        let live: BTreeSet<&str> = snapshot
-            .pods
-            .iter()
-            .map(|p| &p.metadata)
-            .chain(snapshot.pvcs.iter().map(|p| &p.metadata))
-            .filter(|meta| meta.deletion_timestamp.is_none())
-            .filter_map(|meta| meta.name.as_deref())
-            .collect();
-        let live = |name: &str| live.contains(name);
-        match crate::workload::settle_scale_expectations(&mut expectations, live, now, timeout) {
+    let owned =
+        snapshot.pods.iter().map(|p| &p.metadata).chain(snapshot.pvcs.iter().map(|p| &p.metadata));
+    let events =
+        match crate::workload::settle_scale_expectations(&mut expectations, owned, now, timeout) {
             Ok(events) => events,
             Err(plan) => return *plan,
-        }
-    };
+        };
 
     // 2. Pods the CloneSet keeps, and resourceVersion expectations on them.
     // One pass over the pods, so each pod is read while it is in cache: sort out the inactive

@@ -421,22 +421,13 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
     let timeout = snapshot.options.expectation_timeout;
 
     // 1. Expectations: earlier writes the snapshot does not show yet.
-    let mut events = Vec::new();
-    if !expectations.scale.is_empty() {
-        let live: BTreeSet<&str> = snapshot
-            .pods
-            .iter()
-            .map(|p| &p.metadata)
-            .chain(snapshot.pvcs.iter().map(|p| &p.metadata))
-            .filter(|meta| meta.deletion_timestamp.is_none())
-            .filter_map(|meta| meta.name.as_deref())
-            .collect();
-        let live = |name: &str| live.contains(name);
-        match crate::workload::settle_scale_expectations(&mut expectations, live, now, timeout) {
-            Ok(timed_out) => events = timed_out,
+    let owned =
+        snapshot.pods.iter().map(|p| &p.metadata).chain(snapshot.pvcs.iter().map(|p| &p.metadata));
+    let events =
+        match crate::workload::settle_scale_expectations(&mut expectations, owned, now, timeout) {
+            Ok(events) => events,
             Err(plan) => return *plan,
-        }
-    }
+        };
     if !expectations.resource_versions.is_empty() {
         let by_uid = crate::workload::pods_by_uid(snapshot.pods.iter().map(|p| p.pod().as_ref()));
         let observed = |uid: &str| by_uid.get(uid).copied();

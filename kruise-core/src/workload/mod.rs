@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
 pub use facts::{PodFacts, SnapshotPod};
@@ -112,15 +113,15 @@ use crate::lifecycle::LifecycleTransition;
 
 /// The first expectation gate of every workload plan: scale expectations.
 ///
-/// Pending creations and deletions are observed against `live` (whether an owned pod or PVC
-/// of that name exists and is not being deleted). While a write of an earlier plan is not yet
+/// Pending creations and deletions are observed against `owned` (the metadata of the owned
+/// pods and PVCs: a name is live while its object exists and is not being deleted). While a write of an earlier plan is not yet
 /// visible, the answer is the plan to return instead: nothing to do,
 /// [`WorkloadPlan::blocked`] saying what is awaited, and a requeue when the wait would time
 /// out. Expectations older than `timeout` are dropped with a Warning Event, and planning goes
 /// on.
-pub fn settle_scale_expectations<S>(
+pub fn settle_scale_expectations<'m, S>(
     expectations: &mut ControllerExpectations,
-    live: impl Fn(&str) -> bool,
+    owned: impl IntoIterator<Item = &'m ObjectMeta>,
     now: Timestamp,
     timeout: SignedDuration,
 ) -> Result<Vec<Event>, Box<WorkloadPlan<S>>> {
@@ -128,7 +129,12 @@ pub fn settle_scale_expectations<S>(
     if expectations.scale.is_empty() {
         return Ok(events);
     }
-    expectations.scale.observe_all(&live);
+    let live: std::collections::BTreeSet<&str> = owned
+        .into_iter()
+        .filter(|meta| meta.deletion_timestamp.is_none())
+        .filter_map(|meta| meta.name.as_deref())
+        .collect();
+    expectations.scale.observe_all(|name| live.contains(name));
     match expectations.scale.state(now, timeout) {
         ExpectationState::Satisfied => {}
         ExpectationState::Waiting { remaining, .. } => {
