@@ -119,9 +119,16 @@ impl PodSelector {
         self.0.matches(labels)
     }
 
-    /// True when the labels `label` looks up satisfy every requirement.
-    pub fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str>) -> bool {
-        self.0.matches_lookup(label)
+    /// The label keys the selector reads, in the order [`PodSelector::matches_values`] takes
+    /// their values.
+    pub fn keys(&self) -> Vec<&str> {
+        self.0.keys()
+    }
+
+    /// [`PodSelector::matches`] with the labels already looked up: `value(i)` is the value of
+    /// the `i`-th of [`PodSelector::keys`].
+    pub fn matches_values<'v>(&self, value: impl Fn(usize) -> Option<&'v str>) -> bool {
+        self.0.matches_values(value)
     }
 
     /// The selector in Kubernetes' string form, e.g. `app=demo,tier in (a,b)`.

@@ -111,14 +111,6 @@ impl Selector {
         }
     }
 
-    /// [`Selector::matches`] with each label looked up by `label`.
-    pub(crate) fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str>) -> bool {
-        match self {
-            Self::Nothing => false,
-            Self::Requirements(reqs) => reqs.iter().all(|req| req.holds(label(req.key()))),
-        }
-    }
-
     /// The canonical string form, e.g. `app=demo,tier in (a,b)`.
     /// The key of each requirement, in order (see [`Selector::matches_values`]).
     pub(crate) fn keys(&self) -> Vec<&str> {

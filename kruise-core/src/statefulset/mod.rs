@@ -42,7 +42,10 @@
 //! - a labelled pod already terminating is not deleted again, and the status is written
 //!   whenever any field of it changes;
 //! - a pod whose name has a zero-padded ordinal (`web-01`) is removed rather than kept;
-//! - image pre-download jobs are out of scope (kruise-kube's).
+//! - image pre-download jobs are out of scope (kruise-kube's);
+//! - a pod released because its labels no longer match the selector keeps its name, so its
+//!   ordinal cannot get a new pod until someone deletes it (as upstream); the round that
+//!   releases it says so in a Warning Event instead of trying to create the pod.
 
 mod claims;
 mod identity;

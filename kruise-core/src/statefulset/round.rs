@@ -130,6 +130,8 @@ struct Round<'s, 'a> {
     /// The in-place change from each old revision (by name) to the update revision, computed
     /// once; `None` when it needs recreation.
     in_place_specs: BTreeMap<&'a str, Option<inplace::UpdateSpec>>,
+    /// Ordinals whose pod this round releases (it keeps the name).
+    released: Vec<i32>,
     /// Some pod's lifecycle state changes this round: updates wait for the next one.
     lifecycle_changed: bool,
     conditions: Vec<StatefulSetCondition>,
@@ -241,21 +243,27 @@ impl<'s, 'a> Round<'s, 'a> {
     /// Deletes pod `i`, unless its preDelete hook holds it: then it moves to
     /// `PreparingDelete`.
     fn delete_pod(&mut self, i: Ix, purpose: DeletePurpose) -> Deleted {
-        let pod = self.pod(i);
-        match lifecycle::cloneset_delete_step(self.spec.lifecycle, pod, self.now) {
+        // Without a preDelete hook the pod itself need not be read.
+        let hooked = self.spec.lifecycle.is_some_and(|l| l.pre_delete.is_some());
+        let step = match hooked {
+            true => lifecycle::cloneset_delete_step(self.spec.lifecycle, self.pod(i), self.now),
+            false => DeleteStep::Delete,
+        };
+        match step {
             DeleteStep::PrepareDelete(transition) => {
-                Deleted::Held { changed: self.transition(pod, transition) }
+                Deleted::Held { changed: self.transition(self.pod(i), transition) }
             }
             _ => {
                 self.seen[i].deleted = true;
+                let facts = self.facts(i);
                 self.actions.push(Action::DeletePod {
-                    name: name_of(pod).to_owned(),
-                    uid: uid_of(pod).to_owned(),
+                    name: facts.name().to_owned(),
+                    uid: facts.uid().to_owned(),
                     purpose,
                 });
                 let message = format!(
                     "delete Pod {} in StatefulSet {} successful",
-                    name_of(pod),
+                    facts.name(),
                     self.spec.name
                 );
                 self.event(EventType::Normal, "SuccessfulDelete", message, true);
@@ -469,6 +477,7 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
         in_place,
         seen: Vec::with_capacity(snapshot.pods.len()),
         in_place_specs: BTreeMap::new(),
+        released: Vec::new(),
         lifecycle_changed: false,
         conditions: Vec::new(),
         current_leaving: 0,
@@ -486,6 +495,8 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
         .filter(|order| order.has_priority());
     let order_keys: &[&str] = order.as_ref().map_or(&[], |o| o.keys());
     let mut row: Vec<Option<&str>> = Vec::with_capacity(order_keys.len());
+    let selector_keys = spec.selector.keys();
+    let mut selector_row: Vec<Option<&str>> = vec![None; selector_keys.len()];
     // Revision labels match by name or by hash alone (upstream's `EqualToRevisionHash`).
     let (update_name, current_name) = (round.update.name.clone(), round.current.name.clone());
     let (update_hash, current_hash) = (short_hash(&update_name), short_hash(&current_name));
@@ -510,11 +521,18 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
         let (mut name_label, mut index_label) = (None, None);
         row.clear();
         row.resize(order_keys.len(), None);
+        selector_row.fill(None);
         for (key, value) in facts.labels() {
             if key == k8s_labels::STATEFULSET_POD_NAME {
                 name_label = Some(value);
             } else if key == k8s_labels::POD_INDEX {
                 index_label = Some(value);
+            }
+            // A key may appear in more than one requirement.
+            for (slot, k) in selector_keys.iter().enumerate() {
+                if k.len() == key.len() && *k == key {
+                    selector_row[slot] = Some(value);
+                }
             }
             if let Some(slot) = order_keys.iter().position(|k| k.len() == key.len() && *k == key) {
                 row[slot] = Some(value);
@@ -554,7 +572,8 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
             refreshed: false,
             deleted: false,
         });
-        let selected = spec.selector.matches_lookup(|key| facts.label(key));
+        let selected =
+            spec.selector.matches_values(|slot| selector_row.get(slot).copied().flatten());
         // `web-01` parses to ordinal 1 but is not `web-1`.
         let canonical = |ordinal: i32| name.len() - spec.name.len() - 1 == decimal_len(ordinal);
         match member {
@@ -569,6 +588,10 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
             Some(_) if selected => round.condemned.push((-1, i)),
             _ if !deleting && !spec.uid.is_empty() => {
                 round.actions.push(crate::workload::release_pod(snapshot_pod.pod(), spec.uid));
+                // The released pod keeps its name: its ordinal cannot get a new pod yet.
+                if let Some((_, ordinal)) = member {
+                    round.released.push(ordinal);
+                }
             }
             _ => {}
         }
@@ -694,6 +717,15 @@ fn scale_one(round: &mut Round<'_, '_>, index: usize, consume: &mut impl FnMut()
         (slot.ordinal, slot.pod, slot.at_current)
     };
     let Some(i) = pod else {
+        if round.released.contains(&ordinal) {
+            let message = format!(
+                "create Pod {} in StatefulSet {} failed error: the pod of that name no longer matches the selector and was released; delete it to let the set recreate it",
+                pod_name(spec.name, ordinal),
+                spec.name
+            );
+            round.event(EventType::Warning, "FailedCreate", message, false);
+            return Flow::Exit;
+        }
         if let Err(reason) = round.missing_claims(ordinal, true) {
             wait_for_claims(round, ordinal, reason);
             return Flow::Exit;
