@@ -14,17 +14,13 @@ fn main() {
         "cloneset" => {
             let snapshot = benches::snapshot(n);
             Box::new(move || {
-                kruise_core::cloneset::plan(std::hint::black_box(&snapshot), now)
-                    .actions
-                    .len()
+                kruise_core::cloneset::plan(std::hint::black_box(&snapshot), now).actions.len()
             })
         }
         "statefulset" | "statefulset-in-place" => {
             let snapshot = benches::statefulset_snapshot(n, kind == "statefulset-in-place");
             Box::new(move || {
-                kruise_core::statefulset::plan(std::hint::black_box(&snapshot), now)
-                    .actions
-                    .len()
+                kruise_core::statefulset::plan(std::hint::black_box(&snapshot), now).actions.len()
             })
         }
         other => {

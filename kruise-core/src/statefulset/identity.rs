@@ -139,7 +139,8 @@ pub(crate) fn identity_patch(
     // The index label holds the ordinal in decimal, without leading zeros.
     let index_right = !spec.pod_index_label
         || index_label.is_some_and(|v| {
-            v.parse::<i32>() == Ok(ordinal) && !(v.len() > 1 && v.starts_with(['0', '+']))
+            super::ordinals::parse_decimal(v.as_bytes()) == Some(ordinal)
+                && !(v.len() > 1 && v.starts_with('0'))
         });
     if name_right && index_right {
         return None;

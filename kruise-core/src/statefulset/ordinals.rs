@@ -116,13 +116,28 @@ pub fn replica_ordinals(start: i32, replicas: i32, reserved: &Reserved) -> Vec<i
 /// only by digits), as upstream's `(.*)-([0-9]+)$`. `None` when the name has no such suffix or
 /// the number does not fit an `i32`.
 pub fn parent_and_ordinal(name: &str) -> Option<(&str, i32)> {
-    let dash = name.rfind('-')?;
-    let digits = &name[dash + 1..];
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    // One backward pass over the trailing digits, which must follow a '-'.
+    let bytes = name.as_bytes();
+    let digits = bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let dash = bytes.len().checked_sub(digits + 1)?;
+    if digits == 0 || bytes[dash] != b'-' {
         return None;
     }
-    let ordinal = digits.parse::<i32>().ok()?;
-    Some((&name[..dash], ordinal))
+    Some((name.get(..dash)?, parse_decimal(&bytes[dash + 1..])?))
+}
+
+/// The value of a non-empty run of ASCII digits (leading zeros allowed), or `None` when a
+/// byte is not a digit or the value does not fit an `i32`.
+pub(crate) fn parse_decimal(digits: &[u8]) -> Option<i32> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0i32, |value, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value.checked_mul(10)?.checked_add(i32::from(b - b'0'))
+    })
 }
 
 /// The name of the set's pod at `ordinal`.
@@ -230,6 +245,12 @@ mod tests {
         assert_eq!(parent_and_ordinal("web-"), None);
         assert_eq!(parent_and_ordinal("web-1a"), None);
         assert_eq!(parent_and_ordinal("web-99999999999"), None);
+        assert_eq!(parent_and_ordinal("web-2147483647"), Some(("web", i32::MAX)));
+        assert_eq!(parent_and_ordinal("web-2147483648"), None);
+        assert_eq!(parent_and_ordinal("-7"), Some(("", 7)));
+        assert_eq!(parent_and_ordinal("7"), None);
+        assert_eq!(parent_and_ordinal("wéb-3"), Some(("wéb", 3)));
+        assert_eq!(parent_and_ordinal("web--3"), Some(("web-", 3)));
         assert_eq!(pod_name("web", 3), "web-3");
         assert_eq!(claim_name("data", "web", 3), "data-web-3");
     }

@@ -500,6 +500,7 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
     // Revision labels match by name or by hash alone (upstream's `EqualToRevisionHash`).
     let (update_name, current_name) = (round.update.name.clone(), round.current.name.clone());
     let (update_hash, current_hash) = (short_hash(&update_name), short_hash(&current_name));
+    let same_hash = update_hash == current_hash;
     for (i, snapshot_pod) in snapshot.pods.iter().enumerate() {
         let facts = snapshot_pod.facts();
         let name = facts.name();
@@ -542,15 +543,23 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
         let settled =
             matches!(state, None | Some(LifecycleState::Normal | LifecycleState::PreparingDelete));
         let member = parent_and_ordinal(name).filter(|(parent, _)| *parent == spec.name);
+        // The hash is read only from a label that names neither revision exactly.
+        let exactly_update = revision == update_name.as_str();
+        let exactly_current = revision == current_name.as_str();
+        let (at_update, at_current) = if revision.is_empty() {
+            (false, false)
+        } else if exactly_update || exactly_current {
+            (exactly_update || same_hash, exactly_current || same_hash)
+        } else {
+            let hash = short_hash(revision);
+            (hash == update_hash, hash == current_hash)
+        };
         round.seen.push(Seen {
             terminating,
             finished,
             created,
-            at_update: !revision.is_empty()
-                && (revision == round.update.name.as_str() || short_hash(revision) == update_hash),
-            at_current: !revision.is_empty()
-                && (revision == round.current.name.as_str()
-                    || short_hash(revision) == current_hash),
+            at_update,
+            at_current,
             normal: matches!(state, None | Some(LifecycleState::Normal)),
             preparing_update: state == Some(&LifecycleState::PreparingUpdate),
             running_ready: facts.running_and_ready(),
@@ -563,8 +572,8 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
             idle: facts.in_place_idle() && settled,
             no_update_record: !facts.in_grace() && !facts.in_place_state(),
             marked: facts.marked_for_deletion(),
-            exactly_update: revision == round.update.name.as_str(),
-            exactly_current: revision == round.current.name.as_str(),
+            exactly_update,
+            exactly_current,
             identity_ok: member.is_some_and(|(_, ordinal)| {
                 identity_patch(&spec, name, ordinal, name_label, index_label).is_none()
             }),
