@@ -16,8 +16,10 @@
 //! ([`validate_volume_claim_template_update`]) and `InPlaceOnly` ([`validate_in_place_only`]).
 //!
 //! Differences from upstream, on purpose: `scaleStrategy.maxUnavailable` is reported at its own
-//! path; a `reserveOrdinals` entry is reported once per problem as upstream does, but the list is
-//! printed in Go's syntax only up to its first 20 entries; the `InPlaceOnly` check reports the
+//! path; a bad `reserveOrdinals` entry is reported once, at its own path
+//! (`spec.reserveOrdinals[1]: Invalid value: "5-2": the range's start is greater than its end`)
+//! where upstream reports at `spec` with the whole list in Go's syntax; the `InPlaceOnly` check
+//! reports the
 //! first offending change in document order (upstream's is random when several changed); and
 //! the template's seccomp and AppArmor annotations are not checked.
 
@@ -40,6 +42,7 @@ use super::names::name_is_dns_label;
 use super::pod_defaults::{
     PodDefaultsOptions, default_pod_spec_with, default_volume_claim_template,
 };
+use crate::statefulset::ordinals::reserve_entry;
 
 /// The name of upstream's validating webhook for Advanced StatefulSets.
 pub const VALIDATING_WEBHOOK_NAME: &str = "vstatefulset.kb.io";
@@ -151,12 +154,6 @@ pub fn default_statefulset(
 
 // ---- Validation ----
 
-fn go_reserve_list(items: &[IntOrString]) -> String {
-    let shown: Vec<String> = items.iter().take(20).map(go::int_or_string).collect();
-    let more = if items.len() > 20 { ", ..." } else { "" };
-    format!("[]intstr.IntOrString{{{}{more}}}", shown.join(", "))
-}
-
 /// Go's `strconv.Atoi` error, or the value.
 fn go_atoi(text: &str) -> Result<i64, String> {
     let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
@@ -167,55 +164,24 @@ fn go_atoi(text: &str) -> Result<i64, String> {
         .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", go::quote(text)))
 }
 
-/// `spec.reserveOrdinals`: non-negative integers and `"a-b"` ranges (upstream reports at
-/// `spec`, with the whole list as the value).
+/// `spec.reserveOrdinals`: non-negative integers and `"a-b"` ranges of digits. Upstream reports
+/// every bad entry at `spec`, with the whole list printed as the value; here each error names
+/// its entry (`spec.reserveOrdinals[1]`) and shows the entry alone. The rule is the planner's
+/// ([`reserve_entry`]).
 fn validate_reserve_ordinals(items: &[IntOrString], path: &FieldPath) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let list = || BadValue::Go(go_reserve_list(items));
-    for (i, item) in items.iter().enumerate() {
-        match item {
-            IntOrString::Int(n) if *n < 0 => {
-                errs.push(FieldError::invalid(
-                    path,
-                    list(),
-                    format!("{i} th reserve ordinal is negative: {n}"),
-                ));
-            }
-            IntOrString::Int(_) => {}
-            IntOrString::String(text) => {
-                let well_formed = text.split_once('-').is_some_and(|(a, b)| {
-                    !a.is_empty()
-                        && !b.is_empty()
-                        && a.bytes().all(|c| c.is_ascii_digit())
-                        && b.bytes().all(|c| c.is_ascii_digit())
-                });
-                if !well_formed {
-                    errs.push(FieldError::invalid(
-                        path,
-                        list(),
-                        format!("{i} th reserve ordinal is not a valid range: {text}"),
-                    ));
-                }
-                let parts: Vec<&str> = text.split('-').collect();
-                let parsed = match parts.as_slice() {
-                    [a, b] => {
-                        go_atoi(a).and_then(|a| go_atoi(b).map(|b| (a, b))).and_then(|(a, b)| {
-                            if a > b { Err(format!("invalid range {text}")) } else { Ok(()) }
-                        })
-                    }
-                    _ => Err(format!("invalid range {text}")),
-                };
-                if let Err(err) = parsed {
-                    errs.push(FieldError::invalid(
-                        path,
-                        list(),
-                        format!("{i} th reserve ordinal is invalid: {text}, err = {err}"),
-                    ));
-                }
-            }
-        }
-    }
-    errs
+    let path = path.child("reserveOrdinals");
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| reserve_entry(i, item).err().map(|err| (i, item, err)))
+        .map(|(i, item, err)| {
+            let value = match item {
+                IntOrString::Int(n) => BadValue::Int(i64::from(*n)),
+                IntOrString::String(text) => BadValue::Str(text.clone()),
+            };
+            FieldError::invalid(&path.index(i), value, err.reason)
+        })
+        .collect()
 }
 
 /// Upstream's maxUnavailable checks, for `scaleStrategy` and `rollingUpdate` alike: a
@@ -728,28 +694,16 @@ mod tests {
 
     #[test]
     fn reserve_ordinals_errors_name_the_entry() {
-        let s = set(with(base(), "reserveOrdinals", json!([1, "5-2", "a-b", -1, "3"])));
+        let s = set(with(base(), "reserveOrdinals", json!([1, "5-2", "a-b", -1, "3", "2-4"])));
         let got = validate_statefulset(&s).messages();
-        let list = r#"[]intstr.IntOrString{intstr.IntOrString{Type:0, IntVal:1, StrVal:""}, intstr.IntOrString{Type:1, IntVal:0, StrVal:"5-2"}, intstr.IntOrString{Type:1, IntVal:0, StrVal:"a-b"}, intstr.IntOrString{Type:0, IntVal:-1, StrVal:""}, intstr.IntOrString{Type:1, IntVal:0, StrVal:"3"}}"#;
+        let range = r#"must be a non-negative number or a range such as "3-5""#;
         assert_eq!(
             got,
             vec![
-                format!(
-                    "spec: Invalid value: {list}: 1 th reserve ordinal is invalid: 5-2, err = invalid range 5-2"
-                ),
-                format!(
-                    "spec: Invalid value: {list}: 2 th reserve ordinal is not a valid range: a-b"
-                ),
-                format!(
-                    r#"spec: Invalid value: {list}: 2 th reserve ordinal is invalid: a-b, err = strconv.Atoi: parsing "a": invalid syntax"#
-                ),
-                format!("spec: Invalid value: {list}: 3 th reserve ordinal is negative: -1"),
-                format!(
-                    "spec: Invalid value: {list}: 4 th reserve ordinal is not a valid range: 3"
-                ),
-                format!(
-                    "spec: Invalid value: {list}: 4 th reserve ordinal is invalid: 3, err = invalid range 3"
-                ),
+                r#"spec.reserveOrdinals[1]: Invalid value: "5-2": the range's start is greater than its end"#.to_owned(),
+                format!(r#"spec.reserveOrdinals[2]: Invalid value: "a-b": {range}"#),
+                "spec.reserveOrdinals[3]: Invalid value: -1: must not be negative".to_owned(),
+                format!(r#"spec.reserveOrdinals[4]: Invalid value: "3": {range}"#),
             ]
         );
     }

@@ -22,44 +22,47 @@ pub struct ReserveError {
     pub reason: &'static str,
 }
 
-/// Go's `strconv.Atoi` on a range bound: an optional sign, then decimal digits.
+/// A range bound: decimal digits only, within `i32`.
 fn parse_bound(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    parse_decimal(text.as_bytes()).map(i64::from)
+}
+
+/// What is wrong with a string entry that is not a range.
+const NOT_A_RANGE: &str = "must be a non-negative number or a range such as \"3-5\"";
+
+/// The inclusive range one `reserveOrdinals` entry reserves, or why it is refused (`index` is
+/// the entry's place in the list). The admission webhook and the planner share this rule.
+pub fn reserve_entry(index: usize, item: &IntOrString) -> Result<(i64, i64), ReserveError> {
+    let error = |value: String, reason| ReserveError { index, value, reason };
+    match item {
+        IntOrString::Int(n) if *n < 0 => Err(error(n.to_string(), "must not be negative")),
+        IntOrString::Int(n) => Ok((i64::from(*n), i64::from(*n))),
+        IntOrString::String(text) => {
+            let bounds = text
+                .split_once('-')
+                .and_then(|(from, to)| Some((parse_bound(from)?, parse_bound(to)?)));
+            match bounds {
+                None => Err(error(text.clone(), NOT_A_RANGE)),
+                Some((from, to)) if from > to => {
+                    Err(error(text.clone(), "the range's start is greater than its end"))
+                }
+                Some(range) => Ok(range),
+            }
+        }
     }
-    text.parse::<i64>().ok().filter(|n| i32::try_from(*n).is_ok())
 }
 
 impl Reserved {
     /// Parses `spec.reserveOrdinals`: integers, and `"a-b"` strings for the inclusive range from
     /// `a` to `b`. Upstream drops every reservation when one string is malformed; here the
-    /// entry is refused, naming it, so that no pod is ever put on an ordinal meant to stay free.
+    /// first bad entry is refused, naming it, so that no pod is ever put on an ordinal meant to
+    /// stay free.
     pub fn parse(items: &[IntOrString]) -> Result<Self, ReserveError> {
-        let mut ranges = Vec::with_capacity(items.len());
-        for (index, item) in items.iter().enumerate() {
-            let error =
-                |value: &str, reason| ReserveError { index, value: value.to_owned(), reason };
-            match item {
-                IntOrString::Int(n) if *n < 0 => {
-                    return Err(error(&n.to_string(), "must not be negative"));
-                }
-                IntOrString::Int(n) => ranges.push((i64::from(*n), i64::from(*n))),
-                IntOrString::String(text) => {
-                    let parts: Vec<&str> = text.split('-').collect();
-                    let [from, to] = parts.as_slice() else {
-                        return Err(error(text, "must be a number or a range such as \"3-5\""));
-                    };
-                    let (Some(from), Some(to)) = (parse_bound(from), parse_bound(to)) else {
-                        return Err(error(text, "must be a number or a range such as \"3-5\""));
-                    };
-                    if from > to {
-                        return Err(error(text, "the range's start is greater than its end"));
-                    }
-                    ranges.push((from, to));
-                }
-            }
-        }
+        let mut ranges = items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| reserve_entry(index, item))
+            .collect::<Result<Vec<_>, _>>()?;
         ranges.sort_unstable();
         let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
         for (from, to) in ranges {
@@ -205,12 +208,15 @@ mod tests {
     fn malformed_entries_are_refused_by_index() {
         for (item, reason) in [
             (text("5-2"), "the range's start is greater than its end"),
-            (text("a-b"), "must be a number or a range such as \"3-5\""),
-            (text("3"), "must be a number or a range such as \"3-5\""),
-            (text("1-2-3"), "must be a number or a range such as \"3-5\""),
-            (text("-1-3"), "must be a number or a range such as \"3-5\""),
-            (text(" 1-3"), "must be a number or a range such as \"3-5\""),
-            (text("1-%"), "must be a number or a range such as \"3-5\""),
+            (text("a-b"), NOT_A_RANGE),
+            (text("3"), NOT_A_RANGE),
+            (text("1-2-3"), NOT_A_RANGE),
+            (text("-1-3"), NOT_A_RANGE),
+            (text(" 1-3"), NOT_A_RANGE),
+            (text("1-%"), NOT_A_RANGE),
+            (text("+1-3"), NOT_A_RANGE),
+            (text("1-"), NOT_A_RANGE),
+            (text("0-2147483648"), NOT_A_RANGE),
             (int(-1), "must not be negative"),
         ] {
             let err = Reserved::parse(&[int(0), item.clone()]).expect_err("refused");
@@ -221,7 +227,7 @@ mod tests {
             err.to_string(),
             "spec.reserveOrdinals[0]: 5-2: the range's start is greater than its end"
         );
-        assert_eq!(reserve(&[text("+1-3")]).ranges, vec![(1, 3)]);
+        assert_eq!(reserve(&[text("01-3")]).ranges, vec![(1, 3)]);
         assert_eq!(reserve(&[text("3-3")]).ranges, vec![(3, 3)]);
     }
 

@@ -165,7 +165,7 @@ fn demo_asts_walkthrough() {
     );
     assert!(!bad.ok, "an invalid range is refused");
     assert!(
-        bad.stderr.contains(r#"admission webhook "vstatefulset.kb.io" denied the request: spec: Invalid value: []intstr.IntOrString{intstr.IntOrString{Type:0, IntVal:1, StrVal:""}, intstr.IntOrString{Type:1, IntVal:0, StrVal:"5-2"}}: 1 th reserve ordinal is invalid: 5-2, err = invalid range 5-2"#),
+        bad.stderr.contains(r#"admission webhook "vstatefulset.kb.io" denied the request: spec.reserveOrdinals[1]: Invalid value: "5-2": the range's start is greater than its end"#),
         "{}",
         bad.stderr
     );
