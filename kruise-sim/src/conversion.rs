@@ -11,9 +11,10 @@
 //! Events) convert here too, with the pure functions of [`crate::builtin_conversion`].
 //!
 //! As the real server does, a webhook's answer is checked (uid, count, apiVersion, kind) and
-//! the object's metadata is restored from the input except for labels and annotations. Not
-//! done: the converted object is not pruned against the storage version's schema, and field
-//! selectors on CRD selectable fields are evaluated on the stored object.
+//! the object's metadata is restored from the input except for labels and annotations. As
+//! there, a custom resource is pruned and defaulted against the schema of the version it is in
+//! after every conversion and every decode from storage. Not done: field selectors on CRD
+//! selectable fields are evaluated on the stored object.
 
 use crate::admission::CallError;
 use crate::builtin_conversion;
@@ -118,9 +119,12 @@ impl Cluster {
     }
 
     /// Whether `def`'s objects are converted between the served and the stored form
-    /// (through a CRD's conversion webhook, or as a built-in stored as another group's).
+    /// (through a CRD's conversion webhook, or as a built-in stored as another group's), or
+    /// coerced to a schema on the way (every custom resource, see [`Cluster::coerce`]).
     pub(crate) fn converts(&self, def: &ResourceDef) -> bool {
-        builtin_conversion::of(def).is_some() || self.conversion_webhook(def).is_some()
+        def.schema.is_some()
+            || builtin_conversion::of(def).is_some()
+            || self.conversion_webhook(def).is_some()
     }
 
     /// Converts `objs` (all of `def`'s kind, at `from`) to `to` through the webhook.
@@ -203,6 +207,35 @@ impl Cluster {
         Ok(out)
     }
 
+    /// Prunes and defaults a custom resource against the schema of `version`, as
+    /// kube-apiserver does each time it decodes one from storage and each time it converts one
+    /// (apiextensions-apiserver's schema-coercing decoder and converter). So a field that the
+    /// version's schema does not know (stored before the schema changed, or carried over by a
+    /// `None` conversion from a version that knows it) is never served or stored.
+    fn coerce(&self, def: &ResourceDef, version: &str, obj: &mut Value) {
+        let schema = if version == def.version {
+            def.schema.clone()
+        } else {
+            self.resolve(&def.group, version, &def.plural).and_then(|d| d.schema.clone())
+        };
+        if let Some(schema) = schema {
+            crate::schema::prune(obj, &schema);
+            crate::schema::default(obj, &schema);
+        }
+    }
+
+    /// A stored custom resource as kube-apiserver decodes it, in the served version when that
+    /// is a rewrite of `apiVersion` (no webhook): coerced to the storage version's schema,
+    /// then, for another version, to that version's.
+    fn decode_custom(&self, def: &ResourceDef, obj: &Value) -> Value {
+        let mut out = obj.clone();
+        self.coerce(def, &def.storage_version, &mut out);
+        if def.version != def.storage_version {
+            self.coerce(def, &def.version, &mut out);
+        }
+        present(def, &out)
+    }
+
     /// Stored objects as served in `def`'s version (the input's `apiVersion` is ignored:
     /// the content is the storage version's). A failure answers 500 with the webhook error.
     pub(crate) async fn served_all(
@@ -214,12 +247,16 @@ impl Cluster {
             return Ok(objs.iter().map(|o| present(def, &alias.to_served(o))).collect());
         }
         let Some(client) = self.conversion_webhook(def) else {
+            if def.schema.is_some() {
+                return Ok(objs.iter().map(|o| self.decode_custom(def, o)).collect());
+            }
             return Ok(objs.iter().map(|o| present(def, o)).collect());
         };
         let storage = api_version(&def.group, &def.storage_version);
         let objs = objs
             .into_iter()
             .map(|mut o| {
+                self.coerce(def, &def.storage_version, &mut o);
                 set_api_version(&mut o, &storage);
                 o
             })
@@ -228,7 +265,13 @@ impl Cluster {
             .convert_via(def, &client, objs, &def.storage_version, &def.version)
             .await
             .map_err(|e| ApiError::new(500, "", e.to_string()))?;
-        Ok(out.iter().map(|o| present(def, o)).collect())
+        Ok(out
+            .into_iter()
+            .map(|mut o| {
+                self.coerce(def, &def.version, &mut o);
+                present(def, &o)
+            })
+            .collect())
     }
 
     /// One stored object as served in `def`'s version.
@@ -247,6 +290,9 @@ impl Cluster {
             return Ok(objs.iter().map(|o| present(def, &alias.to_served(o))).collect());
         }
         if self.conversion_webhook(def).is_none() {
+            if def.schema.is_some() {
+                return Ok(objs.iter().map(|o| self.decode_custom(def, o)).collect());
+            }
             return Ok(objs.iter().map(|o| present(def, o)).collect());
         }
         self.served_all(def, objs.iter().map(|o| (**o).clone()).collect()).await
@@ -276,13 +322,24 @@ impl Cluster {
             to_storage(def, &mut out);
             return Ok(out);
         }
-        let Some(client) = self.conversion_webhook(def) else { return Ok(obj) };
+        let Some(client) = self.conversion_webhook(def) else {
+            // A `None` conversion: the same fields under the storage version, pruned to its
+            // schema (a field only the request's version knows is dropped, as kube-apiserver
+            // drops it, not stored to surface later).
+            if def.schema.is_some() && def.version != def.storage_version {
+                self.coerce(def, &def.storage_version, &mut obj);
+            }
+            return Ok(obj);
+        };
         set_api_version(&mut obj, &def.api_version());
         let mut out = self
             .convert_via(def, &client, vec![obj], &def.version, &def.storage_version)
             .await
             .map_err(|e| ApiError::internal(e.to_string()))?;
-        out.pop().ok_or_else(|| ApiError::internal("conversion lost the object"))
+        let mut stored =
+            out.pop().ok_or_else(|| ApiError::internal("conversion lost the object"))?;
+        self.coerce(def, &def.storage_version, &mut stored);
+        Ok(stored)
     }
 }
 

@@ -56,11 +56,32 @@ enum Command {
     /// Print every Kruise CRD as multi-document YAML, or write one file per CRD.
     ///
     /// Install them with `kruise-manager crds | kubectl apply --server-side -f -`.
+    ///
+    /// CRDs with more than one version convert through the manager's webhook (its Service, or
+    /// with --webhook-host its URL), as upstream's chart installs them. Until the manager runs
+    /// and fills in the CA, a request that needs conversion (a v1alpha1 write) is refused by the
+    /// API server rather than stored unconverted.
     Crds {
         /// Write one file per CRD into this directory, named like upstream's
         /// (apps.kruise.io_clonesets.yaml), instead of printing.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// The Service in front of the manager's webhook server.
+        #[arg(long, default_value = kruise_kube::webhook::DEFAULT_SERVICE_NAME)]
+        webhook_service_name: String,
+        /// The Service's namespace (the manager's namespace).
+        #[arg(long, default_value = kruise_kube::webhook::DEFAULT_NAMESPACE)]
+        webhook_service_namespace: String,
+        /// The Service's port.
+        #[arg(long, default_value_t = 443)]
+        webhook_service_port: u16,
+        /// Convert through `https://HOST:PORT/convert` instead of the Service: for a manager
+        /// run outside the cluster with the same --webhook-host and --webhook-port.
+        #[arg(long)]
+        webhook_host: Option<String>,
+        /// The manager's --webhook-port, with --webhook-host.
+        #[arg(long, default_value_t = kruise_kube::webhook::DEFAULT_PORT)]
+        webhook_port: u16,
     },
 }
 
@@ -250,7 +271,12 @@ impl ManagerFlags {
             filter.parse().unwrap_or_else(|_| tracing_subscriber::filter::Targets::new());
         use tracing_subscriber::prelude::*;
         tracing_subscriber::registry()
-            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    // Colour codes only for a terminal, never into a file or a pipe.
+                    .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
+            )
             .with(targets)
             .init();
     }
@@ -261,7 +287,24 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     let workers = worker_flags(&matches)?;
     match cli.command {
-        Command::Crds { out } => crds(out),
+        Command::Crds {
+            out,
+            webhook_service_name,
+            webhook_service_namespace,
+            webhook_service_port,
+            webhook_host,
+            webhook_port,
+        } => {
+            let mut webhook = kruise_kube::webhook::WebhookConfig::new();
+            webhook.service_name = webhook_service_name;
+            webhook.namespace = webhook_service_namespace;
+            webhook.service_port = webhook_service_port;
+            webhook.port = webhook_port;
+            if let Some(host) = webhook_host {
+                webhook = webhook.with_host(host);
+            }
+            crds(out, &webhook)
+        }
         Command::Run { kubeconfig, flags } => runtime()?.block_on(run(kubeconfig, flags, workers)),
         Command::Playground { nodes, kubeconfig_out, addr, flags } => {
             runtime()?.block_on(playground(nodes, kubeconfig_out, addr, flags, workers))
@@ -324,12 +367,21 @@ async fn playground(
     if flags.webhook_host.is_none() {
         flags.webhook_host = Some("127.0.0.1".to_owned());
     }
-    // Probes and metrics on loopback too (`:8080` would listen on every interface).
+    // Probes and metrics on loopback too (`:8080` would listen on every interface), and on a
+    // free port when the usual one is taken (by another manager on this machine, say).
     for addr in [&mut flags.metrics_addr, &mut flags.health_probe_addr] {
-        if addr.starts_with(':') {
-            *addr = format!("127.0.0.1{addr}");
+        if let Some(port) = addr.strip_prefix(':').and_then(|p| p.parse::<u16>().ok()) {
+            *addr = format!("127.0.0.1:{}", loopback_port_or_free(port));
         }
     }
+    if flags.webhook_port == kruise_kube::webhook::DEFAULT_PORT {
+        flags.webhook_port = loopback_port_or_free(flags.webhook_port);
+    }
+    let addr = if addr.ip().is_loopback() && addr.port() != 0 {
+        SocketAddr::new(addr.ip(), loopback_port_or_free(addr.port()))
+    } else {
+        addr
+    };
     let config = flags.manager_config(workers)?;
     let sim_config = kruise_sim::Config { addr, ..kruise_sim::Config::default() }
         .with_kruise_crds()
@@ -353,6 +405,15 @@ async fn playground(
 
     let path = std::fs::canonicalize(&kubeconfig_out).unwrap_or(kubeconfig_out);
     println!("kruise playground: API server at {}, {nodes} nodes", server.url());
+    let shown = |addr: Option<SocketAddr>, path: &str| {
+        addr.map_or_else(|| "off".to_owned(), |a| format!("http://{a}{path}"))
+    };
+    println!(
+        "  metrics {}, health {}, webhooks {}",
+        shown(config.metrics_addr, "/metrics"),
+        shown(config.health_addr, "/healthz"),
+        config.webhook.as_ref().map_or_else(|| "off".to_owned(), |w| format!("port {}", w.port)),
+    );
     println!("  export KUBECONFIG={}", path.display());
     println!("  kubectl get nodes");
     println!("  kubectl get clonesets,asts   # after creating some");
@@ -362,6 +423,17 @@ async fn playground(
     kruise_kube::manager::run(client, config, shutdown_signal(), None).await?;
     server.shutdown();
     Ok(())
+}
+
+/// `port` on 127.0.0.1 when it is free now, else a free one the system picks. (Another
+/// program may take it before the manager binds it; then the manager says which port failed.)
+fn loopback_port_or_free(port: u16) -> u16 {
+    if std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).is_ok() {
+        return port;
+    }
+    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .map_or(port, |addr| addr.port())
 }
 
 async fn create_namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
@@ -378,8 +450,8 @@ async fn create_namespace(client: &kube::Client, name: &str) -> anyhow::Result<(
     }
 }
 
-fn crds(out: Option<PathBuf>) -> anyhow::Result<()> {
-    let crds = kruise_api::crds();
+fn crds(out: Option<PathBuf>, webhook: &kruise_kube::webhook::WebhookConfig) -> anyhow::Result<()> {
+    let crds = kruise_kube::webhook::crds_with_conversion(webhook);
     match out {
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -89,6 +89,13 @@ pub enum SpecError {
         /// What is wrong.
         reason: String,
     },
+    /// The template's labels do not match the selector: every pod created would be released
+    /// again.
+    #[error("spec.template.metadata.labels: must match spec.selector ({selector})")]
+    TemplateLabels {
+        /// The selector, rendered.
+        selector: String,
+    },
     /// The update revision's ControllerRevision data holds no usable pod template.
     #[error("controllerrevision {name:?}: data.spec.template: {reason}")]
     RevisionData {

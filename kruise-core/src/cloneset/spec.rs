@@ -66,6 +66,11 @@ impl<'a> Spec<'a> {
             return Err(SpecError::NegativeReplicas { replicas });
         }
         let selector = Selector::parse(spec.selector.as_ref())?;
+        // Pods from such a template would be released as soon as they were created, and
+        // replaced, without end (the webhook refuses it, but the object may predate it).
+        if !selector.matches(spec.template.metadata.as_ref().and_then(|m| m.labels.as_ref())) {
+            return Err(SpecError::TemplateLabels { selector: selector.render() });
+        }
         let rolling = spec.update_strategy.rolling_update.as_ref();
         let default_rolling = RollingUpdateCloneSetStrategy::default();
         let ru = rolling.unwrap_or(&default_rolling);

@@ -32,6 +32,45 @@ pub fn conversion_patch(config: &WebhookConfig, ca_pem: &str) -> Value {
     }}})
 }
 
+/// Every Kruise CRD, those with more than one version converting through the webhook of
+/// `config` (its Service, or the URL in external-URL mode), as upstream's chart installs
+/// them. No `caBundle` yet: the manager fills it in when it starts. Until then the API
+/// server cannot reach the webhook, so a request that needs conversion (a v1alpha1 write)
+/// fails with an error instead of being stored as it is under v1beta1.
+pub fn crds_with_conversion(config: &WebhookConfig) -> Vec<CustomResourceDefinition> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        CustomResourceConversion, ServiceReference, WebhookClientConfig, WebhookConversion,
+    };
+    let client_config = match config.url(CONVERT_PATH) {
+        Some(url) => WebhookClientConfig { url: Some(url), ..WebhookClientConfig::default() },
+        None => WebhookClientConfig {
+            service: Some(ServiceReference {
+                namespace: config.namespace.clone(),
+                name: config.service_name.clone(),
+                path: Some(CONVERT_PATH.to_owned()),
+                port: Some(i32::from(config.service_port)),
+            }),
+            ..WebhookClientConfig::default()
+        },
+    };
+    let conversion = CustomResourceConversion {
+        strategy: "Webhook".to_owned(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(client_config),
+            conversion_review_versions: CONVERSION_REVIEW_VERSIONS.map(str::to_owned).to_vec(),
+        }),
+    };
+    kruise_api::crds()
+        .into_iter()
+        .map(|mut crd| {
+            if crd.spec.versions.len() > 1 {
+                crd.spec.conversion = Some(conversion.clone());
+            }
+            crd
+        })
+        .collect()
+}
+
 /// Patches every installed multi-version Kruise CRD so the API server converts through this
 /// webhook (`strategy: Webhook`, `caBundle` = base64 of `ca_pem`, and the Service or, with
 /// `config.host`, the URL). CRDs that are not installed are skipped. Answers the names of
@@ -110,8 +149,43 @@ pub(crate) fn ca_bundle(ca_pem: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::covers;
+    use super::{WebhookConfig, covers, crds_with_conversion};
     use serde_json::json;
+
+    #[test]
+    fn printed_crds_convert_through_the_webhook_without_a_ca_yet() {
+        let crds = crds_with_conversion(&WebhookConfig::new());
+        let clone = crds
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some("clonesets.apps.kruise.io"))
+            .expect("CloneSet CRD");
+        assert_eq!(
+            serde_json::to_value(&clone.spec.conversion).expect("json"),
+            json!({"strategy": "Webhook", "webhook": {
+                "clientConfig": {"service": {
+                    "namespace": "kruise-system", "name": "kruise-webhook-service",
+                    "path": "/convert", "port": 443}},
+                "conversionReviewVersions": ["v1", "v1beta1"]}})
+        );
+        // Single-version CRDs need no conversion.
+        for crd in &crds {
+            assert_eq!(
+                crd.spec.conversion.is_some(),
+                crd.spec.versions.len() > 1,
+                "{:?}",
+                crd.metadata.name
+            );
+        }
+        let external = crds_with_conversion(&WebhookConfig::new().with_host("10.0.0.5"));
+        let clone = external
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some("clonesets.apps.kruise.io"))
+            .expect("CloneSet CRD");
+        assert_eq!(
+            serde_json::to_value(&clone.spec.conversion).expect("json")["webhook"]["clientConfig"],
+            json!({"url": "https://10.0.0.5:9876/convert"})
+        );
+    }
 
     #[test]
     fn covers_compares_what_a_merge_patch_would_set() {

@@ -37,7 +37,7 @@ use tokio::task::JoinHandle;
 
 pub use certs::{CertBundle, CertInfo};
 pub use conversion::CONVERT_PATH;
-pub use crds::configure_crd_conversion;
+pub use crds::{configure_crd_conversion, crds_with_conversion};
 pub use server::router;
 
 use crate::health::Health;
@@ -164,18 +164,12 @@ impl WebhookConfig {
     /// CRD conversion and admission webhook configurations alike.
     pub fn client_config(&self, path: &str, ca_pem: &str) -> Value {
         let ca_bundle = crds::ca_bundle(ca_pem);
-        match &self.host {
-            Some(host) => {
-                let host = match host.parse::<IpAddr>() {
-                    Ok(IpAddr::V6(ip)) => format!("[{ip}]"),
-                    _ => host.clone(),
-                };
-                json!({
-                    "url": format!("https://{host}:{}{path}", self.port),
-                    "service": null,
-                    "caBundle": ca_bundle,
-                })
-            }
+        match self.url(path) {
+            Some(url) => json!({
+                "url": url,
+                "service": null,
+                "caBundle": ca_bundle,
+            }),
             None => json!({
                 "url": null,
                 "service": {
@@ -187,6 +181,17 @@ impl WebhookConfig {
                 "caBundle": ca_bundle,
             }),
         }
+    }
+
+    /// The webhook's URL for `path` in external-URL mode (`https://{host}:{port}{path}`);
+    /// `None` in Service mode.
+    pub fn url(&self, path: &str) -> Option<String> {
+        let host = self.host.as_ref()?;
+        let host = match host.parse::<IpAddr>() {
+            Ok(IpAddr::V6(ip)) => format!("[{ip}]"),
+            _ => host.clone(),
+        };
+        Some(format!("https://{host}:{}{path}", self.port))
     }
 
     /// Where the server probes itself: loopback when bound to every interface.

@@ -176,3 +176,68 @@ fn cloneset_versions_convert_through_the_webhook() {
     // The storage version needs no conversion.
     env.ok(&["get", "clonesets.v1beta1.apps.kruise.io", "alpha"]);
 }
+
+/// With `strategy: None` (the CRDs as installed without the manager's conversion), a
+/// v1alpha1 body is stored under v1beta1 as kube-apiserver stores it: pruned to the storage
+/// version's schema, so a field only v1alpha1 knows is dropped at once rather than kept to
+/// surface in later writes; and a field the stored version's schema no longer knows (the CRD
+/// changed after the write) is not served, as kube-apiserver prunes on every read.
+#[test]
+fn none_conversion_and_reads_prune_to_each_versions_schema() {
+    let env = Env::kruise();
+    env.ok_stdin(
+        &["create", "-f", "-"],
+        r#"
+apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata: {name: early}
+spec:
+  replicas: 2
+  minReadySeconds: 5
+  selector: {matchLabels: {app: early}}
+  updateStrategy: {type: InPlaceIfPossible, maxUnavailable: 20%}
+  template:
+    metadata: {labels: {app: early}}
+    spec:
+      containers: [{name: c, image: nginx}]
+"#,
+    );
+    let beta = env.json(&["get", "clonesets.v1beta1.apps.kruise.io", "early"]);
+    assert_eq!(beta["spec"]["updateStrategy"], json!({"type": "InPlaceIfPossible"}), "{beta}");
+    assert_eq!(beta["spec"]["minReadySeconds"], 5);
+
+    // Nothing stored that the schema does not know: no warning on a later write.
+    let scaled = env.run(&["scale", "clonesets.apps.kruise.io", "early", "--replicas", "3"]);
+    assert!(scaled.ok, "{}", scaled.stderr);
+    assert!(!scaled.stderr.contains("unknown field"), "{}", scaled.stderr);
+
+    // The storage version's schema loses minReadySeconds: reads stop serving it.
+    let versions = env.ok(&[
+        "get",
+        "crd",
+        "clonesets.apps.kruise.io",
+        "-o",
+        "jsonpath={.spec.versions[*].name}",
+    ]);
+    let index = versions.split_whitespace().position(|v| v == "v1beta1").expect("v1beta1");
+    let path = format!(
+        "/spec/versions/{index}/schema/openAPIV3Schema/properties/spec/properties/minReadySeconds"
+    );
+    env.ok(&[
+        "patch",
+        "crd",
+        "clonesets.apps.kruise.io",
+        "--type",
+        "json",
+        "-p",
+        &json!([{"op": "remove", "path": path}]).to_string(),
+    ]);
+    let beta = env.json(&["get", "clonesets.v1beta1.apps.kruise.io", "early"]);
+    assert!(beta["spec"].get("minReadySeconds").is_none(), "{beta}");
+    assert_eq!(beta["spec"]["replicas"], 3);
+    let listed = env.json(&["get", "clonesets.v1beta1.apps.kruise.io"]);
+    assert!(listed["items"][0]["spec"].get("minReadySeconds").is_none(), "{listed}");
+    // v1alpha1 still knows the field, but the stored object no longer carries it.
+    let alpha = env.json(&["get", "clonesets.v1alpha1.apps.kruise.io", "early"]);
+    assert!(alpha["spec"].get("minReadySeconds").is_none(), "{alpha}");
+}

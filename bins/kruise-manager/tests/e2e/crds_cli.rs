@@ -42,3 +42,86 @@ fn crds_out_writes_upstream_file_names() {
     assert_eq!(files, expected);
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+/// The guide's demo-clone, as v1alpha1 with an in-place update policy.
+const DEMO_CLONE_V1ALPHA1: &str = r#"
+apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata:
+  name: demo-clone
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: guestbook
+  template:
+    metadata:
+      labels:
+        app: guestbook
+    spec:
+      containers:
+      - name: guestbook
+        image: openkruise/guestbook:v1
+  updateStrategy:
+    type: InPlaceIfPossible
+    maxUnavailable: 20%
+"#;
+
+/// A fresh install as the README gives it: the CRDs from `kruise-manager crds`, a v1alpha1
+/// CloneSet created before the manager runs, then the manager. The early CloneSet is refused
+/// (the API server cannot convert it yet), never stored unconverted; once the manager serves
+/// conversion the same request succeeds and its update policy reads back through v1beta1.
+#[test]
+fn a_v1alpha1_object_before_the_manager_is_refused_not_stored_unconverted() {
+    use super::common::{SimCluster, wait_for};
+    use std::time::Duration;
+    let cluster = SimCluster::start(kruise_sim::Config::default());
+    let kubectl = &cluster.kubectl;
+    let crds = manager().arg("crds").output().expect("kruise-manager crds");
+    assert!(crds.status.success(), "{}", String::from_utf8_lossy(&crds.stderr));
+    kubectl.ok_stdin(
+        &["apply", "--server-side", "-f", "-"],
+        &String::from_utf8(crds.stdout).expect("utf-8"),
+    );
+    kubectl.ok(&["create", "namespace", "kruise-system"]);
+
+    let early = kubectl.run_with(&["create", "-f", "-"], Some(DEMO_CLONE_V1ALPHA1));
+    assert!(!early.ok, "created before conversion is served: {}", early.stdout);
+    assert!(
+        early.stderr.contains(
+            r#"Internal error occurred: conversion webhook for apps.kruise.io/v1alpha1, Kind=CloneSet failed: Post "https://kruise-webhook-service.kruise-system.svc:443/convert?timeout=30s": service "kruise-webhook-service" not found"#
+        ),
+        "{}",
+        early.stderr
+    );
+    let stored = kubectl.ok(&["get", "clonesets.v1beta1.apps.kruise.io", "-o", "name"]);
+    assert_eq!(stored.trim(), "", "nothing is stored");
+
+    let manager = cluster.run_manager(
+        "manager.log",
+        &[
+            "--enable-leader-election=false",
+            "--metrics-addr",
+            "0",
+            "--health-probe-addr",
+            "0",
+            "--webhook-host",
+            "127.0.0.1",
+            "--webhook-port",
+            "0",
+        ],
+    );
+    wait_for("the manager to serve conversion", Duration::from_secs(60), || {
+        kubectl.run_with(&["create", "-f", "-"], Some(DEMO_CLONE_V1ALPHA1)).ok.then_some(())
+    });
+    let policy = kubectl.ok(&[
+        "get",
+        "clonesets.v1beta1.apps.kruise.io",
+        "demo-clone",
+        "-o",
+        "jsonpath={.spec.updateStrategy.rollingUpdate.podUpdatePolicy}",
+    ]);
+    assert_eq!(policy, "InPlaceIfPossible", "{}", manager.log_text());
+    let log = manager.log_text();
+    assert!(!log.contains('\u{1b}'), "no colour codes in a log file:\n{log}");
+}

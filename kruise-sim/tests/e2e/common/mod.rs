@@ -7,7 +7,7 @@ use kruise_sim::{Config, Server, ServerHandle};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The real kubectl, found on `PATH` (where `.ci/run` installs it when the machine lacks it).
 pub const KUBECTL: &str = "kubectl";
@@ -60,18 +60,18 @@ impl Env {
         } else {
             drop(child.stdin.take());
         }
-        let start = Instant::now();
-        loop {
-            if child.try_wait().expect("wait").is_some() {
-                break;
+        // The pipes are drained while kubectl runs (a full pipe would stall it); a watchdog
+        // kills it after `timeout`.
+        let pid = child.id();
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if finished.recv_timeout(timeout).is_err() {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
             }
-            if start.elapsed() > timeout {
-                let _ = child.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        });
         let o: Output = child.wait_with_output().expect("output");
+        let _ = done.send(());
+        let _ = watchdog.join();
         Out {
             ok: o.status.success(),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
