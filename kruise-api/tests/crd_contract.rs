@@ -141,11 +141,12 @@ fn compare(file: &str, ours: &Value, theirs: &Value) -> Vec<String> {
                     if ours.type_ != node.type_
                         || ours.int_or_string != node.int_or_string
                         || ours.preserve_unknown != node.preserve_unknown
-                        || ours.default != node.default =>
+                        || ours.default != node.default
+                        || ours.required != node.required =>
                 {
-                    problems.push(format!("{file} {name}: {} is {:?} int-or-string={} preserve={} default={:?}, upstream {:?} int-or-string={} preserve={} default={:?}",
-                        node.path, ours.type_, ours.int_or_string, ours.preserve_unknown, ours.default,
-                        node.type_, node.int_or_string, node.preserve_unknown, node.default));
+                    problems.push(format!("{file} {name}: {} is {:?} int-or-string={} preserve={} default={:?} required={:?}, upstream {:?} int-or-string={} preserve={} default={:?} required={:?}",
+                        node.path, ours.type_, ours.int_or_string, ours.preserve_unknown, ours.default, ours.required,
+                        node.type_, node.int_or_string, node.preserve_unknown, node.default, node.required));
                 }
                 Some(_) => {}
             }

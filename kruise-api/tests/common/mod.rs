@@ -34,6 +34,7 @@ pub struct SchemaNode {
     pub int_or_string: bool,
     pub preserve_unknown: bool,
     pub default: Option<Value>,
+    pub required: Option<Value>,
 }
 
 /// Flattens an OpenAPI v3 schema into its property paths (`.spec.x`, `[]` for items, `{}`
@@ -53,6 +54,7 @@ fn walk(schema: &Value, path: String, out: &mut Vec<SchemaNode>) {
         preserve_unknown: schema.get("x-kubernetes-preserve-unknown-fields")
             == Some(&Value::Bool(true)),
         default: schema.get("default").cloned(),
+        required: schema.get("required").filter(|r| r.is_array()).cloned(),
     });
     if let Some(Value::Object(props)) = schema.get("properties") {
         for (name, sub) in props {

@@ -214,6 +214,8 @@ mod tests {
             metadata: ObjectMeta { name: Some("demo".into()), ..Default::default() },
             spec: CloneSetSpec {
                 replicas: Some(replicas),
+                // An empty selector matches every pod (and the empty template).
+                selector: Some(Default::default()),
                 update_strategy: CloneSetUpdateStrategy {
                     rolling_update: Some(RollingUpdateCloneSetStrategy {
                         partition: Some(IntOrString::Int(partition)),

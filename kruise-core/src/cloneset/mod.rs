@@ -89,6 +89,10 @@ pub enum SpecError {
         /// What is wrong.
         reason: String,
     },
+    /// `spec.selector` is missing: it would match no pod, so every pod created would be
+    /// released again.
+    #[error("spec.selector: Required value")]
+    MissingSelector,
     /// The template's labels do not match the selector: every pod created would be released
     /// again.
     #[error("spec.template.metadata.labels: must match spec.selector ({selector})")]

@@ -66,6 +66,9 @@ impl<'a> Spec<'a> {
             return Err(SpecError::NegativeReplicas { replicas });
         }
         let selector = Selector::parse(spec.selector.as_ref())?;
+        if spec.selector.is_none() {
+            return Err(SpecError::MissingSelector);
+        }
         // Pods from such a template would be released as soon as they were created, and
         // replaced, without end (the webhook refuses it, but the object may predate it).
         if !selector.matches(spec.template.metadata.as_ref().and_then(|m| m.labels.as_ref())) {

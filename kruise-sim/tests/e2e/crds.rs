@@ -56,8 +56,9 @@ fn kruise_cloneset_columns_scale_status() {
     assert_eq!(scale["kind"], "Scale");
     assert_eq!(scale["spec"]["replicas"], 4);
 
-    // Status subresource: status changes do not bump generation; main updates keep status.
-    env.ok(&[
+    // Status subresource: upstream's schema requires the replica counts, as kube-apiserver
+    // enforces; status changes do not bump generation; main updates keep status.
+    let partial = env.fails(&[
         "patch",
         "cloneset",
         "cs",
@@ -67,6 +68,21 @@ fn kruise_cloneset_columns_scale_status() {
         "merge",
         "-p",
         r#"{"status":{"replicas":4,"readyReplicas":3,"updatedReplicas":4,"observedGeneration":2}}"#,
+    ]);
+    assert!(
+        partial.contains("The CloneSet \"cs\" is invalid: \n* status.availableReplicas: Required value\n* status.updatedReadyReplicas: Required value"),
+        "{partial}"
+    );
+    env.ok(&[
+        "patch",
+        "cloneset",
+        "cs",
+        "--subresource",
+        "status",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"status":{"replicas":4,"readyReplicas":3,"updatedReplicas":4,"availableReplicas":3,"updatedReadyReplicas":3,"observedGeneration":2}}"#,
     ]);
     let cs = env.json(&["get", "cloneset", "cs"]);
     assert_eq!(cs["status"]["readyReplicas"], 3);

@@ -5,6 +5,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };
 
+mod required;
+use required::DECLARED_REQUIRED;
+
 /// Merges the single-version CRDs of one kind into one, keeping the storage version that the
 /// type declarations mark, and fills in what upstream's CRDs carry beyond kube's derive.
 pub(crate) fn merge(versions: Vec<CustomResourceDefinition>) -> CustomResourceDefinition {
@@ -55,6 +58,48 @@ fn strip_defaults(schema: &mut serde_json::Value) {
     }
 }
 
+/// Removes every `required` list (the keyword; a property that happens to be named
+/// `required` is a schema object and stays).
+fn strip_required(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if map.get("required").is_some_and(serde_json::Value::is_array) {
+                map.remove("required");
+            }
+            map.values_mut().for_each(strip_required);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_required),
+        _ => {}
+    }
+}
+
+/// The schema node at `path` (`a.b[]` steps into items, `a{}` into additionalProperties;
+/// empty: the root), if the schema has it.
+fn node_at<'v>(schema: &'v mut serde_json::Value, path: &str) -> Option<&'v mut serde_json::Value> {
+    let mut node = schema;
+    if path.is_empty() {
+        return Some(node);
+    }
+    for step in path.split('.') {
+        let name = step.trim_end_matches(['[', ']', '{', '}']);
+        node = node.get_mut("properties")?.get_mut(name)?;
+        // The suffixes, in order: `[]` items, `{}` map values.
+        let mut rest = &step[name.len()..];
+        while !rest.is_empty() {
+            if let Some(after) = rest.strip_prefix("[]") {
+                node = node.get_mut("items")?;
+                rest = after;
+            } else if let Some(after) = rest.strip_prefix("{}") {
+                node = node.get_mut("additionalProperties")?;
+                rest = after;
+            } else {
+                return None;
+            }
+        }
+    }
+    Some(node)
+}
+
 /// Sets `default` on the property at `path`, if the schema has it.
 fn set_default(schema: &mut serde_json::Value, path: &str, default: serde_json::Value) {
     let mut node = schema;
@@ -79,7 +124,7 @@ fn set_default(schema: &mut serde_json::Value, path: &str, default: serde_json::
 
 /// Adds what upstream's CRDs have and kube's derive leaves out: `listKind` and the
 /// `apiVersion`, `kind` and `metadata` properties of the root schema; keeps only the schema
-/// defaults upstream declares.
+/// defaults and `required` lists upstream declares.
 pub(crate) fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     let names = &mut crd.spec.names;
     if names.list_kind.is_none() {
@@ -100,6 +145,15 @@ pub(crate) fn complete(mut crd: CustomResourceDefinition) -> CustomResourceDefin
                     && let Ok(default) = serde_json::from_str(default)
                 {
                     set_default(&mut value, path, default);
+                }
+            }
+            strip_required(&mut value);
+            for (crd_plural, crd_version, path, fields) in DECLARED_REQUIRED {
+                if *crd_plural == plural
+                    && (*crd_version == "*" || *crd_version == version.name)
+                    && let Some(serde_json::Value::Object(node)) = node_at(&mut value, path)
+                {
+                    node.insert("required".to_owned(), serde_json::json!(fields));
                 }
             }
             if let Ok(cleaned) = serde_json::from_value(value) {
