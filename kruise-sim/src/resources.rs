@@ -48,6 +48,9 @@ pub enum CellSource {
     EventLastSeen,
     /// An Event's object, as `kind/name`.
     EventObject,
+    /// `metadata.creationTimestamp` as a timestamp, not an age (the API server's default
+    /// table, which CustomResourceDefinitions use).
+    CreatedAt,
 }
 
 /// The paths of a scale subresource.
@@ -437,7 +440,7 @@ fn columns_for(group: &str, plural: &str) -> Vec<Column> {
             age(),
         ],
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            vec![jp("Created At", "date", ".metadata.creationTimestamp")]
+            vec![col("Created At", "date", 0, CellSource::CreatedAt)]
         }
         _ => vec![age()],
     }

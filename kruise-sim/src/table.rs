@@ -97,6 +97,9 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
     match &col.source {
         CellSource::Name => o.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
         CellSource::Age => age_of(o.pointer("/metadata/creationTimestamp").and_then(Value::as_str)),
+        CellSource::CreatedAt => {
+            o.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)
+        }
         CellSource::JsonPath(p) => match jsonpath::first(o, p) {
             Some(v) => cell_json(&col.type_, v),
             // Built-in printers show zero counts and `<none>`; CRD columns stay empty.

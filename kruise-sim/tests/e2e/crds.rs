@@ -272,3 +272,25 @@ fn crd_registered_at_runtime() {
     let o = env.run(&["get", "--raw", "/apis/example.com/v1/namespaces/default/widgets"]);
     assert!(!o.ok, "{}", o.stdout);
 }
+
+/// `kubectl get crd` shows CREATED AT as the timestamp, as kube-apiserver's default table does.
+#[test]
+fn crds_list_their_creation_time() {
+    let env = Env::kruise();
+    let table = env.ok(&["get", "crd", "clonesets.apps.kruise.io"]);
+    let mut lines = table.lines();
+    assert_eq!(
+        lines.next().map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["NAME", "CREATED", "AT"]),
+        "{table}"
+    );
+    let created = env.ok(&[
+        "get",
+        "crd",
+        "clonesets.apps.kruise.io",
+        "-o",
+        "jsonpath={.metadata.creationTimestamp}",
+    ]);
+    let row: Vec<&str> = lines.next().expect("row").split_whitespace().collect();
+    assert_eq!(row, ["clonesets.apps.kruise.io", created.as_str()], "{table}");
+}
