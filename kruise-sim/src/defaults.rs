@@ -248,6 +248,32 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
         ("", "secrets") => {
             if let Some(m) = obj.as_object_mut() {
                 put_default(m, "type", json!("Opaque"));
+                // `stringData` is write-only: each value goes into `data`, base64-encoded,
+                // over a `data` entry of the same key, and `stringData` itself is not kept.
+                // (A value that is not a string stays where it is, for validation to see.)
+                if let Some(Value::Object(strings)) = m.remove("stringData") {
+                    use base64::Engine as _;
+                    let mut kept = Map::new();
+                    let data = m.entry("data").or_insert_with(|| json!({}));
+                    if data.is_null() {
+                        *data = json!({});
+                    }
+                    for (key, value) in strings {
+                        match (value.as_str(), data.as_object_mut()) {
+                            (Some(text), Some(data)) => {
+                                let encoded =
+                                    base64::engine::general_purpose::STANDARD.encode(text);
+                                data.insert(key, json!(encoded));
+                            }
+                            _ => {
+                                kept.insert(key, value);
+                            }
+                        }
+                    }
+                    if !kept.is_empty() {
+                        m.insert("stringData".into(), Value::Object(kept));
+                    }
+                }
             }
         }
         _ => {}

@@ -285,3 +285,28 @@ fn namespace_deletion_removes_contents() {
     let o = env.run(&["get", "ns", "tmp"]);
     assert!(!o.ok && o.stderr.contains(r#"namespaces "tmp" not found"#), "{}", o.stderr);
 }
+
+/// A Secret's `stringData` is written into `data`, base64-encoded and over an entry of the
+/// same key, and is not stored itself.
+#[test]
+fn secret_string_data_moves_into_data() {
+    let env = Env::new(Config::default());
+    env.ok_stdin(
+        &["apply", "-f", "-"],
+        r#"
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+data: {user: b2xk, keep: a2VlcA==}
+stringData: {user: admin, token: s3cr3t}
+"#,
+    );
+    let secret = env.json(&["get", "secret", "creds"]);
+    assert_eq!(
+        secret["data"],
+        serde_json::json!({"user": "YWRtaW4=", "keep": "a2VlcA==", "token": "czNjcjN0"}),
+        "{secret}"
+    );
+    assert!(secret.get("stringData").is_none(), "{secret}");
+    assert_eq!(secret["type"], "Opaque");
+}
