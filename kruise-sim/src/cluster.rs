@@ -400,22 +400,18 @@ impl Cluster {
 
     fn validate_builtin(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         let mut causes = Vec::new();
-        if def.group.is_empty() && def.plural == "pods" {
-            match obj.pointer("/spec/containers").and_then(Value::as_array) {
-                None => causes.push(Cause::required("spec.containers", "")),
-                Some(cs) if cs.is_empty() => causes.push(Cause::required("spec.containers", "")),
-                Some(cs) => {
-                    for (i, c) in cs.iter().enumerate() {
-                        if c.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
-                            causes.push(Cause::required(&format!("spec.containers[{i}].name"), ""));
-                        }
-                        if c.get("image").and_then(Value::as_str).unwrap_or("").is_empty() {
-                            causes
-                                .push(Cause::required(&format!("spec.containers[{i}].image"), ""));
-                        }
-                    }
-                }
-            }
+        // Pod specs, and the pod templates of the built-in workloads.
+        let pod_spec_path = match (def.group.as_str(), def.plural.as_str()) {
+            ("", "pods") => Some("spec"),
+            ("", "podtemplates") => Some("template.spec"),
+            ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets")
+            | ("batch", "jobs") => Some("spec.template.spec"),
+            ("batch", "cronjobs") => Some("spec.jobTemplate.spec.template.spec"),
+            _ => None,
+        };
+        if let Some(path) = pod_spec_path {
+            let pointer = format!("/{}", path.replace('.', "/"));
+            causes.extend(crate::pod_validation::pod_spec(obj.pointer(&pointer), path));
         }
         if def.group == "apps"
             && ["deployments", "replicasets", "statefulsets", "daemonsets"]

@@ -64,6 +64,15 @@ impl Cause {
         }
     }
 
+    /// `field: Not found: v`.
+    pub fn not_found(field: &str, value: &Value) -> Self {
+        Cause {
+            reason: "FieldValueNotFound".into(),
+            message: format!("Not found: {}", go_value(value)),
+            field: field.into(),
+        }
+    }
+
     /// `field: Duplicate value: v`.
     pub fn duplicate(field: &str, value: &Value) -> Self {
         Cause {

@@ -46,6 +46,7 @@ mod managed;
 mod match_conditions;
 pub mod nodes;
 pub mod openapi;
+mod pod_validation;
 mod protobuf;
 mod resize;
 pub mod resources;

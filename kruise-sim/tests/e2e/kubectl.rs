@@ -310,3 +310,41 @@ stringData: {user: admin, token: s3cr3t}
     assert!(secret.get("stringData").is_none(), "{secret}");
     assert_eq!(secret["type"], "Opaque");
 }
+
+/// Pods and workload templates are validated as kube-apiserver validates them.
+#[test]
+fn pod_specs_are_validated() {
+    let env = Env::new(Config::default());
+    let err = env.fails_stdin(
+        &["create", "-f", "-"],
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: dup}
+spec:
+  containers: [{name: a, image: nginx}, {name: a, image: nginx}]
+"#,
+    );
+    assert!(
+        err.contains(r#"The Pod "dup" is invalid: spec.containers[1].name: Duplicate value: "a""#),
+        "{err}"
+    );
+    let err = env.fails_stdin(
+        &["create", "-f", "-"],
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx, volumeMounts: [{name: data, mountPath: /d}]}]
+"#,
+    );
+    assert!(
+        err.contains(r#"The Deployment "web" is invalid: spec.template.spec.containers[0].volumeMounts[0].name: Not found: "data""#),
+        "{err}"
+    );
+}

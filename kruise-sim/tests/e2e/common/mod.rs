@@ -104,6 +104,12 @@ impl Env {
         o.stderr
     }
 
+    pub fn fails_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let o = self.run_with(args, Some(stdin), Duration::from_secs(60));
+        assert!(!o.ok, "kubectl {args:?} should fail:\nstdout: {}", o.stdout);
+        o.stderr
+    }
+
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let mut a = args.to_vec();
         a.extend(["-o", "json"]);
