@@ -127,6 +127,39 @@ pub struct Cluster {
 
 const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
 
+/// An update of a ConfigMap or Secret that was `immutable: true`: its data and the flag
+/// itself stay as they are (kube-apiserver's ConfigMap and Secret update validation).
+fn validate_immutable(def: &ResourceDef, old: &Value, new: &Value) -> Result<(), ApiError> {
+    let fields: &[&str] = match (def.group.as_str(), def.plural.as_str()) {
+        ("", "configmaps") => &["data", "binaryData"],
+        ("", "secrets") => &["data"],
+        _ => return Ok(()),
+    };
+    if old.get("immutable") != Some(&json!(true)) {
+        return Ok(());
+    }
+    const WHY: &str = "field is immutable when `immutable` is set";
+    let mut causes = Vec::new();
+    if new.get("immutable") != Some(&json!(true)) {
+        causes.push(Cause::forbidden("immutable", WHY));
+    }
+    // An empty map and no map are the same to the Go types.
+    let map = |v: &Value, field: &str| match v.get(field) {
+        Some(Value::Object(m)) if !m.is_empty() => Some(m.clone()),
+        _ => None,
+    };
+    for field in fields {
+        if map(old, field) != map(new, field) {
+            causes.push(Cause::forbidden(field, WHY));
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = meta_str(new, "name").unwrap_or_default().to_string();
+    Err(ApiError::invalid(&def.group, &def.kind, &name, causes))
+}
+
 fn key_of(def: &ResourceDef) -> TableKey {
     def.key()
 }
@@ -858,6 +891,7 @@ impl Cluster {
             defaults::apply(&def.group, &def.plural, &mut result);
             if sub == Sub::Main {
                 self.validate_builtin(def, &result)?;
+                validate_immutable(def, old, &result)?;
             }
         }
         if (def.group.as_str(), def.plural.as_str()) == CRDS {

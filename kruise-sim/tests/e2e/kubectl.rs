@@ -348,3 +348,40 @@ spec:
         "{err}"
     );
 }
+
+/// An immutable ConfigMap keeps its data and its flag.
+#[test]
+fn immutable_config_maps_refuse_changes() {
+    let env = Env::new(Config::default());
+    env.ok_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fixed}\ndata: {a: \"1\"}\nimmutable: true\n",
+    );
+    let err = env.fails(&[
+        "patch",
+        "configmap",
+        "fixed",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"a":"2"}}"#,
+    ]);
+    assert!(
+        err.contains("The ConfigMap \"fixed\" is invalid: data: Forbidden: field is immutable when `immutable` is set"),
+        "{err}"
+    );
+    let err = env.fails(&[
+        "patch",
+        "configmap",
+        "fixed",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"immutable":false}"#,
+    ]);
+    assert!(
+        err.contains("immutable: Forbidden: field is immutable when `immutable` is set"),
+        "{err}"
+    );
+    env.ok(&["label", "configmap", "fixed", "x=y"]);
+}
