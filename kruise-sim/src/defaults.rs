@@ -117,6 +117,29 @@ fn template(obj: &mut Value, path: &[&str]) {
 }
 
 /// Applies the defaults of a built-in kind.
+/// The DefaultTolerationSeconds admission plugin: a pod that does not already tolerate the
+/// `not-ready` or `unreachable` NoExecute taint gets a 300-second toleration for it, after
+/// its own tolerations.
+fn default_toleration_seconds(spec: &mut Map<String, Value>) {
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    if tolerations.is_null() {
+        *tolerations = json!([]);
+    }
+    let Some(list) = tolerations.as_array_mut() else { return };
+    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+        let tolerated = list.iter().any(|t| {
+            let str_of = |f: &str| t.get(f).and_then(Value::as_str).unwrap_or_default();
+            let key_matches = str_of("key") == key
+                || (str_of("key").is_empty() && str_of("operator") == "Exists");
+            let effect = str_of("effect");
+            key_matches && (effect.is_empty() || effect == "NoExecute")
+        });
+        if !tolerated {
+            list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        }
+    }
+}
+
 pub fn apply(group: &str, plural: &str, obj: &mut Value) {
     match (group, plural) {
         ("", "pods") => {
@@ -126,14 +149,7 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
                 put_default(spec, "enableServiceLinks", json!(true));
                 put_default(spec, "priority", json!(0));
                 put_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
-                put_default(
-                    spec,
-                    "tolerations",
-                    json!([
-                        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
-                    ]),
-                );
+                default_toleration_seconds(spec);
             }
         }
         ("", "podtemplates") => template(obj, &["template", "spec"]),
@@ -277,5 +293,42 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_tolerations_join_the_pods_own() {
+        let mut pod = json!({"spec": {"containers": [{"name": "a", "image": "x"}], "tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60},
+        ]}});
+        apply("", "pods", &mut pod);
+        let keys: Vec<(&str, i64)> = pod["spec"]["tolerations"]
+            .as_array()
+            .expect("tolerations")
+            .iter()
+            .map(|t| {
+                (
+                    t["key"].as_str().unwrap_or_default(),
+                    t["tolerationSeconds"].as_i64().unwrap_or(-1),
+                )
+            })
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("dedicated", -1),
+                ("node.kubernetes.io/not-ready", 60),
+                ("node.kubernetes.io/unreachable", 300)
+            ]
+        );
+        // Applying again (an update) adds nothing.
+        let before = pod.clone();
+        apply("", "pods", &mut pod);
+        assert_eq!(pod, before);
     }
 }
