@@ -1505,8 +1505,14 @@ pub(crate) fn apply_patch(
             let ops: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             let mut doc = current.clone();
-            json_patch::patch(&mut doc, &ops.0)
-                .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
+            // As kube-apiserver answers (kubectl prints the message alone): a patch that does
+            // not apply (a failed `test`, a missing path) is a generic 422.
+            json_patch::patch(&mut doc, &ops.0).map_err(|_| ApiError {
+                code: 422,
+                reason: "Invalid",
+                message: "the server rejected our request due to an error in our request".into(),
+                details: Some(json!({})),
+            })?;
             Ok(doc)
         }
         PatchType::Merge | PatchType::Apply => {

@@ -385,3 +385,40 @@ fn immutable_config_maps_refuse_changes() {
     );
     env.ok(&["label", "configmap", "fixed", "x=y"]);
 }
+
+/// A JSON patch whose `test` fails is refused as kube-apiserver refuses it.
+#[test]
+fn a_failed_json_patch_test_is_a_generic_422() {
+    let env = Env::new(Config::default());
+    env.ok(&["create", "configmap", "c", "--from-literal=a=1"]);
+    let err = env.fails(&[
+        "patch",
+        "configmap",
+        "c",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"test","path":"/data/a","value":"2"},{"op":"replace","path":"/data/a","value":"3"}]"#,
+    ]);
+    assert!(
+        err.contains("the server rejected our request due to an error in our request"),
+        "{err}"
+    );
+    assert_eq!(env.ok(&["get", "configmap", "c", "-o", "jsonpath={.data.a}"]), "1");
+    let raw = env.run_with(
+        &[
+            "patch",
+            "configmap",
+            "c",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"test","path":"/data/a","value":"2"}]"#,
+            "-v=8",
+        ],
+        None,
+        Duration::from_secs(30),
+    );
+    assert!(raw.stderr.contains("Response Status: 422 Unprocessable Entity"), "{}", raw.stderr);
+    assert!(raw.stderr.contains(r#"\"reason\":\"Invalid\""#), "{}", raw.stderr);
+}
