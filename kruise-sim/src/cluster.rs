@@ -127,6 +127,42 @@ pub struct Cluster {
 
 const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
 
+/// The scale subresource's checks of a custom resource's replica counts (apiextensions'
+/// `ValidateScaleSpec` and `ValidateScaleStatus`), after the schema's: the value at `path`
+/// (`.spec.replicas`), when present, is an integer from 0 to 2^31-1.
+fn scale_replicas_causes(obj: &Value, path: &str) -> Vec<Cause> {
+    let pointer = path.replace('.', "/");
+    let (value, shown) = match obj.pointer(&pointer) {
+        None | Some(Value::Null) => return Vec::new(),
+        Some(Value::Number(n)) if n.is_i64() => (n.as_i64().unwrap_or_default(), None),
+        Some(other) => {
+            let (text, type_) = match other {
+                Value::String(s) => (s.clone(), "string"),
+                Value::Number(n) => (n.to_string(), "float64"),
+                Value::Bool(b) => (b.to_string(), "bool"),
+                Value::Array(_) => ("[...]".to_owned(), "[]interface {}"),
+                Value::Object(_) => ("map[...]".to_owned(), "map[string]interface {}"),
+                Value::Null => (String::new(), ""),
+            };
+            (
+                0,
+                Some(format!(
+                    "{path} accessor error: {text} is of the type {type_}, expected int64"
+                )),
+            )
+        }
+    };
+    let why = match shown {
+        Some(why) => why,
+        None if value < 0 => "should be a non-negative integer".to_owned(),
+        None if value > i64::from(i32::MAX) => {
+            format!("should be less than or equal to {}", i32::MAX)
+        }
+        None => return Vec::new(),
+    };
+    vec![Cause::invalid(path, &json!(value), &why)]
+}
+
 /// An update of a ConfigMap or Secret that was `immutable: true`: its data and the flag
 /// itself stay as they are (kube-apiserver's ConfigMap and Secret update validation).
 fn validate_immutable(def: &ResourceDef, old: &Value, new: &Value) -> Result<(), ApiError> {
@@ -423,7 +459,11 @@ impl Cluster {
             }
         }
         crate::schema::default(obj, &schema);
-        let causes = crate::schema::validate(obj, &schema);
+        let mut causes = crate::schema::validate(obj, &schema);
+        if let Some(scale) = &def.scale {
+            causes.extend(scale_replicas_causes(obj, &scale.spec_replicas));
+            causes.extend(scale_replicas_causes(obj, &scale.status_replicas));
+        }
         if !causes.is_empty() {
             let name = meta_str(obj, "name").unwrap_or_default().to_string();
             return Err(ApiError::invalid(&def.group, &def.kind, &name, causes));

@@ -294,3 +294,29 @@ fn crds_list_their_creation_time() {
     let row: Vec<&str> = lines.next().expect("row").split_whitespace().collect();
     assert_eq!(row, ["clonesets.apps.kruise.io", created.as_str()], "{table}");
 }
+
+/// A replica count that is not an integer fails the schema and the scale subresource's
+/// accessor, both reported, in kube-apiserver's order.
+#[test]
+fn replicas_of_the_wrong_type_fail_twice() {
+    let env = Env::kruise();
+    let err = env.fails_stdin(
+        &["create", "-f", "-"],
+        r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: CloneSet
+metadata: {name: bad}
+spec:
+  replicas: "abc"
+  selector: {matchLabels: {app: bad}}
+  template:
+    metadata: {labels: {app: bad}}
+    spec:
+      containers: [{name: c, image: nginx}]
+"#,
+    );
+    assert!(
+        err.contains("The CloneSet \"bad\" is invalid: \n* spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"\n* .spec.replicas: Invalid value: 0: .spec.replicas accessor error: abc is of the type string, expected int64"),
+        "{err}"
+    );
+}
