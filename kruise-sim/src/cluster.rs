@@ -123,9 +123,60 @@ pub struct Cluster {
     /// Pods are deleted gracefully (a kubelet finishes the deletion): set when simulated
     /// nodes are attached.
     graceful_pods: std::sync::atomic::AtomicBool,
+    /// The service account tokens issued by TokenRequest.
+    pub(crate) tokens: crate::rbac::Tokens,
 }
 
 const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
+
+impl Cluster {
+    /// Answers a TokenRequest for the service account `namespace/name`: a token that
+    /// authenticates as it (see [`crate::rbac`]), valid for `spec.expirationSeconds` (3600 by
+    /// default) as far as the answer says.
+    pub(crate) fn token_request(
+        &self,
+        namespace: &str,
+        name: &str,
+        request: &Value,
+    ) -> Result<Value, ApiError> {
+        let key = (String::new(), "serviceaccounts".to_string());
+        if self.store.get(&key, &(namespace.to_string(), name.to_string())).is_none() {
+            return Err(ApiError::not_found("", "serviceaccounts", name));
+        }
+        let mut spec = request.get("spec").cloned().unwrap_or_else(|| json!({}));
+        let seconds = spec.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
+        if seconds < 600 {
+            return Err(ApiError::invalid(
+                "authentication.k8s.io",
+                "TokenRequest",
+                name,
+                vec![Cause::invalid(
+                    "spec.expirationSeconds",
+                    &json!(seconds),
+                    "may not specify a duration less than 10 minutes",
+                )],
+            ));
+        }
+        spec["expirationSeconds"] = json!(seconds);
+        if spec.get("audiences").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+            spec["audiences"] = json!(["https://kubernetes.default.svc.cluster.local"]);
+        }
+        if spec.get("boundObjectRef").is_none() {
+            spec["boundObjectRef"] = Value::Null;
+        }
+        let expires = jiff::Timestamp::now()
+            .checked_add(jiff::SignedDuration::from_secs(seconds))
+            .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .unwrap_or_default();
+        Ok(json!({
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": null},
+            "spec": spec,
+            "status": {"token": self.tokens.issue(namespace, name), "expirationTimestamp": expires},
+        }))
+    }
+}
 
 /// The scale subresource's checks of a custom resource's replica counts (apiextensions'
 /// `ValidateScaleSpec` and `ValidateScaleStatus`), after the schema's: the value at `path`
@@ -326,6 +377,7 @@ impl Cluster {
             faults: Default::default(),
             deferred: Default::default(),
             graceful_pods: std::sync::atomic::AtomicBool::new(false),
+            tokens: crate::rbac::Tokens::default(),
         }
     }
 

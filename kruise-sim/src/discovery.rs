@@ -113,6 +113,9 @@ pub fn resource_list(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> O
                     "kind": "Pod", "verbs": ["get", "patch", "update"]}),
                 "finalize" => json!({"name": "namespaces/finalize", "singularName": "",
                     "namespaced": false, "kind": "Namespace", "verbs": ["update"]}),
+                "token" => json!({"name": "serviceaccounts/token", "singularName": "",
+                    "namespaced": true, "group": "authentication.k8s.io", "version": "v1",
+                    "kind": "TokenRequest", "verbs": ["create"]}),
                 _ => continue,
             };
             resources.push(r);

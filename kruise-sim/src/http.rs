@@ -6,6 +6,7 @@ use crate::cluster::{
 use crate::discovery;
 use crate::error::ApiError;
 use crate::faults::FaultAction;
+use crate::rbac::Identity;
 use crate::resources::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{Event, EventType, TooOld};
@@ -270,13 +271,46 @@ where
     })
 }
 
-fn authorized<B>(app: &App, req: &Request<B>) -> bool {
-    let Some(token) = &app.token else { return true };
-    req.headers()
+/// Who sent the request: the admin (the server's token, or any request when it has none),
+/// a service account (a token TokenRequest issued), or, for the admin, the user it
+/// impersonates. `Err` answers the request: 401 without a known token, 403 for an
+/// impersonation the caller may not make.
+fn authenticate<B>(app: &App, req: &Request<B>) -> Result<Identity, ApiError> {
+    let bearer = req
+        .headers()
         .get(header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok())
         .and_then(|h| h.strip_prefix("Bearer "))
-        .is_some_and(|t| t.trim() == token)
+        .map(str::trim);
+    let caller = match (&app.token, bearer) {
+        (None, _) => Identity::admin(),
+        (Some(token), Some(given)) if given == token => Identity::admin(),
+        (_, Some(given)) => {
+            app.cluster.tokens.identity(given).ok_or_else(ApiError::unauthorized)?
+        }
+        (Some(_), None) => return Err(ApiError::unauthorized()),
+    };
+    let Some(user) = req.headers().get("impersonate-user").and_then(|h| h.to_str().ok()) else {
+        return Ok(caller);
+    };
+    if caller != Identity::admin() {
+        return Err(ApiError {
+            code: 403,
+            reason: "Forbidden",
+            message: format!(
+                "users {user:?} is forbidden: User {:?} cannot impersonate resource \"users\" in API group \"\" at the cluster scope",
+                caller.user
+            ),
+            details: Some(json!({"name": user, "kind": "users"})),
+        });
+    }
+    let groups = req
+        .headers()
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|h| h.to_str().ok().map(str::to_owned))
+        .collect();
+    Ok(Identity::impersonated(user, groups))
 }
 
 async fn route<B>(app: Arc<App>, req: Request<B>) -> Result<Response<Body>, ApiError>
@@ -298,9 +332,7 @@ where
     if segs.as_slice() == ["version"] {
         return Ok(json_response(200, &version_json()));
     }
-    if !authorized(&app, &req) {
-        return Err(ApiError::unauthorized());
-    }
+    let identity = authenticate(&app, &req)?;
     let q = query_map(req.uri().query());
     let defs = app.cluster.all_defs();
     let accept =
@@ -332,12 +364,12 @@ where
         ["api", v, rest @ ..] => {
             let (g, v) = (String::new(), v.to_string());
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
-            resource_request(app, req, &g, &v, rest, q, accept).await
+            resource_request(app, req, &identity, &g, &v, rest, q, accept).await
         }
         ["apis", g, v, rest @ ..] => {
             let (g, v) = (g.to_string(), v.to_string());
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
-            resource_request(app, req, &g, &v, rest, q, accept).await
+            resource_request(app, req, &identity, &g, &v, rest, q, accept).await
         }
         _ => Err(ApiError::no_route()),
     }
@@ -377,6 +409,7 @@ where
 async fn resource_request<B>(
     app: Arc<App>,
     req: Request<B>,
+    identity: &Identity,
     group: &str,
     version: &str,
     mut rest: Vec<String>,
@@ -442,6 +475,29 @@ where
         (&Method::DELETE, false) => "deletecollection",
         _ => "",
     };
+    let attributes = crate::rbac::Attributes {
+        verb: verb.to_owned(),
+        group: def.group.clone(),
+        resource: def.plural.clone(),
+        subresource: sub.clone().unwrap_or_default(),
+        namespace: ns.clone().unwrap_or_default(),
+        name: name.clone().unwrap_or_default(),
+    };
+    if def.plural != "selfsubjectaccessreviews" {
+        let (allowed, _) = crate::rbac::authorize(cluster.store(), identity, &attributes);
+        if !allowed {
+            let mut details = json!({"kind": def.plural, "group": def.group});
+            if let Some(name) = &name {
+                details["name"] = json!(name);
+            }
+            return Err(ApiError {
+                code: 403,
+                reason: "Forbidden",
+                message: crate::rbac::forbidden_message(identity, &attributes),
+                details: Some(details),
+            });
+        }
+    }
     let actions = cluster.faults().check(&crate::faults::RequestInfo {
         verb,
         resource: &def.plural,
@@ -477,6 +533,23 @@ where
         }
     }
     match (name.as_deref(), sub.as_deref(), &method) {
+        // Answered from the caller's identity and the RBAC objects; never stored.
+        (None, None, &Method::POST) if def.plural == "selfsubjectaccessreviews" => {
+            let (bytes, ct) = read_body(req).await?;
+            let review = decode_body(&bytes, &ct)?;
+            let answer =
+                crate::rbac::self_subject_access_review(cluster.store(), identity, &review);
+            Ok(render(201, &answer, out, &[]))
+        }
+        (_, _, _) if def.plural == "selfsubjectaccessreviews" => {
+            Err(ApiError::method_not_allowed())
+        }
+        (Some(name), Some("token"), &Method::POST) => {
+            let (bytes, ct) = read_body(req).await?;
+            let request = decode_body(&bytes, &ct)?;
+            let answer = cluster.token_request(&ns_str, name, &request)?;
+            Ok(render(201, &answer, out, &[]))
+        }
         (None, _, &Method::GET) => {
             if truthy(q.get("watch")) {
                 return serve_watch(app, def, ns, q, out, drop_after).await;

@@ -48,6 +48,7 @@ pub mod nodes;
 pub mod openapi;
 mod pod_validation;
 mod protobuf;
+mod rbac;
 mod resize;
 pub mod resources;
 pub mod schema;

@@ -66,7 +66,7 @@ pub fn builtin_schemas() -> &'static BuiltinSchemas {
 /// Adds the schema of the k8s-openapi type serving `group`/`kind` to `g`; returns its name.
 fn add_kind(g: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     use k8s_openapi::api::{
-        admissionregistration, apps, batch, coordination, core, events, policy,
+        admissionregistration, apps, authorization, batch, coordination, core, events, policy, rbac,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     fn add<T: JsonSchema>(g: &mut SchemaGenerator) -> Option<String> {
@@ -95,6 +95,15 @@ fn add_kind(g: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> 
         ("batch", "Job") => add::<batch::v1::Job>(g),
         ("batch", "CronJob") => add::<batch::v1::CronJob>(g),
         ("coordination.k8s.io", "Lease") => add::<coordination::v1::Lease>(g),
+        ("rbac.authorization.k8s.io", "ClusterRole") => add::<rbac::v1::ClusterRole>(g),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            add::<rbac::v1::ClusterRoleBinding>(g)
+        }
+        ("rbac.authorization.k8s.io", "Role") => add::<rbac::v1::Role>(g),
+        ("rbac.authorization.k8s.io", "RoleBinding") => add::<rbac::v1::RoleBinding>(g),
+        ("authorization.k8s.io", "SelfSubjectAccessReview") => {
+            add::<authorization::v1::SelfSubjectAccessReview>(g)
+        }
         ("events.k8s.io", "Event") => add::<events::v1::Event>(g),
         ("policy", "PodDisruptionBudget") => add::<policy::v1::PodDisruptionBudget>(g),
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {

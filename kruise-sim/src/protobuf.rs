@@ -739,6 +739,8 @@ fn schema_for(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("batch/v1", "Job") => &JOB,
         ("batch/v1", "CronJob") => &CRON_JOB,
         ("policy/v1", "PodDisruptionBudget") => &PDB,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => &SELF_SUBJECT_ACCESS_REVIEW,
+        ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
         _ => return None,
     })
 }
@@ -823,6 +825,59 @@ static SECRET: Msg = Msg {
         opt(2, "data", K::Map(Val::Bytes)),
         opt(4, "stringData", K::Map(Val::Str)),
         opt(3, "type", K::Str),
+    ],
+};
+
+static SELF_SUBJECT_ACCESS_REVIEW: Msg = Msg {
+    name: "SelfSubjectAccessReview",
+    fields: &[META, opt(2, "spec", K::Msg(&SELF_SUBJECT_ACCESS_REVIEW_SPEC))],
+};
+
+static SELF_SUBJECT_ACCESS_REVIEW_SPEC: Msg = Msg {
+    name: "SelfSubjectAccessReviewSpec",
+    fields: &[
+        opt(1, "resourceAttributes", K::Msg(&RESOURCE_ATTRIBUTES)),
+        opt(2, "nonResourceAttributes", K::Msg(&NON_RESOURCE_ATTRIBUTES)),
+    ],
+};
+
+static RESOURCE_ATTRIBUTES: Msg = Msg {
+    name: "ResourceAttributes",
+    fields: &[
+        opt(1, "namespace", K::Str),
+        opt(2, "verb", K::Str),
+        opt(3, "group", K::Str),
+        opt(4, "version", K::Str),
+        opt(5, "resource", K::Str),
+        opt(6, "subresource", K::Str),
+        opt(7, "name", K::Str),
+    ],
+};
+
+static NON_RESOURCE_ATTRIBUTES: Msg = Msg {
+    name: "NonResourceAttributes",
+    fields: &[opt(1, "path", K::Str), opt(2, "verb", K::Str)],
+};
+
+static TOKEN_REQUEST: Msg =
+    Msg { name: "TokenRequest", fields: &[META, opt(2, "spec", K::Msg(&TOKEN_REQUEST_SPEC))] };
+
+static TOKEN_REQUEST_SPEC: Msg = Msg {
+    name: "TokenRequestSpec",
+    fields: &[
+        rep(1, "audiences", K::Str),
+        keep(4, "expirationSeconds", K::I64),
+        opt(3, "boundObjectRef", K::Msg(&BOUND_OBJECT_REFERENCE)),
+    ],
+};
+
+static BOUND_OBJECT_REFERENCE: Msg = Msg {
+    name: "BoundObjectReference",
+    fields: &[
+        opt(1, "kind", K::Str),
+        opt(2, "apiVersion", K::Str),
+        opt(3, "name", K::Str),
+        opt(4, "uid", K::Str),
     ],
 };
 

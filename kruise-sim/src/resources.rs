@@ -329,6 +329,12 @@ const BUILTINS: &[B] = &[
         .generation()
         .smp(SmpKind::TemplateAt(&["spec", "jobTemplate", "spec", "template"])),
     b("coordination.k8s.io", "v1", "Lease", "leases", true),
+    b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
+    b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
+    b("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
+    b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true),
+    // Answered, never stored: see `crate::rbac`.
+    b("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
     b("events.k8s.io", "v1", "Event", "events", true).short(&["ev"]),
     b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true)
         .short(&["pdb"])
@@ -502,6 +508,9 @@ pub fn builtins() -> Vec<ResourceDef> {
         if b.group.is_empty() && b.plural == "namespaces" {
             extra = vec![s("finalize")];
         }
+        if b.group.is_empty() && b.plural == "serviceaccounts" {
+            extra = vec![s("token")];
+        }
         let alias = crate::builtin_conversion::alias(b.group, b.version, b.plural);
         let (storage_group, storage_version) =
             alias.map(|a| (a.storage_group, a.storage_version)).unwrap_or((b.group, b.version));
@@ -512,6 +521,9 @@ pub fn builtins() -> Vec<ResourceDef> {
         let mut verbs: Vec<String> = ALL_VERBS.iter().map(|v| v.to_string()).collect();
         if b.plural == "namespaces" {
             verbs.retain(|v| v != "deletecollection");
+        }
+        if b.plural == "selfsubjectaccessreviews" {
+            verbs.retain(|v| v == "create");
         }
         out.push(ResourceDef {
             group: s(b.group),

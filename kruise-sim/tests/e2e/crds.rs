@@ -120,7 +120,7 @@ fn kruise_schema_violations() {
     let o = env.run_with(&["create", "-f", "-"], Some(&bad), Duration::from_secs(20));
     assert!(!o.ok);
     assert!(
-        o.stderr.contains(r#"The CloneSet "cs" is invalid: spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#),
+        o.stderr.contains("The CloneSet \"cs\" is invalid: \n* spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"\n* .spec.replicas: Invalid value: 0: .spec.replicas accessor error: two is of the type string, expected int64"),
         "{}",
         o.stderr
     );
@@ -139,7 +139,9 @@ fn kruise_schema_violations() {
         raw.to_str().expect("path"),
     ]);
     assert!(
-        e.contains(r#"The CloneSet "cs" is invalid: spec.replicas: Invalid value: "string""#),
+        e.contains(r#"The CloneSet "cs" is invalid: "#)
+            && e.contains(r#"spec.replicas: Invalid value: "string""#)
+            && e.contains(".spec.replicas accessor error"),
         "{e}"
     );
     let unknown = CLONESET.replace("  replicas: 2", "  replicas: 2\n  bogus: 1");
