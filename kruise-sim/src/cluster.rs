@@ -125,6 +125,8 @@ pub struct Cluster {
     graceful_pods: std::sync::atomic::AtomicBool,
     /// The service account tokens issued by TokenRequest.
     pub(crate) tokens: crate::rbac::Tokens,
+    /// The serving CA's certificate, published in every namespace's `kube-root-ca.crt`.
+    root_ca: std::sync::OnceLock<String>,
 }
 
 const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
@@ -140,9 +142,10 @@ impl Cluster {
         request: &Value,
     ) -> Result<Value, ApiError> {
         let key = (String::new(), "serviceaccounts".to_string());
-        if self.store.get(&key, &(namespace.to_string(), name.to_string())).is_none() {
+        let Some(account) = self.store.get(&key, &(namespace.to_string(), name.to_string())) else {
             return Err(ApiError::not_found("", "serviceaccounts", name));
-        }
+        };
+        let uid = meta_str(&account, "uid").unwrap_or_default().to_string();
         let mut spec = request.get("spec").cloned().unwrap_or_else(|| json!({}));
         let seconds = spec.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
         if seconds < 600 {
@@ -171,7 +174,7 @@ impl Cluster {
         Ok(json!({
             "kind": "TokenRequest",
             "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": null},
+            "metadata": {"name": name, "namespace": namespace, "uid": uid, "creationTimestamp": null},
             "spec": spec,
             "status": {"token": self.tokens.issue(namespace, name), "expirationTimestamp": expires},
         }))
@@ -378,6 +381,7 @@ impl Cluster {
             deferred: Default::default(),
             graceful_pods: std::sync::atomic::AtomicBool::new(false),
             tokens: crate::rbac::Tokens::default(),
+            root_ca: std::sync::OnceLock::new(),
         }
     }
 
@@ -728,6 +732,10 @@ impl Cluster {
         opts: &WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
         self.check_namespace(def, ns)?;
+        let mut body = body;
+        if def.group.is_empty() && def.plural == "pods" {
+            crate::service_accounts::admit_pod(self, ns, &mut body)?;
+        }
         let (obj, warnings) = self.build_new(def, ns, body, opts)?;
         Ok((self.commit_create(def, obj, opts)?, warnings))
     }
@@ -781,6 +789,10 @@ impl Cluster {
             }
         } else {
             defaults::apply(&def.group, &def.plural, &mut obj);
+            // The built-in admission plugins run before the webhooks see the object.
+            if def.group.is_empty() && def.plural == "pods" {
+                crate::service_accounts::admit_pod(self, ns, &mut obj)?;
+            }
         }
         Ok(present(def, &obj))
     }
@@ -1230,8 +1242,26 @@ impl Cluster {
         }
     }
 
+    /// Sets the CA certificate published in `kube-root-ca.crt` (once, before namespaces are
+    /// created).
+    pub fn set_root_ca(&self, pem: &str) {
+        let _ = self.root_ca.set(pem.to_owned());
+    }
+
+    /// The CA certificate published in `kube-root-ca.crt` (empty when none was set).
+    pub(crate) fn root_ca(&self) -> String {
+        self.root_ca.get().cloned().unwrap_or_default()
+    }
+
     pub(crate) fn after_write(&self, def: &ResourceDef, event: &Option<EventType>, obj: &Value) {
         let Some(ev) = *event else { return };
+        if ev == EventType::Added
+            && def.group.is_empty()
+            && def.plural == "namespaces"
+            && let Some(name) = meta_str(obj, "name")
+        {
+            crate::service_accounts::on_namespace_created(self, name);
+        }
         self.collect_garbage(def, ev, obj);
         if (def.group.as_str(), def.plural.as_str()) == CRDS {
             if event == &Some(EventType::Deleted) {

@@ -54,6 +54,7 @@ pub mod resources;
 pub mod schema;
 pub mod selector;
 pub mod server;
+mod service_accounts;
 pub mod store;
 pub mod table;
 mod util;

@@ -264,12 +264,13 @@ impl Server {
     /// Starts the server on the current tokio runtime.
     pub async fn start(config: Config) -> Result<ServerHandle, SimError> {
         let cluster = Arc::new(Cluster::new(config.watch_history.max(1)));
+        let certs = certificates()?;
+        cluster.set_root_ca(&certs.ca_pem);
         seed(&cluster, &config)?;
         cluster.set_graceful_pod_deletion(config.graceful_pod_deletion || config.nodes.is_some());
         for (ns, name, a) in &config.webhook_services {
             cluster.admission().register_service(ns, name, *a);
         }
-        let certs = certificates()?;
         let token = config.token.clone().unwrap_or_else(|| {
             format!("{:016x}{:016x}", crate::util::rand_u64(), crate::util::rand_u64())
         });

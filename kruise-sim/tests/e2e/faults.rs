@@ -82,7 +82,8 @@ async fn watcher_survives_dropped_watches_and_gone() {
     api.create(&PostParams::default(), &cm("d")).await.expect("create d");
     until("d", has("d")).await;
     until("a relist", || inits.load(Ordering::SeqCst) >= 2).await;
-    assert_eq!(reader.state().len(), 4);
+    // a, b, c, d, and the namespace's kube-root-ca.crt.
+    assert_eq!(reader.state().len(), 5);
     driver.abort();
 }
 

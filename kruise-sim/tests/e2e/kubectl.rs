@@ -218,6 +218,9 @@ fn watch_streams_events() {
                     "get",
                     "cm",
                     "-w",
+                    // Every namespace also holds kube-root-ca.crt, as in a real cluster.
+                    "--field-selector",
+                    "metadata.name=w",
                     "--output-watch-events",
                     "-o",
                     "json",
@@ -461,4 +464,34 @@ subjects:
     );
     let err = env.fails(&["create", "token", "nobody"]);
     assert!(err.contains(r#"serviceaccounts "nobody" not found"#), "{err}");
+}
+
+/// A new namespace gets its `default` ServiceAccount and `kube-root-ca.crt`; a pod gets the
+/// service account token volume, and one naming a missing service account is refused.
+#[test]
+fn pods_pass_service_account_admission() {
+    let env = Env::new(Config::default());
+    env.ok(&["create", "namespace", "team"]);
+    assert_eq!(env.ok(&["get", "sa", "-n", "team", "-o", "name"]).trim(), "serviceaccount/default");
+    let ca =
+        env.ok(&["get", "cm", "kube-root-ca.crt", "-n", "team", "-o", "jsonpath={.data.ca\\.crt}"]);
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    env.ok(&["run", "web", "-n", "team", "--image", "nginx"]);
+    let pod = env.json(&["get", "pod", "web", "-n", "team"]);
+    assert_eq!(pod["spec"]["serviceAccountName"], "default");
+    let volume = &pod["spec"]["volumes"][0];
+    assert!(volume["name"].as_str().is_some_and(|n| n.starts_with("kube-api-access-")), "{volume}");
+    assert_eq!(volume["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"], 3607);
+    assert_eq!(
+        pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"],
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    let err = env.fails_stdin(
+        &["create", "-n", "team", "-f", "-"],
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: lost}\nspec:\n  serviceAccountName: ghost\n  containers: [{name: c, image: nginx}]\n",
+    );
+    assert!(
+        err.contains(r#"pods "lost" is forbidden: error looking up service account team/ghost: serviceaccount "ghost" not found"#),
+        "{err}"
+    );
 }
