@@ -58,17 +58,22 @@ fn validate_volumes(
 ) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for (i, volume) in volumes.and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let at = format!("{path}[{i}].name");
-        let name = volume.get("name").and_then(Value::as_str).unwrap_or_default();
-        if name.is_empty() {
-            causes.push(Cause::required(&at, ""));
-        } else if let Err(message) = check_label(name) {
-            causes.push(Cause::invalid(&at, &json!(name), &message));
-        } else if !names.insert(name.to_owned()) {
-            causes.push(Cause::duplicate(&at, &json!(name)));
-        }
+        unique_label(volume, &format!("{path}[{i}].name"), &mut names, causes);
     }
     names
+}
+
+/// Checks the `name` of a volume or container: present, a DNS-1123 label, and not in `taken`
+/// (which it joins).
+fn unique_label(item: &Value, path: &str, taken: &mut BTreeSet<String>, causes: &mut Vec<Cause>) {
+    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+    if name.is_empty() {
+        causes.push(Cause::required(path, ""));
+    } else if let Err(message) = check_label(name) {
+        causes.push(Cause::invalid(path, &json!(name), &message));
+    } else if !taken.insert(name.to_owned()) {
+        causes.push(Cause::duplicate(path, &json!(name)));
+    }
 }
 
 /// Checks one container (or init container) at `path`; `names` holds the names taken so
@@ -80,15 +85,7 @@ fn validate_container(
     names: &mut BTreeSet<String>,
     causes: &mut Vec<Cause>,
 ) {
-    let name = container.get("name").and_then(Value::as_str).unwrap_or_default();
-    let name_path = format!("{path}.name");
-    if name.is_empty() {
-        causes.push(Cause::required(&name_path, ""));
-    } else if let Err(message) = check_label(name) {
-        causes.push(Cause::invalid(&name_path, &json!(name), &message));
-    } else if !names.insert(name.to_owned()) {
-        causes.push(Cause::duplicate(&name_path, &json!(name)));
-    }
+    unique_label(container, &format!("{path}.name"), names, causes);
     if container.get("image").and_then(Value::as_str).unwrap_or_default().trim().is_empty() {
         causes.push(Cause::required(&format!("{path}.image"), ""));
     }
