@@ -50,6 +50,8 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
     /// `force` (server-side apply takes conflicting fields over).
     pub force: bool,
+    /// The write comes through `pods/resize`, which may change what a pod update may not.
+    pub(crate) pod_resize: bool,
 }
 
 /// A patch's media type.
@@ -996,6 +998,13 @@ impl Cluster {
             if sub == Sub::Main {
                 self.validate_builtin(def, &result)?;
                 validate_immutable(def, old, &result)?;
+                if def.group.is_empty() && def.plural == "pods" && !opts.pod_resize {
+                    let causes = crate::pod_validation::pod_update(old, &result);
+                    if !causes.is_empty() {
+                        let name = meta_str(&result, "name").unwrap_or_default().to_string();
+                        return Err(ApiError::invalid(&def.group, &def.kind, &name, causes));
+                    }
+                }
             }
         }
         if (def.group.as_str(), def.plural.as_str()) == CRDS {

@@ -199,6 +199,7 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, ApiError> 
         field_validation,
         field_manager: q.get("fieldManager").cloned(),
         force: truthy(q.get("force")),
+        pod_resize: false,
     })
 }
 

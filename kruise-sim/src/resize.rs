@@ -48,7 +48,8 @@ pub(crate) async fn resize(
             (Request::Patch(..), None) => return Err(ApiError::internal("resize patch lost")),
         };
         let body = resized(def, &old, &requested)?;
-        match cluster.update_admitted(def, ns, name, Sub::Main, body, opts).await {
+        let opts = WriteOptions { pod_resize: true, ..opts.clone() };
+        match cluster.update_admitted(def, ns, name, Sub::Main, body, &opts).await {
             Err(e) if e.code == 409 && patch.is_some() && attempts < 5 => attempts += 1,
             Err(e) => return Err(e),
             Ok((obj, _, warnings)) => return Ok((obj, warnings)),

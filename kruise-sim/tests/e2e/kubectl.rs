@@ -495,3 +495,38 @@ fn pods_pass_service_account_admission() {
         "{err}"
     );
 }
+
+/// A pod update may change only what Kubernetes lets change.
+#[test]
+fn pod_updates_are_validated() {
+    let env = Env::new(Config::default());
+    env.ok(&["run", "p1", "--image", "nginx"]);
+    let err = env.fails(&[
+        "patch",
+        "pod",
+        "p1",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/containers/-","value":{"name":"extra","image":"busybox"}}]"#,
+    ]);
+    assert!(
+        err.contains(r#"The Pod "p1" is invalid: spec.containers: Forbidden: pod updates may not add or remove containers"#),
+        "{err}"
+    );
+    let err = env.fails(&[
+        "patch",
+        "pod",
+        "p1",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/containers/0/env","value":[{"name":"A","value":"1"}]}]"#,
+    ]);
+    assert!(err.contains("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`"), "{err}");
+    env.ok(&["set", "image", "pod/p1", "p1=nginx:2"]);
+    assert_eq!(
+        env.ok(&["get", "pod", "p1", "-o", "jsonpath={.spec.containers[0].image}"]),
+        "nginx:2"
+    );
+}
