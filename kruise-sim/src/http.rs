@@ -294,7 +294,7 @@ fn authenticate<B>(app: &App, req: &Request<B>) -> Result<Identity, ApiError> {
     let Some(user) = req.headers().get("impersonate-user").and_then(|h| h.to_str().ok()) else {
         return Ok(caller);
     };
-    if caller != Identity::admin() {
+    if !caller.is_admin() {
         return Err(ApiError {
             code: 403,
             reason: "Forbidden",

@@ -118,27 +118,22 @@ pub(crate) fn pod_update(old: &Value, new: &Value) -> Vec<Cause> {
         restore(fields, "activeDeadlineSeconds");
     }
     // Tolerations may be added; an existing one may change only its tolerationSeconds.
-    let without_seconds = |t: &Value| {
-        let mut t = t.clone();
-        if let Some(t) = t.as_object_mut() {
-            t.remove("tolerationSeconds");
-        }
-        t
+    let tolerations = |spec: &Value| -> Vec<Value> {
+        let without_seconds = |t: &Value| {
+            let mut t = t.clone();
+            if let Some(t) = t.as_object_mut() {
+                t.remove("tolerationSeconds");
+            }
+            t
+        };
+        spec.get("tolerations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(without_seconds)
+            .collect()
     };
-    let old_tolerations: Vec<Value> = before
-        .get("tolerations")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(without_seconds)
-        .collect();
-    let new_tolerations: Vec<Value> = after
-        .get("tolerations")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(without_seconds)
-        .collect();
+    let (old_tolerations, new_tolerations) = (tolerations(before), tolerations(after));
     if old_tolerations.iter().all(|t| new_tolerations.contains(t)) {
         restore(fields, "tolerations");
     } else {

@@ -66,7 +66,8 @@ impl Identity {
         Identity { user: user.to_owned(), groups }
     }
 
-    fn is_admin(&self) -> bool {
+    /// Whether this is the cluster admin (`system:masters`).
+    pub fn is_admin(&self) -> bool {
         self.groups.iter().any(|g| g == "system:masters")
     }
 
