@@ -30,11 +30,12 @@ use kruise_sim::{Config, Server};
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::watcher;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
+
+mod support;
+use support::Manager;
 
 const CLONESETS: usize = 500;
 const REPLICAS: i32 = 20;
@@ -43,48 +44,6 @@ const TIMEOUT: Duration = Duration::from_secs(900);
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// The manager binary: `KRUISE_MANAGER_BIN`, or `kruise-manager` in the profile directory
-/// above this bench's `deps/`.
-fn manager_binary() -> Option<PathBuf> {
-    if let Ok(path) = std::env::var("KRUISE_MANAGER_BIN") {
-        return Some(PathBuf::from(path));
-    }
-    let exe = std::env::current_exe().ok()?;
-    let candidate = exe.parent()?.parent()?.join("kruise-manager");
-    candidate.exists().then_some(candidate)
-}
-
-/// The newest modification time of the files under `dir`.
-fn newest(dir: &Path) -> Option<SystemTime> {
-    let mut best = None;
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        let time =
-            if path.is_dir() { newest(&path) } else { entry.metadata().ok()?.modified().ok() };
-        best = best.max(time);
-    }
-    best
-}
-
-/// Warns when the manager's sources are newer than the binary.
-fn warn_if_stale(binary: &Path) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let built = std::fs::metadata(binary).and_then(|m| m.modified()).ok();
-    let sources = ["kruise-kube/src", "kruise-core/src", "bins/kruise-manager/src"]
-        .iter()
-        .filter_map(|d| newest(&root.join(d)))
-        .max();
-    if let (Some(built), Some(sources)) = (built, sources)
-        && sources > built
-    {
-        println!(
-            "manager_memory: WARNING: {} is older than the sources; rebuild with \
-             `cargo build --release -p kruise-manager`",
-            binary.display()
-        );
-    }
 }
 
 fn container() -> serde_json::Value {
@@ -141,139 +100,6 @@ fn count_pods(client: kube::Client, seen: Arc<AtomicUsize>) -> tokio::task::Join
     })
 }
 
-/// Stops the manager with SIGTERM (graceful), then SIGKILL if it lingers.
-fn stop(child: &mut Child) {
-    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Prints how many WARN and ERROR lines the manager logged, and the first few.
-fn log_summary(log: &Path) {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let interesting: Vec<&str> =
-        text.lines().filter(|l| l.contains(" WARN ") || l.contains(" ERROR ")).collect();
-    let errors = interesting.iter().filter(|l| l.contains(" ERROR ")).count();
-    println!(
-        "manager_memory: manager log {}: {} lines, {} WARN, {errors} ERROR",
-        log.display(),
-        text.lines().count(),
-        interesting.len() - errors
-    );
-    for line in interesting.iter().take(10) {
-        println!("  {line}");
-    }
-}
-
-/// `GET path` on loopback `port`: the status code and the body.
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read as _, Write as _};
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let code = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
-    Some((code, body))
-}
-
-/// A free loopback port (bound and released; good enough for a bench).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// One manager subprocess and what it needs.
-struct Manager {
-    child: Child,
-    pid: String,
-    /// Probes and metrics, on loopback.
-    port: u16,
-    log: PathBuf,
-}
-
-impl Manager {
-    fn start(binary: &Path, kubeconfig: &Path, log: PathBuf, qps: f32, burst: u32) -> Manager {
-        let port = free_port();
-        let addr = format!("127.0.0.1:{port}");
-        let child = Command::new(binary)
-            .args(["run", "--kubeconfig"])
-            .arg(kubeconfig)
-            .args(["--enable-leader-election=false", "--enable-webhook=false"])
-            .args(["--metrics-addr", &addr, "--health-probe-addr", &addr])
-            .args(["--rest-config-qps", &qps.to_string()])
-            .args(["--rest-config-burst", &burst.to_string()])
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("manager starts");
-        let pid = child.id().to_string();
-        Manager { child, pid, port, log }
-    }
-
-    fn memory(&self) -> (f64, f64) {
-        benches::memory_mib(&self.pid)
-    }
-
-    fn exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
-    }
-
-    /// Waits until `/readyz` answers 200 (the caches have listed).
-    async fn wait_ready(&mut self) -> Duration {
-        let start = Instant::now();
-        while start.elapsed() < TIMEOUT && !self.exited() {
-            let port = self.port;
-            let answer =
-                tokio::task::spawn_blocking(move || http_get(port, "/readyz")).await.ok().flatten();
-            if answer.is_some_and(|(code, _)| code == 200) {
-                return start.elapsed();
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the manager did not become ready; see {}", self.log.display());
-    }
-
-    /// The reconcile counters from `/metrics`, as `result=count` pairs.
-    async fn reconciles(&self) -> String {
-        let port = self.port;
-        let body = tokio::task::spawn_blocking(move || http_get(port, "/metrics"))
-            .await
-            .ok()
-            .flatten()
-            .map(|(_, body)| body)
-            .unwrap_or_default();
-        let mut out = Vec::new();
-        for line in body.lines() {
-            if line.starts_with("controller_runtime_reconcile_total{") {
-                let result = line.split("result=\"").nth(1).and_then(|r| r.split('"').next());
-                let count = line.rsplit(' ').next().unwrap_or("?");
-                out.push(format!("{}={count}", result.unwrap_or("?")));
-            }
-        }
-        out.sort();
-        if out.is_empty() { "none".into() } else { out.join(", ") }
-    }
-
-    fn stop(mut self) {
-        stop(&mut self.child);
-        log_summary(&self.log);
-    }
-}
-
 /// Waits until the server has taken no write for `quiet`; returns the resourceVersion.
 async fn wait_quiet(server: &kruise_sim::ServerHandle, quiet: Duration) -> u64 {
     let store = server.cluster().store();
@@ -302,14 +128,7 @@ async fn settle_and_read(manager: &Manager, settle: Duration, mut sampled: f64) 
 }
 
 fn main() {
-    let Some(binary) = manager_binary() else {
-        eprintln!(
-            "manager_memory: no kruise-manager binary next to this bench; run \
-             `cargo build --release -p kruise-manager` first (or set KRUISE_MANAGER_BIN)"
-        );
-        std::process::exit(2);
-    };
-    warn_if_stale(&binary);
+    let binary = support::manager_binary_or_exit("manager_memory");
     let qps: f32 = env_or("KRUISE_BENCH_QPS", 0.0);
     let burst: u32 = env_or("KRUISE_BENCH_BURST", 2000);
     let settle = Duration::from_secs(env_or("KRUISE_BENCH_SETTLE_SECS", 5));
@@ -327,13 +146,13 @@ fn main() {
 
         // Phase 1: an empty cluster; the manager creates every pod.
         let log = dir.join(format!("kruise-manager-memory-{id}-1.log"));
-        let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst);
+        let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst, &[]);
         println!(
             "manager_memory: {} (pid {}), client rate limit: {limit}",
             binary.display(),
             manager.pid
         );
-        manager.wait_ready().await;
+        manager.wait_ready(TIMEOUT).await;
         tokio::time::sleep(Duration::from_secs(1)).await;
         let (rss_empty, _) = manager.memory();
 
@@ -386,7 +205,7 @@ fn main() {
                 clonesets_done(&clonesets).await,
                 manager.memory().0
             );
-            manager.stop();
+            manager.stop(Some("manager_memory"));
             std::process::exit(1);
         };
         let rv_done = server.cluster().store().current_rv();
@@ -416,13 +235,13 @@ fn main() {
             "manager_memory: manager peak RSS (VmHWM): {hwm:.1} MiB (sampled every 250 ms: \
              {sampled_peak:.1} MiB)"
         );
-        manager.stop();
+        manager.stop(Some("manager_memory"));
 
         // Phase 2: a manager restarted against the 10,000 pods: the caches fill from lists.
         let rv_before = server.cluster().store().current_rv();
         let log = dir.join(format!("kruise-manager-memory-{id}-2.log"));
-        let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst);
-        let ready = manager.wait_ready().await;
+        let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst, &[]);
+        let ready = manager.wait_ready(TIMEOUT).await;
         let start_quiet = Instant::now();
         let rv_quiet = wait_quiet(&server, Duration::from_secs(2)).await;
         let quiet = ready + start_quiet.elapsed();
@@ -440,7 +259,7 @@ fn main() {
             "manager_memory: restarted manager steady RSS: {rss2:.1} MiB, peak (VmHWM): \
              {hwm2:.1} MiB (sampled: {sampled2:.1} MiB)"
         );
-        manager.stop();
+        manager.stop(Some("manager_memory"));
 
         let worst = rss.max(rss2);
         println!(

@@ -1,69 +1,106 @@
-//! The manager scaling a CloneSet from 0 to 1,000 pods, against the same client creating
-//! the 1,000 pods itself.
+//! Scale-out: the manager scaling a CloneSet from 0 to 1,000 pods, against a raw client that
+//! creates the same 1,000 pods in kube-controller-manager's ReplicaSet pattern, with the API
+//! server's writes slowed to what a server in front of etcd takes.
 //!
-//! Everything runs in this process: the embedded API server (`kruise-sim` with the Kruise
-//! CRDs, no nodes, so pods stay Pending) and, for the first scenario, the manager
-//! (`kruise_kube::manager::run`, no leader election, no probes, no webhooks). The client the
-//! manager (or the bench) writes with is built as `kruise-manager` builds its own: the
-//! kubeconfig through `kruise_kube::client::client_from_config` with `--rest-config-qps` and
-//! `--rest-config-burst` (default here: qps 0 = no client-side limit; override with
-//! `KRUISE_BENCH_QPS` and `KRUISE_BENCH_BURST`).
+//! The embedded API server (`kruise-sim` with the Kruise CRDs, no nodes, so pods stay
+//! Pending) runs in this process, its writes (create, update, patch, delete) delayed by the
+//! write latency (`Faults::slow_writes`), which runs concurrently as etcd's does. The manager
+//! is the release `kruise-manager` binary, run as a subprocess (`run --kubeconfig ...
+//! --enable-leader-election=false --enable-webhook=false`) so that its memory is its own.
+//! Both the manager and the raw client build their client the same way (kube-rs over
+//! HTTPS, `--rest-config-qps`/`--rest-config-burst`; default here: qps 0 = no client-side
+//! limit; override with `KRUISE_BENCH_QPS` and `KRUISE_BENCH_BURST`).
 //!
-//! - "manager 0->1000": the CloneSet exists with `replicas: 0` and has been reconciled once;
-//!   timed from the patch to `replicas: 1000` until a watch (a separate, unlimited client) has
-//!   seen 1,000 pods of it.
-//! - "client 1000 creates, 32 in flight": the same kind of client creates 1,000 pods (32
-//!   requests in flight, the applier's concurrency), timed until the watch has seen them all.
-//! - "client 1000 creates, sequential": the same, one request at a time.
-//! - "client 1000 creates, slow-start batches": the same in batches of 1, 2, 4, ... 32, each
-//!   finished before the next starts, as the manager's applier sends creates.
+//! Per write latency (`KRUISE_BENCH_WRITE_LATENCY_MS`, a comma-separated list, default
+//! `2,5`):
 //!
-//! Before those, one "detail" run of the manager (also until its status reports 1,000
-//! replicas, with the writes, Events and reconciles it took) and one of the client.
+//! - "manager": the CloneSet exists with `replicas: 0` and has been reconciled once; timed
+//!   from the patch to `replicas: 1000` until a watch (a separate client) has seen 1,000 pods
+//!   of it. The manager's peak RSS (`VmHWM`) is read right after.
+//! - "client, ReplicaSet batches": the raw client creates the 1,000 pods in slow-start batches
+//!   of 1, 2, 4, ... doubling up to 500, every create of a batch in flight at once and each
+//!   batch finished before the next starts, as the ReplicaSet controller sends them; timed
+//!   until the watch has seen them all. This is the target: the manager within 1.05x of it.
+//! - "client, batches capped at 32": the same with batches that stop doubling at 32 (the
+//!   applier before it followed the ReplicaSet pattern), for comparison.
 //!
-//! A fresh server (and manager) per iteration; their start is not timed. Criterion reports
-//! each scenario; a table with the medians and the ratios is printed at the end.
+//! Before those, one "detail" run of each: the manager until its status reports 1,000
+//! replicas (the writes, Events, reconciles and connections it took), and the clients.
 //!
-//! `cargo bench -p benches --bench manager_scale`
+//! A fresh server (and manager) per run; their start is not timed. Criterion reports each
+//! scenario; a table with the medians, the ratios and the manager's peak RSS is printed at
+//! the end.
+//!
+//! ```text
+//! cargo build --release -p kruise-manager
+//! cargo bench -p benches --bench manager_scale
+//! ```
 
 use criterion::{Criterion, SamplingMode};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
-use kruise_kube::manager::{ManagerConfig, ManagerHandle};
 use kruise_sim::{Config, Server, ServerHandle};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod support;
+use support::Manager;
+
 const PODS: usize = 1000;
-const IN_FLIGHT: usize = 32;
+/// kube-controller-manager's `burstReplicas`: the ReplicaSet controller's largest batch.
+const REPLICASET_BURST: usize = 500;
+/// The applier's old cap, for comparison.
+const OLD_CAP: usize = 32;
 const LABELS: &str = "app=web";
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
 
 /// The client-side rate limit: (qps, burst).
 fn limits() -> (f32, u32) {
-    let qps = std::env::var("KRUISE_BENCH_QPS").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    let burst =
-        std::env::var("KRUISE_BENCH_BURST").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
-    (qps, burst)
+    (env_or("KRUISE_BENCH_QPS", 0.0), env_or("KRUISE_BENCH_BURST", 2000))
 }
 
-/// A server with the Kruise CRDs; the client under test (built like the manager's) and an
-/// unlimited client for watching.
-async fn cluster() -> (ServerHandle, kube::Client, kube::Client) {
+/// The write latencies to run at, in milliseconds.
+fn latencies() -> Vec<u64> {
+    let list = std::env::var("KRUISE_BENCH_WRITE_LATENCY_MS").unwrap_or_else(|_| "2,5".into());
+    list.split(',').filter_map(|v| v.trim().parse().ok()).collect()
+}
+
+/// A server with the Kruise CRDs whose writes take `latency`, its kubeconfig written to a
+/// file, and an unlimited client for setting up and watching.
+async fn cluster(latency: Duration) -> (ServerHandle, PathBuf, kube::Client) {
     let server = Server::start(Config::default().with_kruise_crds()).await.expect("server starts");
+    if !latency.is_zero() {
+        server.faults().slow_writes(latency);
+    }
+    let path = std::env::temp_dir().join(format!(
+        "kruise-manager-scale-{}-{}.kubeconfig",
+        std::process::id(),
+        server.addr
+    ));
+    server.write_kubeconfig(&path).expect("kubeconfig written");
+    let watch =
+        kruise_sim::nodes::client_from_kubeconfig(&server.kubeconfig).await.expect("watch client");
+    (server, path, watch)
+}
+
+/// A client built as `kruise-manager` builds its own.
+async fn manager_like_client(server: &ServerHandle) -> kube::Client {
     let kubeconfig =
         kube::config::Kubeconfig::from_yaml(&server.kubeconfig).expect("kubeconfig parses");
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .expect("kube config");
     let (qps, burst) = limits();
-    let client = kruise_kube::client::client_from_config(config, qps, burst).expect("client");
-    let watch =
-        kruise_sim::nodes::client_from_kubeconfig(&server.kubeconfig).await.expect("watch client");
-    (server, client, watch)
+    kruise_kube::client::client_from_config(config, qps, burst).expect("client")
 }
 
 fn container() -> serde_json::Value {
@@ -132,66 +169,69 @@ async fn watch_pods(client: &kube::Client, count: usize) -> tokio::task::JoinHan
 struct ManagerRun {
     /// From the scale patch until the watch has seen every pod.
     pods: Duration,
+    /// The manager's peak RSS (`VmHWM`, MiB) right after, and its RSS before the patch.
+    peak_rss: f64,
+    rss_before: f64,
+    /// Connections the server accepted from the patch until every pod was seen.
+    connections: u64,
+    /// CPU seconds the manager, and this process (the API server and the watch), used from
+    /// the patch until every pod was seen.
+    manager_cpu: f64,
+    server_cpu: f64,
     /// From the scale patch until the CloneSet's status reports every replica.
     status: Option<Duration>,
     /// Writes the server took (resourceVersion delta) from the patch until the status.
     writes: u64,
     /// Events in the namespace at the end.
     events: usize,
-    /// Pods with an `InPlaceUpdateReady` condition (a status patch each) at the end.
-    conditioned: usize,
-    /// Reconciles the manager counted (`controller_runtime_reconcile_total`).
-    reconciles: f64,
-}
-
-/// The sum of every sample of `metric` in the Prometheus text `text`.
-fn metric_sum(text: &str, metric: &str) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with(metric) && l[metric.len()..].starts_with(['{', ' ']))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    /// Reconciles the manager counted.
+    reconciles: String,
 }
 
 /// One run of the manager scaling 0 -> `PODS`; with `detail`, also waits for the status.
-async fn manager_run(detail: bool) -> ManagerRun {
-    let (server, client, watch_client) = cluster().await;
-    let mut config = ManagerConfig::default();
-    config.leader_election = None;
-    config.metrics_addr = None;
-    config.health_addr = None;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<ManagerHandle>();
-    let manager = tokio::spawn(kruise_kube::manager::run(
-        client,
-        config,
-        async move {
-            let _ = stop_rx.await;
-        },
-        Some(started_tx),
-    ));
-    let handle = started_rx.await.expect("manager started");
-    while !handle.health.is_ready() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+async fn manager_run(binary: &Path, latency: Duration, detail: bool) -> ManagerRun {
+    let (server, kubeconfig, watch_client) = cluster(latency).await;
+    let log = kubeconfig.with_extension("log");
+    let (qps, burst) = limits();
+    let mut manager = Manager::start(binary, &kubeconfig, log, qps, burst, &[]);
+    manager.wait_ready(TIMEOUT).await;
 
     // The CloneSet at 0, reconciled once (its status observed generation 1).
     let api: Api<CloneSet> = Api::namespaced(watch_client.clone(), "default");
     api.create(&PostParams::default(), &cloneset(0)).await.expect("cloneset created");
+    let deadline = Instant::now() + TIMEOUT;
     loop {
         let cs = api.get("web").await.expect("cloneset read");
         if cs.status.is_some_and(|s| s.observed_generation >= 1) {
             break;
         }
+        assert!(Instant::now() < deadline, "the manager never reconciled the CloneSet");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let watch = watch_pods(&watch_client, PODS).await;
     let rv0 = server.cluster().store().current_rv();
+    let connections0 = server.connections_accepted();
+    let rss_before = manager.memory().0;
+    let (manager_cpu0, server_cpu0) =
+        (benches::cpu_seconds(&manager.pid), benches::cpu_seconds("self"));
 
     let start = Instant::now();
     let patch = serde_json::json!({"spec": {"replicas": PODS}});
     api.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("scaled");
-    watch.await.expect("watch task");
-    let mut run = ManagerRun { pods: start.elapsed(), ..ManagerRun::default() };
+    tokio::time::timeout(TIMEOUT, watch)
+        .await
+        .expect("every pod within the timeout")
+        .expect("watch");
+    let mut run = ManagerRun {
+        pods: start.elapsed(),
+        peak_rss: manager.memory().1,
+        rss_before,
+        manager_cpu: benches::cpu_seconds(&manager.pid) - manager_cpu0,
+        server_cpu: benches::cpu_seconds("self") - server_cpu0,
+        // Less the bench's own patch, which opened none (its client's connection is pooled).
+        connections: server.connections_accepted() - connections0,
+        ..ManagerRun::default()
+    };
 
     if detail {
         loop {
@@ -199,83 +239,69 @@ async fn manager_run(detail: bool) -> ManagerRun {
             if cs.status.is_some_and(|s| s.replicas == PODS as i32 && s.observed_generation >= 2) {
                 break;
             }
+            assert!(start.elapsed() < TIMEOUT, "the status never reported every replica");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         run.status = Some(start.elapsed());
         run.writes = server.cluster().store().current_rv() - rv0;
         let events: Api<Event> = Api::namespaced(watch_client.clone(), "default");
-        let pods: Api<Pod> = Api::namespaced(watch_client.clone(), "default");
-        let listed = pods.list(&ListParams::default().labels(LABELS)).await.expect("pods listed");
-        run.conditioned = listed
-            .items
-            .iter()
-            .filter(|p| {
-                let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
-                conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "InPlaceUpdateReady"))
-            })
-            .count();
         run.events = events.list(&ListParams::default()).await.map_or(0, |l| l.items.len());
-        run.reconciles = metric_sum(&handle.metrics.encode(), "controller_runtime_reconcile_total");
+        run.reconciles = manager.reconciles().await;
     }
 
-    let _ = stop_tx.send(());
-    manager.await.expect("manager task").expect("manager ran");
+    manager.stop(detail.then_some("manager_scale"));
     server.shutdown();
+    let _ = std::fs::remove_file(&kubeconfig);
     run
 }
 
-/// How the client sends its creates.
-#[derive(Clone, Copy)]
-enum Creates {
-    /// Up to this many requests in flight at any time.
-    InFlight(usize),
-    /// Batches of 1, 2, 4, ... up to `IN_FLIGHT`, each finished before the next starts (the
-    /// applier's slow start).
-    SlowStart,
-}
-
-/// One run of the client creating `PODS` pods; the time and the writes the server took.
-async fn client_run(creates: Creates) -> (Duration, u64) {
-    let (server, client, watch_client) = cluster().await;
+/// One run of the raw client creating `PODS` pods in slow-start batches of 1, 2, 4, ...
+/// that stop doubling at `cap`, every create of a batch in flight at once; the time, the
+/// writes the server took and the connections it accepted.
+async fn client_run(latency: Duration, cap: usize) -> (Duration, u64, u64, f64) {
+    let (server, kubeconfig, watch_client) = cluster(latency).await;
+    let client = manager_like_client(&server).await;
     let watch = watch_pods(&watch_client, PODS).await;
     let api: Api<Pod> = Api::namespaced(client, "default");
     let rv0 = server.cluster().store().current_rv();
+    let connections0 = server.connections_accepted();
+    let cpu0 = benches::cpu_seconds("self");
     let start = Instant::now();
-    let create = |range: std::ops::Range<usize>, in_flight: usize| {
-        futures::stream::iter(range)
+    let (mut next, mut batch) = (0, 1);
+    while next < PODS {
+        let end = (next + batch).min(PODS);
+        futures::stream::iter(next..end)
             .map(|i| {
                 let api = api.clone();
                 async move { api.create(&PostParams::default(), &pod(i)).await.map(|_| ()) }
             })
-            .buffer_unordered(in_flight)
+            .buffer_unordered(batch)
             .try_collect::<()>()
-    };
-    match creates {
-        Creates::InFlight(n) => create(0..PODS, n).await.expect("pods created"),
-        Creates::SlowStart => {
-            let (mut start, mut batch) = (0, 1);
-            while start < PODS {
-                let end = (start + batch).min(PODS);
-                create(start..end, IN_FLIGHT).await.expect("pods created");
-                start = end;
-                batch = (batch * 2).min(IN_FLIGHT);
-            }
-        }
+            .await
+            .expect("pods created");
+        next = end;
+        batch = (batch * 2).min(cap);
     }
-    watch.await.expect("watch task");
+    tokio::time::timeout(TIMEOUT, watch)
+        .await
+        .expect("every pod within the timeout")
+        .expect("watch");
     let elapsed = start.elapsed();
     let writes = server.cluster().store().current_rv() - rv0;
+    let connections = server.connections_accepted() - connections0;
+    let cpu = benches::cpu_seconds("self") - cpu0;
     server.shutdown();
-    (elapsed, writes)
+    let _ = std::fs::remove_file(&kubeconfig);
+    (elapsed, writes, connections, cpu)
 }
 
-/// Every run's time, per scenario, for the table at the end.
+/// Every run's time per scenario, and the manager's peak RSS, for the table at the end.
 #[derive(Default)]
 struct Runs {
     manager: Vec<Duration>,
-    concurrent: Vec<Duration>,
-    sequential: Vec<Duration>,
-    slow_start: Vec<Duration>,
+    replicaset: Vec<Duration>,
+    capped: Vec<Duration>,
+    peak_rss: Vec<f64>,
 }
 
 fn median(runs: &[Duration]) -> Duration {
@@ -289,101 +315,111 @@ fn median(runs: &[Duration]) -> Duration {
 }
 
 fn main() {
+    let binary = support::manager_binary_or_exit("manager_scale");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let mut c = Criterion::default().configure_from_args();
-    let runs = RefCell::new(Runs::default());
     let (qps, burst) = limits();
     let limit = if qps > 0.0 { format!("qps {qps}, burst {burst}") } else { "no limit".into() };
-    println!("manager_scale: client rate limit: {limit} (KRUISE_BENCH_QPS, KRUISE_BENCH_BURST)");
-
+    println!(
+        "manager_scale: {} (as a subprocess); client rate limit: {limit} (KRUISE_BENCH_QPS, \
+         KRUISE_BENCH_BURST)",
+        binary.display()
+    );
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    if filter.as_deref().is_none_or(|f| "manager_scale/detail".contains(f)) {
-        let run = rt.block_on(manager_run(true));
-        println!(
-            "manager_scale/detail: one run: {PODS} pods after {:.3} s, status.replicas {PODS} \
-             after {:.3} s; {} writes (resourceVersion), {} Events, {} pods with an \
-             InPlaceUpdateReady condition, {} reconciles",
-            run.pods.as_secs_f64(),
-            run.status.unwrap_or_default().as_secs_f64(),
-            run.writes,
-            run.events,
-            run.conditioned,
-            run.reconciles
-        );
-        let (took, writes) = rt.block_on(client_run(Creates::InFlight(IN_FLIGHT)));
-        println!(
-            "manager_scale/detail: one run of the client, 32 in flight: {PODS} pods after \
-             {:.3} s; {writes} writes (resourceVersion)",
-            took.as_secs_f64()
-        );
-    }
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    let runs: RefCell<BTreeMap<u64, Runs>> = RefCell::default();
 
-    let mut g = c.benchmark_group("manager_scale");
-    g.sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_millis(1))
-        .measurement_time(Duration::from_secs(8));
-    let mut bench =
-        |name: &str, pick: fn(&mut Runs) -> &mut Vec<Duration>, run: &dyn Fn() -> Duration| {
-            g.bench_function(name, |b| {
+    for ms in latencies() {
+        let latency = Duration::from_millis(ms);
+        let tag = format!("{ms} ms writes");
+        if wanted(&format!("manager_scale/detail, {tag}")) {
+            let run = rt.block_on(manager_run(&binary, latency, true));
+            println!(
+                "manager_scale/detail, {tag}: manager: {PODS} pods after {:.3} s, status.replicas \
+                 {PODS} after {:.3} s; {} writes (resourceVersion), {} Events, {} connections \
+                 opened; reconciles: {}; RSS {:.1} MiB before, peak {:.1} MiB; CPU until \
+                 every pod: manager {:.3} s, server and watch {:.3} s",
+                run.pods.as_secs_f64(),
+                run.status.unwrap_or_default().as_secs_f64(),
+                run.writes,
+                run.events,
+                run.connections,
+                run.reconciles,
+                run.rss_before,
+                run.peak_rss,
+                run.manager_cpu,
+                run.server_cpu,
+            );
+            for (name, cap) in [("ReplicaSet batches", REPLICASET_BURST), ("capped at 32", OLD_CAP)]
+            {
+                let (took, writes, connections, cpu) = rt.block_on(client_run(latency, cap));
+                println!(
+                    "manager_scale/detail, {tag}: client, {name}: {PODS} pods after {:.3} s; \
+                     {writes} writes, {connections} connections opened; CPU (server, client and \
+                     watch) {cpu:.3} s",
+                    took.as_secs_f64()
+                );
+            }
+        }
+
+        let mut g = c.benchmark_group("manager_scale");
+        g.sample_size(10)
+            .sampling_mode(SamplingMode::Flat)
+            .warm_up_time(Duration::from_millis(1))
+            .measurement_time(Duration::from_secs(3));
+        let mut bench = |name: &str, run: &dyn Fn(&mut Runs) -> Duration| {
+            g.bench_function(format!("{name}, {tag}"), |b| {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let t = run();
-                        pick(&mut runs.borrow_mut()).push(t);
-                        total += t;
+                        total += run(runs.borrow_mut().entry(ms).or_default());
                     }
                     total
                 })
             });
         };
-    bench("manager 0->1000", |r| &mut r.manager, &|| rt.block_on(manager_run(false)).pods);
-    bench("client 1000 creates, 32 in flight", |r| &mut r.concurrent, &|| {
-        rt.block_on(client_run(Creates::InFlight(IN_FLIGHT))).0
-    });
-    bench("client 1000 creates, sequential", |r| &mut r.sequential, &|| {
-        rt.block_on(client_run(Creates::InFlight(1))).0
-    });
-    bench("client 1000 creates, slow-start batches", |r| &mut r.slow_start, &|| {
-        rt.block_on(client_run(Creates::SlowStart)).0
-    });
-    g.finish();
+        bench("manager 0->1000", &|r| {
+            let run = rt.block_on(manager_run(&binary, latency, false));
+            r.manager.push(run.pods);
+            r.peak_rss.push(run.peak_rss);
+            run.pods
+        });
+        bench("client, ReplicaSet batches", &|r| {
+            let took = rt.block_on(client_run(latency, REPLICASET_BURST)).0;
+            r.replicaset.push(took);
+            took
+        });
+        bench("client, batches capped at 32", &|r| {
+            let took = rt.block_on(client_run(latency, OLD_CAP)).0;
+            r.capped.push(took);
+            took
+        });
+        g.finish();
+    }
     c.final_summary();
 
     let runs = runs.into_inner();
-    if runs.manager.is_empty() || runs.concurrent.is_empty() {
-        // A filter picked a subset; no ratio to print.
-        return;
-    }
-    let (m, cc, s) = (median(&runs.manager), median(&runs.concurrent), median(&runs.sequential));
-    let ss = median(&runs.slow_start);
     println!();
     println!("manager_scale: medians over every run (warm-up included), {PODS} pods, {limit}");
-    println!("| scenario | runs | median | per pod | vs 32 in flight |");
-    println!("|---|---:|---:|---:|---:|");
-    let row = |name: &str, n: usize, d: Duration| {
-        if n == 0 {
-            return;
-        }
-        println!(
-            "| {name} | {n} | {:.3} s | {:.0} µs | {:.2}x |",
-            d.as_secs_f64(),
-            d.as_secs_f64() * 1e6 / PODS as f64,
-            d.as_secs_f64() / cc.as_secs_f64()
-        );
-    };
-    row("manager 0->1000", runs.manager.len(), m);
-    row("client, 32 in flight", runs.concurrent.len(), cc);
-    row("client, sequential", runs.sequential.len(), s);
-    row("client, slow-start batches (1, 2, 4, ... 32)", runs.slow_start.len(), ss);
     println!(
-        "manager_scale: ratio manager / client (32 in flight) = {:.2}",
-        m.as_secs_f64() / cc.as_secs_f64()
+        "| write latency | manager (runs) | client, ReplicaSet batches | client, capped at 32 | \
+         manager / ReplicaSet client | manager peak RSS (max) |"
     );
-    if !runs.sequential.is_empty() {
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for (ms, r) in &runs {
+        if r.manager.is_empty() || r.replicaset.is_empty() {
+            continue;
+        }
+        let (m, rs, cap) = (median(&r.manager), median(&r.replicaset), median(&r.capped));
+        let ratio = m.as_secs_f64() / rs.as_secs_f64();
+        let rss = r.peak_rss.iter().copied().fold(0.0, f64::max);
         println!(
-            "manager_scale: ratio manager / client (sequential) = {:.2}",
-            m.as_secs_f64() / s.as_secs_f64()
+            "| {ms} ms | {:.3} s ({}) | {:.3} s | {:.3} s | {ratio:.2}x ({}) | {rss:.1} MiB |",
+            m.as_secs_f64(),
+            r.manager.len(),
+            rs.as_secs_f64(),
+            cap.as_secs_f64(),
+            if ratio <= 1.05 { "target <= 1.05x met" } else { "target <= 1.05x NOT met" },
         );
     }
 }

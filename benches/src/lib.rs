@@ -132,6 +132,18 @@ pub fn memory_mib(pid: &str) -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// CPU time (user + system) process `pid` (`"self"` for this one) has used, in seconds,
+/// from /proc (Linux, 100 ticks a second); 0 where unreadable.
+pub fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The command name may hold spaces; the fields after it are space-separated.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn statefulset(
     replicas: usize,
     image: &str,

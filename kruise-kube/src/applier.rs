@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Resource};
 
 use crate::leader::LeaderHandle;
 
@@ -244,6 +244,28 @@ impl SpamFilter {
     }
 }
 
+/// kube-controller-manager's `burstReplicas`: the largest batch of creations in flight.
+pub const DEFAULT_CREATE_BURST: usize = 500;
+
+/// What a write reads back from the server's answer: the resourceVersion, and nothing else
+/// (the rest of the object is skipped, not decoded).
+#[derive(serde::Deserialize)]
+struct Written {
+    #[serde(default)]
+    metadata: WrittenMeta,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct WrittenMeta {
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: Option<String>,
+}
+
+/// Where objects of kind `K` live in namespace `ns`.
+fn request_for<K: Resource<DynamicType = ()>>(ns: &str) -> kube::core::Request {
+    kube::core::Request::new(K::url_path(&(), Some(ns)))
+}
+
 /// Shared write context: the leadership gate and the Event recorder.
 #[derive(Clone)]
 pub struct Applier {
@@ -252,8 +274,12 @@ pub struct Applier {
     /// Events go out in the background, so recording one never holds up a reconcile.
     events: tokio::sync::mpsc::Sender<QueuedEvent>,
     spam: Arc<Mutex<SpamFilter>>,
-    /// How many independent writes of one kind run at once.
+    /// How many independent writes of one kind run at once (deletes, patches).
     pub concurrency: usize,
+    /// The largest slow-start batch of creations: batches of 1, 2, 4, ... double up to this,
+    /// every creation of a batch in flight at once (kube-controller-manager's
+    /// `burstReplicas`, 500).
+    pub create_burst: usize,
     /// Bound on each write.
     pub timeout: Duration,
 }
@@ -283,6 +309,7 @@ impl Applier {
             client,
             leader,
             concurrency: 32,
+            create_burst: DEFAULT_CREATE_BURST,
             timeout: Duration::from_secs(30),
         }
     }
@@ -309,6 +336,67 @@ impl Applier {
             Ok(result) => result.map_err(ApplyError::from_kube),
             Err(_) => Err(ApplyError::Transport(format!("no answer within {:?}", self.timeout))),
         }
+    }
+
+    /// Sends a built request as [`Applier::write`] does, reading back only the written
+    /// object's resourceVersion.
+    async fn write_lean(
+        &self,
+        request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> Result<Option<String>, ApplyError> {
+        let request = request.map_err(|e| ApplyError::Invalid(e.to_string()))?;
+        let written: Written = self.write(self.client.request(request)).await?;
+        Ok(written.metadata.resource_version)
+    }
+
+    /// Creates `object` in `ns`; the created object's resourceVersion. Unlike
+    /// [`Api::create`], the answer is not decoded beyond it, which matters when a
+    /// scale-out creates hundreds of pods at once.
+    pub async fn create<K>(
+        &self,
+        ns: &str,
+        object: &K,
+        params: &PostParams,
+    ) -> Result<Option<String>, ApplyError>
+    where
+        K: Resource<DynamicType = ()> + serde::Serialize,
+    {
+        let body = serde_json::to_vec(object).map_err(|e| ApplyError::Invalid(e.to_string()))?;
+        self.write_lean(request_for::<K>(ns).create(params, body)).await
+    }
+
+    /// Patches `name` (or its `subresource`) in `ns`; the patched object's resourceVersion.
+    pub async fn patch<K, P>(
+        &self,
+        ns: &str,
+        name: &str,
+        subresource: Option<&str>,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<Option<String>, ApplyError>
+    where
+        K: Resource<DynamicType = ()>,
+        P: serde::Serialize + std::fmt::Debug,
+    {
+        let request = request_for::<K>(ns);
+        let request = match subresource {
+            Some(sub) => request.patch_subresource(sub, name, params, patch),
+            None => request.patch(name, params, patch),
+        };
+        self.write_lean(request).await
+    }
+
+    /// Deletes `name` in `ns`.
+    pub async fn delete<K>(
+        &self,
+        ns: &str,
+        name: &str,
+        params: &kube::api::DeleteParams,
+    ) -> Result<(), ApplyError>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        self.write_lean(request_for::<K>(ns).delete(name, params)).await.map(|_| ())
     }
 
     /// Records an Event about `regarding`, in the background and best effort: when the queue

@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
 
@@ -80,9 +80,74 @@ impl CachedPod {
     }
 }
 
+/// A pod as it arrives, decoded straight into the cached form: the spec kept as the text
+/// it came as, `managedFields` skipped without being decoded (they are most of a created
+/// pod's metadata).
+#[derive(Deserialize)]
+struct WirePod {
+    #[serde(default)]
+    metadata: WireMeta,
+    #[serde(default)]
+    spec: Option<Box<serde_json::value::RawValue>>,
+    #[serde(default)]
+    status: Option<PodStatus>,
+}
+
+/// `ObjectMeta` without `managedFields`.
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct WireMeta {
+    annotations: Option<std::collections::BTreeMap<String, String>>,
+    creation_timestamp: Option<Time>,
+    deletion_grace_period_seconds: Option<i64>,
+    deletion_timestamp: Option<Time>,
+    finalizers: Option<Vec<String>>,
+    generate_name: Option<String>,
+    generation: Option<i64>,
+    labels: Option<std::collections::BTreeMap<String, String>>,
+    name: Option<String>,
+    namespace: Option<String>,
+    owner_references: Option<Vec<OwnerReference>>,
+    resource_version: Option<String>,
+    self_link: Option<String>,
+    uid: Option<String>,
+}
+
+impl From<WireMeta> for ObjectMeta {
+    fn from(m: WireMeta) -> Self {
+        ObjectMeta {
+            annotations: m.annotations,
+            creation_timestamp: m.creation_timestamp,
+            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+            deletion_timestamp: m.deletion_timestamp,
+            finalizers: m.finalizers,
+            generate_name: m.generate_name,
+            generation: m.generation,
+            labels: m.labels,
+            managed_fields: None,
+            name: m.name,
+            namespace: m.namespace,
+            owner_references: m.owner_references,
+            resource_version: m.resource_version,
+            self_link: m.self_link,
+            uid: m.uid,
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for CachedPod {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Pod::deserialize(deserializer).map(Self::from_pod)
+        let wire = WirePod::deserialize(deserializer)?;
+        let mut metadata = ObjectMeta::from(wire.metadata);
+        trim_meta(&mut metadata);
+        let mut status = wire.status;
+        if let Some(status) = status.as_mut() {
+            trim_status(status);
+        }
+        // A `null` spec is no spec, as when the Pod is decoded.
+        let spec =
+            wire.spec.filter(|raw| raw.get() != "null").map(|raw| Box::<str>::from(raw.get()));
+        Ok(Self { metadata, status, spec })
     }
 }
 
@@ -188,6 +253,34 @@ mod tests {
             crate::cache::ObjectKey::of(&cached),
             crate::cache::ObjectKey::new("prod", "web-0")
         );
+    }
+
+    /// Every metadata field but `managedFields` arrives, whatever the server sends; a `null`
+    /// spec is no spec.
+    #[test]
+    fn decodes_every_metadata_field_and_skips_managed_fields() {
+        let mut json = serde_json::to_value(full_pod()).expect("json");
+        json["metadata"].as_object_mut().expect("metadata").extend([
+            ("generateName".to_owned(), serde_json::json!("web-")),
+            ("generation".to_owned(), serde_json::json!(3)),
+            ("selfLink".to_owned(), serde_json::json!("/api/v1/namespaces/prod/pods/web-0")),
+            ("creationTimestamp".to_owned(), serde_json::json!("2026-11-26T10:00:00Z")),
+            ("deletionTimestamp".to_owned(), serde_json::json!("2026-11-26T10:05:00Z")),
+            ("deletionGracePeriodSeconds".to_owned(), serde_json::json!(30)),
+            (
+                "managedFields".to_owned(),
+                serde_json::json!([{"manager": "kubectl", "operation": "Update",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]),
+            ),
+        ]);
+        let cached: CachedPod = serde_json::from_value(json.clone()).expect("decodes");
+        let mut pod: Pod = serde_json::from_value(json.clone()).expect("pod");
+        assert!(pod.metadata.managed_fields.take().is_some());
+        assert_eq!(cached.to_pod().expect("spec"), pod);
+
+        json["spec"] = serde_json::Value::Null;
+        let cached: CachedPod = serde_json::from_value(json).expect("decodes");
+        assert_eq!(cached.to_pod().expect("no spec").spec, None);
     }
 
     #[test]

@@ -95,8 +95,65 @@ pub fn client_from_config(
             reason: "must be at least 1 when --rest-config-qps is positive".into(),
         });
     }
-    let builder = ClientBuilder::try_from(config)?;
+    let builder = match config.proxy_url {
+        // Through a proxy: kube's own stack, which knows proxies (and speaks HTTP/1.1).
+        Some(_) => ClientBuilder::try_from(config)?,
+        None => multiplexing_builder(&config)?,
+    };
     Ok(builder.with_layer(&RateLimitLayer::new(qps, burst)).build())
+}
+
+/// The HTTP service under a [`kube::Client`], as kube's own builder types it.
+type HttpService = tower::util::BoxService<
+    http::Request<kube::client::Body>,
+    http::Response<Box<kube::client::DynBody>>,
+    tower::BoxError,
+>;
+
+/// kube's HTTP stack (its TLS config, base URI, authentication and extra headers), on
+/// connections that speak HTTP/2 when the server offers it, as client-go's do. kube's own
+/// stack offers only HTTP/1.1, where every request in flight needs a connection of its own:
+/// a scale-out with hundreds of creations in flight would open hundreds of TLS connections.
+/// Over HTTP/2 they share one, up to the server's stream limit (kube-apiserver: 100 by
+/// default), and the rest wait for a stream.
+fn multiplexing_builder(config: &kube::Config) -> Result<ClientBuilder<HttpService>, ClientError> {
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use kube::client::ConfigExt as _;
+    use tower::ServiceExt as _;
+
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(config.connect_timeout);
+    let tls = config.rustls_client_config()?;
+    let https = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
+    let https = match &config.tls_server_name {
+        Some(name) => {
+            let name = rustls_pki_types::ServerName::try_from(name.clone()).map_err(|e| {
+                ClientError::Flag { flag: "tls-server-name", reason: format!("{name}: {e}") }
+            })?;
+            https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
+        }
+        None => https,
+    };
+    let connector = https.enable_all_versions().wrap_connector(http);
+    let client: hyper_util::client::legacy::Client<_, kube::client::Body> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build(connector);
+    let service = tower::ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
+        .map_err(tower::BoxError::from)
+        .service(client)
+        .map_response(|response| {
+            response.map(|body| {
+                Box::new(http_body_util::BodyExt::map_err(body, tower::BoxError::from))
+                    as Box<kube::client::DynBody>
+            })
+        })
+        .boxed();
+    Ok(ClientBuilder::new(service, config.default_namespace.clone()))
 }
 
 /// A token bucket: `burst` tokens, refilled at `qps` per second.

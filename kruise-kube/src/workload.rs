@@ -494,6 +494,8 @@ impl<W: WorkloadKind> WorkloadController<W> {
     }
 
     /// Runs a run of same-kind actions; `None` for actions not attempted (slow start stopped).
+    /// Creations go in slow-start batches ([`slow_start`]); other writes run
+    /// [`Applier::concurrency`] at a time, every one attempted.
     async fn run_group(
         &self,
         key: &ObjectKey,
@@ -501,35 +503,20 @@ impl<W: WorkloadKind> WorkloadController<W> {
         actions: &[Action],
         now: jiff::Timestamp,
     ) -> Vec<Option<Result<(), ReconcileError>>> {
-        let concurrency = self.applier.concurrency.max(1);
+        let run = |i: usize| self.run_action(key, workload, &actions[i], now);
+        if matches!(actions[0], Action::CreatePod { .. } | Action::CreatePvc { .. }) {
+            return slow_start(actions.len(), self.applier.create_burst, run).await;
+        }
         let mut results: Vec<Option<Result<(), ReconcileError>>> =
             (0..actions.len()).map(|_| None).collect();
-        if actions.len() == 1 {
-            results[0] = Some(self.run_action(key, workload, &actions[0], now).await);
-            return results;
-        }
-        let slow_start = matches!(actions[0], Action::CreatePod { .. } | Action::CreatePvc { .. });
-        let mut batch = if slow_start { 1 } else { concurrency };
-        let mut start = 0;
-        while start < actions.len() {
-            let end = (start + batch).min(actions.len());
-            let outcomes: Vec<(usize, Result<(), ReconcileError>)> = futures::stream::iter(
-                start..end,
-            )
-            .map(|i| async move { (i, self.run_action(key, workload, &actions[i], now).await) })
-            .buffer_unordered(concurrency)
-            .collect()
-            .await;
-            let mut failed = false;
-            for (i, outcome) in outcomes {
-                failed |= outcome.is_err();
-                results[i] = Some(outcome);
-            }
-            if failed && slow_start {
-                break;
-            }
-            start = end;
-            batch = (batch * 2).min(concurrency);
+        let outcomes: Vec<(usize, Result<(), ReconcileError>)> =
+            futures::stream::iter(0..actions.len())
+                .map(|i| async move { (i, run(i).await) })
+                .buffer_unordered(self.applier.concurrency.max(1))
+                .collect()
+                .await;
+        for (i, outcome) in outcomes {
+            results[i] = Some(outcome);
         }
         results
     }
@@ -568,7 +555,6 @@ impl<W: WorkloadKind> WorkloadController<W> {
         action: &Action,
     ) -> Result<Option<String>, ReconcileError> {
         let applier = &self.applier;
-        let client = applier.client().clone();
         let ns = key.namespace.as_str();
         let post = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
         let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
@@ -577,78 +563,62 @@ impl<W: WorkloadKind> WorkloadController<W> {
             let target = target.clone();
             move |source| ReconcileError::Write { action, target, source }
         };
-        let rv = |meta: &ObjectMeta| meta.resource_version.clone();
+        let created = |result: Result<Option<String>, ApplyError>| match result {
+            Ok(_) | Err(ApplyError::AlreadyExists(_)) => Ok(None),
+            Err(err) => Err(err),
+        };
         match action {
             Action::CreateRevision { revision } => {
-                let api: Api<ControllerRevision> = Api::namespaced(client, ns);
-                match applier.write(api.create(&post, revision)).await {
-                    Ok(_) | Err(ApplyError::AlreadyExists(_)) => Ok(None),
-                    Err(err) => Err(fail("create revision")(err)),
-                }
+                created(applier.create(ns, revision.as_ref(), &post).await)
+                    .map_err(fail("create revision"))
             }
-            Action::PatchRevision { name, patch } => {
-                let api: Api<ControllerRevision> = Api::namespaced(client, ns);
-                let written = applier.write(api.patch(name, &pp, &kube_patch(patch))).await;
-                written.map(|r| rv(&r.metadata)).map_err(fail("patch revision"))
-            }
+            Action::PatchRevision { name, patch } => applier
+                .patch::<ControllerRevision, _>(ns, name, None, &pp, &kube_patch(patch))
+                .await
+                .map_err(fail("patch revision")),
             Action::DeleteRevision { name } => {
-                let api: Api<ControllerRevision> = Api::namespaced(client, ns);
-                ignore_not_found(applier.write(api.delete(name, &DeleteParams::default())).await)
-                    .map_err(fail("delete revision"))
+                let dp = DeleteParams::default();
+                let deleted = applier.delete::<ControllerRevision>(ns, name, &dp).await;
+                ignore_not_found(deleted).map_err(fail("delete revision"))
             }
             Action::CreatePvc { pvc } => {
-                let api: Api<PersistentVolumeClaim> = Api::namespaced(client, ns);
-                match applier.write(api.create(&post, pvc)).await {
-                    Ok(_) | Err(ApplyError::AlreadyExists(_)) => Ok(None),
-                    Err(err) => Err(fail("create pvc")(err)),
-                }
+                created(applier.create(ns, pvc.as_ref(), &post).await).map_err(fail("create pvc"))
             }
-            Action::PatchPvc { name, patch } => {
-                let api: Api<PersistentVolumeClaim> = Api::namespaced(client, ns);
-                let written = applier.write(api.patch(name, &pp, &kube_patch(patch))).await;
-                written.map(|p| rv(&p.metadata)).map_err(fail("patch pvc"))
-            }
+            Action::PatchPvc { name, patch } => applier
+                .patch::<PersistentVolumeClaim, _>(ns, name, None, &pp, &kube_patch(patch))
+                .await
+                .map_err(fail("patch pvc")),
             Action::DeletePvc { name, uid } => {
-                let api: Api<PersistentVolumeClaim> = Api::namespaced(client, ns);
                 let dp = delete_with_uid(uid);
-                ignore_not_found(applier.write(api.delete(name, &dp)).await)
-                    .map_err(fail("delete pvc"))
+                let deleted = applier.delete::<PersistentVolumeClaim>(ns, name, &dp);
+                ignore_not_found(deleted.await).map_err(fail("delete pvc"))
             }
             Action::CreatePod { pod } => {
-                let api: Api<Pod> = Api::namespaced(client, ns);
-                match applier.write(api.create(&post, pod)).await {
-                    Ok(_) | Err(ApplyError::AlreadyExists(_)) => Ok(None),
-                    Err(err) => Err(fail("create pod")(err)),
-                }
+                created(applier.create(ns, pod.as_ref(), &post).await).map_err(fail("create pod"))
             }
-            Action::PatchPod { name, patch, .. } => {
-                let api: Api<Pod> = Api::namespaced(client, ns);
-                let written = applier.write(api.patch(name, &pp, &kube_patch(patch))).await;
-                written.map(|p| rv(&p.metadata)).map_err(fail("patch pod"))
-            }
-            Action::PatchPodStatus { name, patch, .. } => {
-                let api: Api<Pod> = Api::namespaced(client, ns);
-                let written = applier.write(api.patch_status(name, &pp, &kube_patch(patch))).await;
-                written.map(|p| rv(&p.metadata)).map_err(fail("patch pod status"))
-            }
-            Action::PatchPodResize { name, patch, .. } => {
-                let api: Api<Pod> = Api::namespaced(client, ns);
-                let written = applier
-                    .write(api.patch_subresource("resize", name, &pp, &kube_patch(patch)))
-                    .await;
-                written.map(|p| rv(&p.metadata)).map_err(fail("resize pod"))
-            }
+            Action::PatchPod { name, patch, .. } => applier
+                .patch::<Pod, _>(ns, name, None, &pp, &kube_patch(patch))
+                .await
+                .map_err(fail("patch pod")),
+            Action::PatchPodStatus { name, patch, .. } => applier
+                .patch::<Pod, _>(ns, name, Some("status"), &pp, &kube_patch(patch))
+                .await
+                .map_err(fail("patch pod status")),
+            Action::PatchPodResize { name, patch, .. } => applier
+                .patch::<Pod, _>(ns, name, Some("resize"), &pp, &kube_patch(patch))
+                .await
+                .map_err(fail("resize pod")),
             Action::DeletePod { name, uid, .. } => {
-                let api: Api<Pod> = Api::namespaced(client, ns);
                 let dp = delete_with_uid(uid);
-                ignore_not_found(applier.write(api.delete(name, &dp)).await)
+                ignore_not_found(applier.delete::<Pod>(ns, name, &dp).await)
                     .map_err(fail("delete pod"))
             }
             Action::PatchWorkload { patch } => {
-                let api: Api<W> = Api::namespaced(client, ns);
                 let name = workload.meta().name.clone().unwrap_or_default();
-                let written = applier.write(api.patch(&name, &pp, &kube_patch(patch))).await;
-                written.map(|w| rv(w.meta())).map_err(fail("patch workload"))
+                applier
+                    .patch::<W, _>(ns, &name, None, &pp, &kube_patch(patch))
+                    .await
+                    .map_err(fail("patch workload"))
             }
             other => {
                 tracing::error!(action = ?other, "the planner returned an action this controller does not know");
@@ -672,6 +642,54 @@ impl<W: WorkloadKind> WorkloadController<W> {
     }
 }
 
+/// Runs `run(i)` for every `i` in `0..count` in slow-start batches, as kube-controller-manager
+/// and upstream OpenKruise create pods: batches of 1, 2, 4, ... doubling up to `burst`, every
+/// call of a batch in flight at once and each batch finished before the next starts. A batch
+/// with a failure is the last, so a refusing server (a quota, an admission webhook) sees a few
+/// requests, not hundreds. `None` for the calls never started.
+pub(crate) async fn slow_start<T, E, F, Fut>(
+    count: usize,
+    burst: usize,
+    run: F,
+) -> Vec<Option<Result<T, E>>>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut results: Vec<Option<Result<T, E>>> = (0..count).map(|_| None).collect();
+    let mut next = 0;
+    for batch in batch_sizes(count, burst) {
+        let end = next + batch;
+        let outcomes = futures::future::join_all((next..end).map(&run)).await;
+        let mut failed = false;
+        for (i, outcome) in (next..end).zip(outcomes) {
+            failed |= outcome.is_err();
+            results[i] = Some(outcome);
+        }
+        if failed {
+            break;
+        }
+        next = end;
+    }
+    results
+}
+
+/// The sizes of the slow-start batches for `count` calls: 1, 2, 4, ... doubling up to
+/// `burst` (at least 1), the last one what remains.
+fn batch_sizes(count: usize, burst: usize) -> impl Iterator<Item = usize> {
+    let burst = burst.max(1);
+    let (mut done, mut batch) = (0, 1);
+    std::iter::from_fn(move || {
+        if done >= count {
+            return None;
+        }
+        let size = batch.min(burst).min(count - done);
+        done += size;
+        batch = batch.saturating_mul(2);
+        Some(size)
+    })
+}
+
 /// Which actions may run together: independent writes of the same kind.
 fn group_kind(action: &Action) -> Option<u8> {
     match action {
@@ -685,11 +703,11 @@ fn group_kind(action: &Action) -> Option<u8> {
     }
 }
 
-fn kube_patch(patch: &kruise_core::workload::Patch) -> Patch<Value> {
+fn kube_patch(patch: &kruise_core::workload::Patch) -> Patch<&Value> {
     match patch {
-        kruise_core::workload::Patch::Strategic(body) => Patch::Strategic(body.as_ref().clone()),
-        kruise_core::workload::Patch::Merge(body) => Patch::Merge(body.as_ref().clone()),
-        other => Patch::Merge(other.body().clone()),
+        kruise_core::workload::Patch::Strategic(body) => Patch::Strategic(body.as_ref()),
+        kruise_core::workload::Patch::Merge(body) => Patch::Merge(body.as_ref()),
+        other => Patch::Merge(other.body()),
     }
 }
 
@@ -723,6 +741,51 @@ fn merge_patch_replacing(old: &Value, new: &Value) -> Value {
 mod tests {
     use super::*;
     use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
+
+    #[test]
+    fn slow_start_batches_double_up_to_the_burst() {
+        let sizes = |count, burst| batch_sizes(count, burst).collect::<Vec<_>>();
+        assert_eq!(sizes(0, 500), Vec::<usize>::new());
+        assert_eq!(sizes(1, 500), [1]);
+        assert_eq!(sizes(10, 500), [1, 2, 4, 3]);
+        assert_eq!(sizes(1000, 500), [1, 2, 4, 8, 16, 32, 64, 128, 256, 489]);
+        assert_eq!(sizes(2000, 500), [1, 2, 4, 8, 16, 32, 64, 128, 256, 500, 500, 489]);
+        assert_eq!(sizes(100, 32), [1, 2, 4, 8, 16, 32, 32, 5]);
+        // A burst of 0 is taken as 1: one at a time, never stuck.
+        assert_eq!(sizes(3, 0), [1, 1, 1]);
+        for (count, burst) in [(1, 1), (7, 3), (1000, 500), (12345, 500)] {
+            let sizes = sizes(count, burst);
+            assert_eq!(sizes.iter().sum::<usize>(), count);
+            assert!(sizes.iter().all(|&s| s >= 1 && s <= burst.max(1)));
+        }
+    }
+
+    /// Every call of a batch is in flight at once; a batch with a failure is the last.
+    #[tokio::test]
+    async fn slow_start_runs_each_batch_at_once_and_stops_after_a_failing_one() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let in_flight = AtomicUsize::new(0);
+        let peaks = std::sync::Mutex::new(Vec::new());
+        let call = |i: usize, fail: Option<usize>| {
+            let (in_flight, peaks) = (&in_flight, &peaks);
+            async move {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                tokio::task::yield_now().await;
+                peaks.lock().expect("not poisoned").push(now);
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                if Some(i) == fail { Err(i) } else { Ok(i) }
+            }
+        };
+        let results = slow_start(1000, 500, |i| call(i, None)).await;
+        assert!(results.iter().enumerate().all(|(i, r)| *r == Some(Ok(i))));
+        assert_eq!(peaks.lock().expect("not poisoned").iter().max(), Some(&489));
+
+        // Index 5 is in the third batch (3..7): 0..7 are attempted, 7.. are not.
+        let results = slow_start(20, 500, |i| call(i, Some(5))).await;
+        assert_eq!(results[5], Some(Err(5)));
+        assert!(results[..7].iter().enumerate().all(|(i, r)| i == 5 || *r == Some(Ok(i))));
+        assert!(results[7..].iter().all(Option::is_none));
+    }
 
     #[test]
     fn merge_patch_clears_dropped_fields() {

@@ -115,6 +115,15 @@ impl Faults {
         self.rules.lock().unwrap_or_else(|e| e.into_inner()).push(fault);
     }
 
+    /// Delays every write (create, update, patch, delete, deletecollection) by `latency`,
+    /// as a server in front of etcd takes a few milliseconds per write. Writes wait
+    /// concurrently; reads and watches are not delayed.
+    pub fn slow_writes(&self, latency: Duration) {
+        for verb in ["create", "update", "patch", "delete", "deletecollection"] {
+            self.inject(Fault::new(FaultAction::Latency(latency)).verb(verb));
+        }
+    }
+
     /// Removes every fault.
     pub fn clear(&self) {
         self.rules.lock().unwrap_or_else(|e| e.into_inner()).clear();

@@ -737,10 +737,50 @@ pub(crate) fn delete_options_of(body: &Value, q: &HashMap<String, String>) -> De
 
 /// A watch `ERROR` event carrying `e`'s Status.
 fn error_line(e: &ApiError) -> Bytes {
-    let mut v =
-        serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default();
-    v.push(b'\n');
+    event_line("ERROR", &e.to_status())
+}
+
+/// One watch event, a line of JSON with `type` before `object`, as kube-apiserver writes it
+/// (clients decode the object as it streams by only when they know its type first).
+fn event_line(t: &str, object: &impl serde::Serialize) -> Bytes {
+    let mut v = Vec::with_capacity(1024);
+    v.extend_from_slice(b"{\"type\":\"");
+    v.extend_from_slice(t.as_bytes());
+    v.extend_from_slice(b"\",\"object\":");
+    let start = v.len();
+    // Writing JSON values into memory cannot fail; should it, the object reads as null.
+    if serde_json::to_writer(&mut v, object).is_err() {
+        v.truncate(start);
+        v.extend_from_slice(b"null");
+    }
+    v.extend_from_slice(b"}\n");
     Bytes::from(v)
+}
+
+/// An object as served: `kind` and `apiVersion` (the served version) first, then its other
+/// fields; serialized without copying the object.
+struct Presented<'a> {
+    kind: &'a str,
+    api_version: &'a str,
+    object: &'a Value,
+}
+
+impl serde::Serialize for Presented<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let Value::Object(fields) = self.object else {
+            return self.object.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", self.kind)?;
+        map.serialize_entry("apiVersion", self.api_version)?;
+        for (key, value) in fields {
+            if key != "kind" && key != "apiVersion" {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// The filters and rendering of one watch.
@@ -793,20 +833,23 @@ impl WatchCtx {
     }
 
     fn line(&mut self, t: &str, obj: &Value) -> Bytes {
-        let obj = present(&self.def, obj);
-        let obj = match self.out {
+        match self.out {
             Output::Table => {
+                let obj = present(&self.def, obj);
                 let with = !self.columns_sent;
                 self.columns_sent = true;
                 let rv = obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""));
-                table::table(&self.def, &[obj], self.include, json!({"resourceVersion": rv}), with)
+                let rows = json!({"resourceVersion": rv});
+                event_line(t, &table::table(&self.def, &[obj], self.include, rows, with))
             }
-            Output::Meta => table::partial_metadata(&obj),
-            _ => obj,
-        };
-        let mut v = serde_json::to_vec(&json!({"type": t, "object": obj})).unwrap_or_default();
-        v.push(b'\n');
-        Bytes::from(v)
+            Output::Meta => event_line(t, &table::partial_metadata(&present(&self.def, obj))),
+            _ => {
+                let api_version = self.def.api_version();
+                let presented =
+                    Presented { kind: &self.def.kind, api_version: &api_version, object: obj };
+                event_line(t, &presented)
+            }
+        }
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
@@ -816,10 +859,7 @@ impl WatchCtx {
         }
         let obj =
             json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": meta});
-        let mut v =
-            serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
-        v.push(b'\n');
-        Bytes::from(v)
+        event_line("BOOKMARK", &obj)
     }
 }
 

@@ -4,13 +4,14 @@ use crate::cluster::Cluster;
 use crate::error::{ApiError, SimError};
 use crate::http::{App, handle};
 use base64::Engine as _;
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -101,6 +102,7 @@ pub struct ServerHandle {
     /// A kubeconfig (YAML) for clients.
     pub kubeconfig: String,
     cluster: Arc<Cluster>,
+    connections: Arc<AtomicU64>,
     nodes: Option<crate::nodes::NodeSim>,
     shutdown: watch::Sender<bool>,
     _thread: Option<RuntimeThread>,
@@ -141,6 +143,12 @@ impl ServerHandle {
     /// The injected faults: make requests fail or wait, or end watches.
     pub fn faults(&self) -> &crate::faults::Faults {
         self.cluster.faults()
+    }
+
+    /// How many connections the server has accepted (HTTPS and plain HTTP), for checking
+    /// how a client reuses its connections.
+    pub fn connections_accepted(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
     }
 
     /// Forgets the watch history, so that watches resuming from an older resourceVersion
@@ -289,15 +297,17 @@ impl Server {
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_single_cert(certs.chain, certs.key)?;
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        // HTTP/2 when the client offers it, as kube-apiserver serves.
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-        tokio::spawn(accept_loop(tls_listener, Some(acceptor), app.clone()));
+        let connections = Arc::new(AtomicU64::new(0));
+        tokio::spawn(accept_loop(tls_listener, Some(acceptor), app.clone(), connections.clone()));
         tokio::spawn(deferred_loop(cluster.clone(), shutdown_rx.clone()));
         let http_addr = match config.http_addr {
             Some(a) => {
                 let l = TcpListener::bind(a).await?;
                 let bound = l.local_addr()?;
-                tokio::spawn(accept_loop(l, None, app.clone()));
+                tokio::spawn(accept_loop(l, None, app.clone(), connections.clone()));
                 Some(bound)
             }
             None => None,
@@ -317,6 +327,7 @@ impl Server {
             token,
             kubeconfig,
             cluster,
+            connections,
             nodes,
             shutdown,
             _thread: None,
@@ -375,7 +386,16 @@ async fn deferred_loop(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<bool
     }
 }
 
-async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>, app: Arc<App>) {
+/// Streams one HTTP/2 connection may have open at once: kube-apiserver's default
+/// (`--http2-max-streams-per-connection` 0 means 100).
+const HTTP2_MAX_STREAMS: u32 = 100;
+
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    app: Arc<App>,
+    connections: Arc<AtomicU64>,
+) {
     let mut shutdown = app.shutdown.clone();
     loop {
         let accepted = tokio::select! {
@@ -383,6 +403,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
             _ = shutdown.changed() => return,
         };
         let Ok((stream, _peer)) = accepted else { continue };
+        connections.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let tls = tls.clone();
@@ -392,6 +413,16 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
             match tls {
                 Some(acceptor) => {
                     let Ok(stream) = acceptor.accept(stream).await else { return };
+                    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                        let conn = http2::Builder::new(TokioExecutor::new())
+                            .max_concurrent_streams(HTTP2_MAX_STREAMS)
+                            .serve_connection(TokioIo::new(stream), svc);
+                        tokio::select! {
+                            _ = conn => {}
+                            _ = shutdown.changed() => {}
+                        }
+                        return;
+                    }
                     let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
                     tokio::select! {
                         _ = conn => {}
