@@ -132,13 +132,14 @@ fn cloneset(replicas: i32) -> CloneSet {
 }
 
 /// Starts a watch on the pods labelled `app=web`; returns once the watch has listed, with a
-/// task that ends when it has seen `count` distinct pods.
-async fn watch_pods(client: &kube::Client, count: usize) -> tokio::task::JoinHandle<()> {
+/// task that ends when it has seen `count` distinct pods, giving when it saw the first.
+async fn watch_pods(client: &kube::Client, count: usize) -> tokio::task::JoinHandle<Instant> {
     let api: Api<Pod> = Api::namespaced(client.clone(), "default");
     let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(async move {
         let mut listed = Some(listed_tx);
         let mut seen = HashSet::new();
+        let mut first = None;
         let stream = watcher::watcher(api, watcher::Config::default().labels(LABELS));
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
@@ -150,15 +151,17 @@ async fn watch_pods(client: &kube::Client, count: usize) -> tokio::task::JoinHan
                 }
                 watcher::Event::Apply(p) | watcher::Event::InitApply(p) => {
                     if let Some(n) = p.metadata.name {
+                        first.get_or_insert_with(Instant::now);
                         seen.insert(n);
                     }
                 }
                 _ => {}
             }
             if seen.len() >= count && listed.is_none() {
-                return;
+                return first.unwrap_or_else(Instant::now);
             }
         }
+        panic!("the pod watch ended after {} pods", seen.len());
     });
     listed_rx.await.expect("watch listed");
     task
@@ -167,8 +170,9 @@ async fn watch_pods(client: &kube::Client, count: usize) -> tokio::task::JoinHan
 /// What one manager run measured; the details only when asked for.
 #[derive(Default)]
 struct ManagerRun {
-    /// From the scale patch until the watch has seen every pod.
+    /// From the scale patch until the watch has seen every pod, and the first.
     pods: Duration,
+    first_pod: Duration,
     /// The manager's peak RSS (`VmHWM`, MiB) right after, and its RSS before the patch.
     peak_rss: f64,
     rss_before: f64,
@@ -218,12 +222,13 @@ async fn manager_run(binary: &Path, latency: Duration, detail: bool) -> ManagerR
     let start = Instant::now();
     let patch = serde_json::json!({"spec": {"replicas": PODS}});
     api.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("scaled");
-    tokio::time::timeout(TIMEOUT, watch)
+    let first = tokio::time::timeout(TIMEOUT, watch)
         .await
         .expect("every pod within the timeout")
         .expect("watch");
     let mut run = ManagerRun {
         pods: start.elapsed(),
+        first_pod: first.saturating_duration_since(start),
         peak_rss: manager.memory().1,
         rss_before,
         manager_cpu: benches::cpu_seconds(&manager.pid) - manager_cpu0,
@@ -258,7 +263,7 @@ async fn manager_run(binary: &Path, latency: Duration, detail: bool) -> ManagerR
 /// One run of the raw client creating `PODS` pods in slow-start batches of 1, 2, 4, ...
 /// that stop doubling at `cap`, every create of a batch in flight at once; the time, the
 /// writes the server took and the connections it accepted.
-async fn client_run(latency: Duration, cap: usize) -> (Duration, u64, u64, f64) {
+async fn client_run(latency: Duration, cap: usize) -> (Duration, Duration, u64, u64, f64) {
     let (server, kubeconfig, watch_client) = cluster(latency).await;
     let client = manager_like_client(&server).await;
     let watch = watch_pods(&watch_client, PODS).await;
@@ -282,7 +287,7 @@ async fn client_run(latency: Duration, cap: usize) -> (Duration, u64, u64, f64) 
         next = end;
         batch = (batch * 2).min(cap);
     }
-    tokio::time::timeout(TIMEOUT, watch)
+    let first = tokio::time::timeout(TIMEOUT, watch)
         .await
         .expect("every pod within the timeout")
         .expect("watch");
@@ -292,7 +297,7 @@ async fn client_run(latency: Duration, cap: usize) -> (Duration, u64, u64, f64) 
     let cpu = benches::cpu_seconds("self") - cpu0;
     server.shutdown();
     let _ = std::fs::remove_file(&kubeconfig);
-    (elapsed, writes, connections, cpu)
+    (elapsed, first.saturating_duration_since(start), writes, connections, cpu)
 }
 
 /// Every run's time per scenario, and the manager's peak RSS, for the table at the end.
@@ -335,10 +340,11 @@ fn main() {
         if wanted(&format!("manager_scale/detail, {tag}")) {
             let run = rt.block_on(manager_run(&binary, latency, true));
             println!(
-                "manager_scale/detail, {tag}: manager: {PODS} pods after {:.3} s, status.replicas \
-                 {PODS} after {:.3} s; {} writes (resourceVersion), {} Events, {} connections \
+                "manager_scale/detail, {tag}: manager: first pod after {:.3} s, {PODS} pods after \
+                 {:.3} s, status.replicas {PODS} after {:.3} s; {} writes (resourceVersion), {} Events, {} connections \
                  opened; reconciles: {}; RSS {:.1} MiB before, peak {:.1} MiB; CPU until \
                  every pod: manager {:.3} s, server and watch {:.3} s",
+                run.first_pod.as_secs_f64(),
                 run.pods.as_secs_f64(),
                 run.status.unwrap_or_default().as_secs_f64(),
                 run.writes,
@@ -352,11 +358,13 @@ fn main() {
             );
             for (name, cap) in [("ReplicaSet batches", REPLICASET_BURST), ("capped at 32", OLD_CAP)]
             {
-                let (took, writes, connections, cpu) = rt.block_on(client_run(latency, cap));
+                let (took, first, writes, connections, cpu) = rt.block_on(client_run(latency, cap));
                 println!(
-                    "manager_scale/detail, {tag}: client, {name}: {PODS} pods after {:.3} s; \
+                    "manager_scale/detail, {tag}: client, {name}: first pod after {:.3} s, {PODS} \
+                     pods after {:.3} s; \
                      {writes} writes, {connections} connections opened; CPU (server, client and \
                      watch) {cpu:.3} s",
+                    first.as_secs_f64(),
                     took.as_secs_f64()
                 );
             }

@@ -280,6 +280,24 @@ impl Cluster {
         v.pop().ok_or_else(|| ApiError::internal("conversion lost the object"))
     }
 
+    /// One stored object (shared) as served in `def`'s version. A kind that is served as
+    /// stored (no version alias, no conversion webhook, no schema) comes back as it is,
+    /// without a copy: its `kind` and `apiVersion` are written as it is encoded.
+    pub(crate) async fn served_shared(
+        &self,
+        def: &ResourceDef,
+        obj: Arc<Value>,
+    ) -> Result<Arc<Value>, ApiError> {
+        let as_stored = builtin_conversion::of(def).is_none()
+            && def.schema.is_none()
+            && self.conversion_webhook(def).is_none();
+        if as_stored {
+            return Ok(obj);
+        }
+        let obj = Arc::try_unwrap(obj).unwrap_or_else(|shared| (*shared).clone());
+        self.served(def, obj).await.map(Arc::new)
+    }
+
     /// Stored objects (shared) as served in `def`'s version.
     pub(crate) async fn served_arcs(
         &self,

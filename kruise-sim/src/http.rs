@@ -805,7 +805,7 @@ impl WatchCtx {
     }
 
     /// The event as this watcher sees it (selector transitions become ADDED/DELETED).
-    fn filter(&self, ev: &Event) -> Option<(&'static str, Value)> {
+    fn filter(&self, ev: &Event) -> Option<(&'static str, Arc<Value>)> {
         let now = self.matches(&ev.object);
         let before = ev.prev.as_ref().map(|p| self.matches(p));
         let t = match (ev.type_, now, before) {
@@ -823,11 +823,11 @@ impl WatchCtx {
                 .cloned()
                 .map(|mut p| {
                     crate::store::set_rv(&mut p, ev.rv);
-                    p
+                    Arc::new(p)
                 })
-                .unwrap_or_else(|| (*ev.object).clone())
+                .unwrap_or_else(|| ev.object.clone())
         } else {
-            (*ev.object).clone()
+            ev.object.clone()
         };
         Some((t, object))
     }
@@ -930,7 +930,7 @@ async fn serve_watch(
             Ok(start) => {
                 for ev in &start.replay {
                     if let Some((t, o)) = ctx.filter(ev) {
-                        let o = app.cluster.served(&def, o).await?;
+                        let o = app.cluster.served_shared(&def, o).await?;
                         first.push(ctx.line(t, &o));
                     }
                 }
@@ -997,7 +997,7 @@ async fn serve_watch(
                         if ev.rv <= last_rv { continue; }
                         last_rv = ev.rv;
                         if let Some((t, o)) = ctx.filter(&ev) {
-                            let line = match cluster.served(&ctx.def, o).await {
+                            let line = match cluster.served_shared(&ctx.def, o).await {
                                 Ok(o) => ctx.line(t, &o),
                                 Err(e) => {
                                     let _ = tx.send(error_line(&e)).await;
@@ -1017,7 +1017,7 @@ async fn serve_watch(
                         if ev.rv > now { held = Some(ev); break; }
                         last_rv = ev.rv;
                         if let Some((t, o)) = ctx.filter(&ev) {
-                            let line = match cluster.served(&ctx.def, o).await {
+                            let line = match cluster.served_shared(&ctx.def, o).await {
                                 Ok(o) => ctx.line(t, &o),
                                 Err(e) => error_line(&e),
                             };
@@ -1029,7 +1029,7 @@ async fn serve_watch(
                     if let Some(ev) = held {
                         last_rv = ev.rv;
                         if let Some((t, o)) = ctx.filter(&ev) {
-                            let line = match cluster.served(&ctx.def, o).await {
+                            let line = match cluster.served_shared(&ctx.def, o).await {
                                 Ok(o) => ctx.line(t, &o),
                                 Err(e) => error_line(&e),
                             };
