@@ -42,17 +42,26 @@ pub struct SpecDecodeError {
 impl CachedPod {
     /// The compact form of `pod`.
     pub fn from_pod(pod: Pod) -> Self {
-        let Pod { mut metadata, spec, mut status } = pod;
+        let Pod { mut metadata, spec, status } = pod;
         // Dropped here rather than by the cache's strip hook, so that a long list never
         // holds every pod's managedFields at once.
         metadata.managed_fields = None;
+        // Serialising a decoded PodSpec to a String cannot fail: every field is a string,
+        // number, bool, map with string keys or list of those.
+        let spec = spec.and_then(|s| serde_json::to_string(&s).ok()).map(String::into_boxed_str);
+        Self::trimmed(metadata, status, spec)
+    }
+
+    /// The parts, with lists trimmed to their length.
+    fn trimmed(
+        mut metadata: ObjectMeta,
+        mut status: Option<PodStatus>,
+        spec: Option<Box<str>>,
+    ) -> Self {
         trim_meta(&mut metadata);
         if let Some(status) = status.as_mut() {
             trim_status(status);
         }
-        // Serialising a decoded PodSpec to a String cannot fail: every field is a string,
-        // number, bool, map with string keys or list of those.
-        let spec = spec.and_then(|s| serde_json::to_string(&s).ok()).map(String::into_boxed_str);
         Self { metadata, status, spec }
     }
 

@@ -31,6 +31,14 @@ pub enum ClientError {
     /// The HTTP stack could not be built from the config.
     #[error("building the client: {0}")]
     Build(#[from] kube::Error),
+    /// The kubeconfig's `tls-server-name` is not a valid server name.
+    #[error("kubeconfig tls-server-name {name:?}: {reason}")]
+    TlsServerName {
+        /// The name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// `--rest-config-qps` or `--rest-config-burst` is out of range.
     #[error("{flag}: {reason}")]
     Flag {
@@ -130,7 +138,7 @@ fn multiplexing_builder(config: &kube::Config) -> Result<ClientBuilder<HttpServi
     let https = match &config.tls_server_name {
         Some(name) => {
             let name = rustls_pki_types::ServerName::try_from(name.clone()).map_err(|e| {
-                ClientError::Flag { flag: "tls-server-name", reason: format!("{name}: {e}") }
+                ClientError::TlsServerName { name: name.clone(), reason: e.to_string() }
             })?;
             https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
         }

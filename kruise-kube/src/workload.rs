@@ -474,10 +474,16 @@ impl<W: WorkloadKind> WorkloadController<W> {
             let new = serde_json::to_value(status).unwrap_or(Value::Null);
             let patch = json!({ "status": merge_patch_replacing(&old, &new) });
             let name = workload.meta().name.clone().unwrap_or_default();
-            let api: Api<W> = Api::namespaced(self.applier.client().clone(), &key.namespace);
+            let params = PatchParams::default();
             let result = self
                 .applier
-                .write(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)))
+                .patch::<W, _>(
+                    &key.namespace,
+                    &name,
+                    Some("status"),
+                    &params,
+                    &Patch::Merge(&patch),
+                )
                 .await;
             match result {
                 Ok(_) | Err(ApplyError::NotFound(_)) => {}
