@@ -32,6 +32,8 @@ impl WorkloadKind for StatefulSet {
     /// The set's claims are found by name (`<template>-<set>-<ordinal>`) in its namespace.
     const READS_NAMESPACE_PVCS: bool = true;
 
+    const ADOPTS_REVISIONS: bool = true;
+
     fn reads_storage_classes(settings: &ControllerSettings) -> bool {
         settings.gates.enabled("StatefulSetAutoResizePVCGate")
     }

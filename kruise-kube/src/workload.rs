@@ -8,7 +8,9 @@
 //! 1. the workload from the cache (gone or being deleted: nothing to do; owned pods go with
 //!    the API server's garbage collector);
 //! 2. orphan pods the selector matches are adopted (controller ownerReference, guarded by
-//!    the pod's resourceVersion), and the reconcile ends there until the cache shows them;
+//!    the pod's resourceVersion), and orphan ControllerRevisions too for kinds that adopt them
+//!    ([`WorkloadKind::ADOPTS_REVISIONS`]); the reconcile ends there until the cache shows
+//!    them;
 //! 3. what the workload owns (pods, PVCs, revisions), the nodes its pods run on, the
 //!    expectations in flight and the settings go to the kind's planner;
 //! 4. the actions run in order, independent ones of the same kind concurrently (creations in
@@ -109,6 +111,11 @@ pub trait WorkloadKind:
         true
     }
 
+    /// Whether orphan ControllerRevisions the selector matches are adopted, as upstream's
+    /// Advanced StatefulSet does (a set deleted with `--cascade=orphan` and created again
+    /// takes back its history, so its revision names stay free of collisions).
+    const ADOPTS_REVISIONS: bool = false;
+
     /// Plans one reconcile.
     fn plan(
         &self,
@@ -182,9 +189,17 @@ fn has_controller<K: Resource>(obj: &K) -> bool {
 }
 
 fn selects<W: WorkloadKind>(workload: &W, meta: &ObjectMeta) -> bool {
+    selector_matches(workload, meta) && workload.may_adopt(meta)
+}
+
+fn selector_matches<W: WorkloadKind>(workload: &W, meta: &ObjectMeta) -> bool {
     kruise_core::cloneset::PodSelector::parse(workload.selector())
         .is_ok_and(|s| s.matches(meta.labels.as_ref()))
-        && workload.may_adopt(meta)
+}
+
+/// An orphan the selector matches and the workload may take: live, and with no controller.
+fn adoptable<K: Resource>(obj: &K) -> bool {
+    obj.meta().deletion_timestamp.is_none() && !has_controller(obj)
 }
 
 /// The keys a change of an owned object concerns: its old and new controller of kind `W`, or,
@@ -341,28 +356,33 @@ impl<W: WorkloadKind> WorkloadController<W> {
         })
     }
 
-    /// Adopts live orphan pods in the namespace that the workload's selector matches. True
-    /// when any was adopted.
+    /// Adopts live orphan pods in the namespace that the workload's selector matches, and
+    /// orphan ControllerRevisions for kinds that adopt them. True when any was adopted.
     async fn adopt_orphans(&self, workload: &W, uid: &str) -> Result<bool, ReconcileError> {
         let namespace = workload.meta().namespace.clone().unwrap_or_default();
-        let orphans: Vec<Arc<CachedPod>> = self
+        let pods: Vec<Arc<CachedPod>> = self
             .caches
             .pods
             .in_namespace(&namespace)
             .into_iter()
-            .filter(|pod| {
-                pod.metadata.deletion_timestamp.is_none()
-                    && !has_controller(pod.as_ref())
-                    && selects(workload, &pod.metadata)
-            })
+            .filter(|pod| adoptable(pod.as_ref()) && selects(workload, &pod.metadata))
             .collect();
-        if orphans.is_empty() {
+        let revisions: Vec<Arc<ControllerRevision>> = match W::ADOPTS_REVISIONS {
+            true => self
+                .caches
+                .revisions
+                .in_namespace(&namespace)
+                .into_iter()
+                .filter(|r| adoptable(r.as_ref()) && selector_matches(workload, &r.metadata))
+                .collect(),
+            false => Vec::new(),
+        };
+        if pods.is_empty() && revisions.is_empty() {
             return Ok(false);
         }
         let applier = &self.applier;
-        let pods: Api<Pod> = Api::namespaced(applier.client().clone(), &namespace);
         // Like upstream, read the workload again before adopting: one being deleted (or
-        // replaced by another of the same name) must not take pods.
+        // replaced by another of the same name) must not take anything.
         let fresh: Api<W> = Api::namespaced(applier.client().clone(), &namespace);
         let name = workload.meta().name.clone().unwrap_or_default();
         let kind = W::kind(&()).to_lowercase();
@@ -384,36 +404,56 @@ impl<W: WorkloadKind> WorkloadController<W> {
             controller: Some(true),
             block_owner_deletion: Some(true),
         };
-        for pod in orphans {
-            let pod_name = pod.metadata.name.clone().unwrap_or_default();
-            let mut owners = pod.metadata.owner_references.clone().unwrap_or_default();
-            owners.push(owner.clone());
-            let patch = json!({
-                "metadata": {
-                    "ownerReferences": owners,
-                    "resourceVersion": pod.metadata.resource_version,
-                }
-            });
-            let result = applier
-                .write(pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch)))
-                .await;
-            match result {
-                Ok(_) => {
-                    let note = format!("adopted pod {pod_name}");
-                    self.event(workload, false, "SuccessfulAdopt", "Adopt", note).await;
-                }
-                // Gone, or changed since we read it: the next round decides again.
-                Err(ApplyError::NotFound(_) | ApplyError::Conflict(_)) => {}
-                Err(source) => {
-                    return Err(ReconcileError::Write {
-                        action: "adopt pod",
-                        target: pod_name,
-                        source,
-                    });
-                }
+        let pod_api: Api<Pod> = Api::namespaced(applier.client().clone(), &namespace);
+        for pod in pods {
+            if self.adopt(&pod_api, &pod.metadata, &owner, "adopt pod").await? {
+                let pod_name = pod.metadata.name.clone().unwrap_or_default();
+                let note = format!("adopted pod {pod_name}");
+                self.event(workload, false, "SuccessfulAdopt", "Adopt", note).await;
+            }
+        }
+        let revision_api: Api<ControllerRevision> =
+            Api::namespaced(applier.client().clone(), &namespace);
+        for revision in revisions {
+            if self.adopt(&revision_api, &revision.metadata, &owner, "adopt revision").await? {
+                let revision_name = revision.metadata.name.as_deref().unwrap_or_default();
+                tracing::info!(%namespace, workload = %name, revision = %revision_name, "adopted an orphan ControllerRevision");
             }
         }
         Ok(true)
+    }
+
+    /// Makes `owner` the controller of the object `meta` describes, guarded by its
+    /// resourceVersion. False when it is gone or changed since it was read (the next round
+    /// decides again).
+    async fn adopt<K>(
+        &self,
+        api: &Api<K>,
+        meta: &ObjectMeta,
+        owner: &OwnerReference,
+        action: &'static str,
+    ) -> Result<bool, ReconcileError>
+    where
+        K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    {
+        let name = meta.name.clone().unwrap_or_default();
+        let mut owners = meta.owner_references.clone().unwrap_or_default();
+        owners.push(owner.clone());
+        let patch = json!({
+            "metadata": {
+                "ownerReferences": owners,
+                "resourceVersion": meta.resource_version,
+            }
+        });
+        let result = self
+            .applier
+            .write(api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)))
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(ApplyError::NotFound(_) | ApplyError::Conflict(_)) => Ok(false),
+            Err(source) => Err(ReconcileError::Write { action, target: name, source }),
+        }
     }
 
     async fn event(&self, workload: &W, warning: bool, reason: &str, action: &str, note: String) {

@@ -15,7 +15,7 @@ use super::snapshot::{CloneSetSnapshot, FeatureGates};
 use super::spec::Spec;
 use super::{SpecError, scale, status, update};
 use crate::ordering::OrderLabels;
-use crate::workload::{Action, Blocked, Event, EventType, Patch};
+use crate::workload::{Action, Blocked, Event, EventType, LabelLookup, Patch};
 
 /// How many of the pods it moves the update pass brings into cache at a time: enough for
 /// many reads in flight, few enough to stay in a core's cache until used.
@@ -129,40 +129,18 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     let mut ranks: Vec<u128> = Vec::with_capacity(snapshot.pods.len());
     let mut soonest_available = None;
     // The label keys read besides the planner's own: the selector's, then the update order's.
-    let selector_keys = spec.selector.keys();
-    let mut keys: Vec<&str> = Vec::new();
-    let mut slot = |key| match keys.iter().position(|k| *k == key) {
-        Some(slot) => slot,
-        None => {
-            keys.push(key);
-            keys.len() - 1
-        }
-    };
-    let selector_slots: Vec<usize> = selector_keys.iter().map(|&k| slot(k)).collect();
-    let order_slots: Vec<usize> = spec.order.keys().iter().map(|&k| slot(k)).collect();
-    let mut values: Vec<Option<&str>> = vec![None; keys.len()];
+    let mut lookup = LabelLookup::default();
+    let selector_slots: Vec<usize> = spec.selector.keys().iter().map(|&k| lookup.slot(k)).collect();
+    let order_slots: Vec<usize> = spec.order.keys().iter().map(|&k| lookup.slot(k)).collect();
+    let mut values: Vec<Option<&str>> = vec![None; lookup.len()];
     let available_before = super::podinfo::available_before(&spec, now);
-    // Label keys of other lengths (below 64 bytes) are skipped without comparing bytes.
-    let key_lengths: u64 =
-        keys.iter().fold(0, |m, k| m | 1u64.checked_shl(k.len() as u32).unwrap_or(0));
-    let wanted_length = |len: usize| len >= 64 || key_lengths & (1u64 << len) != 0;
     for pod in &snapshot.pods {
         let facts = pod.facts();
         if !facts.active() {
             inactive.push(pod.pod().as_ref());
             continue;
         }
-        values.fill(None);
-        for (key, value) in facts.label_keys() {
-            if !wanted_length(key.len()) {
-                continue;
-            }
-            if let Some(slot) = keys.iter().position(|k| crate::pod::short_eq(k.as_bytes(), key))
-                && let Some(cell) = values.get_mut(slot)
-            {
-                *cell = Some(facts.value_at(value));
-            }
-        }
+        lookup.fill(facts, &mut values);
         if !spec.selector.matches_values(|r| selector_slots.get(r).and_then(|&s| values[s])) {
             released.push(pod.pod());
             continue;

@@ -16,7 +16,7 @@ use super::identity::{
     claim_is_stale, claim_owners_patch, claims_by_name, identity_patch, new_claim, new_pod,
     storage_matches, wanted_claim_owners,
 };
-use super::ordinals::{claim_name, parent_and_ordinal, pod_name};
+use super::ordinals::{claim_name, pod_name};
 use super::snapshot::{FeatureGates, StatefulSetSnapshot};
 use super::spec::{Spec, UpdatePolicy};
 use super::{SpecError, StatefulSetPlan, claims};
@@ -24,12 +24,12 @@ use crate::inplace::{self, UpdateOptions};
 use crate::lifecycle::{self, DeleteStep, InPlaceStep, LifecycleState};
 use crate::pod;
 use crate::revision::{self as rev, revision_label_matches, short_hash};
-use crate::workload::PodFacts;
 use crate::workload::inplace::{PlanSink, SharedPatches};
 use crate::workload::revisions::{RevView, Revision};
 use crate::workload::{
     Action, Blocked, DeletePurpose, Event, EventType, Patch, PodPatchPurpose, WorkloadPlan,
 };
+use crate::workload::{LabelLookup, PodFacts};
 
 /// Condition type set when a pod could not be updated.
 const FAILED_UPDATE_POD: &str = "FailedUpdatePod";
@@ -377,13 +377,14 @@ fn decimal_len(n: i32) -> usize {
 }
 
 /// Whether a pod in a normal lifecycle state that is running and ready (`running_ready`) has
-/// been ready for `min_ready_seconds`, and otherwise how long until it may be (upstream's
-/// `isRunningAndAvailable`).
+/// been ready for `minReadySeconds`, and otherwise how long until it may be (upstream's
+/// `isRunningAndAvailable`). `available_before` is `now` less `minReadySeconds` (`None` when
+/// that is before the earliest time there is): a pod ready since then is available.
 fn availability(
     running_ready: bool,
     ready_since: Option<Timestamp>,
     min_ready_seconds: i32,
-    now: Timestamp,
+    available_before: Option<Timestamp>,
 ) -> (bool, Option<SignedDuration>) {
     if !running_ready {
         return (false, None);
@@ -392,13 +393,10 @@ fn availability(
         return (true, None);
     }
     let wait = SignedDuration::from_secs(i64::from(min_ready_seconds));
-    let Some(since) = ready_since else {
+    let (Some(since), Some(before)) = (ready_since, available_before) else {
         return (false, Some(wait));
     };
-    let remaining = match since.checked_add(wait) {
-        Ok(at) => at.duration_since(now),
-        Err(_) => wait,
-    };
+    let remaining = since.duration_since(before);
     if remaining > SignedDuration::ZERO {
         (false, Some(crate::workload::round_up_seconds(remaining)))
     } else {
@@ -493,14 +491,19 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
         .priority
         .map(|strategy| crate::ordering::UpdateOrder::new(Some(strategy), &[]))
         .filter(|order| order.has_priority());
-    let order_keys: &[&str] = order.as_ref().map_or(&[], |o| o.keys());
-    let mut row: Vec<Option<&str>> = Vec::with_capacity(order_keys.len());
-    let selector_keys = spec.selector.keys();
-    let mut selector_row: Vec<Option<&str>> = vec![None; selector_keys.len()];
+    // The label keys read: the selector's, then the update order's.
+    let mut lookup = LabelLookup::default();
+    let selector_slots: Vec<usize> = spec.selector.keys().iter().map(|&k| lookup.slot(k)).collect();
+    let order_slots: Vec<usize> =
+        order.as_ref().map_or(&[][..], |o| o.keys()).iter().map(|&k| lookup.slot(k)).collect();
+    let mut values: Vec<Option<&str>> = vec![None; lookup.len()];
+    let mut row: Vec<Option<&str>> = vec![None; order_slots.len()];
     // Revision labels match by name or by hash alone (upstream's `EqualToRevisionHash`).
     let (update_name, current_name) = (round.update.name.clone(), round.current.name.clone());
     let (update_hash, current_hash) = (short_hash(&update_name), short_hash(&current_name));
     let same_hash = update_hash == current_hash;
+    let min_ready = SignedDuration::from_secs(i64::from(spec.min_ready_seconds));
+    let available_before = now.checked_sub(min_ready).ok();
     for (i, snapshot_pod) in snapshot.pods.iter().enumerate() {
         let facts = snapshot_pod.facts();
         let name = facts.name();
@@ -518,31 +521,15 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
                 !phase.is_empty(),
             )
         };
-        // One pass over the labels: the identity labels and the priority keys' values.
-        let (mut name_label, mut index_label) = (None, None);
-        row.clear();
-        row.resize(order_keys.len(), None);
-        selector_row.fill(None);
-        for (key, value) in facts.labels() {
-            if key == k8s_labels::STATEFULSET_POD_NAME {
-                name_label = Some(value);
-            } else if key == k8s_labels::POD_INDEX {
-                index_label = Some(value);
-            }
-            // A key may appear in more than one requirement.
-            for (slot, k) in selector_keys.iter().enumerate() {
-                if k.len() == key.len() && *k == key {
-                    selector_row[slot] = Some(value);
-                }
-            }
-            if let Some(slot) = order_keys.iter().position(|k| k.len() == key.len() && *k == key) {
-                row[slot] = Some(value);
-            }
+        // One pass over the labels for the selector's and the priority keys' values.
+        lookup.fill(facts, &mut values);
+        for (cell, &slot) in row.iter_mut().zip(&order_slots) {
+            *cell = values.get(slot).copied().flatten();
         }
         let state = facts.lifecycle_state();
         let settled =
             matches!(state, None | Some(LifecycleState::Normal | LifecycleState::PreparingDelete));
-        let member = parent_and_ordinal(name).filter(|(parent, _)| *parent == spec.name);
+        let member = facts.parent_and_ordinal().filter(|(parent, _)| *parent == spec.name);
         // The hash is read only from a label that names neither revision exactly.
         let exactly_update = revision == update_name.as_str();
         let exactly_current = revision == current_name.as_str();
@@ -567,22 +554,21 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
                 matches!(state, None | Some(LifecycleState::Normal)) && facts.running_and_ready(),
                 facts.ready_since(),
                 spec.min_ready_seconds,
-                now,
+                available_before,
             ),
             idle: facts.in_place_idle() && settled,
             no_update_record: !facts.in_grace() && !facts.in_place_state(),
             marked: facts.marked_for_deletion(),
             exactly_update,
             exactly_current,
-            identity_ok: member.is_some_and(|(_, ordinal)| {
-                identity_patch(&spec, name, ordinal, name_label, index_label).is_none()
-            }),
+            identity_ok: member.is_some() && facts.identity_labels_right(spec.pod_index_label),
             priority: order.as_ref().map(|o| o.priority_key(&row)),
             refreshed: false,
             deleted: false,
         });
-        let selected =
-            spec.selector.matches_values(|slot| selector_row.get(slot).copied().flatten());
+        let selected = spec.selector.matches_values(|r| {
+            selector_slots.get(r).and_then(|&s| values.get(s).copied().flatten())
+        });
         // `web-01` parses to ordinal 1 but is not `web-1`.
         let canonical = |ordinal: i32| name.len() - spec.name.len() - 1 == decimal_len(ordinal);
         match member {

@@ -59,6 +59,41 @@ pub struct PodFacts {
     has_template_hash: bool,
     /// Where the pod goes in Kubernetes' active-pods order (before the name tie-break).
     rank: Rank,
+    /// The StatefulSet identity its name and labels carry.
+    identity: Identity,
+}
+
+/// What a pod's name and identity labels say of its place in a StatefulSet. Packed into
+/// eight bytes: every pod of a snapshot carries one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    /// The trailing digits' value (-1: no `-<digits>` suffix, the value does not fit an `i32`,
+    /// or the name is longer than 64 KiB, far beyond the API server's limit of 253 bytes).
+    ordinal: i32,
+    /// Where the `-` before the trailing digits is.
+    dash: u16,
+    /// The `statefulset.kubernetes.io/pod-name` label names the pod.
+    name_label_right: bool,
+    /// The `apps.kubernetes.io/pod-index` label holds the ordinal, in decimal without leading
+    /// zeros.
+    index_label_right: bool,
+}
+
+impl Identity {
+    fn new(name: &str) -> Self {
+        let parsed = crate::statefulset::ordinals::parent_and_ordinal(name)
+            .and_then(|(parent, ordinal)| Some((u16::try_from(parent.len()).ok()?, ordinal)));
+        let (dash, ordinal) = parsed.unwrap_or((0, -1));
+        Self { ordinal, dash, name_label_right: false, index_label_right: false }
+    }
+
+    /// Whether the index label's `value` holds the ordinal.
+    fn index_label_right(&self, value: &str) -> bool {
+        let leading_zero = value.len() > 1 && value.starts_with('0');
+        self.ordinal >= 0
+            && !leading_zero
+            && crate::statefulset::ordinals::parse_decimal(value.as_bytes()) == Some(self.ordinal)
+    }
 }
 
 /// An [`ActiveRank`], packed into an integer when it packs (whole-second times, as
@@ -128,6 +163,7 @@ impl PodFacts {
         let mut state = None;
         let mut marked_for_deletion = false;
         let mut has_template_hash = false;
+        let mut identity = Identity::new(name);
         for (key, value) in pod_labels.into_iter().flatten() {
             text.push_str(key);
             ends.push(text.len());
@@ -143,6 +179,12 @@ impl PodFacts {
                 }
                 labels::SPECIFIED_DELETE => marked_for_deletion = true,
                 labels::CLONESET_INSTANCE_ID => instance_id = range,
+                kubernetes::labels::STATEFULSET_POD_NAME => {
+                    identity.name_label_right = value == name;
+                }
+                kubernetes::labels::POD_INDEX => {
+                    identity.index_label_right = identity.index_label_right(value);
+                }
                 _ => {}
             }
         }
@@ -211,6 +253,7 @@ impl PodFacts {
             marked_for_deletion,
             has_template_hash,
             rank: Rank::new(active_rank),
+            identity,
         }
     }
 
@@ -221,26 +264,48 @@ impl PodFacts {
         self.text.bytes().first().copied().unwrap_or(0) ^ self.end(1) as u8
     }
 
-    /// The labels as raw key bytes and the value's offsets, for scanning many keys without
-    /// the checks that slicing a `str` makes; [`PodFacts::value_at`] gives the value.
-    pub(crate) fn label_keys(&self) -> impl Iterator<Item = (&[u8], (usize, usize))> {
-        let bytes = self.text.bytes();
-        self.label_ranges()
-            .map(move |(key, value)| (bytes.get(key.0..key.1).unwrap_or_default(), value))
+    /// Calls `f` with each label's key length and the offsets of its key and value, for
+    /// scanning many keys without the checks that slicing a `str` makes;
+    /// [`PodFacts::value_at`] gives the value. The offsets' storage is matched once, not once
+    /// per label.
+    fn for_each_label(&self, f: impl FnMut(usize, (usize, usize), (usize, usize))) {
+        /// The labels start where the uid ends; each is a key end then a value end.
+        #[inline(always)]
+        fn walk(
+            mut ends: impl Iterator<Item = usize>,
+            mut f: impl FnMut(usize, (usize, usize), (usize, usize)),
+        ) {
+            let Some(mut start) = ends.nth(1) else { return };
+            while let (Some(key_end), Some(value_end)) = (ends.next(), ends.next()) {
+                f(key_end.saturating_sub(start), (start, key_end), (key_end, value_end));
+                start = value_end;
+            }
+        }
+        match &self.ends {
+            Ends::Inline { len, ends } => {
+                let ends = ends.get(..usize::from(*len)).unwrap_or(ends);
+                walk(ends.iter().map(|&end| usize::from(end)), f);
+            }
+            Ends::Spilled(ends) => walk(ends.iter().copied(), f),
+        }
     }
 
     /// Each label's key and value, as ranges of the text.
     fn label_ranges(&self) -> impl Iterator<Item = ((usize, usize), (usize, usize))> + '_ {
-        let count = self.ends.len().saturating_sub(2) / 2;
-        (0..count).map(move |i| {
-            let (start, key_end, value_end) =
-                (self.end(1 + 2 * i), self.end(2 + 2 * i), self.end(3 + 2 * i));
-            ((start, key_end), (key_end, value_end))
+        let mut ends = self.ends.iter();
+        // The labels start where the uid ends.
+        let mut start = ends.nth(1).unwrap_or(0);
+        std::iter::from_fn(move || {
+            let key_end = ends.next()?;
+            let value_end = ends.next()?;
+            let ranges = ((start, key_end), (key_end, value_end));
+            start = value_end;
+            Some(ranges)
         })
     }
 
-    /// A label value found by [`PodFacts::label_keys`].
-    pub(crate) fn value_at(&self, range: (usize, usize)) -> &str {
+    /// A label value found by [`PodFacts::for_each_label`].
+    fn value_at(&self, range: (usize, usize)) -> &str {
         self.slice(range)
     }
 
@@ -347,6 +412,22 @@ impl PodFacts {
     pub(crate) fn has_template_hash(&self) -> bool {
         self.has_template_hash
     }
+
+    /// The StatefulSet the name belongs to and the pod's ordinal, as
+    /// [`parent_and_ordinal`](crate::statefulset::ordinals::parent_and_ordinal) reads them.
+    pub(crate) fn parent_and_ordinal(&self) -> Option<(&str, i32)> {
+        let Identity { dash, ordinal, .. } = self.identity;
+        if ordinal < 0 {
+            return None;
+        }
+        Some((self.name().get(..usize::from(dash))?, ordinal))
+    }
+
+    /// The identity labels are right for the ordinal in the pod's name: the pod-name label
+    /// names the pod, and (when `index_label` is on) the pod-index label holds the ordinal.
+    pub(crate) fn identity_labels_right(&self, index_label: bool) -> bool {
+        self.identity.name_label_right && (!index_label || self.identity.index_label_right)
+    }
 }
 
 /// How many bytes of text [`Text`] keeps inline: a pod's name, uid and a handful of labels.
@@ -430,10 +511,13 @@ impl Ends {
         Self::Spilled(ends.into())
     }
 
-    fn len(&self) -> usize {
+    /// The offsets in order, without a bounds check per offset.
+    fn iter(&self) -> EndsIter<'_> {
         match self {
-            Self::Inline { len, .. } => usize::from(*len),
-            Self::Spilled(ends) => ends.len(),
+            Self::Inline { len, ends } => {
+                EndsIter::Inline(ends.get(..usize::from(*len)).unwrap_or(ends).iter())
+            }
+            Self::Spilled(ends) => EndsIter::Spilled(ends.iter()),
         }
     }
 
@@ -446,6 +530,78 @@ impl Ends {
             Self::Inline { .. } => 0,
             Self::Spilled(ends) => ends.get(i).copied().unwrap_or(0),
         }
+    }
+}
+
+/// The offsets of an [`Ends`], in order.
+enum EndsIter<'e> {
+    Inline(std::slice::Iter<'e, u16>),
+    Spilled(std::slice::Iter<'e, usize>),
+}
+
+impl Iterator for EndsIter<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Self::Inline(ends) => ends.next().map(|&end| usize::from(end)),
+            Self::Spilled(ends) => ends.next().copied(),
+        }
+    }
+}
+
+/// Finds the values of a fixed set of label keys in many pods' facts, with one pass over each
+/// pod's labels. Label keys of other lengths (below 64 bytes) are skipped without comparing
+/// bytes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LabelLookup<'k> {
+    keys: Vec<&'k str>,
+    /// Bit `n` is set when a key is `n` bytes long (`n` < 64).
+    lengths: u64,
+}
+
+impl<'k> LabelLookup<'k> {
+    /// The slot of `key`, added if it is new. Slots count from 0 in the order keys are added.
+    pub(crate) fn slot(&mut self, key: &'k str) -> usize {
+        match self.keys.iter().position(|k| *k == key) {
+            Some(slot) => slot,
+            None => {
+                self.keys.push(key);
+                self.lengths |= 1u64.checked_shl(key.len() as u32).unwrap_or(0);
+                self.keys.len() - 1
+            }
+        }
+    }
+
+    /// How many keys there are.
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    fn wanted_length(&self, len: usize) -> bool {
+        len >= 64 || self.lengths & (1u64 << len) != 0
+    }
+
+    /// Fills `values` (one per slot) with the pod's values of the keys; `None` for a key the
+    /// pod lacks.
+    pub(crate) fn fill<'f>(&self, facts: &'f PodFacts, values: &mut [Option<&'f str>]) {
+        values.fill(None);
+        if self.keys.is_empty() {
+            return;
+        }
+        let bytes = facts.text.bytes();
+        facts.for_each_label(|key_len, (start, key_end), value| {
+            if !self.wanted_length(key_len) {
+                return;
+            }
+            let key = bytes.get(start..key_end).unwrap_or_default();
+            if let Some(slot) =
+                self.keys.iter().position(|k| crate::pod::short_eq(k.as_bytes(), key))
+                && let Some(cell) = values.get_mut(slot)
+            {
+                *cell = Some(facts.value_at(value));
+            }
+        });
     }
 }
 
@@ -645,9 +801,87 @@ mod tests {
     }
 
     #[test]
+    fn identity_comes_from_the_name_and_the_identity_labels() {
+        let facts = |name: &str, labels: serde_json::Value| {
+            PodFacts::new(&pod(serde_json::json!({"metadata": {"name": name, "labels": labels}})))
+        };
+        let right = facts(
+            "web-12",
+            serde_json::json!({"statefulset.kubernetes.io/pod-name": "web-12",
+                "apps.kubernetes.io/pod-index": "12"}),
+        );
+        assert_eq!(right.parent_and_ordinal(), Some(("web", 12)));
+        assert!(right.identity_labels_right(true));
+        let moved = facts(
+            "web-13",
+            serde_json::json!({"statefulset.kubernetes.io/pod-name": "web-13",
+                "apps.kubernetes.io/pod-index": "12"}),
+        );
+        assert!(!moved.identity_labels_right(true));
+        assert!(moved.identity_labels_right(false));
+        for (name, labels, with_index, without_index) in [
+            // A wrong pod-name label is wrong with or without the index label's gate.
+            (
+                "web-1",
+                serde_json::json!({"statefulset.kubernetes.io/pod-name": "web-2",
+                "apps.kubernetes.io/pod-index": "1"}),
+                false,
+                false,
+            ),
+            // A missing or zero-padded index label matters only under the gate.
+            (
+                "web-1",
+                serde_json::json!({"statefulset.kubernetes.io/pod-name": "web-1"}),
+                false,
+                true,
+            ),
+            (
+                "web-1",
+                serde_json::json!({"statefulset.kubernetes.io/pod-name": "web-1",
+                "apps.kubernetes.io/pod-index": "01"}),
+                false,
+                true,
+            ),
+            (
+                "web-1",
+                serde_json::json!({"statefulset.kubernetes.io/pod-name": "web-1",
+                "apps.kubernetes.io/pod-index": "-1"}),
+                false,
+                true,
+            ),
+        ] {
+            let f = facts(name, labels.clone());
+            assert_eq!(f.identity_labels_right(true), with_index, "{labels}");
+            assert_eq!(f.identity_labels_right(false), without_index, "{labels}");
+        }
+        for name in ["web", "web-", "web-x1", "-", "", "web-99999999999"] {
+            assert_eq!(facts(name, serde_json::json!({})).parent_and_ordinal(), None, "{name}");
+        }
+        assert_eq!(facts("a-b-007", serde_json::json!({})).parent_and_ordinal(), Some(("a-b", 7)));
+    }
+
+    #[test]
+    fn a_label_lookup_finds_each_key_once_whatever_its_length() {
+        let long = "k".repeat(70);
+        let p = pod(serde_json::json!({"metadata": {"name": "p", "labels": {
+            "app": "web", "zone": "a", "tier": "b", long.clone(): "far"}}}));
+        let facts = PodFacts::new(&p);
+        let mut lookup = LabelLookup::default();
+        let slots =
+            [lookup.slot("zone"), lookup.slot("app"), lookup.slot("zone"), lookup.slot(&long)];
+        assert_eq!(slots, [0, 1, 0, 2]);
+        lookup.slot("missing");
+        let mut values = vec![Some("stale"); lookup.len()];
+        lookup.fill(&facts, &mut values);
+        assert_eq!(values, vec![Some("a"), Some("web"), Some("far"), None]);
+    }
+
+    #[test]
     fn snapshot_pods_stay_small() {
         // Every plan streams through a snapshot's pods: besides the inline text, keep them small.
+        // (The StatefulSet identity's eight bytes took it from 176 to 184.)
         let size = std::mem::size_of::<SnapshotPod>();
-        assert!(size <= INLINE_TEXT + 176, "{size}");
+        assert!(size <= INLINE_TEXT + 184, "{size}");
+        assert_eq!(std::mem::size_of::<Identity>(), 8);
     }
 }

@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
+pub(crate) use facts::LabelLookup;
 pub use facts::{PodFacts, SnapshotPod};
 pub use plan::{
     Action, Blocked, DeletePurpose, Event, EventType, Patch, PodPatchPurpose, PodStatusPurpose,

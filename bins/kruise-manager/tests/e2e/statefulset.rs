@@ -484,3 +484,55 @@ fn upstream_statefulset_is_taken_over_without_restarting_anything() {
     assert_eq!(revisions.trim(), format!("controllerrevision.apps/{revision_name}"));
     drop(manager);
 }
+
+/// A set deleted with `--cascade=orphan` and created again takes back what it left: the same
+/// pods (nothing restarted or replaced) and its ControllerRevision, which it adopts rather than
+/// writing a second one, as upstream's `adoptOrphanRevisions` does.
+#[test]
+fn a_set_created_again_adopts_its_orphaned_pods_and_revision() {
+    let cluster = SimCluster::start(
+        kruise_sim::Config::default()
+            .with_kruise_crds()
+            .with_nodes(kruise_sim::nodes::NodesConfig::new(2)),
+    );
+    let k = &cluster.kubectl;
+    let manager = start_manager(&cluster, 0, &[]);
+    let manifest = sts_yaml("again", 3, "Parallel", "registry.example/again:v1");
+    k.ok_stdin(&["apply", "-f", "-"], &manifest);
+    let before = wait_for("the set ready", MINUTE, || {
+        converged(k, "again", "registry.example/again:v1", 3).then(|| pods(k, "app=again"))
+    });
+    let revision = k.ok(&["get", "asts", "again", "-o", "jsonpath={.status.updateRevision}"]);
+    assert!(revision.starts_with("again-"), "{revision}");
+
+    k.ok(&["delete", "asts", "again", "--cascade=orphan"]);
+    let owners = |kind: &str, name: &str| {
+        k.ok(&["get", kind, name, "-o", "jsonpath={.metadata.ownerReferences[*].uid}"])
+    };
+    wait_for("the pods and the revision orphaned", MINUTE, || {
+        let orphaned = owners("controllerrevision", &revision).is_empty()
+            && (0..3).all(|i| owners("pod", &format!("again-{i}")).is_empty());
+        orphaned.then_some(())
+    });
+
+    k.ok_stdin(&["apply", "-f", "-"], &manifest);
+    let uid = k.ok(&["get", "asts", "again", "-o", "jsonpath={.metadata.uid}"]);
+    wait_for("the pods and the revision adopted", MINUTE, || {
+        let adopted = owners("controllerrevision", &revision) == uid
+            && (0..3).all(|i| owners("pod", &format!("again-{i}")) == uid);
+        adopted.then_some(())
+    });
+    wait_for("the new set's status", MINUTE, || {
+        let s = k.json(&["get", "asts", "again"])["status"].clone();
+        (s["observedGeneration"] == 1 && s["readyReplicas"] == 3).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let status = k.json(&["get", "asts", "again"])["status"].clone();
+    assert_eq!(status["currentRevision"], revision.as_str(), "{status}");
+    assert_eq!(status["updateRevision"], revision.as_str(), "{status}");
+    assert_eq!(status["updatedReplicas"], 3, "{status}");
+    assert_eq!(pods(k, "app=again"), before, "no pod was replaced, updated or restarted");
+    let revisions = k.ok(&["get", "controllerrevisions", "-o", "name"]);
+    assert_eq!(revisions.trim(), format!("controllerrevision.apps/{revision}"), "one revision");
+    drop(manager);
+}
