@@ -32,6 +32,8 @@ pub mod admission;
 mod admitted;
 pub mod builtin_conversion;
 pub mod cluster;
+#[cfg(feature = "controllers")]
+pub mod controllers;
 pub mod conversion;
 pub mod crd;
 mod defaults;

@@ -39,6 +39,8 @@ pub struct Config {
     /// Delete pods gracefully (`deletionTimestamp` + `deletionGracePeriodSeconds`; a kubelet
     /// finishes the deletion). Implied by `nodes`; set it alone when the nodes run elsewhere.
     pub graceful_pod_deletion: bool,
+    /// Run the built-in controllers ([`crate::controllers`]) against the server.
+    pub controllers: bool,
 }
 
 impl Default for Config {
@@ -53,6 +55,7 @@ impl Default for Config {
             webhook_services: Vec::new(),
             nodes: None,
             graceful_pod_deletion: false,
+            controllers: false,
         }
     }
 }
@@ -82,6 +85,12 @@ impl Config {
         self
     }
 
+    /// Run the built-in controllers (ReplicaSet, ...) against the server.
+    pub fn with_controllers(mut self) -> Self {
+        self.controllers = true;
+        self
+    }
+
     /// Send bookmarks at this interval.
     pub fn with_bookmark_interval(mut self, every: Duration) -> Self {
         self.bookmark_interval = every;
@@ -104,6 +113,8 @@ pub struct ServerHandle {
     cluster: Arc<Cluster>,
     connections: Arc<AtomicU64>,
     nodes: Option<crate::nodes::NodeSim>,
+    #[cfg(feature = "controllers")]
+    _controllers: Option<crate::controllers::Controllers>,
     shutdown: watch::Sender<bool>,
     _thread: Option<RuntimeThread>,
 }
@@ -320,6 +331,14 @@ impl Server {
             }
             None => None,
         };
+        #[cfg(feature = "controllers")]
+        let controllers = match config.controllers {
+            true => {
+                let client = crate::nodes::client_from_kubeconfig(&kubeconfig).await?;
+                Some(crate::controllers::Controllers::start(client))
+            }
+            false => None,
+        };
         Ok(ServerHandle {
             addr,
             http_addr,
@@ -329,6 +348,8 @@ impl Server {
             cluster,
             connections,
             nodes,
+            #[cfg(feature = "controllers")]
+            _controllers: controllers,
             shutdown,
             _thread: None,
         })

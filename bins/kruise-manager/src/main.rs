@@ -50,6 +50,10 @@ enum Command {
         /// The API server's HTTPS address (port 0 picks a free one).
         #[arg(long, default_value = "127.0.0.1:6443")]
         addr: SocketAddr,
+        /// Run the cluster's built-in controllers (ReplicaSet), as a real cluster's
+        /// kube-controller-manager would.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        builtin_controllers: bool,
         #[command(flatten)]
         flags: ManagerFlags,
     },
@@ -306,8 +310,9 @@ fn main() -> anyhow::Result<()> {
             crds(out, &webhook)
         }
         Command::Run { kubeconfig, flags } => runtime()?.block_on(run(kubeconfig, flags, workers)),
-        Command::Playground { nodes, kubeconfig_out, addr, flags } => {
-            runtime()?.block_on(playground(nodes, kubeconfig_out, addr, flags, workers))
+        Command::Playground { nodes, kubeconfig_out, addr, builtin_controllers, flags } => {
+            let cluster = PlaygroundCluster { nodes, addr, builtin_controllers };
+            runtime()?.block_on(playground(cluster, kubeconfig_out, flags, workers))
         }
     }
 }
@@ -354,13 +359,20 @@ async fn run(
     Ok(())
 }
 
-async fn playground(
+/// The playground's embedded cluster.
+struct PlaygroundCluster {
     nodes: usize,
-    kubeconfig_out: PathBuf,
     addr: SocketAddr,
+    builtin_controllers: bool,
+}
+
+async fn playground(
+    cluster: PlaygroundCluster,
+    kubeconfig_out: PathBuf,
     mut flags: ManagerFlags,
     workers: BTreeMap<String, usize>,
 ) -> anyhow::Result<()> {
+    let PlaygroundCluster { nodes, addr, builtin_controllers } = cluster;
     flags.init_logging();
     // One manager, so no election; webhooks are reached by URL on loopback.
     flags.enable_leader_election = false;
@@ -383,9 +395,13 @@ async fn playground(
         addr
     };
     let config = flags.manager_config(workers)?;
-    let sim_config = kruise_sim::Config { addr, ..kruise_sim::Config::default() }
-        .with_kruise_crds()
-        .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes));
+    let sim_config = kruise_sim::Config {
+        addr,
+        controllers: builtin_controllers,
+        ..kruise_sim::Config::default()
+    }
+    .with_kruise_crds()
+    .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes));
     let server = kruise_sim::Server::start(sim_config)
         .await
         .with_context(|| format!("starting the embedded cluster on {addr}"))?;

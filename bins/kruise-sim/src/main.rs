@@ -46,6 +46,10 @@ enum Command {
         /// Delete pods gracefully even without in-process nodes (nodes run elsewhere).
         #[arg(long)]
         graceful_pod_deletion: bool,
+        /// Run the built-in controllers (ReplicaSet) against the server; `false` for a test
+        /// that brings its own.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        controllers: bool,
         #[command(flatten)]
         node_flags: NodeFlags,
     },
@@ -166,6 +170,7 @@ async fn main() -> anyhow::Result<()> {
             bookmark_seconds,
             nodes,
             graceful_pod_deletion,
+            controllers,
             node_flags,
         } => {
             let config = kruise_sim::Config {
@@ -176,6 +181,7 @@ async fn main() -> anyhow::Result<()> {
                 bookmark_interval: Duration::from_secs(bookmark_seconds.max(1)),
                 nodes: if nodes > 0 { Some(node_flags.config(nodes)?) } else { None },
                 graceful_pod_deletion,
+                controllers,
                 ..Default::default()
             };
             let server = kruise_sim::Server::start(config).await.context("starting kruise-sim")?;

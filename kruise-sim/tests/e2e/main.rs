@@ -17,3 +17,4 @@ mod kubectl;
 mod nodes;
 mod openapi_explain;
 mod protobuf;
+mod replicaset;

@@ -1,0 +1,457 @@
+//! The ReplicaSet controller, as kube-controller-manager runs it.
+//!
+//! One reconcile of a ReplicaSet:
+//!
+//! 1. orphan pods its selector matches are adopted, and pods it controls that its selector no
+//!    longer matches are released (both guarded by the pod's uid and resourceVersion);
+//! 2. its active pods (not terminating, not finished) are counted against `spec.replicas`;
+//!    missing pods are created from the template (named `<set>-<random>`, in slow-start batches
+//!    of 1, 2, 4, ... up to 500 per round, stopping at the first failure), and extra pods are
+//!    deleted in kube-controller-manager's order: unscheduled, pending, not ready, lower
+//!    `controller.kubernetes.io/pod-deletion-cost`, more pods of the set on the same node,
+//!    ready for less time, more restarts, newer first;
+//! 3. the status (`replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas`
+//!    with `minReadySeconds`, `observedGeneration`, and the `ReplicaFailure` condition when a
+//!    creation or deletion fails) is written.
+//!
+//! Each round waits until the pod cache shows what it wrote before it ends, so that the next
+//! round never counts a pod twice or misses one (kube-controller-manager's expectations).
+//!
+//! Not done: the `PodReplacementPolicy` gate's `status.terminatingReplicas`, and the
+//! logarithmic comparison of ready and creation times (`LogarithmicScaleDown`): times are
+//! compared exactly.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kruise_core::cloneset::PodSelector;
+use kruise_core::pod::{PodRankView, compare_for_deletion};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+use kube::{Client, ResourceExt as _};
+use serde_json::{Value, json};
+
+/// Pods created or deleted per round at most (kube-controller-manager's `burstReplicas`).
+const BURST_REPLICAS: usize = 500;
+
+/// How long a round waits for the pod cache to show its writes.
+const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a round failed; it is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An API request failed.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was attempted.
+        action: String,
+        /// The error.
+        source: kube::Error,
+    },
+}
+
+struct Context {
+    client: Client,
+    pods: Store<Pod>,
+}
+
+/// A ReplicaSet's namespace and name.
+type Key = ObjectRef<ReplicaSet>;
+
+/// Runs the controller until the task is aborted.
+///
+/// One reflector per kind feeds both the caches and the queue: an event is queued only after
+/// the cache holds it, so a round never reads a cache older than the change that queued it.
+/// Rounds run one at a time.
+pub async fn run(client: Client) {
+    let (pods, pod_writer) = reflector::store();
+    let (sets, set_writer) = reflector::store();
+    let (queue, mut keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
+    let pod_events =
+        reflector(pod_writer, watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()))
+            .default_backoff()
+            .touched_objects();
+    let set_events = reflector(
+        set_writer,
+        watcher(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default()),
+    )
+    .default_backoff()
+    .touched_objects();
+    let context = Arc::new(Context { client, pods });
+
+    let set_queue = queue.clone();
+    let feed_sets = set_events.for_each(move |event| {
+        if let Ok(set) = event {
+            let _ = set_queue.send(ObjectRef::from_obj(&set));
+        }
+        futures::future::ready(())
+    });
+    let pod_queue = queue.clone();
+    let pod_sets = sets.clone();
+    // The set that controlled each pod when last seen, so that a released pod queues it.
+    let mut last_owner: BTreeMap<String, Key> = BTreeMap::new();
+    let feed_pods = pod_events.for_each(move |event| {
+        if let Ok(pod) = event {
+            let mut keys = sets_of_pod(&pod_sets, &pod);
+            let uid = pod.uid().unwrap_or_default();
+            let owner = controller_set(&pod);
+            let previous = match owner.clone() {
+                Some(owner) => last_owner.insert(uid, owner),
+                None => last_owner.remove(&uid),
+            };
+            keys.extend(previous);
+            for key in keys {
+                let _ = pod_queue.send(key);
+            }
+        }
+        futures::future::ready(())
+    });
+    let worker = async move {
+        context.pods.wait_until_ready().await.ok();
+        sets.wait_until_ready().await.ok();
+        while let Some(first) = keys.recv().await {
+            let mut batch = std::collections::HashSet::from([first]);
+            while let Ok(key) = keys.try_recv() {
+                batch.insert(key);
+            }
+            for key in batch {
+                let Some(set) = sets.get(&key) else { continue };
+                let again = match reconcile(set, context.clone()).await {
+                    Ok(again) => again,
+                    Err(_) => Some(Duration::from_secs(1)),
+                };
+                if let Some(after) = again {
+                    let queue = queue.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(after).await;
+                        let _ = queue.send(key);
+                    });
+                }
+            }
+        }
+    };
+    futures::future::join3(feed_sets, feed_pods, worker).await;
+}
+
+/// The ReplicaSet controlling `pod`, if one does.
+fn controller_set(pod: &Pod) -> Option<Key> {
+    let owner = pod.owner_references().iter().find(|o| o.controller == Some(true))?;
+    (owner.kind == "ReplicaSet" && owner.api_version == "apps/v1")
+        .then(|| ObjectRef::new(&owner.name).within(&pod.namespace().unwrap_or_default()))
+}
+
+/// The ReplicaSets a pod's change concerns: its controller, or for an orphan every set in its
+/// namespace whose selector matches it.
+fn sets_of_pod(sets: &Store<ReplicaSet>, pod: &Pod) -> Vec<Key> {
+    if pod.owner_references().iter().any(|o| o.controller == Some(true)) {
+        return controller_set(pod).into_iter().collect();
+    }
+    let namespace = pod.namespace().unwrap_or_default();
+    sets.state()
+        .iter()
+        .filter(|set| set.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|set| selects(set, &pod.metadata))
+        .map(|set| ObjectRef::from_obj(set.as_ref()))
+        .collect()
+}
+
+fn selects(set: &ReplicaSet, meta: &ObjectMeta) -> bool {
+    let selector = &set.spec.selector;
+    // An empty selector selects nothing here (the API server refuses one anyway).
+    let empty = selector.match_labels.is_none() && selector.match_expressions.is_none();
+    !empty && PodSelector::parse(Some(selector)).is_ok_and(|s| s.matches(meta.labels.as_ref()))
+}
+
+fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let action = action.into();
+    move |source| Error::Api { action, source }
+}
+
+/// Whether the pod is neither terminating nor finished.
+fn active(pod: &Pod) -> bool {
+    kruise_core::pod::is_pod_active(pod)
+}
+
+fn controlled_by(pod: &Pod, uid: &str) -> bool {
+    pod.owner_references().iter().any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+/// One round; `Some(d)` asks for another after `d`.
+async fn reconcile(set: Arc<ReplicaSet>, context: Arc<Context>) -> Result<Option<Duration>, Error> {
+    if set.metadata.deletion_timestamp.is_some() {
+        return Ok(None);
+    }
+    let namespace = set.namespace().unwrap_or_default();
+    let name = set.name_any();
+    let uid = set.uid().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(context.client.clone(), &namespace);
+
+    // 1. Adoption and release.
+    let in_namespace: Vec<Arc<Pod>> = context
+        .pods
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
+        .collect();
+    let mut ownership_changed = false;
+    for pod in &in_namespace {
+        let orphan = !pod.owner_references().iter().any(|o| o.controller == Some(true));
+        let ours = controlled_by(pod, &uid);
+        let matches = selects(&set, &pod.metadata);
+        let patch = if orphan && matches && active(pod) {
+            let mut owners = pod.owner_references().to_vec();
+            owners.push(owner_reference(&set));
+            Some(json!({"metadata": {"ownerReferences": owners, "uid": pod.uid(),
+                "resourceVersion": pod.resource_version()}}))
+        } else if ours && !matches {
+            let owners: Vec<&OwnerReference> =
+                pod.owner_references().iter().filter(|o| o.uid != uid).collect();
+            // No owner left: the field goes, as kube-apiserver stores an empty list.
+            let owners = if owners.is_empty() { serde_json::Value::Null } else { json!(owners) };
+            Some(json!({"metadata": {"ownerReferences": owners, "uid": pod.uid(),
+                "resourceVersion": pod.resource_version()}}))
+        } else {
+            None
+        };
+        if let Some(patch) = patch {
+            let pod_name = pod.name_any();
+            match pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                Ok(_) => ownership_changed = true,
+                // Gone or changed since read: the next round decides again.
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(source) => return Err(api_error(format!("patch pod {pod_name}"))(source)),
+            }
+        }
+    }
+    if ownership_changed {
+        // The pods' new owners queue the set again once the cache shows them.
+        return Ok(Some(Duration::from_millis(200)));
+    }
+
+    // 2. Scale.
+    let owned: Vec<Arc<Pod>> =
+        in_namespace.into_iter().filter(|p| controlled_by(p, &uid)).collect();
+    let live: Vec<&Arc<Pod>> = owned.iter().filter(|p| active(p)).collect();
+    let wanted = usize::try_from(set.spec.replicas.unwrap_or(1)).unwrap_or(0);
+    let mut failure = None;
+    if live.len() < wanted {
+        let missing = (wanted - live.len()).min(BURST_REPLICAS);
+        let (created, error) = create_pods(&pods, &set, missing).await;
+        failure = error.map(|e| ("FailedCreate", e));
+        if created > 0 {
+            let target = live.len() + created;
+            observe(&context, || owned_active(&context, &uid) >= target).await;
+        }
+    } else if live.len() > wanted {
+        let doomed = pods_to_delete(&live, live.len() - wanted);
+        let mut deleted = Vec::new();
+        for pod in doomed.iter().take(BURST_REPLICAS) {
+            let pod_name = pod.name_any();
+            match pods.delete(&pod_name, &DeleteParams::default()).await {
+                Ok(_) => deleted.push(pod.uid().unwrap_or_default()),
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(source) => {
+                    failure = Some(("FailedDelete", format!("delete pod {pod_name}: {source}")));
+                    break;
+                }
+            }
+        }
+        if !deleted.is_empty() {
+            observe(&context, || {
+                context
+                    .pods
+                    .state()
+                    .iter()
+                    .all(|p| !deleted.iter().any(|d| p.uid().as_ref() == Some(d)) || !active(p))
+            })
+            .await;
+        }
+    }
+
+    // 3. Status, from the pods as the cache now shows them.
+    let now = jiff::Timestamp::now();
+    let owned: Vec<Arc<Pod>> = context
+        .pods
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|p| controlled_by(p, &uid) && active(p))
+        .collect();
+    let status = status_of(&set, &owned, failure.as_ref().map(|(r, m)| (*r, m.as_str())), now);
+    if !status_matches(set.status.as_ref(), &status) {
+        let sets: Api<ReplicaSet> = Api::namespaced(context.client.clone(), &namespace);
+        let patch = json!({ "status": status });
+        sets.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(api_error(format!("update status of replicaset {name}")))?;
+    }
+    if failure.is_some() {
+        // The ReplicaFailure condition says why; try again soon.
+        return Ok(Some(Duration::from_secs(1)));
+    }
+    // Pods still becoming available for minReadySeconds need another look.
+    let min_ready = set.spec.min_ready_seconds.unwrap_or(0);
+    if min_ready > 0 && status["availableReplicas"].as_u64() < status["readyReplicas"].as_u64() {
+        return Ok(Some(Duration::from_secs(1)));
+    }
+    Ok(None)
+}
+
+/// Whether the stored status already says what `wanted` says (its fields, with `null` for
+/// absent).
+fn status_matches(stored: Option<&ReplicaSetStatus>, wanted: &Value) -> bool {
+    let stored = serde_json::to_value(stored).unwrap_or(Value::Null);
+    wanted.as_object().is_some_and(|fields| {
+        fields.iter().all(|(key, value)| {
+            let have = stored.get(key).unwrap_or(&Value::Null);
+            // Counts the API server omits when zero read as zero.
+            have == value || (have.is_null() && value == &json!(0))
+        })
+    })
+}
+
+fn owned_active(context: &Context, uid: &str) -> usize {
+    context.pods.state().iter().filter(|p| controlled_by(p, uid) && active(p)).count()
+}
+
+/// Waits until `done` holds for the pod cache, or [`OBSERVE_TIMEOUT`].
+async fn observe(_context: &Context, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + OBSERVE_TIMEOUT;
+    while !done() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn owner_reference(set: &ReplicaSet) -> OwnerReference {
+    OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "ReplicaSet".into(),
+        name: set.name_any(),
+        uid: set.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// The pod the set's template makes (kube-controller-manager's `GetPodFromTemplate`).
+fn new_pod(set: &ReplicaSet) -> Pod {
+    let template = set.spec.template.clone().unwrap_or_default();
+    let meta = template.metadata.unwrap_or_default();
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{}-", set.name_any())),
+            namespace: set.namespace(),
+            labels: meta.labels,
+            annotations: meta.annotations,
+            finalizers: meta.finalizers,
+            owner_references: Some(vec![owner_reference(set)]),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec,
+        status: None,
+    }
+}
+
+/// Creates `count` pods in slow-start batches (1, 2, 4, ...), every pod of a batch at once;
+/// no batch follows one with a failure. The number created, and the first failure.
+async fn create_pods(pods: &Api<Pod>, set: &ReplicaSet, count: usize) -> (usize, Option<String>) {
+    let pod = new_pod(set);
+    let params = PostParams::default();
+    let mut created = 0;
+    let mut batch = 1;
+    while created < count {
+        let size = batch.min(count - created);
+        let results =
+            futures::future::join_all((0..size).map(|_| pods.create(&params, &pod))).await;
+        let mut failure = None;
+        for result in results {
+            match result {
+                Ok(_) => created += 1,
+                Err(e) => {
+                    failure.get_or_insert_with(|| e.to_string());
+                }
+            }
+        }
+        if failure.is_some() {
+            return (created, failure);
+        }
+        batch *= 2;
+    }
+    (created, None)
+}
+
+/// The `count` pods to delete first: kube-controller-manager's `ActivePodsWithRanks`, where a
+/// pod's rank is how many of the set's pods share its node.
+fn pods_to_delete<'p>(live: &[&'p Arc<Pod>], count: usize) -> Vec<&'p Arc<Pod>> {
+    let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+    for pod in live {
+        let node = kruise_core::pod::node_name_of(pod);
+        if !node.is_empty() {
+            *per_node.entry(node.to_owned()).or_default() += 1;
+        }
+    }
+    let views: Vec<PodRankView> = live
+        .iter()
+        .map(|pod| {
+            let view = PodRankView::from_pod(pod);
+            let rank = per_node.get(kruise_core::pod::node_name_of(pod)).copied().unwrap_or(0);
+            view.with_rank(rank as f64)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..live.len()).collect();
+    order.sort_by(|&a, &b| compare_for_deletion(&views[a], &views[b]));
+    order.into_iter().take(count).map(|i| live[i]).collect()
+}
+
+/// The status for the set's active pods `owned`, as JSON (the condition types' fields differ
+/// between Kubernetes versions of the API types).
+fn status_of(
+    set: &ReplicaSet,
+    owned: &[Arc<Pod>],
+    failure: Option<(&str, &str)>,
+    now: jiff::Timestamp,
+) -> Value {
+    let min_ready = set.spec.min_ready_seconds.unwrap_or(0);
+    let template_labels = set
+        .spec
+        .template
+        .as_ref()
+        .and_then(|t| t.metadata.as_ref())
+        .and_then(|m| m.labels.as_ref());
+    let count = |f: &dyn Fn(&Pod) -> bool| owned.iter().filter(|p| f(p)).count();
+    let fully_labeled = |pod: &Pod| {
+        template_labels.is_none_or(|wanted| {
+            let labels = pod.labels();
+            wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
+        })
+    };
+    let old = serde_json::to_value(&set.status).unwrap_or(Value::Null);
+    let old_conditions = old["conditions"].as_array().cloned().unwrap_or_default();
+    let previous_failure = old_conditions.iter().find(|c| c["type"] == "ReplicaFailure");
+    let mut conditions: Vec<Value> =
+        old_conditions.iter().filter(|c| c["type"] != "ReplicaFailure").cloned().collect();
+    if let Some((reason, message)) = failure {
+        let since = previous_failure
+            .map(|c| c["lastTransitionTime"].clone())
+            .filter(|t| !t.is_null())
+            .unwrap_or_else(|| json!(Time(now)));
+        conditions.push(json!({"type": "ReplicaFailure", "status": "True", "reason": reason,
+            "message": message, "lastTransitionTime": since}));
+    }
+    let mut status = json!({
+        "replicas": count(&|_| true),
+        "fullyLabeledReplicas": count(&fully_labeled),
+        "readyReplicas": count(&kruise_core::pod::is_pod_ready),
+        "availableReplicas": count(&|p| kruise_core::pod::is_pod_available(p, min_ready, now)),
+        "observedGeneration": set.metadata.generation,
+    });
+    // A merge patch keeps what it does not name: a cleared condition list is named.
+    status["conditions"] = if conditions.is_empty() { Value::Null } else { json!(conditions) };
+    status
+}
