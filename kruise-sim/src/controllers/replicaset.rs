@@ -72,7 +72,7 @@ type Key = ObjectRef<ReplicaSet>;
 pub async fn run(client: Client) {
     let (pods, pod_writer) = reflector::store();
     let (sets, set_writer) = reflector::store();
-    let (queue, mut keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
+    let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
     let pod_events =
         reflector(pod_writer, watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()))
             .default_backoff()
@@ -112,29 +112,14 @@ pub async fn run(client: Client) {
         }
         futures::future::ready(())
     });
+    let pods_ready = context.pods.clone();
     let worker = async move {
-        context.pods.wait_until_ready().await.ok();
-        sets.wait_until_ready().await.ok();
-        while let Some(first) = keys.recv().await {
-            let mut batch = std::collections::HashSet::from([first]);
-            while let Ok(key) = keys.try_recv() {
-                batch.insert(key);
-            }
-            for key in batch {
-                let Some(set) = sets.get(&key) else { continue };
-                let again = match reconcile(set, context.clone()).await {
-                    Ok(again) => again,
-                    Err(_) => Some(Duration::from_secs(1)),
-                };
-                if let Some(after) = again {
-                    let queue = queue.clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep(after).await;
-                        let _ = queue.send(key);
-                    });
-                }
-            }
-        }
+        pods_ready.wait_until_ready().await.ok();
+        super::work(sets, queue, keys, move |set| {
+            let context = context.clone();
+            async move { reconcile(set, context).await.unwrap_or(Some(Duration::from_secs(1))) }
+        })
+        .await;
     };
     futures::future::join3(feed_sets, feed_pods, worker).await;
 }
@@ -306,11 +291,15 @@ async fn reconcile(set: Arc<ReplicaSet>, context: Arc<Context>) -> Result<Option
 /// Whether the stored status already says what `wanted` says (its fields, with `null` for
 /// absent).
 fn status_matches(stored: Option<&ReplicaSetStatus>, wanted: &Value) -> bool {
-    let stored = serde_json::to_value(stored).unwrap_or(Value::Null);
+    status_matches_json(&serde_json::to_value(stored).unwrap_or(Value::Null), wanted)
+}
+
+/// Whether the stored status (as JSON) already holds every field of `wanted`; counts the API
+/// server omits when zero read as zero.
+pub(crate) fn status_matches_json(stored: &Value, wanted: &Value) -> bool {
     wanted.as_object().is_some_and(|fields| {
         fields.iter().all(|(key, value)| {
             let have = stored.get(key).unwrap_or(&Value::Null);
-            // Counts the API server omits when zero read as zero.
             have == value || (have.is_null() && value == &json!(0))
         })
     })

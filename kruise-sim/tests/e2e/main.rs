@@ -9,6 +9,7 @@ mod admission_more;
 mod apply;
 mod conversion;
 mod crds;
+mod deployment;
 mod events_one_store;
 mod faults;
 mod gc;

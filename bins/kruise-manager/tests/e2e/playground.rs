@@ -232,3 +232,16 @@ fn demo_clone_walkthrough() {
         assert!(events_section.contains(reason), "describe lacks {reason}:\n{described}");
     }
 }
+
+/// The playground runs the cluster's built-in controllers too: a Deployment gets its pods, as
+/// on a real cluster.
+#[test]
+fn a_deployment_on_the_playground_gets_ready_pods() {
+    let pg = Playground::start(2, &[]);
+    pg.kubectl.ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=2"]);
+    let out = pg.kubectl.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert!(out.contains("deployment \"web\" successfully rolled out"), "{out}");
+    let ready =
+        pg.kubectl.ok(&["get", "deployment", "web", "-o", "jsonpath={.status.readyReplicas}"]);
+    assert_eq!(ready, "2");
+}

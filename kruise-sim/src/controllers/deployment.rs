@@ -1,0 +1,845 @@
+//! The Deployment controller, as kube-controller-manager runs it.
+//!
+//! A Deployment owns ReplicaSets, one per pod template it has had. The one whose template
+//! (without the `pod-template-hash` label) equals the Deployment's is the new one; it is named
+//! `<deployment>-<hash>`, and its template and selector carry `pod-template-hash: <hash>`. One
+//! round of a Deployment:
+//!
+//! 1. orphan ReplicaSets its selector matches are adopted, and those it controls that no longer
+//!    match are released;
+//! 2. the new ReplicaSet is found or created, and takes the next revision
+//!    (`deployment.kubernetes.io/revision`, the older numbers it had kept in
+//!    `deployment.kubernetes.io/revision-history`), so `kubectl rollout undo` (which writes an
+//!    old ReplicaSet's template back) brings that ReplicaSet back as the newest revision;
+//! 3. unless paused: **RollingUpdate** scales the new ReplicaSet up while all ReplicaSets'
+//!    replicas stay within `replicas + maxSurge`, and the old ones down while the available
+//!    pods stay at or above `replicas - maxUnavailable` (unhealthy old pods first);
+//!    **Recreate** scales every old ReplicaSet to 0, waits until none of their pods is left,
+//!    then scales the new one up;
+//! 4. old ReplicaSets beyond `revisionHistoryLimit` with no pods are deleted, oldest first;
+//! 5. the status: `replicas`, `updatedReplicas`, `readyReplicas`, `availableReplicas`,
+//!    `unavailableReplicas`, `observedGeneration`, `collisionCount`, and the `Available` and
+//!    `Progressing` conditions with kube-controller-manager's reasons and messages
+//!    (`progressDeadlineSeconds` turns a stalled rollout into `ProgressDeadlineExceeded`).
+//!
+//! Differences from kube-controller-manager:
+//!
+//! - the hash is FNV-32a over the template's JSON (kube-controller-manager hashes a Go dump
+//!   of its in-memory struct, which cannot be reproduced), rendered as it renders it: names
+//!   look alike but differ from a real cluster's for the same template;
+//! - scaling a Deployment while several ReplicaSets have pods does not spread the change
+//!   proportionally: the rollout rules bring every ReplicaSet to its place;
+//! - no Events are recorded.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_core::cloneset::PodSelector;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+use kube::{Client, ResourceExt as _};
+use serde_json::{Value, json};
+
+/// The label that tells a Deployment's ReplicaSets (and their pods) apart.
+pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+/// A ReplicaSet's revision, and its Deployment's newest.
+pub const REVISION: &str = "deployment.kubernetes.io/revision";
+/// Earlier revision numbers of a ReplicaSet that was rolled back to.
+pub const REVISION_HISTORY: &str = "deployment.kubernetes.io/revision-history";
+/// The Deployment's replicas when the ReplicaSet was last scaled.
+pub const DESIRED_REPLICAS: &str = "deployment.kubernetes.io/desired-replicas";
+/// `replicas + maxSurge` when the ReplicaSet was last scaled.
+pub const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
+
+/// Annotations of the Deployment not copied onto its ReplicaSets.
+const NOT_COPIED: &[&str] = &[
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION,
+    REVISION_HISTORY,
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    "deprecated.deployment.rollback.to",
+];
+
+/// Why a round failed; it is retried.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An API request failed.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was attempted.
+        action: String,
+        /// The error.
+        source: kube::Error,
+    },
+}
+
+fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let action = action.into();
+    move |source| Error::Api { action, source }
+}
+
+struct Context {
+    client: Client,
+    sets: Store<ReplicaSet>,
+    pods: Store<Pod>,
+}
+
+type Key = ObjectRef<Deployment>;
+
+/// Runs the controller until the task is aborted. As in [`super::replicaset`], one reflector
+/// per kind feeds both the caches and the queue.
+pub async fn run(client: Client) {
+    let (deployments, deployment_writer) = reflector::store();
+    let (sets, set_writer) = reflector::store();
+    let (pods, pod_writer) = reflector::store();
+    let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
+    let config = watcher::Config::default();
+    let deployment_events = reflector(
+        deployment_writer,
+        watcher(Api::<Deployment>::all(client.clone()), config.clone()),
+    )
+    .default_backoff()
+    .touched_objects();
+    let set_events =
+        reflector(set_writer, watcher(Api::<ReplicaSet>::all(client.clone()), config.clone()))
+            .default_backoff()
+            .touched_objects();
+    // Pods are read only by Recreate, which waits for the old ones to go.
+    let pod_events = reflector(pod_writer, watcher(Api::<Pod>::all(client.clone()), config))
+        .default_backoff()
+        .touched_objects();
+
+    let own_queue = queue.clone();
+    let feed_deployments = deployment_events.for_each(move |event| {
+        if let Ok(deployment) = event {
+            let _ = own_queue.send(ObjectRef::from_obj(&deployment));
+        }
+        futures::future::ready(())
+    });
+    let set_queue = queue.clone();
+    let set_deployments = deployments.clone();
+    let mut last_owner: BTreeMap<String, Key> = BTreeMap::new();
+    let feed_sets = set_events.for_each(move |event| {
+        if let Ok(set) = event {
+            let owner = controller_of::<Deployment>(&set.metadata, "apps/v1", "Deployment");
+            let mut keys: Vec<Key> = match &owner {
+                Some(owner) => vec![owner.clone()],
+                None if !has_controller(&set.metadata) => set_deployments
+                    .state()
+                    .iter()
+                    .filter(|d| d.namespace() == set.namespace() && selects(d, &set.metadata))
+                    .map(|d| ObjectRef::from_obj(d.as_ref()))
+                    .collect(),
+                None => Vec::new(),
+            };
+            let uid = set.uid().unwrap_or_default();
+            keys.extend(match owner {
+                Some(owner) => last_owner.insert(uid, owner),
+                None => last_owner.remove(&uid),
+            });
+            for key in keys {
+                let _ = set_queue.send(key);
+            }
+        }
+        futures::future::ready(())
+    });
+    let pod_queue = queue.clone();
+    let pod_sets = sets.clone();
+    let feed_pods = pod_events.for_each(move |event| {
+        // A Recreate rollout waits for old pods to go: their set's Deployment looks again.
+        if let Ok(pod) = event
+            && let Some(set) = controller_of::<ReplicaSet>(&pod.metadata, "apps/v1", "ReplicaSet")
+            && let Some(set) = pod_sets.get(&set)
+            && let Some(owner) = controller_of::<Deployment>(&set.metadata, "apps/v1", "Deployment")
+        {
+            let _ = pod_queue.send(owner);
+        }
+        futures::future::ready(())
+    });
+    let context = Arc::new(Context { client, sets, pods });
+    let ready = context.clone();
+    let worker = async move {
+        ready.sets.wait_until_ready().await.ok();
+        ready.pods.wait_until_ready().await.ok();
+        super::work(deployments, queue, keys, move |deployment| {
+            let context = context.clone();
+            async move {
+                reconcile(deployment, context).await.unwrap_or(Some(Duration::from_secs(1)))
+            }
+        })
+        .await;
+    };
+    futures::future::join4(feed_deployments, feed_sets, feed_pods, worker).await;
+}
+
+fn has_controller(meta: &ObjectMeta) -> bool {
+    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true))
+}
+
+/// The object of kind `kind` that controls the object `meta` describes.
+fn controller_of<K>(meta: &ObjectMeta, api_version: &str, kind: &str) -> Option<ObjectRef<K>>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let owner = meta.owner_references.iter().flatten().find(|o| o.controller == Some(true))?;
+    (owner.kind == kind && owner.api_version == api_version)
+        .then(|| ObjectRef::new(&owner.name).within(meta.namespace.as_deref().unwrap_or_default()))
+}
+
+fn selects(deployment: &Deployment, meta: &ObjectMeta) -> bool {
+    let selector = Some(&deployment.spec).map(|s| &s.selector);
+    let empty = selector.is_none_or(|s| s.match_labels.is_none() && s.match_expressions.is_none());
+    !empty && PodSelector::parse(selector).is_ok_and(|s| s.matches(meta.labels.as_ref()))
+}
+
+fn controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
+    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+/// The template with the `pod-template-hash` label taken out, for comparing templates.
+fn without_hash(template: Option<&PodTemplateSpec>) -> Value {
+    let mut value = serde_json::to_value(template).unwrap_or(Value::Null);
+    if let Some(labels) = value.pointer_mut("/metadata/labels").and_then(Value::as_object_mut) {
+        labels.remove(POD_TEMPLATE_HASH);
+        if labels.is_empty() {
+            value["metadata"].as_object_mut().map(|m| m.remove("labels"));
+        }
+    }
+    value
+}
+
+/// The `pod-template-hash` of a template (see the module's differences).
+fn template_hash(template: Option<&PodTemplateSpec>, collision_count: Option<i32>) -> String {
+    let mut hasher = kruise_core::revision::hash::Fnv32::fnv1a();
+    hasher.write(without_hash(template).to_string().as_bytes());
+    if let Some(count) = collision_count {
+        hasher.write(count.to_string().as_bytes());
+    }
+    kruise_core::revision::hash::safe_encode(&hasher.sum32().to_string())
+}
+
+fn revision_of(set: &ReplicaSet) -> i64 {
+    set.annotations().get(REVISION).and_then(|r| r.parse().ok()).unwrap_or(0)
+}
+
+fn spec_replicas(set: &ReplicaSet) -> i32 {
+    Some(&set.spec).and_then(|s| s.replicas).unwrap_or(0)
+}
+
+fn status_field(
+    set: &ReplicaSet,
+    field: fn(&k8s_openapi::api::apps::v1::ReplicaSetStatus) -> Option<i32>,
+) -> i32 {
+    set.status.as_ref().and_then(field).unwrap_or(0)
+}
+
+/// Whether the ReplicaSet's status was written for its current spec.
+fn status_current(set: &ReplicaSet) -> bool {
+    set.status.as_ref().and_then(|s| s.observed_generation) >= set.metadata.generation
+}
+
+fn available(set: &ReplicaSet) -> i32 {
+    status_field(set, |s| s.available_replicas)
+}
+
+/// An int-or-percent of `total`, rounded up or down.
+fn scaled(value: Option<&IntOrString>, total: i32, default_percent: i32, round_up: bool) -> i32 {
+    let percent = |p: i32| {
+        let raw = i64::from(p) * i64::from(total);
+        let value = if round_up { (raw + 99) / 100 } else { raw / 100 };
+        i32::try_from(value).unwrap_or(i32::MAX)
+    };
+    match value {
+        Some(IntOrString::Int(n)) => *n,
+        Some(IntOrString::String(s)) => {
+            s.strip_suffix('%').and_then(|p| p.parse().ok()).map_or(0, percent)
+        }
+        None => percent(default_percent),
+    }
+}
+
+/// `(maxSurge, maxUnavailable)` resolved against `replicas` (both zero: one unavailable).
+fn fenceposts(deployment: &Deployment, replicas: i32) -> (i32, i32) {
+    let rolling = deployment.spec.strategy.as_ref().and_then(|s| s.rolling_update.as_ref());
+    let surge = scaled(rolling.and_then(|r| r.max_surge.as_ref()), replicas, 25, true);
+    let unavailable = scaled(rolling.and_then(|r| r.max_unavailable.as_ref()), replicas, 25, false);
+    if surge == 0 && unavailable == 0 { (0, 1) } else { (surge, unavailable.min(replicas)) }
+}
+
+/// What a round changes of one ReplicaSet: its replicas and annotations.
+struct Sets {
+    namespace: String,
+    api: Api<ReplicaSet>,
+}
+
+impl Sets {
+    async fn scale(
+        &self,
+        set: &ReplicaSet,
+        replicas: i32,
+        deployment: &Deployment,
+        max: i32,
+    ) -> Result<(), Error> {
+        let name = set.name_any();
+        let desired = Some(&deployment.spec).and_then(|s| s.replicas).unwrap_or(1);
+        let patch = json!({
+            "metadata": {"annotations": {DESIRED_REPLICAS: desired.to_string(), MAX_REPLICAS: max.to_string()}},
+            "spec": {"replicas": replicas},
+        });
+        self.api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(api_error(format!("scale replicaset {}/{name}", self.namespace)))?;
+        Ok(())
+    }
+}
+
+/// One round; `Some(d)` asks for another after `d`.
+async fn reconcile(
+    deployment: Arc<Deployment>,
+    context: Arc<Context>,
+) -> Result<Option<Duration>, Error> {
+    if deployment.metadata.deletion_timestamp.is_some() {
+        return Ok(None);
+    }
+    let Some(spec) = Some(&deployment.spec) else { return Ok(None) };
+    let namespace = deployment.namespace().unwrap_or_default();
+    let name = deployment.name_any();
+    let uid = deployment.uid().unwrap_or_default();
+    let sets = Sets {
+        namespace: namespace.clone(),
+        api: Api::namespaced(context.client.clone(), &namespace),
+    };
+    let now = jiff::Timestamp::now();
+
+    // 1. Adoption and release.
+    let in_namespace: Vec<Arc<ReplicaSet>> = context
+        .sets
+        .state()
+        .into_iter()
+        .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
+        .collect();
+    let mut ownership_changed = false;
+    for set in &in_namespace {
+        let matches = selects(&deployment, &set.metadata);
+        let owners = set.owner_references();
+        let new_owners = if !has_controller(&set.metadata)
+            && matches
+            && set.metadata.deletion_timestamp.is_none()
+        {
+            let mut owners = owners.to_vec();
+            owners.push(owner_reference(&deployment));
+            Some(json!(owners))
+        } else if controlled_by(&set.metadata, &uid) && !matches {
+            let rest: Vec<&OwnerReference> = owners.iter().filter(|o| o.uid != uid).collect();
+            Some(if rest.is_empty() { Value::Null } else { json!(rest) })
+        } else {
+            None
+        };
+        if let Some(owners) = new_owners {
+            let patch = json!({"metadata": {"ownerReferences": owners, "uid": set.uid(),
+                "resourceVersion": set.resource_version()}});
+            match sets
+                .api
+                .patch(&set.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => ownership_changed = true,
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(source) => {
+                    return Err(api_error(format!("adopt replicaset {}", set.name_any()))(source));
+                }
+            }
+        }
+    }
+    if ownership_changed {
+        return Ok(Some(Duration::from_millis(200)));
+    }
+    let mut owned: Vec<Arc<ReplicaSet>> =
+        in_namespace.into_iter().filter(|s| controlled_by(&s.metadata, &uid)).collect();
+    // Oldest first (kube-controller-manager's ReplicaSetsByCreationTimestamp).
+    owned.sort_by(|a, b| {
+        a.metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0)
+            .cmp(&b.metadata.creation_timestamp.as_ref().map(|t| t.0))
+            .then_with(|| a.name_any().cmp(&b.name_any()))
+    });
+
+    // 2. The new ReplicaSet and the revisions.
+    let wanted = without_hash(Some(&spec.template));
+    let current = owned
+        .iter()
+        .find(|s| without_hash(Some(&s.spec).and_then(|s| s.template.as_ref())) == wanted)
+        .cloned();
+    let max_revision = owned.iter().map(|s| revision_of(s)).max().unwrap_or(0);
+    let replicas = spec.replicas.unwrap_or(1);
+    let (surge, max_unavailable) = fenceposts(&deployment, replicas);
+    let recreate = spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate");
+    let paused = spec.paused == Some(true);
+    let collision_count = deployment.status.as_ref().and_then(|s| s.collision_count);
+    let mut created_new = None;
+    let new_set: Option<Arc<ReplicaSet>> = match current {
+        Some(set) => {
+            // Rolled back to, or the newest already: it must hold the newest revision.
+            let old_revision = revision_of(&set);
+            let is_newest =
+                owned.iter().all(|o| o.uid() == set.uid() || revision_of(o) < old_revision);
+            if !is_newest || old_revision == 0 {
+                let mut history: Vec<String> = set
+                    .annotations()
+                    .get(REVISION_HISTORY)
+                    .map(|h| h.split(',').map(str::to_owned).collect())
+                    .unwrap_or_default();
+                if old_revision > 0 {
+                    history.push(old_revision.to_string());
+                }
+                let mut annotations = json!({REVISION: (max_revision + 1).to_string()});
+                if !history.is_empty() {
+                    annotations[REVISION_HISTORY] = json!(history.join(","));
+                }
+                let patch = json!({"metadata": {"annotations": annotations}});
+                sets.api
+                    .patch(&set.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_error(format!(
+                        "set the revision of replicaset {}",
+                        set.name_any()
+                    )))?;
+                return Ok(Some(Duration::from_millis(100)));
+            }
+            Some(set)
+        }
+        None if paused => None,
+        None => {
+            let hash = template_hash(Some(&spec.template), collision_count);
+            let set_name = format!("{name}-{hash}");
+            let start = if recreate {
+                0
+            } else if owned.iter().all(|s| spec_replicas(s) == 0) {
+                replicas
+            } else {
+                0
+            };
+            let set = new_replica_set(
+                &deployment,
+                &set_name,
+                &hash,
+                max_revision + 1,
+                start,
+                replicas + surge,
+            );
+            match sets.api.create(&PostParams::default(), &set).await {
+                Ok(_) => {
+                    // The next round must see it, or it would create it again.
+                    let key = ObjectRef::new(&set_name).within(&namespace);
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+                    while context.sets.get(&key).is_none() && tokio::time::Instant::now() < deadline
+                    {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    created_new = Some(set_name);
+                }
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    let existing = sets
+                        .api
+                        .get(&set_name)
+                        .await
+                        .map_err(api_error(format!("get replicaset {set_name}")))?;
+                    let ours = controlled_by(&existing.metadata, &uid)
+                        && without_hash(existing.spec.template.as_ref()) == wanted;
+                    if !ours {
+                        // A ReplicaSet of that name with another template: the next name.
+                        let count = collision_count.unwrap_or(0).saturating_add(1);
+                        let patch = json!({"status": {"collisionCount": count}});
+                        Api::<Deployment>::namespaced(context.client.clone(), &namespace)
+                            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                            .await
+                            .map_err(api_error(format!(
+                                "count a hash collision of deployment {name}"
+                            )))?;
+                    }
+                    return Ok(Some(Duration::from_millis(100)));
+                }
+                Err(source) => {
+                    return Err(api_error(format!("create replicaset {set_name}"))(source));
+                }
+            }
+            None
+        }
+    };
+    let new_uid = new_set.as_ref().and_then(|s| s.uid());
+    let old: Vec<&Arc<ReplicaSet>> = owned.iter().filter(|s| s.uid() != new_uid).collect();
+
+    // 3. The rollout.
+    let mut requeue = created_new.as_ref().map(|_| Duration::from_millis(100));
+    if paused {
+        // Paused: no rollout, the new ReplicaSet only follows `replicas`.
+        if let Some(new_set) = &new_set
+            && old.iter().all(|s| spec_replicas(s) == 0)
+            && spec_replicas(new_set) != replicas
+        {
+            sets.scale(new_set, replicas, &deployment, replicas + surge).await?;
+        }
+    } else if let Some(new_set) = &new_set {
+        if recreate {
+            let mut scaled_down = false;
+            for set in old.iter().filter(|s| spec_replicas(s) > 0) {
+                sets.scale(set, 0, &deployment, replicas).await?;
+                scaled_down = true;
+            }
+            let old_uids: Vec<String> = old.iter().filter_map(|s| s.uid()).collect();
+            let old_pods = context
+                .pods
+                .state()
+                .iter()
+                .filter(|p| {
+                    p.namespace().as_deref() == Some(namespace.as_str())
+                        && p.owner_references()
+                            .iter()
+                            .any(|o| o.controller == Some(true) && old_uids.contains(&o.uid))
+                        && !matches!(
+                            p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                            Some("Succeeded" | "Failed")
+                        )
+                })
+                .count();
+            if !scaled_down && old_pods == 0 && spec_replicas(new_set) != replicas {
+                sets.scale(new_set, replicas, &deployment, replicas).await?;
+            }
+        } else if owned.iter().any(|s| !status_current(s)) {
+            // A ReplicaSet's status does not show its last scaling yet: counting its available
+            // pods now could take too many down.
+            requeue = Some(Duration::from_millis(100));
+        } else {
+            let all_replicas: i32 = owned.iter().map(|s| spec_replicas(s)).sum();
+            let new_replicas = spec_replicas(new_set);
+            // Scale the new ReplicaSet up within maxSurge (or down to `replicas`).
+            let target = if new_replicas > replicas {
+                replicas
+            } else {
+                let room = (replicas + surge - all_replicas).max(0);
+                new_replicas + room.min(replicas - new_replicas)
+            };
+            if target != new_replicas {
+                sets.scale(new_set, target, &deployment, replicas + surge).await?;
+                requeue = Some(Duration::from_millis(100));
+            } else {
+                // Scale old ReplicaSets down while enough pods stay available.
+                let min_available = replicas - max_unavailable;
+                let new_unavailable = (new_replicas - available(new_set)).max(0);
+                let max_scaled_down = all_replicas - min_available - new_unavailable;
+                let mut budget = max_scaled_down.max(0);
+                let mut changed = false;
+                let mut remaining: Vec<(Arc<ReplicaSet>, i32)> = old
+                    .iter()
+                    .filter(|s| spec_replicas(s) > 0)
+                    .map(|s| ((*s).clone(), spec_replicas(s)))
+                    .collect();
+                // Unhealthy old pods go first.
+                for (set, count) in remaining.iter_mut() {
+                    if budget == 0 {
+                        break;
+                    }
+                    let unhealthy = (*count - available(set)).max(0).min(budget);
+                    if unhealthy > 0 {
+                        *count -= unhealthy;
+                        budget -= unhealthy;
+                        sets.scale(set, *count, &deployment, replicas + surge).await?;
+                        changed = true;
+                    }
+                }
+                // Then available ones, while the total available stays at `min_available`.
+                let available_now: i32 = owned.iter().map(|s| available(s)).sum();
+                let mut surplus = (available_now - min_available).max(0);
+                for (set, count) in remaining.iter_mut() {
+                    if surplus == 0 {
+                        break;
+                    }
+                    let down = (*count).min(surplus);
+                    if down > 0 {
+                        *count -= down;
+                        surplus -= down;
+                        sets.scale(set, *count, &deployment, replicas + surge).await?;
+                        changed = true;
+                    }
+                }
+                if changed {
+                    requeue = Some(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    // 4. History: old ReplicaSets with no pods beyond revisionHistoryLimit, oldest first.
+    let limit = usize::try_from(spec.revision_history_limit.unwrap_or(10)).unwrap_or(0);
+    let idle: Vec<&&Arc<ReplicaSet>> = old
+        .iter()
+        .filter(|s| {
+            spec_replicas(s) == 0
+                && status_field(s, |st| Some(st.replicas)) == 0
+                && s.metadata.deletion_timestamp.is_none()
+        })
+        .collect();
+    for set in idle.iter().take(idle.len().saturating_sub(limit)) {
+        match sets.api.delete(&set.name_any(), &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(source) => {
+                return Err(api_error(format!("delete replicaset {}", set.name_any()))(source));
+            }
+        }
+    }
+
+    // 5. Status.
+    let status = status_of(
+        &deployment,
+        new_set.as_deref(),
+        &owned,
+        created_new.as_deref(),
+        max_unavailable,
+        now,
+    );
+    let stored = serde_json::to_value(&deployment.status).unwrap_or(Value::Null);
+    if !super::replicaset::status_matches_json(&stored, &status) {
+        Api::<Deployment>::namespaced(context.client.clone(), &namespace)
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+            .await
+            .map_err(api_error(format!("update status of deployment {name}")))?;
+    }
+    // The deployment's revision annotation follows the new ReplicaSet's.
+    if let Some(new_set) = &new_set {
+        let revision = revision_of(new_set).to_string();
+        if deployment.annotations().get(REVISION) != Some(&revision) {
+            let patch = json!({"metadata": {"annotations": {REVISION: revision}}});
+            Api::<Deployment>::namespaced(context.client.clone(), &namespace)
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(api_error(format!("set the revision of deployment {name}")))?;
+        }
+    }
+    // A rollout in progress is looked at again for its deadline.
+    let complete = status["conditions"].as_array().is_some_and(|c| {
+        c.iter().any(|c| c["type"] == "Progressing" && c["reason"] == "NewReplicaSetAvailable")
+    });
+    if requeue.is_none() && !complete && !paused {
+        requeue = Some(Duration::from_secs(5));
+    }
+    Ok(requeue)
+}
+
+fn owner_reference(deployment: &Deployment) -> OwnerReference {
+    OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        name: deployment.name_any(),
+        uid: deployment.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// The new ReplicaSet for the Deployment's template.
+fn new_replica_set(
+    deployment: &Deployment,
+    name: &str,
+    hash: &str,
+    revision: i64,
+    replicas: i32,
+    max: i32,
+) -> ReplicaSet {
+    let spec = deployment.spec.clone();
+    let mut template = spec.template.clone();
+    template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(POD_TEMPLATE_HASH.into(), hash.into());
+    let mut selector = spec.selector.clone();
+    selector
+        .match_labels
+        .get_or_insert_with(Default::default)
+        .insert(POD_TEMPLATE_HASH.into(), hash.into());
+    let mut labels =
+        spec.template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default();
+    labels.insert(POD_TEMPLATE_HASH.into(), hash.into());
+    let mut annotations: BTreeMap<String, String> = deployment
+        .annotations()
+        .iter()
+        .filter(|(k, _)| !NOT_COPIED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    annotations.insert(REVISION.into(), revision.to_string());
+    annotations.insert(DESIRED_REPLICAS.into(), spec.replicas.unwrap_or(1).to_string());
+    annotations.insert(MAX_REPLICAS.into(), max.to_string());
+    ReplicaSet {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: deployment.namespace(),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            owner_references: Some(vec![owner_reference(deployment)]),
+            ..ObjectMeta::default()
+        },
+        spec: k8s_openapi::api::apps::v1::ReplicaSetSpec {
+            replicas: Some(replicas),
+            min_ready_seconds: spec.min_ready_seconds,
+            selector,
+            template: Some(template),
+        },
+        status: None,
+    }
+}
+
+/// The Deployment's status, as JSON (condition fields differ between API versions).
+fn status_of(
+    deployment: &Deployment,
+    new_set: Option<&ReplicaSet>,
+    owned: &[Arc<ReplicaSet>],
+    created_new: Option<&str>,
+    max_unavailable: i32,
+    now: jiff::Timestamp,
+) -> Value {
+    let spec = Some(&deployment.spec);
+    let replicas = spec.and_then(|s| s.replicas).unwrap_or(1);
+    let sum = |f: &dyn Fn(&ReplicaSet) -> i32| owned.iter().map(|s| f(s)).sum::<i32>();
+    let actual = sum(&|s| status_field(s, |st| Some(st.replicas)));
+    let total = sum(&spec_replicas);
+    let ready = sum(&|s| status_field(s, |st| st.ready_replicas));
+    let available_count = sum(&available);
+    let updated = new_set.map_or(0, |s| status_field(s, |st| Some(st.replicas)));
+    let old = serde_json::to_value(&deployment.status).unwrap_or(Value::Null);
+    let old_conditions = old["conditions"].as_array().cloned().unwrap_or_default();
+    let previous = |t: &str| old_conditions.iter().find(|c| c["type"] == t).cloned();
+    let time = json!(Time(now));
+    let condition = |t: &str, status: &str, reason: &str, message: String, progressed: bool| {
+        let before = previous(t);
+        let same = before.as_ref().is_some_and(|b| b["status"] == status);
+        let transition = before
+            .as_ref()
+            .filter(|_| same)
+            .map_or(time.clone(), |b| b["lastTransitionTime"].clone());
+        let update = match (&before, progressed) {
+            (Some(b), false) if same && b["reason"] == reason => b["lastUpdateTime"].clone(),
+            _ => time.clone(),
+        };
+        json!({"type": t, "status": status, "reason": reason, "message": message,
+            "lastUpdateTime": update, "lastTransitionTime": transition})
+    };
+    let available_condition = if available_count >= replicas - max_unavailable {
+        condition(
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.".into(),
+            false,
+        )
+    } else {
+        condition(
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.".into(),
+            false,
+        )
+    };
+    let set_name = new_set
+        .map(|s| s.name_any())
+        .or_else(|| created_new.map(str::to_owned))
+        .unwrap_or_default();
+    let complete = updated == replicas
+        && actual == replicas
+        && available_count == replicas
+        && new_set.is_some_and(|s| spec_replicas(s) == replicas);
+    let old_updated = old["updatedReplicas"].as_i64().unwrap_or(0);
+    let old_available = old["availableReplicas"].as_i64().unwrap_or(0);
+    let progressed = i64::from(updated) > old_updated || i64::from(available_count) > old_available;
+    let deadline = spec.and_then(|s| s.progress_deadline_seconds).unwrap_or(600);
+    let previous_progress = previous("Progressing");
+    let progressing = if spec.and_then(|s| s.paused) == Some(true) {
+        condition(
+            "Progressing",
+            "Unknown",
+            "DeploymentPaused",
+            "Deployment is paused".into(),
+            false,
+        )
+    } else if let Some(created) = created_new {
+        condition(
+            "Progressing",
+            "True",
+            "NewReplicaSetCreated",
+            format!("Created new replica set {created:?}"),
+            true,
+        )
+    } else if complete {
+        condition(
+            "Progressing",
+            "True",
+            "NewReplicaSetAvailable",
+            format!("ReplicaSet {set_name:?} has successfully progressed."),
+            false,
+        )
+    } else if progressed || previous_progress.is_none() {
+        condition(
+            "Progressing",
+            "True",
+            "ReplicaSetUpdated",
+            format!("ReplicaSet {set_name:?} is progressing."),
+            true,
+        )
+    } else {
+        let last = previous_progress
+            .as_ref()
+            .and_then(|c| c["lastUpdateTime"].as_str())
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+        let timed_out = last.is_some_and(|t| {
+            now.duration_since(t) > jiff::SignedDuration::from_secs(i64::from(deadline))
+        });
+        if timed_out {
+            condition(
+                "Progressing",
+                "False",
+                "ProgressDeadlineExceeded",
+                format!("ReplicaSet {set_name:?} has timed out progressing."),
+                false,
+            )
+        } else {
+            previous_progress.clone().unwrap_or(Value::Null)
+        }
+    };
+    let mut conditions = vec![available_condition];
+    if !progressing.is_null() {
+        conditions.push(progressing);
+    }
+    // Keep kube-controller-manager's order: Available, then Progressing, then others.
+    conditions.extend(
+        old_conditions
+            .iter()
+            .filter(|c| c["type"] != "Available" && c["type"] != "Progressing")
+            .cloned(),
+    );
+    let mut status = json!({
+        "observedGeneration": deployment.metadata.generation,
+        "replicas": actual,
+        "updatedReplicas": updated,
+        "readyReplicas": ready,
+        "availableReplicas": available_count,
+        "unavailableReplicas": (total - available_count).max(0),
+        "conditions": conditions,
+    });
+    if let Some(count) = deployment.status.as_ref().and_then(|s| s.collision_count) {
+        status["collisionCount"] = json!(count);
+    }
+    status
+}
