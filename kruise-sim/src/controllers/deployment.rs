@@ -38,12 +38,13 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_core::cloneset::PodSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+
+use super::{Error, api_error, controlled_by, controller_of, has_controller};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 
@@ -68,24 +69,6 @@ const NOT_COPIED: &[&str] = &[
     "deprecated.deployment.rollback.to",
 ];
 
-/// Why a round failed; it is retried.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// An API request failed.
-    #[error("{action}: {source}")]
-    Api {
-        /// What was attempted.
-        action: String,
-        /// The error.
-        source: kube::Error,
-    },
-}
-
-fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let action = action.into();
-    move |source| Error::Api { action, source }
-}
-
 struct Context {
     client: Client,
     sets: Store<ReplicaSet>,
@@ -97,25 +80,11 @@ type Key = ObjectRef<Deployment>;
 /// Runs the controller until the task is aborted. As in [`super::replicaset`], one reflector
 /// per kind feeds both the caches and the queue.
 pub async fn run(client: Client) {
-    let (deployments, deployment_writer) = reflector::store();
-    let (sets, set_writer) = reflector::store();
-    let (pods, pod_writer) = reflector::store();
-    let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
-    let config = watcher::Config::default();
-    let deployment_events = reflector(
-        deployment_writer,
-        watcher(Api::<Deployment>::all(client.clone()), config.clone()),
-    )
-    .default_backoff()
-    .touched_objects();
-    let set_events =
-        reflector(set_writer, watcher(Api::<ReplicaSet>::all(client.clone()), config.clone()))
-            .default_backoff()
-            .touched_objects();
+    let (deployments, deployment_events) = super::cached::<Deployment>(&client);
+    let (sets, set_events) = super::cached::<ReplicaSet>(&client);
     // Pods are read only by Recreate, which waits for the old ones to go.
-    let pod_events = reflector(pod_writer, watcher(Api::<Pod>::all(client.clone()), config))
-        .default_backoff()
-        .touched_objects();
+    let (pods, pod_events) = super::cached::<Pod>(&client);
+    let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
 
     let own_queue = queue.clone();
     let feed_deployments = deployment_events.for_each(move |event| {
@@ -126,7 +95,7 @@ pub async fn run(client: Client) {
     });
     let set_queue = queue.clone();
     let set_deployments = deployments.clone();
-    let mut last_owner: BTreeMap<String, Key> = BTreeMap::new();
+    let mut last_controller = super::LastController::new();
     let feed_sets = set_events.for_each(move |event| {
         if let Ok(set) = event {
             let owner = controller_of::<Deployment>(&set.metadata, "apps/v1", "Deployment");
@@ -140,11 +109,7 @@ pub async fn run(client: Client) {
                     .collect(),
                 None => Vec::new(),
             };
-            let uid = set.uid().unwrap_or_default();
-            keys.extend(match owner {
-                Some(owner) => last_owner.insert(uid, owner),
-                None => last_owner.remove(&uid),
-            });
+            keys.extend(last_controller.swap(&set.metadata, owner));
             for key in keys {
                 let _ = set_queue.send(key);
             }
@@ -180,28 +145,10 @@ pub async fn run(client: Client) {
     futures::future::join4(feed_deployments, feed_sets, feed_pods, worker).await;
 }
 
-fn has_controller(meta: &ObjectMeta) -> bool {
-    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true))
-}
-
-/// The object of kind `kind` that controls the object `meta` describes.
-fn controller_of<K>(meta: &ObjectMeta, api_version: &str, kind: &str) -> Option<ObjectRef<K>>
-where
-    K: kube::Resource<DynamicType = ()>,
-{
-    let owner = meta.owner_references.iter().flatten().find(|o| o.controller == Some(true))?;
-    (owner.kind == kind && owner.api_version == api_version)
-        .then(|| ObjectRef::new(&owner.name).within(meta.namespace.as_deref().unwrap_or_default()))
-}
-
 fn selects(deployment: &Deployment, meta: &ObjectMeta) -> bool {
     let selector = Some(&deployment.spec).map(|s| &s.selector);
     let empty = selector.is_none_or(|s| s.match_labels.is_none() && s.match_expressions.is_none());
     !empty && PodSelector::parse(selector).is_ok_and(|s| s.matches(meta.labels.as_ref()))
-}
-
-fn controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
-    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == uid)
 }
 
 /// The template with the `pod-template-hash` label taken out, for comparing templates.
@@ -328,25 +275,10 @@ async fn reconcile(
         .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
         .collect();
     let mut ownership_changed = false;
+    let owner = super::controller_reference(deployment.as_ref());
     for set in &in_namespace {
         let matches = selects(&deployment, &set.metadata);
-        let owners = set.owner_references();
-        let new_owners = if !has_controller(&set.metadata)
-            && matches
-            && set.metadata.deletion_timestamp.is_none()
-        {
-            let mut owners = owners.to_vec();
-            owners.push(owner_reference(&deployment));
-            Some(json!(owners))
-        } else if controlled_by(&set.metadata, &uid) && !matches {
-            let rest: Vec<&OwnerReference> = owners.iter().filter(|o| o.uid != uid).collect();
-            Some(if rest.is_empty() { Value::Null } else { json!(rest) })
-        } else {
-            None
-        };
-        if let Some(owners) = new_owners {
-            let patch = json!({"metadata": {"ownerReferences": owners, "uid": set.uid(),
-                "resourceVersion": set.resource_version()}});
+        if let Some(patch) = super::ownership_patch(&set.metadata, &owner, matches) {
             match sets
                 .api
                 .patch(&set.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
@@ -637,17 +569,6 @@ async fn reconcile(
     Ok(requeue)
 }
 
-fn owner_reference(deployment: &Deployment) -> OwnerReference {
-    OwnerReference {
-        api_version: "apps/v1".into(),
-        kind: "Deployment".into(),
-        name: deployment.name_any(),
-        uid: deployment.uid().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
 /// The new ReplicaSet for the Deployment's template.
 fn new_replica_set(
     deployment: &Deployment,
@@ -688,7 +609,7 @@ fn new_replica_set(
             namespace: deployment.namespace(),
             labels: Some(labels),
             annotations: Some(annotations),
-            owner_references: Some(vec![owner_reference(deployment)]),
+            owner_references: Some(vec![super::controller_reference(deployment)]),
             ..ObjectMeta::default()
         },
         spec: k8s_openapi::api::apps::v1::ReplicaSetSpec {

@@ -19,9 +19,147 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Client;
+use std::collections::BTreeMap;
+
+use futures::Stream;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+use kube::{Api, Client};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+/// Why a controller's round failed; it is retried.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An API request failed.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was attempted.
+        action: String,
+        /// The error.
+        source: kube::Error,
+    },
+}
+
+/// Wraps a failed request's error with what was attempted.
+pub(crate) fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let action = action.into();
+    move |source| Error::Api { action, source }
+}
+
+/// A cache of every object of kind `K`, and the stream of objects it has just taken in (each
+/// change comes out after the cache holds it). The stream must be polled for the cache to
+/// fill.
+pub(crate) fn cached<K>(
+    client: &Client,
+) -> (Store<K>, impl Stream<Item = Result<K, watcher::Error>> + Send + use<K>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let events =
+        reflector(writer, watcher(Api::<K>::all(client.clone()), watcher::Config::default()))
+            .default_backoff()
+            .touched_objects();
+    (store, events)
+}
+
+/// Whether some owner controls the object.
+pub(crate) fn has_controller(meta: &ObjectMeta) -> bool {
+    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true))
+}
+
+/// Whether the owner with this uid controls the object.
+pub(crate) fn controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
+    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+/// The object of kind `kind` (in `api_version`) that controls the object, if one does.
+pub(crate) fn controller_of<K>(
+    meta: &ObjectMeta,
+    api_version: &str,
+    kind: &str,
+) -> Option<ObjectRef<K>>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let owner = meta.owner_references.iter().flatten().find(|o| o.controller == Some(true))?;
+    (owner.kind == kind && owner.api_version == api_version)
+        .then(|| ObjectRef::new(&owner.name).within(meta.namespace.as_deref().unwrap_or_default()))
+}
+
+/// A controller ownerReference to `owner`.
+pub(crate) fn controller_reference<K>(owner: &K) -> OwnerReference
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    OwnerReference {
+        api_version: K::api_version(&()).into_owned(),
+        kind: K::kind(&()).into_owned(),
+        name: owner.meta().name.clone().unwrap_or_default(),
+        uid: owner.meta().uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// The merge patch that adopts an orphan the owner's selector `matches` (live ones only), or
+/// releases one it controls that no longer matches; `None` when neither is due. The patch
+/// names the object's uid and resourceVersion, so that it fails on a changed object.
+pub(crate) fn ownership_patch(
+    meta: &ObjectMeta,
+    owner: &OwnerReference,
+    matches: bool,
+) -> Option<Value> {
+    let owners = meta.owner_references.clone().unwrap_or_default();
+    let owners = if matches && !has_controller(meta) && meta.deletion_timestamp.is_none() {
+        let mut owners = owners;
+        owners.push(owner.clone());
+        json!(owners)
+    } else if !matches && controlled_by(meta, &owner.uid) {
+        let rest: Vec<&OwnerReference> = owners.iter().filter(|o| o.uid != owner.uid).collect();
+        // No owner left: the field goes, as kube-apiserver stores an empty list.
+        if rest.is_empty() { Value::Null } else { json!(rest) }
+    } else {
+        return None;
+    };
+    Some(json!({"metadata": {"ownerReferences": owners, "uid": meta.uid,
+        "resourceVersion": meta.resource_version}}))
+}
+
+/// The controller of each dependent when last seen, so that a dependent that loses its
+/// controller still queues it.
+pub(crate) struct LastController<K: kube::Resource<DynamicType = ()>>(
+    BTreeMap<String, ObjectRef<K>>,
+);
+
+impl<K: kube::Resource<DynamicType = ()>> LastController<K> {
+    pub(crate) fn new() -> Self {
+        Self(BTreeMap::new())
+    }
+
+    /// Records the dependent's controller now, and returns the one it had before.
+    pub(crate) fn swap(
+        &mut self,
+        meta: &ObjectMeta,
+        now: Option<ObjectRef<K>>,
+    ) -> Option<ObjectRef<K>> {
+        let uid = meta.uid.clone().unwrap_or_default();
+        match now {
+            Some(owner) => self.0.insert(uid, owner),
+            None => self.0.remove(&uid),
+        }
+    }
+}
 
 /// Runs rounds for the keys `keys` delivers, one at a time, each key once however often it
 /// was queued meanwhile. A round that asks to run again (or fails) is queued again after its

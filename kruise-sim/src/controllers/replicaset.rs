@@ -28,12 +28,13 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kruise_core::cloneset::PodSelector;
 use kruise_core::pod::{PodRankView, compare_for_deletion};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+
+use super::{Error, api_error};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 
@@ -42,19 +43,6 @@ const BURST_REPLICAS: usize = 500;
 
 /// How long a round waits for the pod cache to show its writes.
 const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Why a round failed; it is retried.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// An API request failed.
-    #[error("{action}: {source}")]
-    Api {
-        /// What was attempted.
-        action: String,
-        /// The error.
-        source: kube::Error,
-    },
-}
 
 struct Context {
     client: Client,
@@ -70,19 +58,9 @@ type Key = ObjectRef<ReplicaSet>;
 /// the cache holds it, so a round never reads a cache older than the change that queued it.
 /// Rounds run one at a time.
 pub async fn run(client: Client) {
-    let (pods, pod_writer) = reflector::store();
-    let (sets, set_writer) = reflector::store();
+    let (pods, pod_events) = super::cached::<Pod>(&client);
+    let (sets, set_events) = super::cached::<ReplicaSet>(&client);
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
-    let pod_events =
-        reflector(pod_writer, watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()))
-            .default_backoff()
-            .touched_objects();
-    let set_events = reflector(
-        set_writer,
-        watcher(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default()),
-    )
-    .default_backoff()
-    .touched_objects();
     let context = Arc::new(Context { client, pods });
 
     let set_queue = queue.clone();
@@ -94,17 +72,11 @@ pub async fn run(client: Client) {
     });
     let pod_queue = queue.clone();
     let pod_sets = sets.clone();
-    // The set that controlled each pod when last seen, so that a released pod queues it.
-    let mut last_owner: BTreeMap<String, Key> = BTreeMap::new();
+    let mut last_controller = super::LastController::new();
     let feed_pods = pod_events.for_each(move |event| {
         if let Ok(pod) = event {
             let mut keys = sets_of_pod(&pod_sets, &pod);
-            let uid = pod.uid().unwrap_or_default();
-            let owner = controller_set(&pod);
-            let previous = match owner.clone() {
-                Some(owner) => last_owner.insert(uid, owner),
-                None => last_owner.remove(&uid),
-            };
+            let previous = last_controller.swap(&pod.metadata, controller_set(&pod));
             keys.extend(previous);
             for key in keys {
                 let _ = pod_queue.send(key);
@@ -126,15 +98,13 @@ pub async fn run(client: Client) {
 
 /// The ReplicaSet controlling `pod`, if one does.
 fn controller_set(pod: &Pod) -> Option<Key> {
-    let owner = pod.owner_references().iter().find(|o| o.controller == Some(true))?;
-    (owner.kind == "ReplicaSet" && owner.api_version == "apps/v1")
-        .then(|| ObjectRef::new(&owner.name).within(&pod.namespace().unwrap_or_default()))
+    super::controller_of(&pod.metadata, "apps/v1", "ReplicaSet")
 }
 
 /// The ReplicaSets a pod's change concerns: its controller, or for an orphan every set in its
 /// namespace whose selector matches it.
 fn sets_of_pod(sets: &Store<ReplicaSet>, pod: &Pod) -> Vec<Key> {
-    if pod.owner_references().iter().any(|o| o.controller == Some(true)) {
+    if super::has_controller(&pod.metadata) {
         return controller_set(pod).into_iter().collect();
     }
     let namespace = pod.namespace().unwrap_or_default();
@@ -153,18 +123,13 @@ fn selects(set: &ReplicaSet, meta: &ObjectMeta) -> bool {
     !empty && PodSelector::parse(Some(selector)).is_ok_and(|s| s.matches(meta.labels.as_ref()))
 }
 
-fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let action = action.into();
-    move |source| Error::Api { action, source }
-}
-
 /// Whether the pod is neither terminating nor finished.
 fn active(pod: &Pod) -> bool {
     kruise_core::pod::is_pod_active(pod)
 }
 
 fn controlled_by(pod: &Pod, uid: &str) -> bool {
-    pod.owner_references().iter().any(|o| o.controller == Some(true) && o.uid == uid)
+    super::controlled_by(&pod.metadata, uid)
 }
 
 /// One round; `Some(d)` asks for another after `d`.
@@ -185,26 +150,14 @@ async fn reconcile(set: Arc<ReplicaSet>, context: Arc<Context>) -> Result<Option
         .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
         .collect();
     let mut ownership_changed = false;
+    let owner = super::controller_reference(set.as_ref());
     for pod in &in_namespace {
-        let orphan = !pod.owner_references().iter().any(|o| o.controller == Some(true));
-        let ours = controlled_by(pod, &uid);
+        // Finished pods are not adopted.
         let matches = selects(&set, &pod.metadata);
-        let patch = if orphan && matches && active(pod) {
-            let mut owners = pod.owner_references().to_vec();
-            owners.push(owner_reference(&set));
-            Some(json!({"metadata": {"ownerReferences": owners, "uid": pod.uid(),
-                "resourceVersion": pod.resource_version()}}))
-        } else if ours && !matches {
-            let owners: Vec<&OwnerReference> =
-                pod.owner_references().iter().filter(|o| o.uid != uid).collect();
-            // No owner left: the field goes, as kube-apiserver stores an empty list.
-            let owners = if owners.is_empty() { serde_json::Value::Null } else { json!(owners) };
-            Some(json!({"metadata": {"ownerReferences": owners, "uid": pod.uid(),
-                "resourceVersion": pod.resource_version()}}))
-        } else {
-            None
-        };
-        if let Some(patch) = patch {
+        let adoptable = active(pod) || super::controlled_by(&pod.metadata, &uid);
+        if let Some(patch) =
+            super::ownership_patch(&pod.metadata, &owner, matches).filter(|_| adoptable)
+        {
             let pod_name = pod.name_any();
             match pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                 Ok(_) => ownership_changed = true,
@@ -317,17 +270,6 @@ async fn observe(_context: &Context, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn owner_reference(set: &ReplicaSet) -> OwnerReference {
-    OwnerReference {
-        api_version: "apps/v1".into(),
-        kind: "ReplicaSet".into(),
-        name: set.name_any(),
-        uid: set.uid().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
 /// The pod the set's template makes (kube-controller-manager's `GetPodFromTemplate`).
 fn new_pod(set: &ReplicaSet) -> Pod {
     let template = set.spec.template.clone().unwrap_or_default();
@@ -339,7 +281,7 @@ fn new_pod(set: &ReplicaSet) -> Pod {
             labels: meta.labels,
             annotations: meta.annotations,
             finalizers: meta.finalizers,
-            owner_references: Some(vec![owner_reference(set)]),
+            owner_references: Some(vec![super::controller_reference(set)]),
             ..ObjectMeta::default()
         },
         spec: template.spec,
