@@ -1530,38 +1530,104 @@ impl Cluster {
         Ok(success_status(201, None))
     }
 
-    /// Evicts a pod (`pods/eviction`), honouring PodDisruptionBudgets' allowed disruptions,
-    /// and deletes it with `delete` (the Eviction's `deleteOptions`).
+    /// Evicts a pod (`pods/eviction`), as kube-apiserver does: a pod that is not running (or
+    /// is being deleted) goes at once; otherwise the one PodDisruptionBudget that selects it
+    /// must allow a disruption, which the eviction takes (`disruptionsAllowed` down by one, the
+    /// pod in `disruptedPods`) before it deletes the pod with `delete` (the Eviction's
+    /// `deleteOptions`). Refused with 429 when the budget allows none or its status is older
+    /// than its spec, and with 500 when more than one budget selects the pod.
     pub fn evict(&self, ns: &str, name: &str, delete: &DeleteOptions) -> Result<Value, ApiError> {
         let Some(pods) = self.def_for("", "pods") else { return Err(ApiError::no_route()) };
         let pod = self.get(&pods, ns, name)?;
-        if let Some(pdbs) = self.def_for("policy", "poddisruptionbudgets") {
+        let running = pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running");
+        let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+        if let Some(pdbs) = self.def_for("policy", "poddisruptionbudgets")
+            && running
+            && !deleting
+        {
             let (items, _) = self.store.list(&pdbs.key(), Some(ns));
-            for pdb in items {
-                let Some(sel) = pdb.pointer("/spec/selector") else { continue };
-                let Ok(sel) = LabelSelector::parse(&format_label_selector(sel)) else { continue };
-                if sel.is_empty() || !sel.matches_object(&pod) {
-                    continue;
-                }
-                let allowed =
-                    pdb.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
-                if allowed <= 0 {
-                    let pdb_name = meta_str(&pdb, "name").unwrap_or_default();
-                    return Err(ApiError {
-                        code: 429,
-                        reason: "TooManyRequests",
-                        message:
-                            "Cannot evict pod as it would violate the pod's disruption budget."
-                                .into(),
-                        details: Some(
-                            json!({"causes": [{"reason": "DisruptionBudget", "message": format!("The disruption budget {pdb_name} needs {} healthy pods and has {} currently", pdb.pointer("/status/desiredHealthy").and_then(Value::as_i64).unwrap_or(0), pdb.pointer("/status/currentHealthy").and_then(Value::as_i64).unwrap_or(0))}]}),
-                        ),
-                    });
-                }
+            let matching: Vec<Value> = items
+                .into_iter()
+                .map(|pdb| (*pdb).clone())
+                .filter(|pdb| {
+                    let Some(sel) = pdb.pointer("/spec/selector") else { return false };
+                    LabelSelector::parse(&format_label_selector(sel))
+                        .is_ok_and(|sel| !sel.is_empty() && sel.matches_object(&pod))
+                })
+                .collect();
+            if matching.len() > 1 {
+                return Err(ApiError::internal(
+                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                ));
+            }
+            if let Some(pdb) = matching.into_iter().next() {
+                self.take_disruption(&pdbs, ns, name, pdb)?;
             }
         }
         self.delete(&pods, ns, name, delete)?;
         Ok(success_status(201, None))
+    }
+
+    /// Takes one of the budget's allowed disruptions for pod `pod_name`, or refuses.
+    fn take_disruption(
+        &self,
+        pdbs: &ResourceDef,
+        ns: &str,
+        pod_name: &str,
+        mut pdb: Value,
+    ) -> Result<(), ApiError> {
+        let pdb_name = meta_str(&pdb, "name").unwrap_or_default().to_owned();
+        let refuse = |cause: String| ApiError {
+            code: 429,
+            reason: "TooManyRequests",
+            message: "Cannot evict pod as it would violate the pod's disruption budget.".into(),
+            details: Some(json!({"causes": [{"reason": "DisruptionBudget", "message": cause}]})),
+        };
+        let generation = pdb.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+        let observed =
+            pdb.pointer("/status/observedGeneration").and_then(Value::as_i64).unwrap_or(0);
+        if observed < generation {
+            return Err(refuse(format!(
+                "The disruption budget {pdb_name} is still being processed by the server."
+            )));
+        }
+        let allowed =
+            pdb.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
+        if allowed < 0 {
+            return Err(ApiError {
+                code: 403,
+                reason: "Forbidden",
+                message: format!(
+                    "poddisruptionbudget.policy {pdb_name:?} is forbidden: pdb disruptions allowed is negative"
+                ),
+                details: None,
+            });
+        }
+        if allowed == 0 {
+            let count = |field: &str| {
+                pdb.pointer(&format!("/status/{field}")).and_then(Value::as_i64).unwrap_or(0)
+            };
+            return Err(refuse(format!(
+                "The disruption budget {pdb_name} needs {} healthy pods and has {} currently",
+                count("desiredHealthy"),
+                count("currentHealthy")
+            )));
+        }
+        let status = pdb
+            .as_object_mut()
+            .map(|o| o.entry("status").or_insert_with(|| json!({})))
+            .and_then(Value::as_object_mut);
+        if let Some(status) = status {
+            status.insert("disruptionsAllowed".into(), json!(allowed - 1));
+            let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
+            if !disrupted.is_object() {
+                *disrupted = json!({});
+            }
+            disrupted[pod_name] = json!(crate::util::now_rfc3339());
+        }
+        // Guarded by the budget's resourceVersion: a concurrent eviction makes this one fail.
+        self.update(pdbs, ns, &pdb_name, Sub::Status, pdb, &WriteOptions::default())?;
+        Ok(())
     }
 
     /// Installs a CRD given as JSON (creating or replacing it).

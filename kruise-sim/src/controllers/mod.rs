@@ -7,11 +7,13 @@
 //! - [`deployment`]: Deployments roll out through ReplicaSets named with the
 //!   `pod-template-hash` (RollingUpdate within maxSurge and maxUnavailable, or Recreate), with
 //!   revisions, rollback, history limits and the status `kubectl rollout status` reads.
+//! - [`disruption`]: PodDisruptionBudgets' status, which evictions read.
 //!
 //! [`Controllers::start`] runs them until the handle is dropped. `kruise-sim serve` and the
 //! playground start them; [`crate::Config::with_controllers`] does in tests.
 
 pub mod deployment;
+pub mod disruption;
 pub mod replicaset;
 
 use std::collections::HashSet;
@@ -203,7 +205,8 @@ impl Controllers {
     pub fn start(client: Client) -> Self {
         let tasks = vec![
             tokio::spawn(replicaset::run(client.clone())),
-            tokio::spawn(deployment::run(client)),
+            tokio::spawn(deployment::run(client.clone())),
+            tokio::spawn(disruption::run(client)),
         ];
         Self { tasks }
     }
