@@ -5,6 +5,10 @@
 //! - "1,000 pods scheduled and Ready" (criterion, `iter_custom`): wall time from creating
 //!   1,000 pods (32 requests in flight) until a watch has seen every one Ready, on 20 nodes.
 //!   A fresh server per iteration; its start is not measured.
+//! - "1,000-pod Deployment Ready" (criterion): the same, but the pods come from one
+//!   Deployment of 1,000 replicas through kruise-sim's built-in Deployment and ReplicaSet
+//!   controllers: wall time from creating the Deployment until a watch has seen 1,000 Ready
+//!   pods. Compare with the line above (the same pods from a raw client).
 //! - "10,000 pods held by 100 nodes" (one run, printed): time until a watch has seen all
 //!   10,000 Ready, then until the server has been quiet (no writes) for 1 s, and the
 //!   process's resident memory before and after.
@@ -32,11 +36,17 @@ const ZERO: Delays = Delays {
 
 /// A server with `nodes` simulated nodes and a client for it.
 async fn cluster(nodes: usize) -> (ServerHandle, kube::Client) {
+    cluster_with(nodes, false).await
+}
+
+/// A server with `nodes` simulated nodes, and the built-in controllers if `controllers`.
+async fn cluster_with(nodes: usize, controllers: bool) -> (ServerHandle, kube::Client) {
     let specs = (0..nodes)
         .map(|i| NodeSpec::new(&format!("n-{i}")).zone(["z-a", "z-b", "z-c"][i % 3]))
         .collect();
     let nc = NodesConfig::new(0).with_nodes(specs).with_delays(ZERO);
-    let server = Server::start(Config::default().with_nodes(nc)).await.expect("server starts");
+    let config = Config { controllers, ..Config::default() }.with_nodes(nc);
+    let server = Server::start(config).await.expect("server starts");
     let client =
         kruise_sim::nodes::client_from_kubeconfig(&server.kubeconfig).await.expect("client");
     (server, client)
@@ -62,7 +72,47 @@ fn ready(p: &Pod) -> bool {
 /// Creates `count` pods and returns when a watch has seen all of them Ready.
 async fn create_until_ready(client: &kube::Client, count: usize) -> Duration {
     let api: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let watch = tokio::spawn({
+    let watch = watch_ready(&api, count);
+    let start = Instant::now();
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let api = api.clone();
+            async move { api.create(&PostParams::default(), &pod(i)).await.map(|_| ()) }
+        })
+        .buffer_unordered(32)
+        .try_collect::<()>()
+        .await
+        .expect("pods created");
+    watch.await.expect("watch task");
+    start.elapsed()
+}
+
+/// Creates a Deployment of `count` replicas (the pods of [`pod`]) and returns when a watch has
+/// seen `count` of its pods Ready.
+async fn deployment_until_ready(client: &kube::Client, count: usize) -> Duration {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let watch = watch_ready(&pods, count);
+    let template = serde_json::to_value(pod(0)).expect("pod");
+    let deployment: k8s_openapi::api::apps::v1::Deployment =
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": count, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": template["spec"]}}
+        }))
+        .expect("deployment");
+    let start = Instant::now();
+    Api::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("deployment created");
+    watch.await.expect("watch task");
+    start.elapsed()
+}
+
+/// A task that ends once a watch has seen `count` pods Ready.
+fn watch_ready(api: &Api<Pod>, count: usize) -> tokio::task::JoinHandle<()> {
+    tokio::spawn({
         let api = api.clone();
         async move {
             let mut seen = HashSet::new();
@@ -79,19 +129,7 @@ async fn create_until_ready(client: &kube::Client, count: usize) -> Duration {
                 }
             }
         }
-    });
-    let start = Instant::now();
-    futures::stream::iter(0..count)
-        .map(|i| {
-            let api = api.clone();
-            async move { api.create(&PostParams::default(), &pod(i)).await.map(|_| ()) }
-        })
-        .buffer_unordered(32)
-        .try_collect::<()>()
-        .await
-        .expect("pods created");
-    watch.await.expect("watch task");
-    start.elapsed()
+    })
 }
 
 fn thousand(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
@@ -107,6 +145,20 @@ fn thousand(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                 total += rt.block_on(async {
                     let (server, client) = cluster(20).await;
                     let t = create_until_ready(&client, 1000).await;
+                    server.shutdown();
+                    t
+                });
+            }
+            total
+        })
+    });
+    g.bench_function("1000-pod Deployment Ready (20 nodes)", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                total += rt.block_on(async {
+                    let (server, client) = cluster_with(20, true).await;
+                    let t = deployment_until_ready(&client, 1000).await;
                     server.shutdown();
                     t
                 });
