@@ -35,7 +35,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -43,6 +42,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_core::cloneset::PodSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{Error, api_error, controlled_by, controller_of, has_controller};
 use kube::{Client, ResourceExt as _};
@@ -79,25 +79,27 @@ type Key = ObjectRef<Deployment>;
 
 /// Runs the controller until the task is aborted. As in [`super::replicaset`], one reflector
 /// per kind feeds both the caches and the queue.
-pub async fn run(client: Client) {
-    let (deployments, deployment_events) = super::cached::<Deployment>(&client);
-    let (sets, set_events) = super::cached::<ReplicaSet>(&client);
-    // Pods are read only by Recreate, which waits for the old ones to go.
-    let (pods, pod_events) = super::cached::<Pod>(&client);
+pub(crate) async fn run(
+    client: Client,
+    (pods, mut pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
+    (sets, mut set_events): (Store<ReplicaSet>, UnboundedReceiver<ReplicaSet>),
+) {
+    let mut deployment_cache = super::SharedCache::<Deployment>::new();
+    let (deployments, mut deployment_events) = deployment_cache.subscribe();
+    let watch_deployments = deployment_cache.run(client.clone());
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
 
     let own_queue = queue.clone();
-    let feed_deployments = deployment_events.for_each(move |event| {
-        if let Ok(deployment) = event {
+    let feed_deployments = async move {
+        while let Some(deployment) = deployment_events.recv().await {
             let _ = own_queue.send(ObjectRef::from_obj(&deployment));
         }
-        futures::future::ready(())
-    });
+    };
     let set_queue = queue.clone();
     let set_deployments = deployments.clone();
     let mut last_controller = super::LastController::new();
-    let feed_sets = set_events.for_each(move |event| {
-        if let Ok(set) = event {
+    let feed_sets = async move {
+        while let Some(set) = set_events.recv().await {
             let owner = controller_of::<Deployment>(&set.metadata, "apps/v1", "Deployment");
             let mut keys: Vec<Key> = match &owner {
                 Some(owner) => vec![owner.clone()],
@@ -114,21 +116,21 @@ pub async fn run(client: Client) {
                 let _ = set_queue.send(key);
             }
         }
-        futures::future::ready(())
-    });
+    };
     let pod_queue = queue.clone();
     let pod_sets = sets.clone();
-    let feed_pods = pod_events.for_each(move |event| {
-        // A Recreate rollout waits for old pods to go: their set's Deployment looks again.
-        if let Ok(pod) = event
-            && let Some(set) = controller_of::<ReplicaSet>(&pod.metadata, "apps/v1", "ReplicaSet")
-            && let Some(set) = pod_sets.get(&set)
-            && let Some(owner) = controller_of::<Deployment>(&set.metadata, "apps/v1", "Deployment")
-        {
-            let _ = pod_queue.send(owner);
+    let feed_pods = async move {
+        while let Some(pod) = pod_events.recv().await {
+            // A Recreate rollout waits for old pods to go: their set's Deployment looks again.
+            if let Some(set) = controller_of::<ReplicaSet>(&pod.metadata, "apps/v1", "ReplicaSet")
+                && let Some(set) = pod_sets.get(&set)
+                && let Some(owner) =
+                    controller_of::<Deployment>(&set.metadata, "apps/v1", "Deployment")
+            {
+                let _ = pod_queue.send(owner);
+            }
         }
-        futures::future::ready(())
-    });
+    };
     let context = Arc::new(Context { client, sets, pods });
     let ready = context.clone();
     let worker = async move {
@@ -142,7 +144,8 @@ pub async fn run(client: Client) {
         })
         .await;
     };
-    futures::future::join4(feed_deployments, feed_sets, feed_pods, worker).await;
+    let feeds = futures::future::join3(feed_deployments, feed_sets, feed_pods);
+    futures::future::join3(watch_deployments, feeds, worker).await;
 }
 
 fn selects(deployment: &Deployment, meta: &ObjectMeta) -> bool {

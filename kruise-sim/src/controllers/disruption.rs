@@ -22,7 +22,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -33,6 +32,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{Error, api_error};
 
@@ -47,30 +47,32 @@ struct Context {
 type Key = ObjectRef<PodDisruptionBudget>;
 
 /// Runs the controller until the task is aborted.
-pub async fn run(client: Client) {
-    let (budgets, budget_events) = super::cached::<PodDisruptionBudget>(&client);
-    let (pods, pod_events) = super::cached::<Pod>(&client);
+pub(crate) async fn run(
+    client: Client,
+    (pods, mut pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
+) {
+    let mut budget_cache = super::SharedCache::<PodDisruptionBudget>::new();
+    let (budgets, mut budget_events) = budget_cache.subscribe();
+    let watch_budgets = budget_cache.run(client.clone());
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
     let own_queue = queue.clone();
-    let feed_budgets = budget_events.for_each(move |event| {
-        if let Ok(budget) = event {
+    let feed_budgets = async move {
+        while let Some(budget) = budget_events.recv().await {
             let _ = own_queue.send(ObjectRef::from_obj(&budget));
         }
-        futures::future::ready(())
-    });
+    };
     // Any pod change queues the budgets of its namespace (few, in a simulated cluster).
     let pod_queue = queue.clone();
     let pod_budgets = budgets.clone();
-    let feed_pods = pod_events.for_each(move |event| {
-        if let Ok(pod) = event {
+    let feed_pods = async move {
+        while let Some(pod) = pod_events.recv().await {
             for budget in pod_budgets.state() {
                 if budget.namespace() == pod.namespace() {
                     let _ = pod_queue.send(ObjectRef::from_obj(budget.as_ref()));
                 }
             }
         }
-        futures::future::ready(())
-    });
+    };
     let context = Arc::new(Context { client, pods });
     let ready = context.clone();
     let worker = async move {
@@ -81,7 +83,7 @@ pub async fn run(client: Client) {
         })
         .await;
     };
-    futures::future::join3(feed_budgets, feed_pods, worker).await;
+    futures::future::join4(watch_budgets, feed_budgets, feed_pods, worker).await;
 }
 
 /// An int-or-percent of `total`, percentages rounded up.

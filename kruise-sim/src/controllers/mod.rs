@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use futures::Stream;
+use futures::StreamExt as _;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
@@ -52,12 +54,16 @@ pub(crate) fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -
     move |source| Error::Api { action, source }
 }
 
-/// A cache of every object of kind `K`, and the stream of objects it has just taken in (each
-/// change comes out after the cache holds it). The stream must be polled for the cache to
-/// fill.
-pub(crate) fn cached<K>(
-    client: &Client,
-) -> (Store<K>, impl Stream<Item = Result<K, watcher::Error>> + Send + use<K>)
+/// A cache of every object of kind `K`, which several controllers may share: one watch, one store,
+/// and for each subscriber the objects the cache has just taken in (each sent after the store
+/// holds it, so a round it queues never reads an older cache).
+pub(crate) struct SharedCache<K: kube::Resource<DynamicType = ()> + Clone + 'static> {
+    store: Store<K>,
+    writer: reflector::store::Writer<K>,
+    subscribers: Vec<UnboundedSender<K>>,
+}
+
+impl<K> SharedCache<K>
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -67,12 +73,35 @@ where
         + Sync
         + 'static,
 {
-    let (store, writer) = reflector::store();
-    let events =
-        reflector(writer, watcher(Api::<K>::all(client.clone()), watcher::Config::default()))
+    pub(crate) fn new() -> Self {
+        let (store, writer) = reflector::store();
+        Self { store, writer, subscribers: Vec::new() }
+    }
+
+    /// The store, and a new subscriber's feed of changed objects.
+    pub(crate) fn subscribe(&mut self) -> (Store<K>, UnboundedReceiver<K>) {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        self.subscribers.push(sender);
+        (self.store.clone(), receiver)
+    }
+
+    /// Watches `K` through `client`, filling the store and feeding the subscribers, until the
+    /// task is aborted.
+    pub(crate) async fn run(self, client: Client) {
+        let subscribers = self.subscribers;
+        reflector(self.writer, watcher(Api::<K>::all(client), watcher::Config::default()))
             .default_backoff()
-            .touched_objects();
-    (store, events)
+            .touched_objects()
+            .for_each(|event| {
+                if let Ok(object) = event {
+                    for subscriber in &subscribers {
+                        let _ = subscriber.send(object.clone());
+                    }
+                }
+                futures::future::ready(())
+            })
+            .await;
+    }
 }
 
 /// Whether some owner controls the object.
@@ -202,11 +231,19 @@ pub struct Controllers {
 
 impl Controllers {
     /// Starts every controller against `client`'s API server, on the current tokio runtime.
+    /// Pods and ReplicaSets are watched once for all of them.
     pub fn start(client: Client) -> Self {
+        let mut pods = SharedCache::<Pod>::new();
+        let mut sets = SharedCache::<ReplicaSet>::new();
+        let replicaset = replicaset::run(client.clone(), pods.subscribe(), sets.subscribe());
+        let deployment = deployment::run(client.clone(), pods.subscribe(), sets.subscribe());
+        let disruption = disruption::run(client.clone(), pods.subscribe());
         let tasks = vec![
-            tokio::spawn(replicaset::run(client.clone())),
-            tokio::spawn(deployment::run(client.clone())),
-            tokio::spawn(disruption::run(client)),
+            tokio::spawn(pods.run(client.clone())),
+            tokio::spawn(sets.run(client)),
+            tokio::spawn(replicaset),
+            tokio::spawn(deployment),
+            tokio::spawn(disruption),
         ];
         Self { tasks }
     }

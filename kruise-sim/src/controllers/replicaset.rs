@@ -25,7 +25,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -33,6 +32,7 @@ use kruise_core::cloneset::PodSelector;
 use kruise_core::pod::{PodRankView, compare_for_deletion};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{Error, api_error};
 use kube::{Client, ResourceExt as _};
@@ -54,36 +54,35 @@ type Key = ObjectRef<ReplicaSet>;
 
 /// Runs the controller until the task is aborted.
 ///
-/// One reflector per kind feeds both the caches and the queue: an event is queued only after
-/// the cache holds it, so a round never reads a cache older than the change that queued it.
+/// The shared caches feed both the stores and the queue: an event is queued only after the
+/// store holds it, so a round never reads a cache older than the change that queued it.
 /// Rounds run one at a time.
-pub async fn run(client: Client) {
-    let (pods, pod_events) = super::cached::<Pod>(&client);
-    let (sets, set_events) = super::cached::<ReplicaSet>(&client);
+pub(crate) async fn run(
+    client: Client,
+    (pods, mut pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
+    (sets, mut set_events): (Store<ReplicaSet>, UnboundedReceiver<ReplicaSet>),
+) {
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
     let context = Arc::new(Context { client, pods });
 
     let set_queue = queue.clone();
-    let feed_sets = set_events.for_each(move |event| {
-        if let Ok(set) = event {
+    let feed_sets = async move {
+        while let Some(set) = set_events.recv().await {
             let _ = set_queue.send(ObjectRef::from_obj(&set));
         }
-        futures::future::ready(())
-    });
+    };
     let pod_queue = queue.clone();
     let pod_sets = sets.clone();
     let mut last_controller = super::LastController::new();
-    let feed_pods = pod_events.for_each(move |event| {
-        if let Ok(pod) = event {
+    let feed_pods = async move {
+        while let Some(pod) = pod_events.recv().await {
             let mut keys = sets_of_pod(&pod_sets, &pod);
-            let previous = last_controller.swap(&pod.metadata, controller_set(&pod));
-            keys.extend(previous);
+            keys.extend(last_controller.swap(&pod.metadata, controller_set(&pod)));
             for key in keys {
                 let _ = pod_queue.send(key);
             }
         }
-        futures::future::ready(())
-    });
+    };
     let pods_ready = context.pods.clone();
     let worker = async move {
         pods_ready.wait_until_ready().await.ok();
