@@ -5,25 +5,13 @@
 use crate::common;
 
 use common::Env;
-use kruise_sim::Config;
-use kruise_sim::nodes::NodesConfig;
-use kruise_sim::nodes::kubelet::Delays;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn env() -> Env {
-    let delays = Delays {
-        pull: Duration::from_millis(100),
-        start: Duration::from_millis(50),
-        ready: Duration::from_millis(200),
-        init_run: Duration::from_millis(10),
-        stop: Duration::from_millis(100),
-    };
-    Env::new(
-        Config::default().with_nodes(NodesConfig::new(2).with_delays(delays)).with_controllers(),
-    )
+    Env::with_controllers(Duration::from_millis(200))
 }
 
 /// (live pods, ready live pods, images of live pods) of `app=web`.

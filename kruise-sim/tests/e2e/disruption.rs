@@ -5,39 +5,17 @@
 use crate::common;
 
 use common::Env;
-use kruise_sim::Config;
-use kruise_sim::nodes::NodesConfig;
-use kruise_sim::nodes::kubelet::Delays;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn env() -> Env {
-    let delays = Delays {
-        pull: Duration::from_millis(100),
-        start: Duration::from_millis(50),
-        ready: Duration::from_millis(300),
-        init_run: Duration::from_millis(10),
-        stop: Duration::from_millis(100),
-    };
-    Env::new(
-        Config::default().with_nodes(NodesConfig::new(2).with_delays(delays)).with_controllers(),
-    )
+    Env::with_controllers(Duration::from_millis(300))
 }
 
-fn eventually<T>(env: &Env, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            let state = env.run(&["get", "pods,pdb", "-o", "wide"]);
-            panic!("timed out waiting for {what}\n{}", state.stdout);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn eventually<T>(env: &Env, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    env.eventually(what, "pods,pdb", f)
 }
 
 /// The live pods of `app=web`: (name, node, ready).

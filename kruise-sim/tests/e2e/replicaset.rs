@@ -5,39 +5,15 @@
 use crate::common;
 
 use common::Env;
-use kruise_sim::Config;
-use kruise_sim::nodes::NodesConfig;
-use kruise_sim::nodes::kubelet::Delays;
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn env() -> Env {
-    let delays = Delays {
-        pull: Duration::from_millis(20),
-        start: Duration::from_millis(10),
-        ready: Duration::from_millis(50),
-        init_run: Duration::from_millis(10),
-        stop: Duration::from_millis(20),
-    };
-    Env::new(
-        Config::default().with_nodes(NodesConfig::new(2).with_delays(delays)).with_controllers(),
-    )
+    Env::with_controllers(Duration::from_millis(50))
 }
 
-/// Polls `f` until it returns `Some`, for up to 30 s; a timeout shows the set and its pods.
-fn eventually<T>(env: &Env, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            let pods = env.run(&["get", "pods", "-o", "wide", "--show-labels"]);
-            let set = env.run(&["get", "rs", "-o", "yaml"]);
-            panic!("timed out waiting for {what}\n{}\n{}", pods.stdout, set.stdout);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn eventually<T>(env: &Env, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    env.eventually(what, "pods,rs", f)
 }
 
 const RS: &str = r#"

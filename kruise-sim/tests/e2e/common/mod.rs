@@ -37,6 +37,36 @@ impl Env {
         Env::new(Config::default().with_kruise_crds())
     }
 
+    /// Two simulated nodes whose pods become ready `ready` after they start, and the built-in
+    /// controllers.
+    pub fn with_controllers(ready: Duration) -> Env {
+        let delays = kruise_sim::nodes::kubelet::Delays {
+            pull: Duration::from_millis(50),
+            start: Duration::from_millis(20),
+            ready,
+            init_run: Duration::from_millis(10),
+            stop: Duration::from_millis(50),
+        };
+        let nodes = kruise_sim::nodes::NodesConfig::new(2).with_delays(delays);
+        Env::new(Config::default().with_nodes(nodes).with_controllers())
+    }
+
+    /// Polls `f` until it returns `Some`, for up to 30 s; a timeout shows
+    /// `kubectl get <show> -o wide`.
+    pub fn eventually<T>(&self, what: &str, show: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                let state = self.run(&["get", show, "-o", "wide"]);
+                panic!("timed out waiting for {what}\n{}", state.stdout);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(KUBECTL);
         c.arg("--kubeconfig")
