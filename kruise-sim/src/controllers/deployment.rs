@@ -224,6 +224,74 @@ fn fenceposts(deployment: &Deployment, replicas: i32) -> (i32, i32) {
     if surge == 0 && unavailable == 0 { (0, 1) } else { (surge, unavailable.min(replicas)) }
 }
 
+/// A ReplicaSet's replicas (its spec) and available pods (its status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Counts {
+    replicas: i32,
+    available: i32,
+}
+
+/// A Deployment's `replicas`, and its `maxSurge` and `maxUnavailable` resolved against it.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    replicas: i32,
+    surge: i32,
+    max_unavailable: i32,
+}
+
+/// What one rolling-update round changes: the new ReplicaSet's replicas, or else the old
+/// ones' (by position, oldest first).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct RollingStep {
+    new: Option<i32>,
+    old: Vec<(usize, i32)>,
+}
+
+/// One rolling-update round (kube-controller-manager's `reconcileNewReplicaSet`, then
+/// `reconcileOldReplicaSets`): the new ReplicaSet grows while all replicas stay within
+/// `replicas + maxSurge` (or shrinks to `replicas`); when it has nothing to do, old ReplicaSets
+/// shrink, their unavailable pods first, then available ones while at least
+/// `replicas - maxUnavailable` stay available. `old` is oldest first.
+fn rolling_step(budget: Budget, new: Counts, old: &[Counts]) -> RollingStep {
+    let Budget { replicas, surge, max_unavailable } = budget;
+    let all_replicas: i32 = new.replicas + old.iter().map(|c| c.replicas).sum::<i32>();
+    let target = if new.replicas > replicas {
+        replicas
+    } else {
+        let room = (replicas + surge - all_replicas).max(0);
+        new.replicas + room.min(replicas - new.replicas)
+    };
+    if target != new.replicas {
+        return RollingStep { new: Some(target), old: Vec::new() };
+    }
+    let min_available = replicas - max_unavailable;
+    let new_unavailable = (new.replicas - new.available).max(0);
+    let mut budget = (all_replicas - min_available - new_unavailable).max(0);
+    let mut counts: Vec<i32> = old.iter().map(|c| c.replicas).collect();
+    // Unhealthy old pods go first.
+    for (count, set) in counts.iter_mut().zip(old) {
+        let unhealthy = (*count - set.available).max(0).min(budget);
+        *count -= unhealthy;
+        budget -= unhealthy;
+    }
+    // Then available ones, while the total available stays at `min_available`.
+    let available_now = new.available + old.iter().map(|c| c.available).sum::<i32>();
+    let mut surplus = (available_now - min_available).max(0);
+    for count in counts.iter_mut() {
+        let down = (*count).min(surplus);
+        *count -= down;
+        surplus -= down;
+    }
+    let old = counts
+        .into_iter()
+        .zip(old)
+        .enumerate()
+        .filter(|(_, (count, set))| *count != set.replicas)
+        .map(|(index, (count, _))| (index, count))
+        .collect();
+    RollingStep { new: None, old }
+}
+
 /// What a round changes of one ReplicaSet: its replicas and annotations.
 struct Sets {
     namespace: String,
@@ -456,61 +524,27 @@ async fn reconcile(
             // pods now could take too many down.
             requeue = Some(Duration::from_millis(100));
         } else {
-            let all_replicas: i32 = owned.iter().map(|s| spec_replicas(s)).sum();
-            let new_replicas = spec_replicas(new_set);
-            // Scale the new ReplicaSet up within maxSurge (or down to `replicas`).
-            let target = if new_replicas > replicas {
-                replicas
-            } else {
-                let room = (replicas + surge - all_replicas).max(0);
-                new_replicas + room.min(replicas - new_replicas)
+            let counts = |set: &ReplicaSet| Counts {
+                replicas: spec_replicas(set),
+                available: available(set),
             };
-            if target != new_replicas {
-                sets.scale(new_set, target, &deployment, replicas + surge).await?;
+            let old_counts: Vec<Counts> = old.iter().map(|s| counts(s)).collect();
+            let step = rolling_step(
+                Budget { replicas, surge, max_unavailable },
+                counts(new_set),
+                &old_counts,
+            );
+            let max = replicas + surge;
+            if let Some(target) = step.new {
+                sets.scale(new_set, target, &deployment, max).await?;
+            }
+            for (index, target) in &step.old {
+                if let Some(set) = old.get(*index) {
+                    sets.scale(set, *target, &deployment, max).await?;
+                }
+            }
+            if step.new.is_some() || !step.old.is_empty() {
                 requeue = Some(Duration::from_millis(100));
-            } else {
-                // Scale old ReplicaSets down while enough pods stay available.
-                let min_available = replicas - max_unavailable;
-                let new_unavailable = (new_replicas - available(new_set)).max(0);
-                let max_scaled_down = all_replicas - min_available - new_unavailable;
-                let mut budget = max_scaled_down.max(0);
-                let mut changed = false;
-                let mut remaining: Vec<(Arc<ReplicaSet>, i32)> = old
-                    .iter()
-                    .filter(|s| spec_replicas(s) > 0)
-                    .map(|s| ((*s).clone(), spec_replicas(s)))
-                    .collect();
-                // Unhealthy old pods go first.
-                for (set, count) in remaining.iter_mut() {
-                    if budget == 0 {
-                        break;
-                    }
-                    let unhealthy = (*count - available(set)).max(0).min(budget);
-                    if unhealthy > 0 {
-                        *count -= unhealthy;
-                        budget -= unhealthy;
-                        sets.scale(set, *count, &deployment, replicas + surge).await?;
-                        changed = true;
-                    }
-                }
-                // Then available ones, while the total available stays at `min_available`.
-                let available_now: i32 = owned.iter().map(|s| available(s)).sum();
-                let mut surplus = (available_now - min_available).max(0);
-                for (set, count) in remaining.iter_mut() {
-                    if surplus == 0 {
-                        break;
-                    }
-                    let down = (*count).min(surplus);
-                    if down > 0 {
-                        *count -= down;
-                        surplus -= down;
-                        sets.scale(set, *count, &deployment, replicas + surge).await?;
-                        changed = true;
-                    }
-                }
-                if changed {
-                    requeue = Some(Duration::from_millis(100));
-                }
             }
         }
     }
@@ -766,4 +800,79 @@ fn status_of(
         status["collisionCount"] = json!(count);
     }
     status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn counts() -> impl Strategy<Value = Counts> {
+        (0..20i32, 0..20i32).prop_map(|(replicas, available)| Counts {
+            replicas,
+            available: available.min(replicas),
+        })
+    }
+
+    proptest! {
+        /// A round never takes the replicas over `replicas + maxSurge` (unless they were
+        /// over already), and never scales away more available pods than
+        /// `replicas - maxUnavailable` allows (a ReplicaSet removes its unavailable pods
+        /// first).
+        #[test]
+        fn a_round_keeps_to_the_surge_and_the_availability_floor(
+            replicas in 1..20i32,
+            surge in 0..5i32,
+            max_unavailable in 0..5i32,
+            new in counts(),
+            old in proptest::collection::vec(counts(), 0..4),
+        ) {
+            let max_unavailable = if surge == 0 && max_unavailable == 0 { 1 } else { max_unavailable.min(replicas) };
+            let budget = Budget { replicas, surge, max_unavailable };
+            let step = rolling_step(budget, new, &old);
+            let before: i32 = new.replicas + old.iter().map(|c| c.replicas).sum::<i32>();
+            let mut after_old: Vec<i32> = old.iter().map(|c| c.replicas).collect();
+            for (index, count) in &step.old {
+                prop_assert!(*count >= 0 && *count <= old[*index].replicas, "old sets only shrink");
+                after_old[*index] = *count;
+            }
+            let after_new = step.new.unwrap_or(new.replicas);
+            let after = after_new + after_old.iter().sum::<i32>();
+            prop_assert!(after <= before.max(replicas + surge), "{after} over {}", replicas + surge);
+            prop_assert!(step.new.is_none() || step.old.is_empty(), "one kind of change per round");
+            // Available pods removed: what goes beyond each old set's unavailable pods.
+            let removed: i32 = old
+                .iter()
+                .zip(&after_old)
+                .map(|(c, after)| ((c.replicas - after) - (c.replicas - c.available)).max(0))
+                .sum();
+            let available: i32 = new.available + old.iter().map(|c| c.available).sum::<i32>();
+            prop_assert!(removed <= (available - (replicas - max_unavailable)).max(0),
+                "{removed} available pods removed from {available}");
+        }
+
+        /// A finished rollout (everything on the new set, available) asks for nothing.
+        #[test]
+        fn a_finished_rollout_is_left_alone(replicas in 1..20i32, surge in 0..5i32, unavailable in 1..5i32) {
+            let budget = Budget { replicas, surge, max_unavailable: unavailable.min(replicas) };
+            let done = Counts { replicas, available: replicas };
+            let idle = Counts { replicas: 0, available: 0 };
+            prop_assert_eq!(rolling_step(budget, done, &[idle, idle]), RollingStep::default());
+        }
+    }
+
+    #[test]
+    fn the_default_budget_of_three_moves_one_pod_at_a_time() {
+        // 25% of 3: one over, none unavailable.
+        let budget = Budget { replicas: 3, surge: 1, max_unavailable: 0 };
+        let old = [Counts { replicas: 3, available: 3 }];
+        let step = rolling_step(budget, Counts { replicas: 0, available: 0 }, &old);
+        assert_eq!(step, RollingStep { new: Some(1), old: vec![] });
+        // The new pod is not available yet: nothing old may go.
+        let step = rolling_step(budget, Counts { replicas: 1, available: 0 }, &old);
+        assert_eq!(step, RollingStep::default());
+        // Once it is, one old pod goes.
+        let step = rolling_step(budget, Counts { replicas: 1, available: 1 }, &old);
+        assert_eq!(step, RollingStep { new: None, old: vec![(0, 2)] });
+    }
 }
