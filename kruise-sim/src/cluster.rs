@@ -1530,8 +1530,8 @@ impl Cluster {
         Ok(success_status(201, None))
     }
 
-    /// Evicts a pod (`pods/eviction`), as kube-apiserver does: a pod that is not running (or
-    /// is being deleted) goes at once; otherwise the one PodDisruptionBudget that selects it
+    /// Evicts a pod (`pods/eviction`), as kube-apiserver does: a finished, pending or
+    /// terminating pod goes at once; otherwise the one PodDisruptionBudget that selects it
     /// must allow a disruption, which the eviction takes (`disruptionsAllowed` down by one, the
     /// pod in `disruptedPods`) before it deletes the pod with `delete` (the Eviction's
     /// `deleteOptions`). Refused with 429 when the budget allows none or its status is older
@@ -1539,11 +1539,12 @@ impl Cluster {
     pub fn evict(&self, ns: &str, name: &str, delete: &DeleteOptions) -> Result<Value, ApiError> {
         let Some(pods) = self.def_for("", "pods") else { return Err(ApiError::no_route()) };
         let pod = self.get(&pods, ns, name)?;
-        let running = pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running");
+        // kube-apiserver's `canIgnorePDB`: finished, pending and terminating pods.
+        let phase = pod.pointer("/status/phase").and_then(Value::as_str);
         let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+        let ignore_budgets = deleting || matches!(phase, Some("Succeeded" | "Failed" | "Pending"));
         if let Some(pdbs) = self.def_for("policy", "poddisruptionbudgets")
-            && running
-            && !deleting
+            && !ignore_budgets
         {
             let (items, _) = self.store.list(&pdbs.key(), Some(ns));
             let matching: Vec<Value> = items

@@ -39,7 +39,6 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_core::cloneset::PodSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -149,9 +148,7 @@ pub(crate) async fn run(
 }
 
 fn selects(deployment: &Deployment, meta: &ObjectMeta) -> bool {
-    let selector = Some(&deployment.spec).map(|s| &s.selector);
-    let empty = selector.is_none_or(|s| s.match_labels.is_none() && s.match_expressions.is_none());
-    !empty && PodSelector::parse(selector).is_ok_and(|s| s.matches(meta.labels.as_ref()))
+    super::selector_matches(Some(&deployment.spec.selector), meta)
 }
 
 /// The template with the `pod-template-hash` label taken out, for comparing templates.
@@ -445,11 +442,7 @@ async fn reconcile(
                 Ok(_) => {
                     // The next round must see it, or it would create it again.
                     let key = ObjectRef::new(&set_name).within(&namespace);
-                    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-                    while context.sets.get(&key).is_none() && tokio::time::Instant::now() < deadline
-                    {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
+                    super::wait_until(|| context.sets.get(&key).is_some()).await;
                     created_new = Some(set_name);
                 }
                 Err(kube::Error::Api(e)) if e.code == 409 => {
@@ -579,7 +572,7 @@ async fn reconcile(
         now,
     );
     let stored = serde_json::to_value(&deployment.status).unwrap_or(Value::Null);
-    if !super::replicaset::status_matches_json(&stored, &status) {
+    if !super::status_matches(&stored, &status) {
         Api::<Deployment>::namespaced(context.client.clone(), &namespace)
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
             .await

@@ -27,7 +27,6 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_core::cloneset::PodSelector;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt as _};
@@ -186,18 +185,13 @@ async fn reconcile(
     let namespace = budget.namespace().unwrap_or_default();
     let name = budget.name_any();
     let spec = budget.spec.clone().unwrap_or_default();
-    let selector = spec.selector.as_ref();
-    let empty = selector.is_none_or(|s| s.match_labels.is_none() && s.match_expressions.is_none());
-    let pods: Vec<Arc<Pod>> = match PodSelector::parse(selector) {
-        Ok(selector) if !empty => context
-            .pods
-            .state()
-            .into_iter()
-            .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
-            .filter(|p| selector.matches(p.metadata.labels.as_ref()))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let pods: Vec<Arc<Pod>> = context
+        .pods
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|p| super::selector_matches(spec.selector.as_ref(), &p.metadata))
+        .collect();
     let now = jiff::Timestamp::now();
     let old = serde_json::to_value(&budget.status).unwrap_or(Value::Null);
 
@@ -278,7 +272,7 @@ async fn reconcile(
             "conditions": condition("False", "SyncFailed", &message),
         }),
     };
-    if !super::replicaset::status_matches_json(&old, &status) {
+    if !super::status_matches(&old, &status) {
         Api::<PodDisruptionBudget>::namespaced(context.client.clone(), &namespace)
             .patch_status(
                 &name,

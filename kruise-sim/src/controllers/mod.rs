@@ -26,7 +26,8 @@ use std::collections::BTreeMap;
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use kruise_core::cloneset::PodSelector;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use kube::{Api, Client};
@@ -102,6 +103,32 @@ where
             })
             .await;
     }
+}
+
+/// Whether a non-empty `selector` matches the object's labels (an empty or malformed one
+/// matches nothing here; the API server refuses both for these kinds).
+pub(crate) fn selector_matches(selector: Option<&LabelSelector>, meta: &ObjectMeta) -> bool {
+    let empty = selector.is_none_or(|s| s.match_labels.is_none() && s.match_expressions.is_none());
+    !empty && PodSelector::parse(selector).is_ok_and(|s| s.matches(meta.labels.as_ref()))
+}
+
+/// Waits until `done` holds (a cache shows a round's writes), or for 10 s at most.
+pub(crate) async fn wait_until(mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !done() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether the stored status (as JSON) already holds every field of `wanted`; counts the API
+/// server omits when zero read as zero.
+pub(crate) fn status_matches(stored: &Value, wanted: &Value) -> bool {
+    wanted.as_object().is_some_and(|fields| {
+        fields.iter().all(|(key, value)| {
+            let have = stored.get(key).unwrap_or(&Value::Null);
+            have == value || (have.is_null() && value == &json!(0))
+        })
+    })
 }
 
 /// Whether some owner controls the object.

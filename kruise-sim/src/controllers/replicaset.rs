@@ -28,7 +28,6 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kruise_core::cloneset::PodSelector;
 use kruise_core::pod::{PodRankView, compare_for_deletion};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -40,9 +39,6 @@ use serde_json::{Value, json};
 
 /// Pods created or deleted per round at most (kube-controller-manager's `burstReplicas`).
 const BURST_REPLICAS: usize = 500;
-
-/// How long a round waits for the pod cache to show its writes.
-const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 struct Context {
     client: Client,
@@ -116,10 +112,7 @@ fn sets_of_pod(sets: &Store<ReplicaSet>, pod: &Pod) -> Vec<Key> {
 }
 
 fn selects(set: &ReplicaSet, meta: &ObjectMeta) -> bool {
-    let selector = &set.spec.selector;
-    // An empty selector selects nothing here (the API server refuses one anyway).
-    let empty = selector.match_labels.is_none() && selector.match_expressions.is_none();
-    !empty && PodSelector::parse(Some(selector)).is_ok_and(|s| s.matches(meta.labels.as_ref()))
+    super::selector_matches(Some(&set.spec.selector), meta)
 }
 
 /// Whether the pod is neither terminating nor finished.
@@ -183,7 +176,7 @@ async fn reconcile(set: Arc<ReplicaSet>, context: Arc<Context>) -> Result<Option
         failure = error.map(|e| ("FailedCreate", e));
         if created > 0 {
             let target = live.len() + created;
-            observe(&context, || owned_active(&context, &uid) >= target).await;
+            super::wait_until(|| owned_active(&context, &uid) >= target).await;
         }
     } else if live.len() > wanted {
         let doomed = pods_to_delete(&live, live.len() - wanted);
@@ -200,7 +193,7 @@ async fn reconcile(set: Arc<ReplicaSet>, context: Arc<Context>) -> Result<Option
             }
         }
         if !deleted.is_empty() {
-            observe(&context, || {
+            super::wait_until(|| {
                 context
                     .pods
                     .state()
@@ -240,33 +233,12 @@ async fn reconcile(set: Arc<ReplicaSet>, context: Arc<Context>) -> Result<Option
     Ok(None)
 }
 
-/// Whether the stored status already says what `wanted` says (its fields, with `null` for
-/// absent).
 fn status_matches(stored: Option<&ReplicaSetStatus>, wanted: &Value) -> bool {
-    status_matches_json(&serde_json::to_value(stored).unwrap_or(Value::Null), wanted)
-}
-
-/// Whether the stored status (as JSON) already holds every field of `wanted`; counts the API
-/// server omits when zero read as zero.
-pub(crate) fn status_matches_json(stored: &Value, wanted: &Value) -> bool {
-    wanted.as_object().is_some_and(|fields| {
-        fields.iter().all(|(key, value)| {
-            let have = stored.get(key).unwrap_or(&Value::Null);
-            have == value || (have.is_null() && value == &json!(0))
-        })
-    })
+    super::status_matches(&serde_json::to_value(stored).unwrap_or(Value::Null), wanted)
 }
 
 fn owned_active(context: &Context, uid: &str) -> usize {
     context.pods.state().iter().filter(|p| controlled_by(p, uid) && active(p)).count()
-}
-
-/// Waits until `done` holds for the pod cache, or [`OBSERVE_TIMEOUT`].
-async fn observe(_context: &Context, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + OBSERVE_TIMEOUT;
-    while !done() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// The pod the set's template makes (kube-controller-manager's `GetPodFromTemplate`).
