@@ -32,6 +32,8 @@ const ZERO: Delays = Delays {
     ready: Duration::ZERO,
     init_run: Duration::ZERO,
     stop: Duration::ZERO,
+    run: Duration::ZERO,
+    restart_backoff: Duration::ZERO,
 };
 
 /// A server with `nodes` simulated nodes and a client for it.

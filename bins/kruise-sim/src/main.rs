@@ -151,6 +151,7 @@ impl NodeFlags {
             ready: Duration::from_millis(self.ready_ms),
             init_run: Duration::from_millis(self.start_ms),
             stop: Duration::from_millis(self.stop_ms),
+            ..Delays::default()
         });
         c.lease_renew = Duration::from_millis(self.lease_renew_ms.max(10));
         Ok(c)

@@ -16,6 +16,7 @@
 
 use super::runtime::ContainerRuntime;
 use super::scheduler::{Resources, parse_quantity, spec_requests};
+use super::script::{self, Ending};
 use crate::util::now_rfc3339;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -38,6 +39,12 @@ pub struct Delays {
     pub init_run: Duration,
     /// How long a container takes to stop (capped by the grace period).
     pub stop: Duration,
+    /// How long a container of a Job's pod (`restartPolicy` OnFailure or Never) runs when its
+    /// command is one the simulator cannot judge (see [`super::script`]).
+    pub run: Duration,
+    /// The first crash-loop back-off; it doubles per restart up to 30 times this (the
+    /// kubelet's 10 s and 5 min).
+    pub restart_backoff: Duration,
 }
 
 impl Default for Delays {
@@ -48,6 +55,8 @@ impl Default for Delays {
             ready: Duration::from_millis(500),
             init_run: Duration::from_millis(100),
             stop: Duration::from_millis(100),
+            run: Duration::from_secs(1),
+            restart_backoff: Duration::from_secs(10),
         }
     }
 }
@@ -57,9 +66,35 @@ enum Stage {
     NotStarted,
     Pulling(Instant),
     Creating(Instant),
-    Running { since: String, ready_at: Instant, done_at: Option<Instant> },
-    Stopping { since: String, until: Instant },
-    Exited { code: i32, reason: &'static str, started: Option<String>, finished: String },
+    Running {
+        since: String,
+        started: Instant,
+        ready_at: Instant,
+        ends: Option<(Instant, i32)>,
+    },
+    Stopping {
+        since: String,
+        until: Instant,
+    },
+    Exited {
+        code: i32,
+        reason: &'static str,
+        started: Option<String>,
+        finished: String,
+    },
+    /// Exited, and waiting out the crash-loop back-off before the kubelet restarts it.
+    BackOff {
+        until: Instant,
+        message: String,
+    },
+}
+
+/// When the kubelet restarts a container that exited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Restart {
+    Always,
+    OnFailure,
+    Never,
 }
 
 /// A container's requests and limits, as the spec writes them.
@@ -140,14 +175,44 @@ struct Ctr {
     actual: Res,
     /// When applying `allocated` in place completes.
     resize_at: Option<Instant>,
+    /// How its process ends, read from its command.
+    ending: Ending,
+    /// When the kubelet restarts it after it exits.
+    restart: Restart,
+    /// The back-off before the next restart; none before the first.
+    backoff: Option<Duration>,
 }
 
 impl Ctr {
-    fn new(c: &Container, init: bool) -> Ctr {
+    fn new(c: &Container, init: bool, pod_restart: Restart, delays: &Delays) -> Ctr {
+        let sidecar = init && c.restart_policy.as_deref() == Some("Always");
+        // What a command the script reader does not know does (see `super::script`).
+        let unknown = if sidecar || (!init && pod_restart == Restart::Always) {
+            Ending::Never
+        } else if init {
+            Ending::After { after: delays.init_run, code: 0 }
+        } else {
+            Ending::After { after: delays.run, code: 0 }
+        };
+        let restart = match (sidecar, init, pod_restart) {
+            (true, _, _) => Restart::Always,
+            // Init containers run to completion: a failed one is retried unless the pod
+            // never restarts anything.
+            (false, true, Restart::Never) => Restart::Never,
+            (false, true, _) => Restart::OnFailure,
+            (false, false, policy) => policy,
+        };
         Ctr {
+            ending: script::ending(
+                c.command.as_deref().unwrap_or_default(),
+                c.args.as_deref().unwrap_or_default(),
+                unknown,
+            ),
+            restart,
+            backoff: None,
             name: c.name.clone(),
             image: c.image.clone().unwrap_or_default(),
-            sidecar: init && c.restart_policy.as_deref() == Some("Always"),
+            sidecar,
             init,
             probe: c.readiness_probe.is_some(),
             pull_always: c.image_pull_policy.as_deref() == Some("Always"),
@@ -167,7 +232,15 @@ impl Ctr {
     }
 
     fn ready(&self, now: Instant) -> bool {
-        matches!(self.stage, Stage::Running { ready_at, done_at: None, .. } if now >= ready_at)
+        (!self.init || self.sidecar)
+            && matches!(self.stage, Stage::Running { ready_at, .. } if now >= ready_at)
+    }
+
+    fn exited(&self) -> Option<i32> {
+        match self.stage {
+            Stage::Exited { code, .. } => Some(code),
+            _ => None,
+        }
     }
 
     /// Satisfied for the init sequence: a sidecar that started, a regular init that exited 0.
@@ -190,13 +263,14 @@ impl Ctr {
     fn stage_wake(&self, now: Instant) -> Option<Instant> {
         match &self.stage {
             Stage::Pulling(t) | Stage::Creating(t) | Stage::Stopping { until: t, .. } => Some(*t),
-            Stage::Running { ready_at, done_at, .. } => {
+            Stage::Running { ready_at, ends, .. } => {
                 let r = (*ready_at > now).then_some(*ready_at);
-                match (r, done_at) {
-                    (Some(a), Some(b)) => Some(a.min(*b)),
-                    (a, b) => a.or(*b),
+                match (r, ends.map(|(at, _)| at)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
                 }
             }
+            Stage::BackOff { until, .. } => Some(*until),
             _ => None,
         }
     }
@@ -216,6 +290,13 @@ struct PodState {
     resize_progress: Option<String>,
     /// Whether resize conditions were ever written (so clearing them deletes them).
     resize_seen: bool,
+    /// The pod's restart policy.
+    restart: Restart,
+    /// Its regular containers are done (or an init container failed for good): sidecars
+    /// are stopping, and nothing starts again.
+    finishing: bool,
+    /// `Succeeded` or `Failed` once the pod has finished (it never runs again).
+    finished: Option<&'static str>,
 }
 
 impl PodState {
@@ -472,23 +553,36 @@ impl Kubelet {
                         c.actual = c.allocated.clone();
                         c.resize_at = None;
                         let ready_at = if c.probe { now + self.delays.ready } else { now };
-                        let done_at = (c.init && !c.sidecar).then(|| now + self.delays.init_run);
-                        c.stage = Stage::Running { since: now_rfc3339(), ready_at, done_at };
+                        let ends = match c.ending {
+                            Ending::Never => None,
+                            Ending::After { after, code } => Some((now + after, code)),
+                        };
+                        c.stage =
+                            Stage::Running { since: now_rfc3339(), started: now, ready_at, ends };
                     }
                     Err(_) => c.stage = Stage::Pulling(now + self.delays.pull),
                 }
                 true
             }
-            Stage::Running { since, done_at: Some(d), .. } if now >= d => {
+            Stage::Running { since, started, ends: Some((at, code)), .. } if now >= at => {
                 if let Some(id) = &c.container_id {
-                    let _ = self.runtime.stop_container(id, 0);
+                    let _ = self.runtime.stop_container(id, code);
                 }
                 c.stage = Stage::Exited {
-                    code: 0,
-                    reason: "Completed",
+                    code,
+                    reason: if code == 0 { "Completed" } else { "Error" },
                     started: Some(since),
                     finished: now_rfc3339(),
                 };
+                // A container that ran for twice the longest back-off starts afresh.
+                if now.duration_since(started) >= self.delays.restart_backoff * 60 {
+                    c.backoff = None;
+                }
+                true
+            }
+            Stage::BackOff { until, .. } if now >= until => {
+                c.restart_count += 1;
+                self.begin(c, now);
                 true
             }
             Stage::Stopping { since, until } if now >= until => {
@@ -507,27 +601,94 @@ impl Kubelet {
         }
     }
 
+    /// Restarts an exited container that its restart policy brings back: at once the first
+    /// time, then after a back-off that doubles up to 30 times the first (CrashLoopBackOff
+    /// meanwhile). True when something changed.
+    fn restart_if_due(&self, c: &mut Ctr, pod_ref: &str, now: Instant) -> bool {
+        let Some(code) = c.exited() else { return false };
+        let due = match c.restart {
+            Restart::Always => true,
+            Restart::OnFailure => code != 0,
+            Restart::Never => false,
+        };
+        if !due {
+            return false;
+        }
+        let finished = match &c.stage {
+            Stage::Exited { finished, .. } => finished.clone(),
+            _ => now_rfc3339(),
+        };
+        let started = match &c.stage {
+            Stage::Exited { started, .. } => started.clone(),
+            _ => None,
+        };
+        let mut last = json!({"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" },
+            "startedAt": started, "finishedAt": finished});
+        if let Some(id) = &c.container_id {
+            last["containerID"] = json!(id);
+        }
+        c.last = Some(json!({ "terminated": last }));
+        match c.backoff {
+            None => {
+                c.backoff = Some(self.delays.restart_backoff);
+                c.restart_count += 1;
+                self.begin(c, now);
+            }
+            Some(backoff) => {
+                let cap = self.delays.restart_backoff * 30;
+                c.backoff = Some((backoff * 2).min(cap));
+                let message = format!(
+                    "back-off {} restarting failed container={} pod={pod_ref}",
+                    go_duration(backoff),
+                    c.name
+                );
+                c.stage = Stage::BackOff { until: now + backoff, message };
+            }
+        }
+        true
+    }
+
     /// Syncs one pod bound to this node.
     pub fn sync(&mut self, pod: &Pod, now: Instant) -> SyncResult {
         let uid = pod_uid(pod).to_string();
         let Some(spec) = pod.spec.as_ref() else { return SyncResult::default() };
+        let terminating = pod.metadata.deletion_timestamp.is_some();
         if !self.pods.contains_key(&uid) {
+            // A pod that finished before this kubelet knew it (a restarted node) never runs
+            // again; a deleted one goes.
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            if matches!(phase, Some("Succeeded" | "Failed")) {
+                return SyncResult { delete: terminating, ..SyncResult::default() };
+            }
             self.next_ip = self.next_ip % 250 + 1;
+            let restart = match spec.restart_policy.as_deref() {
+                Some("Never") => Restart::Never,
+                Some("OnFailure") => Restart::OnFailure,
+                _ => Restart::Always,
+            };
+            let d = &self.delays;
             let st = PodState {
                 ip: format!("{}.{}", self.pod_cidr_prefix, self.next_ip + 1),
                 start_time: now_rfc3339(),
-                init: spec.init_containers.iter().flatten().map(|c| Ctr::new(c, true)).collect(),
-                main: spec.containers.iter().map(|c| Ctr::new(c, false)).collect(),
+                init: spec
+                    .init_containers
+                    .iter()
+                    .flatten()
+                    .map(|c| Ctr::new(c, true, restart, d))
+                    .collect(),
+                main: spec.containers.iter().map(|c| Ctr::new(c, false, restart, d)).collect(),
+                restart,
                 conds: BTreeMap::new(),
                 delete_sent: false,
                 resize_pending: None,
                 resize_progress: None,
                 resize_seen: false,
+                finishing: false,
+                finished: None,
             };
             self.pods.insert(uid.clone(), st);
         }
         let Some(mut st) = self.pods.remove(&uid) else { return SyncResult::default() };
-        let terminating = pod.metadata.deletion_timestamp.is_some();
         if terminating {
             let grace = pod
                 .metadata
@@ -541,7 +702,10 @@ impl Kubelet {
                     Stage::Running { since, .. } => {
                         c.stage = Stage::Stopping { since: since.clone(), until: now + stop };
                     }
-                    Stage::NotStarted | Stage::Pulling(_) | Stage::Creating(_) => {
+                    Stage::NotStarted
+                    | Stage::Pulling(_)
+                    | Stage::Creating(_)
+                    | Stage::BackOff { .. } => {
                         c.stage = Stage::Exited {
                             code: 0,
                             reason: "Completed",
@@ -595,18 +759,50 @@ impl Kubelet {
                 self.begin(c, now);
             }
             self.resize(pod, &uid, &mut st, &specs, now);
-            for _ in 0..(2 * (st.init.len() + st.main.len()) + 4) {
-                let mut changed = false;
+            let pod_ref = format!(
+                "{}_{}({uid})",
+                pod.metadata.name.as_deref().unwrap_or_default(),
+                pod.metadata.namespace.as_deref().unwrap_or_default()
+            );
+            self.run_containers(&uid, &pod_ref, &mut st, now);
+        }
+        let status = self.status(pod, &mut st, now, terminating);
+        let all_stopped =
+            st.init.iter().chain(st.main.iter()).all(|c| {
+                !c.running() && !matches!(c.stage, Stage::Pulling(_) | Stage::Creating(_))
+            });
+        let delete = terminating && all_stopped && !st.delete_sent;
+        if delete {
+            st.delete_sent = true;
+        }
+        let wake = st.init.iter().chain(st.main.iter()).filter_map(|c| c.wake(now)).min();
+        self.pods.insert(uid, st);
+        SyncResult { status: Some(status), delete, wake }
+    }
+
+    /// Starts, advances and restarts the containers of a live pod, in order: init containers
+    /// one after another (a native sidecar counts once started), then the regular ones. When
+    /// the regular containers are done for good, stops the sidecars and finishes the pod.
+    fn run_containers(&self, uid: &str, pod_ref: &str, st: &mut PodState, now: Instant) {
+        if st.finished.is_some() {
+            return;
+        }
+        for _ in 0..(2 * (st.init.len() + st.main.len()) + 4) {
+            let mut changed = false;
+            if st.finishing {
+                for c in st.init.iter_mut().chain(st.main.iter_mut()) {
+                    changed |= self.advance(uid, c, now);
+                }
+            } else {
                 let mut init_done = true;
                 for i in 0..st.init.len() {
-                    if matches!(st.init[i].stage, Stage::NotStarted) {
-                        let mut c = st.init[i].clone();
+                    let mut c = st.init[i].clone();
+                    if matches!(c.stage, Stage::NotStarted) {
                         self.begin(&mut c, now);
-                        st.init[i] = c;
                         changed = true;
                     }
-                    let mut c = st.init[i].clone();
-                    changed |= self.advance(&uid, &mut c, now);
+                    changed |= self.advance(uid, &mut c, now);
+                    changed |= self.restart_if_due(&mut c, pod_ref, now);
                     let ok = c.init_satisfied();
                     st.init[i] = c;
                     if !ok {
@@ -621,27 +817,42 @@ impl Kubelet {
                             self.begin(&mut c, now);
                             changed = true;
                         }
-                        changed |= self.advance(&uid, &mut c, now);
+                        changed |= self.advance(uid, &mut c, now);
+                        changed |= self.restart_if_due(&mut c, pod_ref, now);
                         st.main[i] = c;
                     }
                 }
-                if !changed {
-                    break;
+                if done_for_good(st) {
+                    st.finishing = true;
+                    changed = true;
+                    let stop = self.delays.stop;
+                    for c in st.init.iter_mut().filter(|c| c.sidecar) {
+                        c.stage = match std::mem::replace(&mut c.stage, Stage::NotStarted) {
+                            Stage::Running { since, .. } => {
+                                Stage::Stopping { since, until: now + stop }
+                            }
+                            Stage::Stopping { since, until } => Stage::Stopping { since, until },
+                            exited @ Stage::Exited { .. } => exited,
+                            _ => Stage::Exited {
+                                code: 0,
+                                reason: "Completed",
+                                started: None,
+                                finished: now_rfc3339(),
+                            },
+                        };
+                    }
                 }
             }
+            if !changed {
+                break;
+            }
         }
-        let status = self.status(pod, &mut st, now, terminating);
-        let all_stopped =
-            st.init.iter().chain(st.main.iter()).all(|c| {
-                !c.running() && !matches!(c.stage, Stage::Pulling(_) | Stage::Creating(_))
-            });
-        let delete = terminating && all_stopped && !st.delete_sent;
-        if delete {
-            st.delete_sent = true;
+        let sidecars_stopped = st.init.iter().filter(|c| c.sidecar).all(|c| !c.running());
+        if st.finishing && sidecars_stopped {
+            let failed = st.init.iter().any(|c| !c.sidecar && c.exited().is_some_and(|x| x != 0))
+                || st.main.iter().any(|c| c.exited().is_some_and(|x| x != 0));
+            st.finished = Some(if failed { "Failed" } else { "Succeeded" });
         }
-        let wake = st.init.iter().chain(st.main.iter()).filter_map(|c| c.wake(now)).min();
-        self.pods.insert(uid, st);
-        SyncResult { status: Some(status), delete, wake }
     }
 
     /// Marks that the delete request failed, so the next sync asks again.
@@ -702,8 +913,10 @@ impl Kubelet {
             .unwrap_or_else(now_rfc3339);
         let b = |ok: bool| if ok { "True" } else { "False" };
         let exited = exited_before;
+        // A finished pod's sandbox is gone, as is a deleted one's once its containers stopped.
+        let sandbox = (!terminating || !exited) && st.finished.is_none();
         let mut conditions = vec![
-            json!({"type": "PodReadyToStartContainers", "status": b(!terminating || !exited), "lastProbeTime": null, "lastTransitionTime": cond("PodReadyToStartContainers", !terminating || !exited)}),
+            json!({"type": "PodReadyToStartContainers", "status": b(sandbox), "lastProbeTime": null, "lastTransitionTime": cond("PodReadyToStartContainers", sandbox)}),
         ];
         let mut c_init = json!({"type": "Initialized", "status": b(initialized), "lastProbeTime": null, "lastTransitionTime": cond("Initialized", initialized)});
         if !initialized {
@@ -714,7 +927,10 @@ impl Kubelet {
         conditions.push(c_init);
         let mut c_cr = json!({"type": "ContainersReady", "status": b(containers_ready), "lastProbeTime": null, "lastTransitionTime": cond("ContainersReady", containers_ready)});
         let mut c_ready = json!({"type": "Ready", "status": b(ready), "lastProbeTime": null, "lastTransitionTime": cond("Ready", ready)});
-        if !containers_ready {
+        if st.finished == Some("Succeeded") {
+            c_cr["reason"] = json!("PodCompleted");
+            c_ready["reason"] = json!("PodCompleted");
+        } else if !containers_ready {
             let msg = format!("containers with unready status: [{}]", unready.join(" "));
             c_cr["reason"] = json!("ContainersNotReady");
             c_cr["message"] = json!(msg.clone());
@@ -737,7 +953,9 @@ impl Kubelet {
                 c.entry("message").or_insert(Value::Null);
             }
         }
-        let phase = if terminating && all_exited(st) {
+        let phase = if let Some(finished) = st.finished {
+            finished
+        } else if terminating && all_exited(st) {
             "Succeeded"
         } else if initialized
             && st
@@ -803,6 +1021,37 @@ fn resize_conditions(st: &mut PodState, terminating: bool) -> Vec<Value> {
     out
 }
 
+/// Whether a live pod's regular containers are done for good: all exited and not to be
+/// restarted (`Never`: whatever their codes; `OnFailure`: all with 0), or a regular init
+/// container failed in a pod that never restarts.
+fn done_for_good(st: &PodState) -> bool {
+    let init_failed = st.restart == Restart::Never
+        && st.init.iter().any(|c| !c.sidecar && c.exited().is_some_and(|x| x != 0));
+    let mains_done = match st.restart {
+        Restart::Always => false,
+        Restart::Never => st.main.iter().all(|c| c.exited().is_some()),
+        Restart::OnFailure => st.main.iter().all(|c| c.exited() == Some(0)),
+    };
+    init_failed || mains_done
+}
+
+/// A duration as Go prints it in kubelet messages (`10s`, `1m20s`, `5m0s`, `500ms`).
+fn go_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs_f64();
+    let (h, m) = (d.as_secs() / 3600, d.as_secs() / 60 % 60);
+    let s = secs - (d.as_secs() / 60 * 60) as f64;
+    let s = if s.fract() == 0.0 { format!("{}s", s as u64) } else { format!("{s}s") };
+    match (h, m) {
+        (0, 0) => s,
+        (0, m) => format!("{m}m{s}"),
+        (h, m) => format!("{h}h{m}m{s}"),
+    }
+}
+
 fn all_exited(st: &PodState) -> bool {
     st.init.iter().chain(st.main.iter()).all(|c| matches!(c.stage, Stage::Exited { .. }))
 }
@@ -814,6 +1063,9 @@ fn ctr_status(c: &Ctr, now: Instant, initialized: bool, terminating: bool) -> Va
         }
         Stage::Pulling(_) | Stage::Creating(_) => {
             json!({"waiting": {"reason": "ContainerCreating"}})
+        }
+        Stage::BackOff { message, .. } => {
+            json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}})
         }
         Stage::Running { since, .. } | Stage::Stopping { since, .. } => {
             json!({"running": {"startedAt": since}})
@@ -958,6 +1210,130 @@ mod tests {
         assert_ne!(app2["containerID"], app["containerID"]);
         assert_eq!(app2["lastState"]["terminated"]["containerID"], app["containerID"]);
         assert_eq!(s2["status"]["containerStatuses"][1], other);
+    }
+
+    /// Syncs at each wake until `until`, returning the last status.
+    fn run_for(k: &mut Kubelet, p: &Pod, mut now: Instant, until: Instant) -> Value {
+        let mut last = Value::Null;
+        while now <= until {
+            let r = k.sync(p, now);
+            last = r.status.unwrap_or(last);
+            match r.wake {
+                Some(w) => now = w,
+                None => break,
+            }
+        }
+        last
+    }
+
+    fn condition(s: &Value, t: &str) -> Value {
+        cond(s, t).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn a_job_pod_that_fails_is_failed_and_one_that_exits_zero_succeeds() {
+        let mut k = kubelet();
+        let failing = pod(json!({"restartPolicy": "Never", "containers": [
+            {"name": "work", "image": "busybox", "command": ["sh", "-c", "sleep 2; exit 3"]}]}));
+        let t0 = Instant::now();
+        let (s, t) = run_until_settled(&mut k, &failing, t0);
+        assert_eq!(s["status"]["phase"], "Failed");
+        assert!(t >= t0 + Duration::from_secs(2), "it ran for its sleep");
+        let work = &s["status"]["containerStatuses"][0];
+        assert_eq!(work["state"]["terminated"]["exitCode"], 3);
+        assert_eq!(work["state"]["terminated"]["reason"], "Error");
+        assert_eq!(work["restartCount"], 0);
+        assert_eq!(condition(&s, "Ready")["status"], "False");
+        assert_eq!(condition(&s, "PodReadyToStartContainers")["status"], "False");
+        // Nothing runs again.
+        assert!(k.sync(&failing, t + Duration::from_secs(60)).wake.is_none());
+
+        let mut k = kubelet();
+        let ok = pod(json!({"restartPolicy": "OnFailure", "containers": [
+            {"name": "work", "image": "busybox", "command": ["echo", "done"]}]}));
+        let (s, _) = run_until_settled(&mut k, &ok, t0);
+        assert_eq!(s["status"]["phase"], "Succeeded");
+        assert_eq!(condition(&s, "Ready")["reason"], "PodCompleted");
+        assert_eq!(
+            s["status"]["containerStatuses"][0]["state"]["terminated"]["reason"],
+            "Completed"
+        );
+    }
+
+    #[test]
+    fn a_crashing_container_restarts_at_once_then_backs_off() {
+        let mut k = kubelet();
+        let p = pod(json!({"containers": [
+            {"name": "app", "image": "busybox", "command": ["sh", "-c", "sleep 1; exit 1"]}]}));
+        let t0 = Instant::now();
+        let s = run_for(&mut k, &p, t0, t0 + Duration::from_secs(3));
+        let app = &s["status"]["containerStatuses"][0];
+        assert_eq!(app["restartCount"], 1);
+        assert_eq!(app["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        assert_eq!(
+            app["state"]["waiting"]["message"],
+            "back-off 10s restarting failed container=app pod=p_default(u1)"
+        );
+        assert_eq!(app["lastState"]["terminated"]["exitCode"], 1);
+        assert_eq!(s["status"]["phase"], "Running");
+        // 10 s later it runs again; the next back-off is 20 s.
+        let s = run_for(&mut k, &p, t0 + Duration::from_secs(3), t0 + Duration::from_secs(16));
+        let app = &s["status"]["containerStatuses"][0];
+        assert_eq!(app["restartCount"], 2);
+        assert_eq!(
+            app["state"]["waiting"]["message"],
+            "back-off 20s restarting failed container=app pod=p_default(u1)"
+        );
+    }
+
+    #[test]
+    fn on_failure_restarts_until_it_succeeds_never_restarts_nothing() {
+        // OnFailure: a failure restarts in place, so the pod never fails.
+        let mut k = kubelet();
+        let p = pod(json!({"restartPolicy": "OnFailure", "containers": [
+            {"name": "w", "image": "busybox", "command": ["false"]}]}));
+        let t0 = Instant::now();
+        let s = run_for(&mut k, &p, t0, t0 + Duration::from_secs(40));
+        assert_eq!(s["status"]["phase"], "Running");
+        assert!(s["status"]["containerStatuses"][0]["restartCount"].as_i64() >= Some(3));
+        // A regular init container that fails in a Never pod fails the pod; the app never starts.
+        let mut k = kubelet();
+        let p = pod(json!({"restartPolicy": "Never",
+            "initContainers": [{"name": "setup", "image": "busybox", "command": ["exit", "2"]}],
+            "containers": [{"name": "app", "image": "busybox", "command": ["true"]}]}));
+        let (s, _) = run_until_settled(&mut k, &p, t0);
+        assert_eq!(s["status"]["phase"], "Failed");
+        assert_eq!(s["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"], 2);
+        assert_eq!(
+            s["status"]["containerStatuses"][0]["state"]["waiting"]["reason"],
+            "PodInitializing"
+        );
+    }
+
+    #[test]
+    fn native_sidecars_stop_after_the_regular_containers_finish() {
+        let mut k = kubelet();
+        let p = pod(json!({"restartPolicy": "Never",
+            "initContainers": [{"name": "proxy", "image": "envoy", "restartPolicy": "Always"}],
+            "containers": [{"name": "job", "image": "busybox", "command": ["sleep", "1"]}]}));
+        let t0 = Instant::now();
+        let mid = run_for(&mut k, &p, t0, t0 + Duration::from_millis(900));
+        assert_eq!(mid["status"]["phase"], "Running");
+        assert!(mid["status"]["initContainerStatuses"][0]["state"]["running"].is_object());
+        let (s, _) = run_until_settled(&mut k, &p, t0 + Duration::from_millis(900));
+        assert_eq!(s["status"]["phase"], "Succeeded");
+        let proxy = &s["status"]["initContainerStatuses"][0];
+        assert!(proxy["state"]["terminated"].is_object(), "{proxy}");
+        assert_eq!(proxy["restartCount"], 0);
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(go_duration(Duration::from_secs(80)), "1m20s");
+        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
+        assert_eq!(go_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(go_duration(Duration::from_secs(3601)), "1h0m1s");
     }
 
     #[test]

@@ -15,6 +15,7 @@
 pub mod kubelet;
 pub mod runtime;
 pub mod scheduler;
+pub mod script;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::coordination::v1::Lease;

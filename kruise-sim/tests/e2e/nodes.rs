@@ -16,6 +16,7 @@ fn fast() -> Delays {
         ready: Duration::from_millis(50),
         init_run: Duration::from_millis(10),
         stop: Duration::from_millis(20),
+        ..Delays::default()
     }
 }
 

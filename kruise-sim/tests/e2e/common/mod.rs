@@ -46,6 +46,8 @@ impl Env {
             ready,
             init_run: Duration::from_millis(10),
             stop: Duration::from_millis(50),
+            run: Duration::from_millis(300),
+            ..Default::default()
         };
         let nodes = kruise_sim::nodes::NodesConfig::new(2).with_delays(delays);
         Env::new(Config::default().with_nodes(nodes).with_controllers())
