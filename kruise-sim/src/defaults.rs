@@ -140,6 +140,63 @@ fn default_toleration_seconds(spec: &mut Map<String, Value>) {
     }
 }
 
+/// A Job's defaults, and on create (once it has a uid) the selector kube-apiserver generates
+/// unless `manualSelector` is true, with the labels it adds to the template and, when the
+/// Job has none, to the Job.
+fn job(obj: &mut Value) {
+    let uid = crate::util::meta_str(obj, "uid").unwrap_or_default().to_string();
+    let name = crate::util::meta_str(obj, "name").unwrap_or_default().to_string();
+    let Some(spec) = obj_at(obj, &["spec"]) else { return };
+    let neither = !spec.contains_key("completions") && !spec.contains_key("parallelism");
+    if neither {
+        spec.insert("completions".into(), json!(1));
+    }
+    put_default(spec, "parallelism", json!(1));
+    let per_index = spec.get("backoffLimitPerIndex").is_some_and(|v| !v.is_null());
+    put_default(spec, "backoffLimit", json!(if per_index { i32::MAX } else { 6 }));
+    put_default(spec, "completionMode", json!("NonIndexed"));
+    put_default(spec, "suspend", json!(false));
+    put_default(spec, "manualSelector", json!(false));
+    let failure_policy = spec.get("podFailurePolicy").is_some_and(|v| !v.is_null());
+    put_default(
+        spec,
+        "podReplacementPolicy",
+        json!(if failure_policy { "Failed" } else { "TerminatingOrFailed" }),
+    );
+    let manual = spec.get("manualSelector") == Some(&json!(true));
+    if manual || uid.is_empty() || spec.contains_key("selector") {
+        return;
+    }
+    spec.insert(
+        "selector".into(),
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+    );
+    let mut labels = Map::new();
+    if let Some(template) = obj_at(obj, &["spec", "template"]) {
+        let meta = template.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            let l = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(l) = l.as_object_mut() {
+                for (k, v) in [
+                    ("batch.kubernetes.io/controller-uid", &uid),
+                    ("batch.kubernetes.io/job-name", &name),
+                    ("controller-uid", &uid),
+                    ("job-name", &name),
+                ] {
+                    put_default(l, k, json!(v));
+                }
+                labels = l.clone();
+            }
+        }
+    }
+    if let Some(meta) = crate::util::meta_mut(obj) {
+        let empty = meta.get("labels").and_then(Value::as_object).is_none_or(|l| l.is_empty());
+        if empty {
+            meta.insert("labels".into(), Value::Object(labels));
+        }
+    }
+}
+
 pub fn apply(group: &str, plural: &str, obj: &mut Value) {
     match (group, plural) {
         ("", "pods") => {
@@ -210,15 +267,7 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
             template(obj, &["spec", "template", "spec"]);
         }
         ("batch", "jobs") => {
-            if let Some(spec) = obj_at(obj, &["spec"]) {
-                put_default(spec, "parallelism", json!(1));
-                put_default(spec, "backoffLimit", json!(6));
-                put_default(spec, "completionMode", json!("NonIndexed"));
-                put_default(spec, "suspend", json!(false));
-                if !spec.contains_key("completions") {
-                    spec.insert("completions".into(), json!(1));
-                }
-            }
+            job(obj);
             template(obj, &["spec", "template", "spec"]);
         }
         ("batch", "cronjobs") => {

@@ -8,12 +8,16 @@
 //!   `pod-template-hash` (RollingUpdate within maxSurge and maxUnavailable, or Recreate), with
 //!   revisions, rollback, history limits and the status `kubectl rollout status` reads.
 //! - [`disruption`]: PodDisruptionBudgets' status, which evictions read.
+//! - [`job`]: Jobs run pods to completion (parallelism, completions, backoffLimit,
+//!   activeDeadlineSeconds, suspend, Indexed mode, the Complete and Failed conditions), and
+//!   finished Jobs go after `ttlSecondsAfterFinished`.
 //!
 //! [`Controllers::start`] runs them until the handle is dropped. `kruise-sim serve` and the
 //! playground start them; [`crate::Config::with_controllers`] does in tests.
 
 pub mod deployment;
 pub mod disruption;
+pub mod job;
 pub mod replicaset;
 
 use std::collections::HashSet;
@@ -25,6 +29,7 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kruise_core::cloneset::PodSelector;
@@ -129,6 +134,38 @@ pub(crate) fn status_matches(stored: &Value, wanted: &Value) -> bool {
             have == value || (have.is_null() && value == &json!(0))
         })
     })
+}
+
+/// Runs `make(i)` for `i` in `0..count` in slow-start batches (1, 2, 4, ...), each batch at
+/// once, as kube-controller-manager creates pods; no batch follows one with a failure. The
+/// number that succeeded, and the first failure.
+pub(crate) async fn create_in_batches<F, Fut>(count: usize, mut make: F) -> (usize, Option<String>)
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = Result<(), kube::Error>>,
+{
+    let mut done = 0;
+    let mut started = 0;
+    let mut batch = 1;
+    while started < count {
+        let size = batch.min(count - started);
+        let results = futures::future::join_all((started..started + size).map(&mut make)).await;
+        started += size;
+        let mut failure = None;
+        for result in results {
+            match result {
+                Ok(()) => done += 1,
+                Err(e) => {
+                    failure.get_or_insert_with(|| e.to_string());
+                }
+            }
+        }
+        if failure.is_some() {
+            return (done, failure);
+        }
+        batch *= 2;
+    }
+    (done, None)
 }
 
 /// Whether some owner controls the object.
@@ -265,9 +302,13 @@ impl Controllers {
         let replicaset = replicaset::run(client.clone(), pods.subscribe(), sets.subscribe());
         let deployment = deployment::run(client.clone(), pods.subscribe(), sets.subscribe());
         let disruption = disruption::run(client.clone(), pods.subscribe());
+        let mut jobs = SharedCache::<Job>::new();
+        let job = job::run(client.clone(), pods.subscribe(), jobs.subscribe());
         let tasks = vec![
             tokio::spawn(pods.run(client.clone())),
-            tokio::spawn(sets.run(client)),
+            tokio::spawn(sets.run(client.clone())),
+            tokio::spawn(jobs.run(client)),
+            tokio::spawn(job),
             tokio::spawn(replicaset),
             tokio::spawn(deployment),
             tokio::spawn(disruption),

@@ -260,32 +260,14 @@ fn new_pod(set: &ReplicaSet) -> Pod {
     }
 }
 
-/// Creates `count` pods in slow-start batches (1, 2, 4, ...), every pod of a batch at once;
-/// no batch follows one with a failure. The number created, and the first failure.
+/// Creates `count` pods in slow-start batches; the number created, and the first failure.
 async fn create_pods(pods: &Api<Pod>, set: &ReplicaSet, count: usize) -> (usize, Option<String>) {
     let pod = new_pod(set);
-    let params = PostParams::default();
-    let mut created = 0;
-    let mut batch = 1;
-    while created < count {
-        let size = batch.min(count - created);
-        let results =
-            futures::future::join_all((0..size).map(|_| pods.create(&params, &pod))).await;
-        let mut failure = None;
-        for result in results {
-            match result {
-                Ok(_) => created += 1,
-                Err(e) => {
-                    failure.get_or_insert_with(|| e.to_string());
-                }
-            }
-        }
-        if failure.is_some() {
-            return (created, failure);
-        }
-        batch *= 2;
-    }
-    (created, None)
+    super::create_in_batches(count, |_| {
+        let (pods, pod) = (pods.clone(), pod.clone());
+        async move { pods.create(&PostParams::default(), &pod).await.map(|_| ()) }
+    })
+    .await
 }
 
 /// The `count` pods to delete first: kube-controller-manager's `ActivePodsWithRanks`, where a

@@ -924,12 +924,16 @@ impl Kubelet {
             c_init["message"] =
                 json!(format!("containers with incomplete status: [{}]", init_pending.join(" ")));
         }
+        if initialized && st.finished == Some("Succeeded") {
+            c_init["reason"] = json!("PodCompleted");
+        }
         conditions.push(c_init);
         let mut c_cr = json!({"type": "ContainersReady", "status": b(containers_ready), "lastProbeTime": null, "lastTransitionTime": cond("ContainersReady", containers_ready)});
         let mut c_ready = json!({"type": "Ready", "status": b(ready), "lastProbeTime": null, "lastTransitionTime": cond("Ready", ready)});
-        if st.finished == Some("Succeeded") {
-            c_cr["reason"] = json!("PodCompleted");
-            c_ready["reason"] = json!("PodCompleted");
+        if let Some(finished) = st.finished {
+            let reason = if finished == "Succeeded" { "PodCompleted" } else { "PodFailed" };
+            c_cr["reason"] = json!(reason);
+            c_ready["reason"] = json!(reason);
         } else if !containers_ready {
             let msg = format!("containers with unready status: [{}]", unready.join(" "));
             c_cr["reason"] = json!("ContainersNotReady");
