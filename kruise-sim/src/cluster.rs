@@ -50,8 +50,9 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
     /// `force` (server-side apply takes conflicting fields over).
     pub force: bool,
-    /// The write comes through `pods/resize`, which may change what a pod update may not.
-    pub(crate) pod_resize: bool,
+    /// The write comes through `pods/resize` or `pods/ephemeralcontainers`, which may change
+    /// what a pod update may not.
+    pub(crate) pod_subresource: bool,
 }
 
 /// A patch's media type.
@@ -568,6 +569,20 @@ impl Cluster {
                 }
             }
         }
+        use crate::batch_validation::{JobSpecAt, job_spec};
+        let uid = meta_str(obj, "uid").unwrap_or_default();
+        match (def.group.as_str(), def.plural.as_str()) {
+            ("batch", "jobs") => {
+                causes.extend(job_spec(obj.get("spec"), "spec", JobSpecAt::Job, uid))
+            }
+            ("batch", "cronjobs") => causes.extend(job_spec(
+                obj.pointer("/spec/jobTemplate/spec"),
+                "spec.jobTemplate.spec",
+                JobSpecAt::CronJobTemplate,
+                uid,
+            )),
+            _ => {}
+        }
         if causes.is_empty() {
             Ok(())
         } else {
@@ -998,7 +1013,7 @@ impl Cluster {
             if sub == Sub::Main {
                 self.validate_builtin(def, &result)?;
                 validate_immutable(def, old, &result)?;
-                if def.group.is_empty() && def.plural == "pods" && !opts.pod_resize {
+                if def.group.is_empty() && def.plural == "pods" && !opts.pod_subresource {
                     let causes = crate::pod_validation::pod_update(old, &result);
                     if !causes.is_empty() {
                         let name = meta_str(&result, "name").unwrap_or_default().to_string();

@@ -63,7 +63,7 @@ pub fn pod_spec(spec: &mut Map<String, Value>) {
     put_default(spec, "dnsPolicy", json!("ClusterFirst"));
     put_default(spec, "securityContext", json!({}));
     put_default(spec, "schedulerName", json!("default-scheduler"));
-    for key in ["containers", "initContainers"] {
+    for key in ["containers", "initContainers", "ephemeralContainers"] {
         if let Some(Value::Array(cs)) = spec.get_mut(key) {
             cs.iter_mut().for_each(default_container);
         }

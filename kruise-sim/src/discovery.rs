@@ -109,6 +109,9 @@ pub fn resource_list(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> O
                     json!({"name": "pods/eviction", "singularName": "", "namespaced": true,
                     "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
                 }
+                "ephemeralcontainers" => json!({"name": "pods/ephemeralcontainers",
+                    "singularName": "", "namespaced": true, "kind": "Pod",
+                    "verbs": ["get", "patch", "update"]}),
                 "resize" => json!({"name": "pods/resize", "singularName": "", "namespaced": true,
                     "kind": "Pod", "verbs": ["get", "patch", "update"]}),
                 "finalize" => json!({"name": "namespaces/finalize", "singularName": "",

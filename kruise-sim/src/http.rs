@@ -199,7 +199,7 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, ApiError> 
         field_validation,
         field_manager: q.get("fieldManager").cloned(),
         force: truthy(q.get("force")),
-        pod_resize: false,
+        pod_subresource: false,
     })
 }
 
@@ -615,7 +615,11 @@ where
             Ok(render(200, &v, out, &[]))
         }
         (None, _, _) => Err(ApiError::method_not_allowed()),
-        (Some(name), Some("resize"), &Method::PATCH | &Method::PUT) => {
+        (
+            Some(name),
+            Some(sub @ ("resize" | "ephemeralcontainers")),
+            &Method::PATCH | &Method::PUT,
+        ) if def.group.is_empty() && def.plural == "pods" => {
             let opts = write_options(&q)?;
             let (bytes, ct) = read_body(req).await?;
             let request = if method == Method::PUT {
@@ -629,11 +633,21 @@ where
                 };
                 crate::resize::Request::Patch(ptype, &bytes)
             };
+            let apply = if sub == "resize" {
+                crate::resize::resized
+            } else {
+                crate::resize::with_ephemeral_containers
+            };
             let (obj, warnings) =
-                crate::resize::resize(&cluster, &def, &ns_str, name, request, &opts).await?;
+                crate::resize::update_through(&cluster, &def, &ns_str, name, request, &opts, apply)
+                    .await?;
             Ok(render(200, &format_one(&def, obj, out, &q), out, &warnings))
         }
-        (Some(name), None | Some("status" | "scale" | "resize"), &Method::GET) => {
+        (
+            Some(name),
+            None | Some("status" | "scale" | "resize" | "ephemeralcontainers"),
+            &Method::GET,
+        ) => {
             if truthy(q.get("watch")) && sub.is_none() {
                 let fs = q.get("fieldSelector").cloned().unwrap_or_default();
                 let pin = format!("metadata.name={name}");

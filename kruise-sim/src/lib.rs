@@ -30,6 +30,7 @@
 
 pub mod admission;
 mod admitted;
+mod batch_validation;
 pub mod builtin_conversion;
 pub mod cluster;
 #[cfg(feature = "controllers")]

@@ -18,14 +18,20 @@ pub(crate) enum Request<'a> {
     Patch(PatchType, &'a [u8]),
 }
 
-/// Serves a PATCH or PUT of `pods/NAME/resize`: returns the stored pod and warnings.
-pub(crate) async fn resize(
+/// What a pod subresource keeps of a requested pod: the stored pod with the fields it may
+/// change applied, or why not.
+pub(crate) type Apply = fn(&ResourceDef, &Value, &Value) -> Result<Value, ApiError>;
+
+/// Serves a PATCH or PUT of a pod subresource (`resize`, `ephemeralcontainers`) that keeps
+/// what `apply` keeps of the request: returns the stored pod and warnings.
+pub(crate) async fn update_through(
     cluster: &Cluster,
     def: &ResourceDef,
     ns: &str,
     name: &str,
     req: Request<'_>,
     opts: &WriteOptions,
+    apply: Apply,
 ) -> Result<(Value, Vec<String>), ApiError> {
     let patch = match &req {
         Request::Put(_) => None,
@@ -47,14 +53,86 @@ pub(crate) async fn resize(
             (_, Some((t, p))) => apply_patch(def, &old, p, *t)?,
             (Request::Patch(..), None) => return Err(ApiError::internal("resize patch lost")),
         };
-        let body = resized(def, &old, &requested)?;
-        let opts = WriteOptions { pod_resize: true, ..opts.clone() };
+        let body = apply(def, &old, &requested)?;
+        let opts = WriteOptions { pod_subresource: true, ..opts.clone() };
         match cluster.update_admitted(def, ns, name, Sub::Main, body, &opts).await {
             Err(e) if e.code == 409 && patch.is_some() && attempts < 5 => attempts += 1,
             Err(e) => return Err(e),
             Ok((obj, _, warnings)) => return Ok((obj, warnings)),
         }
     }
+}
+
+/// The stored pod `old` with the ephemeral containers of `requested` (the
+/// `pods/ephemeralcontainers` subresource): containers may be added, never removed or
+/// changed; every other change in the request is dropped.
+pub(crate) fn with_ephemeral_containers(
+    def: &ResourceDef,
+    old: &Value,
+    requested: &Value,
+) -> Result<Value, ApiError> {
+    let name = old.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let mut out = old.clone();
+    if let Some(rv) = requested.pointer("/metadata/resourceVersion")
+        && let Some(m) = out.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("resourceVersion".into(), rv.clone());
+    }
+    let before: Vec<&Value> = containers(old, "ephemeralContainers").collect();
+    let mut after: Vec<Value> = containers(requested, "ephemeralContainers").cloned().collect();
+    if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+        // The new ones get a container's defaults, so that an unchanged one compares equal.
+        let mut defaulted = serde_json::Map::new();
+        defaulted.insert("ephemeralContainers".into(), json!(after));
+        crate::defaults::pod_spec(&mut defaulted);
+        after = defaulted["ephemeralContainers"].as_array().cloned().unwrap_or_default();
+        spec.insert("ephemeralContainers".into(), json!(after));
+    }
+    let mut causes = Vec::new();
+    for c in &before {
+        let cname = c.get("name").and_then(Value::as_str).unwrap_or_default();
+        match after.iter().find(|a| a.get("name") == c.get("name")) {
+            None => causes.push(Cause::forbidden(
+                "spec.ephemeralContainers",
+                &format!("existing ephemeral containers \"{cname}\" may not be removed"),
+            )),
+            Some(a) if a != *c => causes.push(Cause::forbidden(
+                "spec.ephemeralContainers",
+                &format!("existing ephemeral containers \"{cname}\" may not be changed"),
+            )),
+            Some(_) => {}
+        }
+    }
+    let mut names: Vec<&str> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|f| containers(old, f))
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .collect();
+    for (i, c) in after.iter().enumerate() {
+        let path = format!("spec.ephemeralContainers[{i}]");
+        match c.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+            None => causes.push(Cause::required(&format!("{path}.name"), "")),
+            Some(n) if names.contains(&n) => {
+                causes.push(Cause::duplicate(&format!("{path}.name"), &json!(n)))
+            }
+            Some(n) => names.push(n),
+        }
+        if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
+            causes.push(Cause::required(&format!("{path}.image"), ""));
+        }
+        for field in ["ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"] {
+            if c.get(field).is_some_and(|v| !v.is_null()) {
+                causes.push(Cause::forbidden(
+                    &format!("{path}.{field}"),
+                    "cannot be set for an Ephemeral Container",
+                ));
+            }
+        }
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&def.group, &def.kind, name, causes));
+    }
+    Ok(out)
 }
 
 fn containers<'a>(pod: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {

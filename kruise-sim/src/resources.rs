@@ -51,6 +51,17 @@ pub enum CellSource {
     /// `metadata.creationTimestamp` as a timestamp, not an age (the API server's default
     /// table, which CustomResourceDefinitions use).
     CreatedAt,
+    /// A Job's status: the first of Complete, Failed, Terminating, Suspended, FailureTarget
+    /// that holds, else Running.
+    JobStatus,
+    /// A Job's completions, `succeeded/completions` (`n/1 of p` for a work queue).
+    JobCompletions,
+    /// How long a Job has run, or ran.
+    JobDuration,
+    /// A CronJob's time zone, `<none>` when unset.
+    CronJobTimeZone,
+    /// A CronJob's last schedule time as an age, `<none>` when unset.
+    CronJobLastSchedule,
 }
 
 /// The paths of a scale subresource.
@@ -427,13 +438,17 @@ fn columns_for(group: &str, plural: &str) -> Vec<Column> {
         ],
         ("apps", "controllerrevisions") => vec![jp("Revision", "integer", ".revision"), age()],
         ("batch", "jobs") => vec![
-            col("Completions", "string", 0, Ratio(s(".status.succeeded"), s(".spec.completions"))),
+            col("Status", "string", 0, JobStatus),
+            col("Completions", "string", 0, JobCompletions),
+            col("Duration", "string", 0, JobDuration),
             age(),
         ],
         ("batch", "cronjobs") => vec![
             jp("Schedule", "string", ".spec.schedule"),
+            col("Timezone", "string", 0, CronJobTimeZone),
             jp("Suspend", "boolean", ".spec.suspend"),
             col("Active", "integer", 0, Count(s(".status.active"))),
+            col("Last Schedule", "string", 0, CronJobLastSchedule),
             age(),
         ],
         ("coordination.k8s.io", "leases") => {
@@ -503,7 +518,7 @@ pub fn builtins() -> Vec<ResourceDef> {
         });
         let mut extra = Vec::new();
         if b.group.is_empty() && b.plural == "pods" {
-            extra = vec![s("binding"), s("eviction"), s("resize")];
+            extra = vec![s("binding"), s("ephemeralcontainers"), s("eviction"), s("resize")];
         }
         if b.group.is_empty() && b.plural == "namespaces" {
             extra = vec![s("finalize")];

@@ -93,6 +93,28 @@ fn pod_status(o: &Value) -> String {
     reason
 }
 
+/// A Job's status as kube-apiserver's printer words it.
+fn job_status(o: &Value) -> &'static str {
+    let holds = |kind: &str| {
+        o.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == kind && c["status"] == "True"))
+    };
+    if holds("Complete") {
+        "Complete"
+    } else if holds("Failed") {
+        "Failed"
+    } else if o.pointer("/metadata/deletionTimestamp").is_some() {
+        "Terminating"
+    } else if holds("Suspended") {
+        "Suspended"
+    } else if holds("FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
+    }
+}
+
 fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
     match &col.source {
         CellSource::Name => o.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
@@ -122,6 +144,39 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
             json!(format!("{ready}/{total}"))
         }
         CellSource::PodStatus => json!(pod_status(o)),
+        CellSource::JobStatus => json!(job_status(o)),
+        CellSource::JobCompletions => {
+            let n = |p: &str| o.pointer(p).and_then(Value::as_i64);
+            let succeeded = n("/status/succeeded").unwrap_or(0);
+            match n("/spec/completions") {
+                Some(c) => json!(format!("{succeeded}/{c}")),
+                None => match n("/spec/parallelism").unwrap_or(1) {
+                    p if p > 1 => json!(format!("{succeeded}/1 of {p}")),
+                    _ => json!(format!("{succeeded}/1")),
+                },
+            }
+        }
+        CellSource::JobDuration => {
+            let at = |p: &str| {
+                o.pointer(p).and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            };
+            match (at("/status/startTime"), at("/status/completionTime")) {
+                (None, _) => json!(""),
+                (Some(start), end) => {
+                    let end = end.unwrap_or_else(jiff::Timestamp::now);
+                    json!(crate::util::human_duration(end.duration_since(start).as_secs()))
+                }
+            }
+        }
+        CellSource::CronJobTimeZone => {
+            json!(o.pointer("/spec/timeZone").and_then(Value::as_str).unwrap_or("<none>"))
+        }
+        CellSource::CronJobLastSchedule => {
+            match o.pointer("/status/lastScheduleTime").and_then(Value::as_str) {
+                Some(t) => age_of(Some(t)),
+                None => json!("<none>"),
+            }
+        }
         CellSource::EventLastSeen => {
             // As the real printer: the series' last observation, else the last timestamp,
             // else the first, else the event time.

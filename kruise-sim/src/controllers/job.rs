@@ -34,10 +34,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt as _};
@@ -92,11 +92,15 @@ pub(crate) async fn run(
             // A pod whose Job is gone keeps no finalizer (kube-controller-manager's orphan
             // pod clean-up).
             let job_gone = owner.as_ref().is_none_or(|k| {
-                pod_context.jobs.get(k).is_none_or(|j| !super::controlled_by(&pod.metadata, &j.uid().unwrap_or_default()))
+                pod_context.jobs.get(k).is_none_or(|j| {
+                    !super::controlled_by(&pod.metadata, &j.uid().unwrap_or_default())
+                })
             });
             if job_gone && has_tracking_finalizer(&pod) {
-                let api: Api<Pod> =
-                    Api::namespaced(pod_context.client.clone(), &pod.namespace().unwrap_or_default());
+                let api: Api<Pod> = Api::namespaced(
+                    pod_context.client.clone(),
+                    &pod.namespace().unwrap_or_default(),
+                );
                 let pod = pod.clone();
                 tokio::spawn(async move {
                     let _ = remove_finalizer(&api, &pod).await;
@@ -257,7 +261,14 @@ fn condition<'a>(status: &'a Value, kind: &str) -> Option<&'a Value> {
 
 /// Sets a condition in the status's list; keeps the transition time of one already in that
 /// state.
-fn set_condition(status: &mut Value, kind: &str, state: &str, reason: &str, message: &str, now: &Value) {
+fn set_condition(
+    status: &mut Value,
+    kind: &str,
+    state: &str,
+    reason: &str,
+    message: &str,
+    now: &Value,
+) {
     let mut conditions = status["conditions"].as_array().cloned().unwrap_or_default();
     let previous = conditions.iter().position(|c| c["type"] == kind);
     let since = previous
@@ -309,7 +320,9 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
             let matches = selects(&job, &pod.metadata);
             if let Some(patch) = super::ownership_patch(&pod.metadata, &owner, matches) {
                 let pod_name = pod.name_any();
-                match pods_api.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch)).await
+                match pods_api
+                    .patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
                 {
                     Ok(_) => changed = true,
                     Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
@@ -325,8 +338,10 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
         in_namespace.into_iter().filter(|p| super::controlled_by(&p.metadata, &uid)).collect();
 
     // 2. Count finished pods through uncountedTerminatedPods.
-    let mut uncounted_succeeded: BTreeSet<String> = strings(&status["uncountedTerminatedPods"]["succeeded"]);
-    let mut uncounted_failed: BTreeSet<String> = strings(&status["uncountedTerminatedPods"]["failed"]);
+    let mut uncounted_succeeded: BTreeSet<String> =
+        strings(&status["uncountedTerminatedPods"]["succeeded"]);
+    let mut uncounted_failed: BTreeSet<String> =
+        strings(&status["uncountedTerminatedPods"]["failed"]);
     let mut newly_uncounted = false;
     let indexed = spec.completion_mode.as_deref() == Some("Indexed");
     let mut completed_indexes = parse_indexes(status["completedIndexes"].as_str().unwrap_or(""));
@@ -372,7 +387,10 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
         }
         succeeded += 1;
         if indexed
-            && let Some(i) = owned.iter().find(|p| p.uid().as_ref() == Some(&pod_uid)).and_then(|p| completion_index(p))
+            && let Some(i) = owned
+                .iter()
+                .find(|p| p.uid().as_ref() == Some(&pod_uid))
+                .and_then(|p| completion_index(p))
         {
             completed_indexes.insert(i);
         }
@@ -394,13 +412,15 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
         status["completedIndexes"] = json!(format_indexes(&completed_indexes));
     }
 
-    let active: Vec<&Arc<Pod>> = owned.iter().filter(|p| outcome(p) == PodOutcome::Active).collect();
+    let active: Vec<&Arc<Pod>> =
+        owned.iter().filter(|p| outcome(p) == PodOutcome::Active).collect();
     let terminating = owned.iter().filter(|p| outcome(p) == PodOutcome::Terminating).count();
     let mut again: Option<Duration> = None;
     let mut soonest = |d: Duration| again = Some(again.map_or(d, |a: Duration| a.min(d)));
 
     if finished {
-        write_status(&jobs_api, &name, &stored_status, status, active.len(), terminating, 0).await?;
+        write_status(&jobs_api, &name, &stored_status, status, active.len(), terminating, 0)
+            .await?;
         return ttl(&jobs_api, &job, &stored_status, now).await;
     }
 
@@ -436,15 +456,24 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
         (_, None) => succeeded > 0 && active.is_empty(),
     };
     let failure_target = condition(&status, "FailureTarget").map(|c| {
-        (c["reason"].as_str().unwrap_or("").to_string(), c["message"].as_str().unwrap_or("").to_string())
+        (
+            c["reason"].as_str().unwrap_or("").to_string(),
+            c["message"].as_str().unwrap_or("").to_string(),
+        )
     });
     let failure = failure_target.or_else(|| {
         // Restarts in place (OnFailure) count against the limit once they reach it.
         let restarts_exceed = restarts > 0 && restarts >= backoff_limit;
         if failed > backoff_limit || restarts_exceed {
-            Some(("BackoffLimitExceeded".into(), "Job has reached the specified backoff limit".into()))
+            Some((
+                "BackoffLimitExceeded".into(),
+                "Job has reached the specified backoff limit".into(),
+            ))
         } else if deadline.is_some_and(|d| now >= d) && !suspended {
-            Some(("DeadlineExceeded".into(), "Job was active longer than specified deadline".into()))
+            Some((
+                "DeadlineExceeded".into(),
+                "Job was active longer than specified deadline".into(),
+            ))
         } else {
             None
         }
@@ -472,7 +501,14 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
         status["startTime"] = Value::Null;
     } else {
         if condition(&status, "Suspended").is_some() {
-            set_condition(&mut status, "Suspended", "False", "JobResumed", "Job resumed", &now_json);
+            set_condition(
+                &mut status,
+                "Suspended",
+                "False",
+                "JobResumed",
+                "Job resumed",
+                &now_json,
+            );
         }
         if let Some(d) = deadline {
             soonest(Duration::try_from(d.duration_since(now)).unwrap_or_default());
@@ -488,14 +524,20 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
         if running > wanted {
             let mut extra: Vec<&Arc<Pod>> = active.clone();
             // Not ready and newest go first.
-            extra.sort_by_key(|p| (kruise_core::pod::is_pod_ready(p), std::cmp::Reverse(p.metadata.creation_timestamp.clone().map(|t| t.0))));
+            extra.sort_by_key(|p| {
+                (
+                    kruise_core::pod::is_pod_ready(p),
+                    std::cmp::Reverse(p.metadata.creation_timestamp.clone().map(|t| t.0)),
+                )
+            });
             to_delete.extend(extra.into_iter().take((running - wanted) as usize));
         } else if running < wanted {
             let wait = backoff_remaining(&owned, now);
             if wait > Duration::ZERO {
                 soonest(wait);
             } else if indexed {
-                let busy: BTreeSet<i32> = active.iter().filter_map(|p| completion_index(p)).collect();
+                let busy: BTreeSet<i32> =
+                    active.iter().filter_map(|p| completion_index(p)).collect();
                 let count = (wanted - running) as usize;
                 create = (0..completions.unwrap_or(1))
                     .filter(|i| !completed_indexes.contains(i) && !busy.contains(i))
@@ -534,7 +576,15 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
     if created > 0 || deleted > 0 {
         let target = active.len() + created - deleted;
         super::wait_until(|| {
-            context.pods.state().iter().filter(|p| super::controlled_by(&p.metadata, &uid) && outcome(p) == PodOutcome::Active).count() == target
+            context
+                .pods
+                .state()
+                .iter()
+                .filter(|p| {
+                    super::controlled_by(&p.metadata, &uid) && outcome(p) == PodOutcome::Active
+                })
+                .count()
+                == target
         })
         .await;
     }
@@ -542,7 +592,8 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
     let ready = active.iter().filter(|p| kruise_core::pod::is_pod_ready(p)).count().min(active_now);
     let terminating_now = terminating + deleted;
     status["ready"] = json!(ready);
-    write_status(&jobs_api, &name, &stored_status, status, active_now, terminating_now, ready).await?;
+    write_status(&jobs_api, &name, &stored_status, status, active_now, terminating_now, ready)
+        .await?;
     if create_failure.is_some() {
         // Retried; the API server's answer is not kept (no Events here).
         return Ok(Some(Duration::from_secs(1)));
@@ -665,7 +716,10 @@ fn with_index(template: &Pod, job: &str, index: Option<i32>) -> Pod {
         .annotations
         .get_or_insert_with(BTreeMap::new)
         .insert(COMPLETION_INDEX.into(), index.to_string());
-    pod.metadata.labels.get_or_insert_with(BTreeMap::new).insert(COMPLETION_INDEX.into(), index.to_string());
+    pod.metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(COMPLETION_INDEX.into(), index.to_string());
     if let Some(spec) = pod.spec.as_mut()
         && spec.hostname.is_none()
     {

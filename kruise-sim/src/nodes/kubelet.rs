@@ -292,6 +292,8 @@ struct PodState {
     resize_seen: bool,
     /// The pod's restart policy.
     restart: Restart,
+    /// Ephemeral containers, in the order they were added.
+    ephemeral: Vec<Ctr>,
     /// Its regular containers are done (or an init container failed for good): sidecars
     /// are stopping, and nothing starts again.
     finishing: bool,
@@ -678,6 +680,7 @@ impl Kubelet {
                     .collect(),
                 main: spec.containers.iter().map(|c| Ctr::new(c, false, restart, d)).collect(),
                 restart,
+                ephemeral: Vec::new(),
                 conds: BTreeMap::new(),
                 delete_sent: false,
                 resize_pending: None,
@@ -697,7 +700,7 @@ impl Kubelet {
                 .unwrap_or(30)
                 .max(0);
             let stop = self.delays.stop.min(Duration::from_secs(grace as u64));
-            for c in st.init.iter_mut().chain(st.main.iter_mut()) {
+            for c in st.init.iter_mut().chain(st.main.iter_mut()).chain(st.ephemeral.iter_mut()) {
                 match &c.stage {
                     Stage::Running { since, .. } => {
                         c.stage = Stage::Stopping { since: since.clone(), until: now + stop };
@@ -716,7 +719,7 @@ impl Kubelet {
                     _ => {}
                 }
             }
-            for c in st.init.iter_mut().chain(st.main.iter_mut()) {
+            for c in st.init.iter_mut().chain(st.main.iter_mut()).chain(st.ephemeral.iter_mut()) {
                 self.advance(&uid, c, now);
             }
         } else {
@@ -765,17 +768,24 @@ impl Kubelet {
                 pod.metadata.namespace.as_deref().unwrap_or_default()
             );
             self.run_containers(&uid, &pod_ref, &mut st, now);
+            self.run_ephemeral(&uid, spec, &mut st, now);
         }
         let status = self.status(pod, &mut st, now, terminating);
         let all_stopped =
-            st.init.iter().chain(st.main.iter()).all(|c| {
+            st.init.iter().chain(st.main.iter()).chain(st.ephemeral.iter()).all(|c| {
                 !c.running() && !matches!(c.stage, Stage::Pulling(_) | Stage::Creating(_))
             });
         let delete = terminating && all_stopped && !st.delete_sent;
         if delete {
             st.delete_sent = true;
         }
-        let wake = st.init.iter().chain(st.main.iter()).filter_map(|c| c.wake(now)).min();
+        let wake = st
+            .init
+            .iter()
+            .chain(st.main.iter())
+            .chain(st.ephemeral.iter())
+            .filter_map(|c| c.wake(now))
+            .min();
         self.pods.insert(uid, st);
         SyncResult { status: Some(status), delete, wake }
     }
@@ -852,6 +862,42 @@ impl Kubelet {
             let failed = st.init.iter().any(|c| !c.sidecar && c.exited().is_some_and(|x| x != 0))
                 || st.main.iter().any(|c| c.exited().is_some_and(|x| x != 0));
             st.finished = Some(if failed { "Failed" } else { "Succeeded" });
+        }
+    }
+
+    /// Starts the ephemeral containers added to a running pod (`kubectl debug`) and advances
+    /// them; they are never restarted, and count for neither readiness nor the phase.
+    fn run_ephemeral(
+        &self,
+        uid: &str,
+        spec: &k8s_openapi::api::core::v1::PodSpec,
+        st: &mut PodState,
+        now: Instant,
+    ) {
+        for e in spec.ephemeral_containers.iter().flatten() {
+            if st.ephemeral.iter().any(|c| c.name == e.name) {
+                continue;
+            }
+            // The same fields as a container, plus a target the simulator does not need.
+            let Ok(container) =
+                serde_json::to_value(e).and_then(serde_json::from_value::<Container>)
+            else {
+                continue;
+            };
+            let mut c = Ctr::new(&container, false, Restart::Always, &self.delays);
+            c.restart = Restart::Never;
+            st.ephemeral.push(c);
+        }
+        let running = st.finished.is_none() && !st.finishing;
+        for c in &mut st.ephemeral {
+            if running && matches!(c.stage, Stage::NotStarted) {
+                self.begin(c, now);
+            }
+            for _ in 0..4 {
+                if !self.advance(uid, c, now) {
+                    break;
+                }
+            }
         }
     }
 
@@ -982,6 +1028,14 @@ impl Kubelet {
             "qosClass": qos_class(pod),
             "containerStatuses": st.main.iter().map(|c| ctr_status(c, now, initialized, terminating)).collect::<Vec<_>>(),
         });
+        if !st.ephemeral.is_empty() {
+            status["ephemeralContainerStatuses"] = json!(
+                st.ephemeral
+                    .iter()
+                    .map(|c| ctr_status(c, now, true, terminating))
+                    .collect::<Vec<_>>()
+            );
+        }
         if !st.init.is_empty() {
             status["initContainerStatuses"] = json!(
                 st.init.iter().map(|c| ctr_status(c, now, false, terminating)).collect::<Vec<_>>()

@@ -14,6 +14,7 @@ mod disruption;
 mod events_one_store;
 mod faults;
 mod gc;
+mod job;
 mod kube_client;
 mod kubectl;
 mod nodes;
