@@ -16,6 +16,7 @@
 //! - [`workload`]: what every workload planner shares: the action vocabulary, the plan and
 //!   the expectation gates.
 //! - [`cloneset`]: the CloneSet planner.
+//! - [`cron`]: cron schedules with robfig/cron v3 semantics (CronJob, AdvancedCronJob).
 //! - [`statefulset`]: the Advanced StatefulSet planner.
 
 #![forbid(unsafe_code)]
@@ -23,6 +24,7 @@
 pub mod admission;
 pub mod admission_review;
 pub mod cloneset;
+pub mod cron;
 pub mod expectations;
 pub mod inplace;
 pub mod intstr;
