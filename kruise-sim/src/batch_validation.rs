@@ -111,3 +111,81 @@ pub(crate) fn job_spec(spec: Option<&Value>, path: &str, at: JobSpecAt, uid: &st
     }
     causes
 }
+
+/// The causes for a CronJob's own fields: `schedule` (robfig/cron's syntax, no `TZ=` or
+/// `CRON_TZ=` prefix), `timeZone`, `concurrencyPolicy`, the history limits and
+/// `startingDeadlineSeconds`, and a name short enough for its Jobs' names.
+#[cfg(any(feature = "smp", feature = "controllers"))]
+pub(crate) fn cron_job(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let name = crate::util::meta_str(obj, "name").unwrap_or_default();
+    if old.is_none() && name.len() > 52 {
+        causes.push(Cause::invalid(
+            "metadata.name",
+            &json!(name),
+            "must be no more than 52 characters",
+        ));
+    }
+    match spec.get("schedule").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        None => causes.push(Cause::required("spec.schedule", "")),
+        Some(schedule) => {
+            let old_schedule =
+                old.and_then(|o| o.pointer("/spec/schedule")).and_then(Value::as_str);
+            let had_tz = old_schedule.is_some_and(|s| s.contains("TZ"));
+            match kruise_core::cron::Schedule::parse(schedule) {
+                Err(e) => {
+                    causes.push(Cause::invalid("spec.schedule", &json!(schedule), &e.to_string()))
+                }
+                Ok(_) if schedule.contains("TZ") && !had_tz => causes.push(Cause::invalid(
+                    "spec.schedule",
+                    &json!(schedule),
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                )),
+                Ok(_)
+                    if schedule.contains("TZ")
+                        && spec.get("timeZone").is_some_and(|z| !z.is_null()) =>
+                {
+                    causes.push(Cause::invalid(
+                        "spec.schedule",
+                        &json!(schedule),
+                        "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    let old_zone = old.and_then(|o| o.pointer("/spec/timeZone"));
+    if let Some(zone) = spec.get("timeZone").filter(|z| !z.is_null())
+        && old_zone != Some(zone)
+    {
+        let text = zone.as_str().unwrap_or_default();
+        let problem = if text.is_empty() {
+            Some("timeZone must be nil or non-empty string".to_string())
+        } else if text == "Local" {
+            Some("timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones".to_string())
+        } else if jiff::tz::TimeZone::get(text).is_err() {
+            Some(format!("unknown time zone {text}"))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            causes.push(Cause::invalid("spec.timeZone", zone, &problem));
+        }
+    }
+    match spec.get("concurrencyPolicy").and_then(Value::as_str) {
+        Some("Allow" | "Forbid" | "Replace") => {}
+        None | Some("") => causes.push(Cause::required("spec.concurrencyPolicy", "")),
+        Some(other) => causes.push(Cause::not_supported(
+            "spec.concurrencyPolicy",
+            &json!(other),
+            &[json!("Allow"), json!("Forbid"), json!("Replace")],
+        )),
+    }
+    for field in ["startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"]
+    {
+        nonnegative(&spec, "spec", field, &mut causes);
+    }
+    causes
+}

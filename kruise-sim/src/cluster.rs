@@ -530,7 +530,14 @@ impl Cluster {
         Ok(warnings)
     }
 
-    fn validate_builtin(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    fn validate_builtin(
+        &self,
+        def: &ResourceDef,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        #[cfg(not(any(feature = "smp", feature = "controllers")))]
+        let _ = old;
         let mut causes = Vec::new();
         // Pod specs, and the pod templates of the built-in workloads.
         let pod_spec_path = match (def.group.as_str(), def.plural.as_str()) {
@@ -575,12 +582,16 @@ impl Cluster {
             ("batch", "jobs") => {
                 causes.extend(job_spec(obj.get("spec"), "spec", JobSpecAt::Job, uid))
             }
-            ("batch", "cronjobs") => causes.extend(job_spec(
-                obj.pointer("/spec/jobTemplate/spec"),
-                "spec.jobTemplate.spec",
-                JobSpecAt::CronJobTemplate,
-                uid,
-            )),
+            ("batch", "cronjobs") => {
+                #[cfg(any(feature = "smp", feature = "controllers"))]
+                causes.extend(crate::batch_validation::cron_job(obj, old));
+                causes.extend(job_spec(
+                    obj.pointer("/spec/jobTemplate/spec"),
+                    "spec.jobTemplate.spec",
+                    JobSpecAt::CronJobTemplate,
+                    uid,
+                ))
+            }
             _ => {}
         }
         if causes.is_empty() {
@@ -723,7 +734,7 @@ impl Cluster {
             warnings = self.check_custom(def, &mut obj, opts.field_validation)?;
         } else {
             defaults::apply(&def.group, &def.plural, &mut obj);
-            self.validate_builtin(def, &obj)?;
+            self.validate_builtin(def, &obj, None)?;
             if def.plural == "events" && (def.group.is_empty() || def.group == "events.k8s.io") {
                 let strict = def.group == "events.k8s.io";
                 let causes = crate::event_validation::create_causes(&obj, strict);
@@ -1011,7 +1022,7 @@ impl Cluster {
         } else {
             defaults::apply(&def.group, &def.plural, &mut result);
             if sub == Sub::Main {
-                self.validate_builtin(def, &result)?;
+                self.validate_builtin(def, &result, Some(old))?;
                 validate_immutable(def, old, &result)?;
                 if def.group.is_empty() && def.plural == "pods" && !opts.pod_subresource {
                     let causes = crate::pod_validation::pod_update(old, &result);

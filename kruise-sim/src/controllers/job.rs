@@ -591,7 +591,6 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
     let active_now = active.len() + created - deleted;
     let ready = active.iter().filter(|p| kruise_core::pod::is_pod_ready(p)).count().min(active_now);
     let terminating_now = terminating + deleted;
-    status["ready"] = json!(ready);
     write_status(&jobs_api, &name, &stored_status, status, active_now, terminating_now, ready)
         .await?;
     if create_failure.is_some() {
@@ -638,9 +637,7 @@ async fn write_status(
 ) -> Result<(), Error> {
     status["active"] = json!(active);
     status["terminating"] = json!(terminating);
-    if status.get("ready").is_none() {
-        status["ready"] = json!(ready);
-    }
+    status["ready"] = json!(ready);
     if super::status_matches(stored, &status) {
         return Ok(());
     }

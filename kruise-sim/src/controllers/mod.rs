@@ -4,6 +4,8 @@
 //!
 //! - [`replicaset`]: ReplicaSets keep `replicas` pods, adopt and release pods by selector, and
 //!   scale in kube-controller-manager's order.
+//! - [`cronjob`]: CronJobs start Jobs on their schedule (in `timeZone`), with
+//!   `concurrencyPolicy`, `startingDeadlineSeconds`, `suspend` and the history limits.
 //! - [`deployment`]: Deployments roll out through ReplicaSets named with the
 //!   `pod-template-hash` (RollingUpdate within maxSurge and maxUnavailable, or Recreate), with
 //!   revisions, rollback, history limits and the status `kubectl rollout status` reads.
@@ -15,6 +17,7 @@
 //! [`Controllers::start`] runs them until the handle is dropped. `kruise-sim serve` and the
 //! playground start them; [`crate::Config::with_controllers`] does in tests.
 
+pub mod cronjob;
 pub mod deployment;
 pub mod disruption;
 pub mod job;
@@ -29,7 +32,7 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kruise_core::cloneset::PodSelector;
@@ -304,11 +307,15 @@ impl Controllers {
         let disruption = disruption::run(client.clone(), pods.subscribe());
         let mut jobs = SharedCache::<Job>::new();
         let job = job::run(client.clone(), pods.subscribe(), jobs.subscribe());
+        let mut cronjobs = SharedCache::<CronJob>::new();
+        let cronjob = cronjob::run(client.clone(), jobs.subscribe(), cronjobs.subscribe());
         let tasks = vec![
             tokio::spawn(pods.run(client.clone())),
             tokio::spawn(sets.run(client.clone())),
-            tokio::spawn(jobs.run(client)),
+            tokio::spawn(jobs.run(client.clone())),
+            tokio::spawn(cronjobs.run(client)),
             tokio::spawn(job),
+            tokio::spawn(cronjob),
             tokio::spawn(replicaset),
             tokio::spawn(deployment),
             tokio::spawn(disruption),

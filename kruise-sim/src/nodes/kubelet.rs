@@ -72,9 +72,11 @@ enum Stage {
         ready_at: Instant,
         ends: Option<(Instant, i32)>,
     },
+    /// Stopped by the kubelet; exits `code` at `until`.
     Stopping {
         since: String,
         until: Instant,
+        code: i32,
     },
     Exited {
         code: i32,
@@ -587,13 +589,13 @@ impl Kubelet {
                 self.begin(c, now);
                 true
             }
-            Stage::Stopping { since, until } if now >= until => {
+            Stage::Stopping { since, until, code } if now >= until => {
                 if let Some(id) = &c.container_id {
-                    let _ = self.runtime.stop_container(id, 0);
+                    let _ = self.runtime.stop_container(id, code);
                 }
                 c.stage = Stage::Exited {
-                    code: 0,
-                    reason: "Completed",
+                    code,
+                    reason: if code == 0 { "Completed" } else { "Error" },
                     started: Some(since),
                     finished: now_rfc3339(),
                 };
@@ -703,7 +705,10 @@ impl Kubelet {
             for c in st.init.iter_mut().chain(st.main.iter_mut()).chain(st.ephemeral.iter_mut()) {
                 match &c.stage {
                     Stage::Running { since, .. } => {
-                        c.stage = Stage::Stopping { since: since.clone(), until: now + stop };
+                        // A server (a command that runs until stopped) exits cleanly; a
+                        // program killed before it ends fails (SIGKILL's 137).
+                        let code = if c.ending == Ending::Never { 0 } else { 137 };
+                        c.stage = Stage::Stopping { since: since.clone(), until: now + stop, code };
                     }
                     Stage::NotStarted
                     | Stage::Pulling(_)
@@ -839,9 +844,9 @@ impl Kubelet {
                     for c in st.init.iter_mut().filter(|c| c.sidecar) {
                         c.stage = match std::mem::replace(&mut c.stage, Stage::NotStarted) {
                             Stage::Running { since, .. } => {
-                                Stage::Stopping { since, until: now + stop }
+                                Stage::Stopping { since, until: now + stop, code: 0 }
                             }
-                            Stage::Stopping { since, until } => Stage::Stopping { since, until },
+                            stopping @ Stage::Stopping { .. } => stopping,
                             exited @ Stage::Exited { .. } => exited,
                             _ => Stage::Exited {
                                 code: 0,
@@ -1006,7 +1011,7 @@ impl Kubelet {
         let phase = if let Some(finished) = st.finished {
             finished
         } else if terminating && all_exited(st) {
-            "Succeeded"
+            if st.main.iter().all(|c| c.exited() == Some(0)) { "Succeeded" } else { "Failed" }
         } else if initialized
             && st
                 .main
