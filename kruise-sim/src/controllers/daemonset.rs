@@ -735,7 +735,9 @@ async fn reconcile(set: Arc<DaemonSet>, context: Arc<Context>) -> Result<Option<
             Ok(_) => excess -= 1,
             Err(kube::Error::Api(e)) if e.code == 404 => excess -= 1,
             Err(source) => {
-                return Err(api_error(format!("delete controllerrevision {revision_name}"))(source));
+                return Err(api_error(format!("delete controllerrevision {revision_name}"))(
+                    source,
+                ));
             }
         }
     }

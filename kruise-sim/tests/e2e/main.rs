@@ -9,6 +9,7 @@ mod admission_more;
 mod apply;
 mod conversion;
 mod crds;
+mod daemonset;
 mod deployment;
 mod disruption;
 mod events_one_store;
