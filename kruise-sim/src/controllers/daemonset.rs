@@ -37,6 +37,10 @@
 //! - the template hash is FNV-32a over the template's JSON, as the Deployment controller here
 //!   computes it (see [`super::deployment`]);
 //! - failed pods are deleted and replaced without the per-node exponential backoff;
+//! - a round creates its pods one after another with no slow-start batches or burst cap, and
+//!   runs the rolling update only when nothing else was to be created or deleted;
+//! - `observedGeneration` is written on every round (the round waits for its writes), and the
+//!   `ControllerRevision`s are listed through the API each round rather than cached;
 //! - orphan ControllerRevisions are not adopted, and duplicate revisions of one template are
 //!   not merged;
 //! - a pod bound to a node that no longer exists is deleted here (upstream, pod garbage
