@@ -189,3 +189,75 @@ fn node_selectors_taints_and_cordons_decide_where_daemon_pods_run() {
     env.ok(&["taint", "node", "sim-node-1", "evict=now:NoExecute"]);
     env.eventually("no pod left", "pods", || live_pods(&env).is_empty().then_some(()));
 }
+
+#[test]
+fn a_surging_rollout_keeps_every_node_available_and_on_delete_waits_for_deletions() {
+    let env = Arc::new(env());
+    env.ok_stdin(&["apply", "-f", "-"], &daemonset(""));
+    rollout_status(&env);
+    env.ok(&[
+        "patch",
+        "daemonset",
+        "agent",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"updateStrategy":{"rollingUpdate":{"maxSurge":1,"maxUnavailable":0}}}}"#,
+    ]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let watcher = {
+        let (env, stop, seen) = (env.clone(), stop.clone(), seen.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let pods = live_pods(&env);
+                let mut ready_nodes: Vec<String> =
+                    pods.iter().filter(|p| p.ready).map(|p| p.node.clone()).collect();
+                ready_nodes.dedup();
+                seen.lock().expect("seen").push((pods.len(), ready_nodes.len()));
+            }
+        })
+    };
+    env.ok(&["set", "image", "daemonset/agent", "app=nginx:2"]);
+    let out = rollout_status(&env);
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().expect("watcher");
+    assert!(out.contains("successfully rolled out"), "{out}");
+    env.eventually("the new image on every node", "pods", || {
+        settled_on(&env, "nginx:2").filter(|nodes| nodes.len() == 3)
+    });
+    let seen = seen.lock().expect("seen").clone();
+    assert!(seen.len() > 3, "the watcher looked: {seen:?}");
+    assert!(
+        seen.iter().all(|&(live, ready)| live <= 4 && ready == 3),
+        "maxSurge 1, maxUnavailable 0: {seen:?}"
+    );
+
+    // OnDelete: a new template reaches only the pods deleted by hand.
+    env.ok(&[
+        "patch",
+        "daemonset",
+        "agent",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"updateStrategy":{"type":"OnDelete","rollingUpdate":null}}}"#,
+    ]);
+    env.ok(&["set", "image", "daemonset/agent", "app=nginx:3"]);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(live_pods(&env).iter().all(|p| p.image == "nginx:2"), "{:?}", live_pods(&env));
+    let on_first = env.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=agent",
+        "--field-selector",
+        "spec.nodeName=sim-node-0",
+        "-o",
+        "name",
+    ]);
+    env.ok(&["delete", on_first.trim()]);
+    env.eventually("the replaced pod at the new template", "pods", || {
+        let pods = live_pods(&env);
+        let images: Vec<&str> = pods.iter().map(|p| p.image.as_str()).collect();
+        (pods.iter().all(|p| p.ready) && images == ["nginx:3", "nginx:2", "nginx:2"]).then_some(())
+    });
+}
