@@ -345,6 +345,40 @@ fn copy_status(from: &Value, to: &mut Value) {
     }
 }
 
+/// The annotation in which apps/v1 DaemonSets show kube-apiserver's internal
+/// `spec.templateGeneration`.
+const DAEMONSET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// Keeps a DaemonSet's template generation (`old` is the stored object on an update): 1 on
+/// create, the stored one plus one when `spec.template` changes, else the stored one.
+fn daemonset_template_generation(def: &ResourceDef, old: Option<&Value>, new: &mut Value) {
+    if (def.group.as_str(), def.plural.as_str()) != ("apps", "daemonsets") {
+        return;
+    }
+    let generation = match old {
+        None => 1,
+        Some(old) => {
+            let stored = old
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(DAEMONSET_TEMPLATE_GENERATION))
+                .and_then(Value::as_str)
+                .and_then(|g| g.parse::<i64>().ok())
+                .unwrap_or(1);
+            let changed = old.pointer("/spec/template") != new.pointer("/spec/template");
+            if changed { stored + 1 } else { stored }
+        }
+    };
+    if let Some(meta) = meta_mut(new) {
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        if !annotations.is_object() {
+            *annotations = json!({});
+        }
+        if let Some(annotations) = annotations.as_object_mut() {
+            annotations.insert(DAEMONSET_TEMPLATE_GENERATION.into(), json!(generation.to_string()));
+        }
+    }
+}
+
 fn without(obj: &Value, keys: &[&str]) -> Value {
     let mut o = obj.clone();
     if let Some(m) = o.as_object_mut() {
@@ -705,6 +739,7 @@ impl Cluster {
         } else {
             meta.remove("generation");
         }
+        daemonset_template_generation(def, None, &mut obj);
         self.validate_meta(def, &obj)?;
         // Status is not set on create where a status subresource exists.
         if def.status {
@@ -1036,6 +1071,7 @@ impl Cluster {
         if (def.group.as_str(), def.plural.as_str()) == CRDS {
             crd::prepare(&mut result, Some(old))?;
         }
+        daemonset_template_generation(def, Some(old), &mut result);
         if def.generation {
             let changed = if def.status {
                 old.get("spec") != result.get("spec")

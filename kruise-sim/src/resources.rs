@@ -48,6 +48,9 @@ pub enum CellSource {
     EventLastSeen,
     /// An Event's object, as `kind/name`.
     EventObject,
+    /// A string map at a JSONPath as `k=v,k2=v2` (keys sorted), `<none>` when empty (a
+    /// DaemonSet's node selector).
+    Labels(String),
     /// `metadata.creationTimestamp` as a timestamp, not an age (the API server's default
     /// table, which CustomResourceDefinitions use).
     CreatedAt,
@@ -434,6 +437,7 @@ fn columns_for(group: &str, plural: &str) -> Vec<Column> {
             jp("Ready", "integer", ".status.numberReady"),
             jp("Up-to-date", "integer", ".status.updatedNumberScheduled"),
             jp("Available", "integer", ".status.numberAvailable"),
+            col("Node Selector", "string", 0, Labels(s(".spec.template.spec.nodeSelector"))),
             age(),
         ],
         ("apps", "controllerrevisions") => vec![jp("Revision", "integer", ".revision"), age()],

@@ -177,6 +177,20 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
                 None => json!("<none>"),
             }
         }
+        CellSource::Labels(p) => {
+            let pairs: Vec<String> = jsonpath::first(o, p)
+                .and_then(Value::as_object)
+                .map(|m| {
+                    let mut pairs: Vec<String> = m
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect();
+                    pairs.sort();
+                    pairs
+                })
+                .unwrap_or_default();
+            json!(if pairs.is_empty() { "<none>".to_owned() } else { pairs.join(",") })
+        }
         CellSource::EventLastSeen => {
             // As the real printer: the series' last observation, else the last timestamp,
             // else the first, else the event time.

@@ -164,7 +164,10 @@ fn without_hash(template: Option<&PodTemplateSpec>) -> Value {
 }
 
 /// The `pod-template-hash` of a template (see the module's differences).
-fn template_hash(template: Option<&PodTemplateSpec>, collision_count: Option<i32>) -> String {
+pub(crate) fn template_hash(
+    template: Option<&PodTemplateSpec>,
+    collision_count: Option<i32>,
+) -> String {
     let mut hasher = kruise_core::revision::hash::Fnv32::fnv1a();
     hasher.write(without_hash(template).to_string().as_bytes());
     if let Some(count) = collision_count {

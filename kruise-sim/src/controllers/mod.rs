@@ -13,11 +13,15 @@
 //! - [`job`]: Jobs run pods to completion (parallelism, completions, backoffLimit,
 //!   activeDeadlineSeconds, suspend, Indexed mode, the Complete and Failed conditions), and
 //!   finished Jobs go after `ttlSecondsAfterFinished`.
+//! - [`daemonset`]: DaemonSets run one pod on every eligible node (nodeSelector, required node
+//!   affinity, taints), roll out through ControllerRevisions (RollingUpdate within
+//!   maxUnavailable or maxSurge, or OnDelete), with the status `kubectl rollout status` reads.
 //!
 //! [`Controllers::start`] runs them until the handle is dropped. `kruise-sim serve` and the
 //! playground start them; [`crate::Config::with_controllers`] does in tests.
 
 pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 pub mod job;
@@ -31,9 +35,9 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use futures::StreamExt as _;
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kruise_core::cloneset::PodSelector;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -302,6 +306,14 @@ impl Controllers {
     pub fn start(client: Client) -> Self {
         let mut pods = SharedCache::<Pod>::new();
         let mut sets = SharedCache::<ReplicaSet>::new();
+        let mut nodes = SharedCache::<Node>::new();
+        let mut daemon_sets = SharedCache::<DaemonSet>::new();
+        let daemonset = daemonset::run(
+            client.clone(),
+            daemon_sets.subscribe(),
+            pods.subscribe(),
+            nodes.subscribe(),
+        );
         let replicaset = replicaset::run(client.clone(), pods.subscribe(), sets.subscribe());
         let deployment = deployment::run(client.clone(), pods.subscribe(), sets.subscribe());
         let disruption = disruption::run(client.clone(), pods.subscribe());
@@ -313,9 +325,12 @@ impl Controllers {
             tokio::spawn(pods.run(client.clone())),
             tokio::spawn(sets.run(client.clone())),
             tokio::spawn(jobs.run(client.clone())),
-            tokio::spawn(cronjobs.run(client)),
+            tokio::spawn(cronjobs.run(client.clone())),
             tokio::spawn(job),
             tokio::spawn(cronjob),
+            tokio::spawn(nodes.run(client.clone())),
+            tokio::spawn(daemon_sets.run(client)),
+            tokio::spawn(daemonset),
             tokio::spawn(replicaset),
             tokio::spawn(deployment),
             tokio::spawn(disruption),

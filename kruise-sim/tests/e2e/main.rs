@@ -10,6 +10,7 @@ mod apply;
 mod conversion;
 mod crds;
 mod cronjob;
+mod daemonset;
 mod deployment;
 mod disruption;
 mod events_one_store;

@@ -40,6 +40,12 @@ impl Env {
     /// Two simulated nodes whose pods become ready `ready` after they start, and the built-in
     /// controllers.
     pub fn with_controllers(ready: Duration) -> Env {
+        Env::with_controllers_on(2, ready)
+    }
+
+    /// The built-in controllers with `nodes` simulated nodes (`sim-node-0`, ...), whose pods
+    /// become ready `ready` after starting.
+    pub fn with_controllers_on(nodes: usize, ready: Duration) -> Env {
         let delays = kruise_sim::nodes::kubelet::Delays {
             pull: Duration::from_millis(50),
             start: Duration::from_millis(20),
@@ -49,7 +55,7 @@ impl Env {
             run: Duration::from_millis(300),
             ..Default::default()
         };
-        let nodes = kruise_sim::nodes::NodesConfig::new(2).with_delays(delays);
+        let nodes = kruise_sim::nodes::NodesConfig::new(nodes).with_delays(delays);
         Env::new(Config::default().with_nodes(nodes).with_controllers())
     }
 
