@@ -7,6 +7,10 @@
 //! - [`deployment`]: Deployments roll out through ReplicaSets named with the
 //!   `pod-template-hash` (RollingUpdate within maxSurge and maxUnavailable, or Recreate), with
 //!   revisions, rollback, history limits and the status `kubectl rollout status` reads.
+//! - [`statefulset`]: StatefulSets keep pods named `<set>-<ordinal>` with their claims from
+//!   volumeClaimTemplates, OrderedReady or Parallel, rolling out through ControllerRevisions
+//!   with a partition and maxUnavailable (or OnDelete), with the status `kubectl rollout
+//!   status` reads.
 //! - [`disruption`]: PodDisruptionBudgets' status, which evictions read.
 //!
 //! [`Controllers::start`] runs them until the handle is dropped. `kruise-sim serve` and the
@@ -15,6 +19,7 @@
 pub mod deployment;
 pub mod disruption;
 pub mod replicaset;
+pub mod statefulset;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -24,7 +29,7 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use futures::StreamExt as _;
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kruise_core::cloneset::PodSelector;
@@ -46,6 +51,23 @@ pub enum Error {
         action: String,
         /// The error.
         source: kube::Error,
+    },
+    /// An object could not be encoded or decoded as JSON.
+    #[error("encode {what}: {source}")]
+    Encode {
+        /// What was encoded.
+        what: String,
+        /// The error.
+        source: serde_json::Error,
+    },
+    /// A ControllerRevision could not be read.
+    #[error(transparent)]
+    Revision(kruise_core::revision::RevisionError),
+    /// A claim a new pod needs is still being deleted.
+    #[error("pvc {claim} is being deleted")]
+    ClaimDeleting {
+        /// The claim's name.
+        claim: String,
     },
 }
 
@@ -258,16 +280,21 @@ pub struct Controllers {
 
 impl Controllers {
     /// Starts every controller against `client`'s API server, on the current tokio runtime.
-    /// Pods and ReplicaSets are watched once for all of them.
+    /// Pods and ReplicaSets are watched once for all of them, StatefulSets once.
     pub fn start(client: Client) -> Self {
         let mut pods = SharedCache::<Pod>::new();
         let mut sets = SharedCache::<ReplicaSet>::new();
         let replicaset = replicaset::run(client.clone(), pods.subscribe(), sets.subscribe());
         let deployment = deployment::run(client.clone(), pods.subscribe(), sets.subscribe());
         let disruption = disruption::run(client.clone(), pods.subscribe());
+        let mut stateful_sets = SharedCache::<StatefulSet>::new();
+        let statefulset =
+            statefulset::run(client.clone(), pods.subscribe(), stateful_sets.subscribe());
         let tasks = vec![
             tokio::spawn(pods.run(client.clone())),
-            tokio::spawn(sets.run(client)),
+            tokio::spawn(sets.run(client.clone())),
+            tokio::spawn(stateful_sets.run(client)),
+            tokio::spawn(statefulset),
             tokio::spawn(replicaset),
             tokio::spawn(deployment),
             tokio::spawn(disruption),

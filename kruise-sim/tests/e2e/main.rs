@@ -20,3 +20,4 @@ mod nodes;
 mod openapi_explain;
 mod protobuf;
 mod replicaset;
+mod statefulset;
