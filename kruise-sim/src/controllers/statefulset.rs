@@ -57,7 +57,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_core::intstr::{Rounding, scaled_value};
 use kruise_core::revision::{
     RevisionData, compare_revisions, equal_revision, history_to_prune, next_revision_number,
-    revision_name, template_from_revision,
+    revision_name, set_revision_number, template_from_revision,
 };
 use kruise_core::statefulset::ordinals::{claim_name, parent_and_ordinal, pod_name};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
@@ -612,6 +612,7 @@ async fn revisions(
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map_err(api_error(format!("update controllerrevision {name}")))?;
+            set_revision_number(&mut owned[index], number);
             name
         }
         None => {
