@@ -216,6 +216,19 @@ fn ordered_pods_come_up_one_by_one_and_a_partitioned_update_then_a_scale_down() 
     assert!(problems.is_empty(), "{problems:?}");
     // The default retention policy keeps the claims.
     env.ok(&["get", "pvc", "data-web-2"]);
+
+    // `kubectl rollout undo` writes the first revision's template back: that revision is
+    // reused with the next revision number.
+    env.ok(&["rollout", "undo", "sts/web"]);
+    let out = env.ok(&["rollout", "status", "sts/web", "--timeout=60s"]);
+    assert!(out.contains("complete"), "{out}");
+    env.eventually("web-0 back at nginx:1", "pods", || {
+        (settled(&env, 1) == vec![pair("web-0", "nginx:1")]).then_some(())
+    });
+    let revision = env.json(&["get", "controllerrevision", &first]);
+    assert_eq!(revision["revision"], 3);
+    let set = env.json(&["get", "sts", "web"]);
+    assert_eq!(set["status"]["updateRevision"], first.as_str());
 }
 
 #[test]
