@@ -1118,6 +1118,23 @@ mod tests {
     }
 
     #[test]
+    fn max_unavailable_updates_several_pods_at_once() {
+        let update = UpdatePolicy::Rolling { partition: 0, max_unavailable: 2 };
+        let updates: Vec<Step> = plan(&input(vec![Some(healthy(false)); 3], update))
+            .into_iter()
+            .filter(|s| matches!(s, Step::Update { .. }))
+            .collect();
+        assert_eq!(updates, vec![Step::Update { ordinal: 2 }, Step::Update { ordinal: 1 }]);
+    }
+
+    #[test]
+    fn a_max_unavailable_percentage_rounds_down() {
+        assert_eq!(scaled(&IntOrString::String("50%".into()), 3), 1);
+        assert_eq!(scaled(&IntOrString::String("10%".into()), 3), 0);
+        assert_eq!(scaled(&IntOrString::Int(2), 3), 2);
+    }
+
+    #[test]
     fn failed_pods_are_deleted() {
         let failed = PodFacts { finished: true, ..PodFacts::default() };
         assert_eq!(

@@ -158,6 +158,8 @@ fn ordered_pods_come_up_one_by_one_and_a_partitioned_update_then_a_scale_down() 
     for field in ["replicas", "readyReplicas", "currentReplicas", "updatedReplicas"] {
         assert_eq!(set["status"][field], 3, "{field}: {set}");
     }
+    let rolling = &set["spec"]["updateStrategy"]["rollingUpdate"];
+    assert_eq!(rolling["maxUnavailable"], 1, "defaulted as with MaxUnavailableStatefulSet on");
     let revision = env.json(&["get", "controllerrevision", &first]);
     assert_eq!(revision["revision"], 1);
     assert_eq!(revision["data"]["spec"]["template"]["$patch"], "replace");
