@@ -1,7 +1,7 @@
 //! The built-in StatefulSet controller, driven with the real kubectl: pods made in order one
 //! at a time, claims from volumeClaimTemplates, a partitioned rolling update finished with
-//! `kubectl rollout status`, scale-down from the highest ordinal, OnDelete, Parallel and the
-//! claim retention policy.
+//! `kubectl rollout status` and undone, scale-down from the highest ordinal, OnDelete, Parallel,
+//! failed pods made again, and the claim retention policy.
 
 use crate::common;
 
@@ -258,7 +258,7 @@ fn on_delete_replaces_a_pod_only_once_it_is_deleted() {
 }
 
 #[test]
-fn parallel_pods_start_together_and_scaled_away_claims_are_deleted() {
+fn parallel_pods_a_failed_pod_remade_and_scaled_away_claims_deleted() {
     let env = env();
     let extra = "  podManagementPolicy: Parallel\n  persistentVolumeClaimRetentionPolicy:\n    \
                  whenDeleted: Retain\n    whenScaled: Delete";
@@ -269,6 +269,25 @@ fn parallel_pods_start_together_and_scaled_away_claims_are_deleted() {
     for ordinal in 0..3 {
         env.ok(&["get", "pvc", &format!("data-web-{ordinal}")]);
     }
+
+    // A failed pod is deleted and made again under the same name.
+    let uid = env.json(&["get", "pod", "web-0"])["metadata"]["uid"].clone();
+    env.ok(&[
+        "patch",
+        "pod",
+        "web-0",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Failed"}}"#,
+    ]);
+    env.eventually("web-0 recreated", "pods", || {
+        // Absent for a moment between the deletion and the new pod.
+        let out = env.run(&["get", "pod", "web-0", "-o", "json"]);
+        let pod: Value = serde_json::from_str(&out.stdout).ok()?;
+        (out.ok && pod["metadata"]["uid"] != uid && ready(&pod)).then_some(())
+    });
+
     env.ok(&["scale", "sts/web", "--replicas=1"]);
     assert_eq!(settled(&env, 1), vec![pair("web-0", "nginx:1")]);
     env.eventually("the scaled-away claims deleted", "pvc", || {
