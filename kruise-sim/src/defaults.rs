@@ -242,11 +242,25 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
                 put_default(spec, "replicas", json!(1));
                 put_default(spec, "podManagementPolicy", json!("OrderedReady"));
                 put_default(spec, "revisionHistoryLimit", json!(10));
-                put_default(
-                    spec,
-                    "updateStrategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
-                );
+                // No type: RollingUpdate with empty parameters. A RollingUpdate's parameters,
+                // when present, get partition 0 and maxUnavailable 1 (the
+                // MaxUnavailableStatefulSet gate, Beta and on since 1.35); an explicit
+                // RollingUpdate without parameters is left without them, as upstream does.
+                let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+                if let Value::Object(strategy) = strategy {
+                    let untyped =
+                        strategy.get("type").is_none_or(|t| t.is_null() || t.as_str() == Some(""));
+                    if untyped {
+                        strategy.insert("type".into(), json!("RollingUpdate"));
+                        put_default(strategy, "rollingUpdate", json!({}));
+                    }
+                    if strategy.get("type") == Some(&json!("RollingUpdate"))
+                        && let Some(Value::Object(rolling)) = strategy.get_mut("rollingUpdate")
+                    {
+                        put_default(rolling, "partition", json!(0));
+                        put_default(rolling, "maxUnavailable", json!(1));
+                    }
+                }
                 put_default(
                     spec,
                     "persistentVolumeClaimRetentionPolicy",

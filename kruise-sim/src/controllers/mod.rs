@@ -9,6 +9,10 @@
 //! - [`deployment`]: Deployments roll out through ReplicaSets named with the
 //!   `pod-template-hash` (RollingUpdate within maxSurge and maxUnavailable, or Recreate), with
 //!   revisions, rollback, history limits and the status `kubectl rollout status` reads.
+//! - [`statefulset`]: StatefulSets keep pods named `<set>-<ordinal>` with their claims from
+//!   volumeClaimTemplates, OrderedReady or Parallel, rolling out through ControllerRevisions
+//!   with a partition and maxUnavailable (or OnDelete), with the status `kubectl rollout
+//!   status` reads.
 //! - [`disruption`]: PodDisruptionBudgets' status, which evictions read.
 //! - [`job`]: Jobs run pods to completion (parallelism, completions, backoffLimit,
 //!   activeDeadlineSeconds, suspend, Indexed mode, the Complete and Failed conditions), and
@@ -26,6 +30,7 @@ pub mod deployment;
 pub mod disruption;
 pub mod job;
 pub mod replicaset;
+pub mod statefulset;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -35,7 +40,7 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use futures::StreamExt as _;
-use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -58,6 +63,23 @@ pub enum Error {
         action: String,
         /// The error.
         source: kube::Error,
+    },
+    /// An object could not be encoded or decoded as JSON.
+    #[error("encode {what}: {source}")]
+    Encode {
+        /// What was encoded.
+        what: String,
+        /// The error.
+        source: serde_json::Error,
+    },
+    /// A ControllerRevision could not be read.
+    #[error(transparent)]
+    Revision(kruise_core::revision::RevisionError),
+    /// A claim a new pod needs is still being deleted.
+    #[error("pvc {claim} is being deleted")]
+    ClaimDeleting {
+        /// The claim's name.
+        claim: String,
     },
 }
 
@@ -302,7 +324,7 @@ pub struct Controllers {
 
 impl Controllers {
     /// Starts every controller against `client`'s API server, on the current tokio runtime.
-    /// Pods and ReplicaSets are watched once for all of them.
+    /// Each kind is watched once, for every controller that reads it.
     pub fn start(client: Client) -> Self {
         let mut pods = SharedCache::<Pod>::new();
         let mut sets = SharedCache::<ReplicaSet>::new();
@@ -317,6 +339,9 @@ impl Controllers {
         let replicaset = replicaset::run(client.clone(), pods.subscribe(), sets.subscribe());
         let deployment = deployment::run(client.clone(), pods.subscribe(), sets.subscribe());
         let disruption = disruption::run(client.clone(), pods.subscribe());
+        let mut stateful_sets = SharedCache::<StatefulSet>::new();
+        let statefulset =
+            statefulset::run(client.clone(), pods.subscribe(), stateful_sets.subscribe());
         let mut jobs = SharedCache::<Job>::new();
         let job = job::run(client.clone(), pods.subscribe(), jobs.subscribe());
         let mut cronjobs = SharedCache::<CronJob>::new();
@@ -329,8 +354,10 @@ impl Controllers {
             tokio::spawn(job),
             tokio::spawn(cronjob),
             tokio::spawn(nodes.run(client.clone())),
-            tokio::spawn(daemon_sets.run(client)),
+            tokio::spawn(daemon_sets.run(client.clone())),
             tokio::spawn(daemonset),
+            tokio::spawn(stateful_sets.run(client)),
+            tokio::spawn(statefulset),
             tokio::spawn(replicaset),
             tokio::spawn(deployment),
             tokio::spawn(disruption),

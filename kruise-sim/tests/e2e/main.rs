@@ -23,3 +23,4 @@ mod nodes;
 mod openapi_explain;
 mod protobuf;
 mod replicaset;
+mod statefulset;
