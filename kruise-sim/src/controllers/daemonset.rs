@@ -37,8 +37,8 @@
 //! - the template hash is FNV-32a over the template's JSON, as the Deployment controller here
 //!   computes it (see [`super::deployment`]);
 //! - failed pods are deleted and replaced without the per-node exponential backoff;
-//! - a round creates its pods one after another with no slow-start batches or burst cap, and
-//!   runs the rolling update only when nothing else was to be created or deleted;
+//! - a round creates its pods in slow-start batches without the 500-pod burst cap, and runs
+//!   the rolling update only when nothing else was to be created or deleted;
 //! - `observedGeneration` is written on every round (the round waits for its writes), and the
 //!   `ControllerRevision`s are listed through the API each round rather than cached;
 //! - orphan ControllerRevisions are not adopted, and duplicate revisions of one template are
@@ -682,17 +682,16 @@ async fn reconcile(set: Arc<DaemonSet>, context: Arc<Context>) -> Result<Option<
 
     let acted = !create_on.is_empty() || !doomed.is_empty();
     let mut failure = None;
-    let mut created = Vec::new();
-    for node_name in &create_on {
-        match pods.create(&PostParams::default(), &new_pod(&set, &hash, node_name)).await {
-            Ok(pod) => created.push(pod.uid().unwrap_or_default()),
-            Err(source) => {
-                failure = Some(
-                    api_error(format!("create pod of daemonset {name} on {node_name}"))(source),
-                );
-                break;
-            }
+    // Slow-start batches, as kube-controller-manager creates daemon pods.
+    let (created, creation_failure) = super::create_in_batches(create_on.len(), |i| {
+        let (pods, pod) = (pods.clone(), new_pod(&set, &hash, &create_on[i]));
+        async move {
+            pods.create(&PostParams::default(), &pod).await.map(|p| p.uid().unwrap_or_default())
         }
+    })
+    .await;
+    if let Some(source) = creation_failure {
+        failure = Some(api_error(format!("create pod of daemonset {name}"))(source));
     }
     let mut deleted = Vec::new();
     for pod in &doomed {

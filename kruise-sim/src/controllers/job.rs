@@ -570,7 +570,7 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
             async move { api.create(&PostParams::default(), &pod).await.map(|_| ()) }
         })
         .await;
-        created = count;
+        created = count.len();
         create_failure = failure;
     }
     if created > 0 || deleted > 0 {

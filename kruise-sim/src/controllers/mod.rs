@@ -167,13 +167,16 @@ pub(crate) fn status_matches(stored: &Value, wanted: &Value) -> bool {
 
 /// Runs `make(i)` for `i` in `0..count` in slow-start batches (1, 2, 4, ...), each batch at
 /// once, as kube-controller-manager creates pods; no batch follows one with a failure. The
-/// number that succeeded, and the first failure.
-pub(crate) async fn create_in_batches<F, Fut>(count: usize, mut make: F) -> (usize, Option<String>)
+/// results that succeeded, and the first failure.
+pub(crate) async fn create_in_batches<T, F, Fut>(
+    count: usize,
+    mut make: F,
+) -> (Vec<T>, Option<kube::Error>)
 where
     F: FnMut(usize) -> Fut,
-    Fut: Future<Output = Result<(), kube::Error>>,
+    Fut: Future<Output = Result<T, kube::Error>>,
 {
-    let mut done = 0;
+    let mut done = Vec::new();
     let mut started = 0;
     let mut batch = 1;
     while started < count {
@@ -183,9 +186,9 @@ where
         let mut failure = None;
         for result in results {
             match result {
-                Ok(()) => done += 1,
+                Ok(made) => done.push(made),
                 Err(e) => {
-                    failure.get_or_insert_with(|| e.to_string());
+                    failure.get_or_insert(e);
                 }
             }
         }

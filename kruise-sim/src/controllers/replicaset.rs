@@ -263,11 +263,12 @@ fn new_pod(set: &ReplicaSet) -> Pod {
 /// Creates `count` pods in slow-start batches; the number created, and the first failure.
 async fn create_pods(pods: &Api<Pod>, set: &ReplicaSet, count: usize) -> (usize, Option<String>) {
     let pod = new_pod(set);
-    super::create_in_batches(count, |_| {
+    let (created, failure) = super::create_in_batches(count, |_| {
         let (pods, pod) = (pods.clone(), pod.clone());
         async move { pods.create(&PostParams::default(), &pod).await.map(|_| ()) }
     })
-    .await
+    .await;
+    (created.len(), failure.map(|e| e.to_string()))
 }
 
 /// The `count` pods to delete first: kube-controller-manager's `ActivePodsWithRanks`, where a
