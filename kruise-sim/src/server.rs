@@ -85,8 +85,8 @@ impl Config {
         self
     }
 
-    /// Run the built-in controllers (Deployment, ReplicaSet, DaemonSet, disruption) against the
-    /// server.
+    /// Run the built-in controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job,
+    /// CronJob, disruption) against the server.
     pub fn with_controllers(mut self) -> Self {
         self.controllers = true;
         self

@@ -50,8 +50,9 @@ enum Command {
         /// The API server's HTTPS address (port 0 picks a free one).
         #[arg(long, default_value = "127.0.0.1:6443")]
         addr: SocketAddr,
-        /// Run the cluster's built-in controllers (Deployment, ReplicaSet, DaemonSet,
-        /// disruption), as a real cluster's kube-controller-manager would.
+        /// Run the cluster's built-in controllers (Deployment, ReplicaSet, StatefulSet,
+        /// DaemonSet, Job, CronJob, disruption), as a real cluster's kube-controller-manager
+        /// would.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
         builtin_controllers: bool,
         #[command(flatten)]

@@ -46,8 +46,8 @@ enum Command {
         /// Delete pods gracefully even without in-process nodes (nodes run elsewhere).
         #[arg(long)]
         graceful_pod_deletion: bool,
-        /// Run the built-in controllers (Deployment, ReplicaSet, DaemonSet, disruption) against
-        /// the server; `false` for a test that brings its own.
+        /// Run the built-in controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job,
+        /// CronJob, disruption) against the server; `false` for a test that brings its own.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
         controllers: bool,
         #[command(flatten)]

@@ -211,7 +211,7 @@ async fn reconcile(
         let policy = spec.concurrency_policy.as_deref().unwrap_or("Allow");
         if let Some(scheduled) = due
             && spec.suspend != Some(true)
-            && !(policy == "Forbid" && !active.is_empty())
+            && (policy != "Forbid" || active.is_empty())
         {
             if policy == "Replace" {
                 for job in std::mem::take(&mut active) {
