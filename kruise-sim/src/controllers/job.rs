@@ -373,6 +373,16 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
             cleared.push(pod_uid);
         }
     }
+    if !cleared.is_empty() {
+        // The next round must not see these pods with the finalizer again, or it would list
+        // them as uncounted once more after they were counted.
+        super::wait_until(|| {
+            context.pods.state().iter().all(|p| {
+                !cleared.contains(&p.uid().unwrap_or_default()) || !has_tracking_finalizer(p)
+            })
+        })
+        .await;
+    }
     let still_tracked: BTreeSet<String> = owned
         .iter()
         .filter(|p| has_tracking_finalizer(p) && !cleared.contains(&p.uid().unwrap_or_default()))
@@ -419,8 +429,17 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
     let mut soonest = |d: Duration| again = Some(again.map_or(d, |a: Duration| a.min(d)));
 
     if finished {
-        write_status(&jobs_api, &name, &stored_status, status, active.len(), terminating, 0)
-            .await?;
+        write_status(
+            &context,
+            &jobs_api,
+            &name,
+            &stored_status,
+            status,
+            active.len(),
+            terminating,
+            0,
+        )
+        .await?;
         return ttl(&jobs_api, &job, &stored_status, now).await;
     }
 
@@ -591,8 +610,17 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
     let active_now = active.len() + created - deleted;
     let ready = active.iter().filter(|p| kruise_core::pod::is_pod_ready(p)).count().min(active_now);
     let terminating_now = terminating + deleted;
-    write_status(&jobs_api, &name, &stored_status, status, active_now, terminating_now, ready)
-        .await?;
+    write_status(
+        &context,
+        &jobs_api,
+        &name,
+        &stored_status,
+        status,
+        active_now,
+        terminating_now,
+        ready,
+    )
+    .await?;
     if create_failure.is_some() {
         // Retried; the API server's answer is not kept (no Events here).
         return Ok(Some(Duration::from_secs(1)));
@@ -625,8 +653,10 @@ fn backoff_remaining(owned: &[Arc<Pod>], now: Timestamp) -> Duration {
     backoff.saturating_sub(elapsed)
 }
 
-/// Writes the status when it differs from what is stored.
+/// Writes the status when it differs from what is stored, then waits until the Job cache
+/// shows it: a round that read the Job before its counts moved would count its pods again.
 async fn write_status(
+    context: &Context,
     jobs: &Api<Job>,
     name: &str,
     stored: &Value,
@@ -641,9 +671,21 @@ async fn write_status(
     if super::status_matches(stored, &status) {
         return Ok(());
     }
-    jobs.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({ "status": status })))
+    let written = jobs
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({ "status": status })))
         .await
         .map_err(api_error(format!("update status of job {name}")))?;
+    let key = ObjectRef::from_obj(&written);
+    super::wait_until(|| {
+        context.jobs.get(&key).is_some_and(|cached| {
+            cached.resource_version() == written.resource_version()
+                || super::status_matches(
+                    &serde_json::to_value(&cached.status).unwrap_or(Value::Null),
+                    &status,
+                )
+        })
+    })
+    .await;
     Ok(())
 }
 
