@@ -7,6 +7,7 @@
 //!   labels and subdomains, ports, environment variable names, ...).
 //! - [`meta`]: object metadata (create and update), labels, annotations, owner references,
 //!   finalizers and label selectors (validation, parsing and matching).
+//! - [`pod_chain`]: the pod mutating webhook as one chain of steps in upstream's order.
 //! - [`pod_defaults`]: the pod template defaults upstream applies (so revision hashes agree).
 //! - [`pod_template`]: pod template validation (`ValidatePodTemplateSpec`).
 //! - [`cloneset`]: CloneSet defaulting and validation, both API versions.
@@ -20,6 +21,7 @@ pub mod cloneset;
 pub mod field;
 pub mod meta;
 pub mod names;
+pub mod pod_chain;
 pub mod pod_defaults;
 pub mod pod_template;
 pub mod protection;

@@ -1,0 +1,178 @@
+//! The pod mutating webhook (`/mutate-pod`, pod CREATE) as one chain of steps, in upstream's
+//! order.
+//!
+//! Every feature that changes pods at creation adds a [`PodMutator`] for its [`PodStep`];
+//! [`PodChain`] runs the ones it is given in upstream's order, whatever order they are passed
+//! in, and no step knows the others. Each step is pure: what it needs from the cluster (the
+//! SidecarSets or the PodUnavailableBudget covering the pod, ...) is looked up by the caller
+//! and given to the step when it is built.
+//!
+//! Steps here: [`PubAnnotation`]. The other steps come with their features.
+
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::well_known::annotations;
+
+/// The steps of the pod mutating webhook, in the order upstream runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum PodStep {
+    /// The `KruisePodReady` readiness gate.
+    ReadinessGate,
+    /// WorkloadSpread's subset.
+    WorkloadSpread,
+    /// SidecarSet injection.
+    SidecarSet,
+    /// Container launch priority.
+    ContainerLaunchPriority,
+    /// The PodUnavailableBudget covering the pod (`pub.kruise.io/related-pub`).
+    PubAnnotation,
+    /// PersistentPodState's node affinity.
+    PersistentPodState,
+    /// The enhanced liveness probe.
+    EnhancedLiveness,
+}
+
+/// Why a step could not mutate a pod; the webhook answers 500 with it, as upstream does.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PodMutationError {
+    /// A step refused the pod.
+    #[error("{step:?}: {message}")]
+    Step {
+        /// The step.
+        step: PodStep,
+        /// Why.
+        message: String,
+    },
+}
+
+/// One feature's change to a pod at creation.
+pub trait PodMutator {
+    /// Where the step runs in the chain.
+    fn step(&self) -> PodStep;
+
+    /// Changes `pod`; true when it changed anything.
+    ///
+    /// # Errors
+    /// When the pod cannot be admitted as the feature wants it.
+    fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError>;
+}
+
+/// The steps to run for one pod, in upstream's order.
+pub struct PodChain<'a> {
+    steps: Vec<&'a dyn PodMutator>,
+}
+
+impl std::fmt::Debug for PodChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let steps: Vec<PodStep> = self.steps.iter().map(|s| s.step()).collect();
+        f.debug_struct("PodChain").field("steps", &steps).finish()
+    }
+}
+
+impl<'a> PodChain<'a> {
+    /// A chain of `steps`, put in upstream's order (steps of the same kind keep theirs).
+    pub fn new(mut steps: Vec<&'a dyn PodMutator>) -> Self {
+        steps.sort_by_key(|s| s.step());
+        Self { steps }
+    }
+
+    /// Runs every step on a copy of `pod`: the mutated pod when a step changed it.
+    ///
+    /// # Errors
+    /// The first step that fails stops the chain.
+    pub fn run(&self, pod: &Pod) -> Result<Option<Pod>, PodMutationError> {
+        let mut mutated = pod.clone();
+        let mut changed = false;
+        for step in &self.steps {
+            changed |= step.mutate(&mut mutated)?;
+        }
+        Ok(changed.then_some(mutated))
+    }
+}
+
+/// The PodUnavailableBudget step: names the budget covering the pod in
+/// `pub.kruise.io/related-pub` (and the older `kruise.io/related-pub`), and adds `label` so
+/// that the pod validating webhook's `objectSelector` reaches the pod (see the PUB docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PubAnnotation {
+    /// The covering budget's name; `None` leaves the pod alone.
+    pub covering: Option<String>,
+    /// A label `(key, value)` that marks pods a budget covers, if any.
+    pub label: Option<(String, String)>,
+}
+
+impl PodMutator for PubAnnotation {
+    fn step(&self) -> PodStep {
+        PodStep::PubAnnotation
+    }
+
+    fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
+        let Some(name) = &self.covering else { return Ok(false) };
+        let mut changed = false;
+        let notes = pod.metadata.annotations.get_or_insert_with(Default::default);
+        for key in [annotations::PUB_RELATED_PUB, annotations::PUB_RELATED_PUB_LEGACY] {
+            if notes.get(key) != Some(name) {
+                notes.insert(key.to_owned(), name.clone());
+                changed = true;
+            }
+        }
+        if let Some((key, value)) = &self.label {
+            let labels = pod.metadata.labels.get_or_insert_with(Default::default);
+            if labels.get(key) != Some(value) {
+                labels.insert(key.clone(), value.clone());
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step that records its place by appending to an annotation.
+    struct Marker(PodStep, &'static str);
+
+    impl PodMutator for Marker {
+        fn step(&self) -> PodStep {
+            self.0
+        }
+
+        fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
+            let notes = pod.metadata.annotations.get_or_insert_with(Default::default);
+            notes.entry("order".into()).or_default().push_str(self.1);
+            Ok(true)
+        }
+    }
+
+    #[test]
+    fn steps_run_in_upstreams_order_whatever_order_they_come_in() {
+        let late = Marker(PodStep::EnhancedLiveness, "c");
+        let early = Marker(PodStep::ReadinessGate, "a");
+        let middle = Marker(PodStep::SidecarSet, "b");
+        let chain = PodChain::new(vec![&late, &early, &middle]);
+        let pod = chain.run(&Pod::default()).expect("runs").expect("changed");
+        assert_eq!(pod.metadata.annotations.expect("notes")["order"], "abc");
+    }
+
+    #[test]
+    fn the_pub_step_names_the_budget_and_labels_the_pod_once() {
+        let step = PubAnnotation {
+            covering: Some("web-pub".into()),
+            label: Some(("pub.kruise.io/protected".into(), "true".into())),
+        };
+        let chain = PodChain::new(vec![&step]);
+        let pod = chain.run(&Pod::default()).expect("runs").expect("changed");
+        let notes = pod.metadata.annotations.clone().expect("notes");
+        assert_eq!(notes[annotations::PUB_RELATED_PUB], "web-pub");
+        assert_eq!(notes[annotations::PUB_RELATED_PUB_LEGACY], "web-pub");
+        assert_eq!(pod.metadata.labels.clone().expect("labels")["pub.kruise.io/protected"], "true");
+        // Idempotent: a second run changes nothing.
+        assert!(chain.run(&pod).expect("runs").is_none());
+        // No covering budget: nothing.
+        let none = PubAnnotation { covering: None, label: None };
+        assert!(PodChain::new(vec![&none]).run(&Pod::default()).expect("runs").is_none());
+    }
+}
