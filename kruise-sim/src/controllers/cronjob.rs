@@ -47,35 +47,23 @@ type Key = ObjectRef<CronJob>;
 /// Runs the controller until the task is aborted.
 pub(crate) async fn run(
     client: Client,
-    (jobs, mut job_events): (Store<Job>, UnboundedReceiver<Job>),
-    (cronjobs, mut cronjob_events): (Store<CronJob>, UnboundedReceiver<CronJob>),
+    (jobs, job_events): (Store<Job>, UnboundedReceiver<Job>),
+    (cronjobs, cronjob_events): (Store<CronJob>, UnboundedReceiver<CronJob>),
 ) {
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
-    let context = Arc::new(Context { client, jobs });
-    let cronjob_queue = queue.clone();
-    let feed_cronjobs = async move {
-        while let Some(cronjob) = cronjob_events.recv().await {
-            let _ = cronjob_queue.send(ObjectRef::from_obj(&cronjob));
-        }
-    };
-    let job_queue = queue.clone();
-    let feed_jobs = async move {
-        while let Some(job) = job_events.recv().await {
-            if let Some(owner) = super::controller_of(&job.metadata, "batch/v1", "CronJob") {
-                let _ = job_queue.send(owner);
-            }
-        }
-    };
-    let jobs_ready = context.jobs.clone();
-    let worker = async move {
-        jobs_ready.wait_until_ready().await.ok();
-        super::work(cronjobs, queue, keys, move |cronjob| {
-            let context = context.clone();
-            async move { reconcile(cronjob, context).await.unwrap_or(Some(Duration::from_secs(1))) }
-        })
-        .await;
-    };
-    futures::future::join3(feed_cronjobs, feed_jobs, worker).await;
+    let context = Arc::new(Context { client, jobs: jobs.clone() });
+    let controller = |job: &Job| super::controller_of(&job.metadata, "batch/v1", "CronJob");
+    let feeds = futures::future::join(
+        super::queue_own(cronjob_events, queue.clone()),
+        super::queue_owners(job_events, queue.clone(), controller, move |job: &Job| {
+            controller(job).into_iter().collect()
+        }),
+    );
+    futures::future::join(
+        feeds,
+        super::run_rounds(cronjobs, queue, keys, jobs, context, reconcile),
+    )
+    .await;
 }
 
 /// `Complete` or `Failed`, when the Job has finished.

@@ -65,7 +65,7 @@ use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::{Error, api_error, controlled_by, controller_of, has_controller};
+use super::{Error, api_error, controlled_by, controller_of};
 use crate::nodes::scheduler;
 
 /// The pod and revision label naming the template's hash.
@@ -103,40 +103,19 @@ type Key = ObjectRef<DaemonSet>;
 /// taints or schedulability (or its coming or going) queue every DaemonSet.
 pub(crate) async fn run(
     client: Client,
-    (sets, mut set_events): (Store<DaemonSet>, UnboundedReceiver<DaemonSet>),
-    (pods, mut pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
+    (sets, set_events): (Store<DaemonSet>, UnboundedReceiver<DaemonSet>),
+    (pods, pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
     (nodes, mut node_events): (Store<Node>, UnboundedReceiver<Node>),
 ) {
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
-
-    let set_queue = queue.clone();
-    let feed_sets = async move {
-        while let Some(set) = set_events.recv().await {
-            let _ = set_queue.send(ObjectRef::from_obj(&set));
-        }
-    };
-    let pod_queue = queue.clone();
     let pod_sets = sets.clone();
-    let mut last_controller = super::LastController::new();
-    let feed_pods = async move {
-        while let Some(pod) = pod_events.recv().await {
-            let owner = controller_set(&pod);
-            let mut keys: Vec<Key> = match &owner {
-                Some(owner) => vec![owner.clone()],
-                None if !has_controller(&pod.metadata) => pod_sets
-                    .state()
-                    .iter()
-                    .filter(|s| s.namespace() == pod.namespace() && selects(s, &pod.metadata))
-                    .map(|s| ObjectRef::from_obj(s.as_ref()))
-                    .collect(),
-                None => Vec::new(),
-            };
-            keys.extend(last_controller.swap(&pod.metadata, owner));
-            for key in keys {
-                let _ = pod_queue.send(key);
-            }
-        }
-    };
+    let feed_pods =
+        super::queue_owners(pod_events, queue.clone(), controller_set, move |pod: &Pod| {
+            let owner = controller_set(pod);
+            super::owner_or_adopters(&pod_sets, &pod.metadata, owner, |set, meta| {
+                selects(set, meta)
+            })
+        });
     let node_queue = queue.clone();
     let node_sets = sets.clone();
     let node_store = nodes.clone();
@@ -158,16 +137,11 @@ pub(crate) async fn run(
             }
         }
     };
-    let context = Arc::new(Context { client, pods, nodes });
-    let ready = context.clone();
+    let context = Arc::new(Context { client, pods: pods.clone(), nodes: nodes.clone() });
+    let feed_sets = super::queue_own(set_events, queue.clone());
     let worker = async move {
-        ready.pods.wait_until_ready().await.ok();
-        ready.nodes.wait_until_ready().await.ok();
-        super::work(sets, queue, keys, move |set| {
-            let context = context.clone();
-            async move { reconcile(set, context).await.unwrap_or(Some(Duration::from_secs(1))) }
-        })
-        .await;
+        nodes.wait_until_ready().await.ok();
+        super::run_rounds(sets, queue, keys, pods, context, reconcile).await;
     };
     let feeds = futures::future::join3(feed_sets, feed_pods, feed_nodes);
     futures::future::join(feeds, worker).await;

@@ -43,7 +43,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::{Error, api_error, controlled_by, controller_of, has_controller};
+use super::{Error, api_error, controlled_by, controller_of};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 
@@ -81,41 +81,22 @@ type Key = ObjectRef<Deployment>;
 pub(crate) async fn run(
     client: Client,
     (pods, mut pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
-    (sets, mut set_events): (Store<ReplicaSet>, UnboundedReceiver<ReplicaSet>),
+    (sets, set_events): (Store<ReplicaSet>, UnboundedReceiver<ReplicaSet>),
 ) {
     let mut deployment_cache = super::SharedCache::<Deployment>::new();
-    let (deployments, mut deployment_events) = deployment_cache.subscribe();
+    let (deployments, deployment_events) = deployment_cache.subscribe();
     let watch_deployments = deployment_cache.run(client.clone());
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
 
-    let own_queue = queue.clone();
-    let feed_deployments = async move {
-        while let Some(deployment) = deployment_events.recv().await {
-            let _ = own_queue.send(ObjectRef::from_obj(&deployment));
-        }
-    };
-    let set_queue = queue.clone();
+    let feed_deployments = super::queue_own(deployment_events, queue.clone());
     let set_deployments = deployments.clone();
-    let mut last_controller = super::LastController::new();
-    let feed_sets = async move {
-        while let Some(set) = set_events.recv().await {
-            let owner = controller_of::<Deployment>(&set.metadata, "apps/v1", "Deployment");
-            let mut keys: Vec<Key> = match &owner {
-                Some(owner) => vec![owner.clone()],
-                None if !has_controller(&set.metadata) => set_deployments
-                    .state()
-                    .iter()
-                    .filter(|d| d.namespace() == set.namespace() && selects(d, &set.metadata))
-                    .map(|d| ObjectRef::from_obj(d.as_ref()))
-                    .collect(),
-                None => Vec::new(),
-            };
-            keys.extend(last_controller.swap(&set.metadata, owner));
-            for key in keys {
-                let _ = set_queue.send(key);
-            }
-        }
-    };
+    let controller =
+        |set: &ReplicaSet| controller_of::<Deployment>(&set.metadata, "apps/v1", "Deployment");
+    let feed_sets = super::queue_owners(set_events, queue.clone(), controller, move |set| {
+        super::owner_or_adopters(&set_deployments, &set.metadata, controller(set), |d, meta| {
+            selects(d, meta)
+        })
+    });
     let pod_queue = queue.clone();
     let pod_sets = sets.clone();
     let feed_pods = async move {
@@ -130,18 +111,10 @@ pub(crate) async fn run(
             }
         }
     };
-    let context = Arc::new(Context { client, sets, pods });
-    let ready = context.clone();
+    let context = Arc::new(Context { client, sets: sets.clone(), pods: pods.clone() });
     let worker = async move {
-        ready.sets.wait_until_ready().await.ok();
-        ready.pods.wait_until_ready().await.ok();
-        super::work(deployments, queue, keys, move |deployment| {
-            let context = context.clone();
-            async move {
-                reconcile(deployment, context).await.unwrap_or(Some(Duration::from_secs(1)))
-            }
-        })
-        .await;
+        sets.wait_until_ready().await.ok();
+        super::run_rounds(deployments, queue, keys, pods, context, reconcile).await;
     };
     let feeds = futures::future::join3(feed_deployments, feed_sets, feed_pods);
     futures::future::join3(watch_deployments, feeds, worker).await;

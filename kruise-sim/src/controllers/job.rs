@@ -66,79 +66,48 @@ type Key = ObjectRef<Job>;
 /// Runs the controller until the task is aborted.
 pub(crate) async fn run(
     client: Client,
-    (pods, mut pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
-    (jobs, mut job_events): (Store<Job>, UnboundedReceiver<Job>),
+    (pods, pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
+    (jobs, job_events): (Store<Job>, UnboundedReceiver<Job>),
 ) {
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
-    let context = Arc::new(Context { client, pods, jobs: jobs.clone() });
-
-    let job_queue = queue.clone();
-    let feed_jobs = async move {
-        while let Some(job) = job_events.recv().await {
-            let _ = job_queue.send(ObjectRef::from_obj(&job));
-        }
-    };
-    let pod_queue = queue.clone();
+    let context = Arc::new(Context { client, pods: pods.clone(), jobs: jobs.clone() });
     let pod_context = context.clone();
-    let mut last_controller = super::LastController::new();
-    let feed_pods = async move {
-        while let Some(pod) = pod_events.recv().await {
-            let owner = controller_job(&pod);
-            let mut keys: Vec<Key> = match &owner {
-                Some(key) => vec![key.clone()],
-                None => orphan_jobs(&pod_context.jobs, &pod),
-            };
-            keys.extend(last_controller.swap(&pod.metadata, owner.clone()));
-            // A pod whose Job is gone keeps no finalizer (kube-controller-manager's orphan
-            // pod clean-up).
-            let job_gone = owner.as_ref().is_none_or(|k| {
-                pod_context.jobs.get(k).is_none_or(|j| {
-                    !super::controlled_by(&pod.metadata, &j.uid().unwrap_or_default())
-                })
-            });
-            if job_gone && has_tracking_finalizer(&pod) {
-                let api: Api<Pod> = Api::namespaced(
-                    pod_context.client.clone(),
-                    &pod.namespace().unwrap_or_default(),
-                );
-                let pod = pod.clone();
-                tokio::spawn(async move {
-                    let _ = remove_finalizer(&api, &pod).await;
-                });
-            }
-            for key in keys {
-                let _ = pod_queue.send(key);
-            }
-        }
-    };
-    let pods_ready = context.pods.clone();
-    let worker = async move {
-        pods_ready.wait_until_ready().await.ok();
-        super::work(jobs, queue, keys, move |job| {
-            let context = context.clone();
-            async move { reconcile(job, context).await.unwrap_or(Some(Duration::from_secs(1))) }
+    let owners = move |pod: &Pod| {
+        let owner = controller_job(pod);
+        release_if_orphaned(&pod_context, pod, owner.as_ref());
+        super::owner_or_adopters(&pod_context.jobs, &pod.metadata, owner, |job, meta| {
+            selects(job, meta)
         })
-        .await;
     };
-    futures::future::join3(feed_jobs, feed_pods, worker).await;
+    let feeds = futures::future::join(
+        super::queue_own(job_events, queue.clone()),
+        super::queue_owners(pod_events, queue.clone(), controller_job, owners),
+    );
+    futures::future::join(feeds, super::run_rounds(jobs, queue, keys, pods, context, reconcile))
+        .await;
+}
+
+/// A pod whose Job is gone keeps no tracking finalizer (kube-controller-manager's orphan pod
+/// clean-up): removes it in the background.
+fn release_if_orphaned(context: &Context, pod: &Pod, owner: Option<&Key>) {
+    let job_gone = owner.is_none_or(|key| {
+        context
+            .jobs
+            .get(key)
+            .is_none_or(|job| !super::controlled_by(&pod.metadata, &job.uid().unwrap_or_default()))
+    });
+    if job_gone && has_tracking_finalizer(pod) {
+        let api: Api<Pod> =
+            Api::namespaced(context.client.clone(), &pod.namespace().unwrap_or_default());
+        let pod = pod.clone();
+        tokio::spawn(async move {
+            let _ = remove_finalizer(&api, &pod).await;
+        });
+    }
 }
 
 fn controller_job(pod: &Pod) -> Option<Key> {
     super::controller_of(&pod.metadata, "batch/v1", "Job")
-}
-
-/// The Jobs in the pod's namespace whose selector matches an orphan pod.
-fn orphan_jobs(jobs: &Store<Job>, pod: &Pod) -> Vec<Key> {
-    if super::has_controller(&pod.metadata) {
-        return Vec::new();
-    }
-    let namespace = pod.namespace();
-    jobs.state()
-        .iter()
-        .filter(|job| job.namespace() == namespace)
-        .filter(|job| selects(job, &pod.metadata))
-        .map(|job| ObjectRef::from_obj(job.as_ref()))
-        .collect()
 }
 
 fn selects(job: &Job, meta: &ObjectMeta) -> bool {

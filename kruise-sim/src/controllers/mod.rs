@@ -288,6 +288,85 @@ impl<K: kube::Resource<DynamicType = ()>> LastController<K> {
     }
 }
 
+/// Queues every object `events` delivers under its own key.
+pub(crate) async fn queue_own<K>(
+    mut events: UnboundedReceiver<K>,
+    queue: UnboundedSender<ObjectRef<K>>,
+) where
+    K: kube::Resource<DynamicType = ()>,
+{
+    while let Some(object) = events.recv().await {
+        let _ = queue.send(ObjectRef::from_obj(&object));
+    }
+}
+
+/// Queues, for every dependent `events` delivers, the owners `owners` names and the controller
+/// it had when last seen (so that a release or a deletion reaches the former owner). `controller`
+/// names its controller now.
+pub(crate) async fn queue_owners<K, D>(
+    mut events: UnboundedReceiver<D>,
+    queue: UnboundedSender<ObjectRef<K>>,
+    controller: impl Fn(&D) -> Option<ObjectRef<K>>,
+    mut owners: impl FnMut(&D) -> Vec<ObjectRef<K>>,
+) where
+    K: kube::Resource<DynamicType = ()>,
+    D: kube::Resource,
+{
+    let mut last_controller = LastController::new();
+    while let Some(dependent) = events.recv().await {
+        let mut keys = owners(&dependent);
+        keys.extend(last_controller.swap(dependent.meta(), controller(&dependent)));
+        for key in keys {
+            let _ = queue.send(key);
+        }
+    }
+}
+
+/// The owners a dependent's change concerns: its controller `controller`, or for an orphan
+/// every object in its namespace that `adopts` it.
+pub(crate) fn owner_or_adopters<K>(
+    owners: &Store<K>,
+    dependent: &ObjectMeta,
+    controller: Option<ObjectRef<K>>,
+    adopts: impl Fn(&K, &ObjectMeta) -> bool,
+) -> Vec<ObjectRef<K>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone,
+{
+    if has_controller(dependent) {
+        return controller.into_iter().collect();
+    }
+    owners
+        .state()
+        .iter()
+        .filter(|owner| owner.meta().namespace == dependent.namespace)
+        .filter(|owner| adopts(owner, dependent))
+        .map(|owner| ObjectRef::from_obj(owner.as_ref()))
+        .collect()
+}
+
+/// Runs `reconcile` for the queued keys once `ready` has its first list, as [`work`] does;
+/// a failed round is tried again after a second.
+pub(crate) async fn run_rounds<K, R, C, Fut>(
+    store: Store<K>,
+    queue: UnboundedSender<ObjectRef<K>>,
+    keys: UnboundedReceiver<ObjectRef<K>>,
+    ready: Store<R>,
+    context: Arc<C>,
+    reconcile: fn(Arc<K>, Arc<C>) -> Fut,
+) where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+    R: kube::Resource<DynamicType = ()> + Clone + 'static,
+    Fut: Future<Output = Result<Option<Duration>, Error>>,
+{
+    ready.wait_until_ready().await.ok();
+    work(store, queue, keys, move |object| {
+        let context = context.clone();
+        async move { reconcile(object, context).await.unwrap_or(Some(Duration::from_secs(1))) }
+    })
+    .await;
+}
+
 /// Runs rounds for the keys `keys` delivers, one at a time, each key once however often it
 /// was queued meanwhile. A round that asks to run again (or fails) is queued again after its
 /// delay. Waits for `store` to be ready first; keys no longer in it are skipped.

@@ -55,40 +55,20 @@ type Key = ObjectRef<ReplicaSet>;
 /// Rounds run one at a time.
 pub(crate) async fn run(
     client: Client,
-    (pods, mut pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
-    (sets, mut set_events): (Store<ReplicaSet>, UnboundedReceiver<ReplicaSet>),
+    (pods, pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
+    (sets, set_events): (Store<ReplicaSet>, UnboundedReceiver<ReplicaSet>),
 ) {
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
-    let context = Arc::new(Context { client, pods });
-
-    let set_queue = queue.clone();
-    let feed_sets = async move {
-        while let Some(set) = set_events.recv().await {
-            let _ = set_queue.send(ObjectRef::from_obj(&set));
-        }
-    };
-    let pod_queue = queue.clone();
     let pod_sets = sets.clone();
-    let mut last_controller = super::LastController::new();
-    let feed_pods = async move {
-        while let Some(pod) = pod_events.recv().await {
-            let mut keys = sets_of_pod(&pod_sets, &pod);
-            keys.extend(last_controller.swap(&pod.metadata, controller_set(&pod)));
-            for key in keys {
-                let _ = pod_queue.send(key);
-            }
-        }
-    };
-    let pods_ready = context.pods.clone();
-    let worker = async move {
-        pods_ready.wait_until_ready().await.ok();
-        super::work(sets, queue, keys, move |set| {
-            let context = context.clone();
-            async move { reconcile(set, context).await.unwrap_or(Some(Duration::from_secs(1))) }
-        })
+    let feeds = futures::future::join(
+        super::queue_own(set_events, queue.clone()),
+        super::queue_owners(pod_events, queue.clone(), controller_set, move |pod: &Pod| {
+            sets_of_pod(&pod_sets, pod)
+        }),
+    );
+    let context = Arc::new(Context { client, pods: pods.clone() });
+    futures::future::join(feeds, super::run_rounds(sets, queue, keys, pods, context, reconcile))
         .await;
-    };
-    futures::future::join3(feed_sets, feed_pods, worker).await;
 }
 
 /// The ReplicaSet controlling `pod`, if one does.
@@ -99,16 +79,9 @@ fn controller_set(pod: &Pod) -> Option<Key> {
 /// The ReplicaSets a pod's change concerns: its controller, or for an orphan every set in its
 /// namespace whose selector matches it.
 fn sets_of_pod(sets: &Store<ReplicaSet>, pod: &Pod) -> Vec<Key> {
-    if super::has_controller(&pod.metadata) {
-        return controller_set(pod).into_iter().collect();
-    }
-    let namespace = pod.namespace().unwrap_or_default();
-    sets.state()
-        .iter()
-        .filter(|set| set.namespace().as_deref() == Some(namespace.as_str()))
-        .filter(|set| selects(set, &pod.metadata))
-        .map(|set| ObjectRef::from_obj(set.as_ref()))
-        .collect()
+    super::owner_or_adopters(sets, &pod.metadata, controller_set(pod), |set, meta| {
+        selects(set, meta)
+    })
 }
 
 fn selects(set: &ReplicaSet, meta: &ObjectMeta) -> bool {

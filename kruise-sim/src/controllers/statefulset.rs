@@ -94,39 +94,20 @@ struct Context {
 /// rounds run one at a time (see [`super::work`]).
 pub(crate) async fn run(
     client: Client,
-    (pods, mut pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
-    (sets, mut set_events): (Store<StatefulSet>, UnboundedReceiver<StatefulSet>),
+    (pods, pod_events): (Store<Pod>, UnboundedReceiver<Pod>),
+    (sets, set_events): (Store<StatefulSet>, UnboundedReceiver<StatefulSet>),
 ) {
     let (queue, keys) = tokio::sync::mpsc::unbounded_channel::<Key>();
-    let set_queue = queue.clone();
-    let feed_sets = async move {
-        while let Some(set) = set_events.recv().await {
-            let _ = set_queue.send(ObjectRef::from_obj(&set));
-        }
-    };
-    let pod_queue = queue.clone();
     let pod_sets = sets.clone();
-    let mut last_controller = super::LastController::new();
-    let feed_pods = async move {
-        while let Some(pod) = pod_events.recv().await {
-            let mut keys = sets_of_pod(&pod_sets, &pod);
-            keys.extend(last_controller.swap(&pod.metadata, controller_set(&pod)));
-            for key in keys {
-                let _ = pod_queue.send(key);
-            }
-        }
-    };
-    let context = Arc::new(Context { client, pods });
-    let ready = context.clone();
-    let worker = async move {
-        ready.pods.wait_until_ready().await.ok();
-        super::work(sets, queue, keys, move |set| {
-            let context = context.clone();
-            async move { reconcile(set, context).await.unwrap_or(Some(Duration::from_secs(1))) }
-        })
+    let feeds = futures::future::join(
+        super::queue_own(set_events, queue.clone()),
+        super::queue_owners(pod_events, queue.clone(), controller_set, move |pod: &Pod| {
+            sets_of_pod(&pod_sets, pod)
+        }),
+    );
+    let context = Arc::new(Context { client, pods: pods.clone() });
+    futures::future::join(feeds, super::run_rounds(sets, queue, keys, pods, context, reconcile))
         .await;
-    };
-    futures::future::join3(feed_sets, feed_pods, worker).await;
 }
 
 /// The StatefulSet controlling `pod`, if one does.
@@ -137,14 +118,9 @@ fn controller_set(pod: &Pod) -> Option<Key> {
 /// The sets a pod's change concerns: its controller, or for an orphan every set in its
 /// namespace that would adopt it.
 fn sets_of_pod(sets: &Store<StatefulSet>, pod: &Pod) -> Vec<Key> {
-    if super::has_controller(&pod.metadata) {
-        return controller_set(pod).into_iter().collect();
-    }
-    sets.state()
-        .iter()
-        .filter(|set| set.namespace() == pod.namespace() && claims(set, &pod.metadata))
-        .map(|set| ObjectRef::from_obj(set.as_ref()))
-        .collect()
+    super::owner_or_adopters(sets, &pod.metadata, controller_set(pod), |set, meta| {
+        claims(set, meta)
+    })
 }
 
 /// Whether the set's selector matches the pod and the pod's name is `<set>-<ordinal>`
