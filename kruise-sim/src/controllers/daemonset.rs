@@ -574,21 +574,16 @@ async fn reconcile(set: Arc<DaemonSet>, context: Arc<Context>) -> Result<Option<
 
     // 1. Adoption and release.
     let owner = super::controller_reference(set.as_ref());
-    let mut ownership_changed = false;
-    for pod in context.pods.state().iter().filter(|p| p.namespace().as_deref() == Some(&namespace))
-    {
-        let adoptable = kruise_core::pod::is_pod_active(pod) || controlled_by(&pod.metadata, &uid);
-        let patch = super::ownership_patch(&pod.metadata, &owner, selects(&set, &pod.metadata));
-        if let Some(patch) = patch.filter(|_| adoptable) {
-            let pod_name = pod.name_any();
-            match pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                Ok(_) => ownership_changed = true,
-                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                Err(source) => return Err(api_error(format!("patch pod {pod_name}"))(source)),
-            }
-        }
-    }
-    if ownership_changed {
+    let adoptable: Vec<Arc<Pod>> = context
+        .pods
+        .state()
+        .into_iter()
+        .filter(|p| {
+            p.namespace().as_deref() == Some(&namespace)
+                && (kruise_core::pod::is_pod_active(p) || controlled_by(&p.metadata, &uid))
+        })
+        .collect();
+    if super::claim(&pods, adoptable, &owner, |pod| selects(&set, &pod.metadata)).await? {
         return Ok(Some(Duration::from_millis(200)));
     }
 

@@ -318,25 +318,12 @@ async fn reconcile(
         .into_iter()
         .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
         .collect();
-    let mut ownership_changed = false;
     let owner = super::controller_reference(deployment.as_ref());
-    for set in &in_namespace {
-        let matches = selects(&deployment, &set.metadata);
-        if let Some(patch) = super::ownership_patch(&set.metadata, &owner, matches) {
-            match sets
-                .api
-                .patch(&set.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => ownership_changed = true,
-                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                Err(source) => {
-                    return Err(api_error(format!("adopt replicaset {}", set.name_any()))(source));
-                }
-            }
-        }
-    }
-    if ownership_changed {
+    if super::claim(&sets.api, in_namespace.clone(), &owner, |set| {
+        selects(&deployment, &set.metadata)
+    })
+    .await?
+    {
         return Ok(Some(Duration::from_millis(200)));
     }
     let mut owned: Vec<Arc<ReplicaSet>> =

@@ -284,22 +284,9 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
         .collect();
     if !finished {
         let owner = super::controller_reference(job.as_ref());
-        let mut changed = false;
-        for pod in &in_namespace {
-            let matches = selects(&job, &pod.metadata);
-            if let Some(patch) = super::ownership_patch(&pod.metadata, &owner, matches) {
-                let pod_name = pod.name_any();
-                match pods_api
-                    .patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    Ok(_) => changed = true,
-                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                    Err(source) => return Err(api_error(format!("patch pod {pod_name}"))(source)),
-                }
-            }
-        }
-        if changed {
+        if super::claim(&pods_api, in_namespace.clone(), &owner, |pod| selects(&job, &pod.metadata))
+            .await?
+        {
             return Ok(Some(Duration::from_millis(200)));
         }
     }
@@ -404,9 +391,7 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
             &name,
             &stored_status,
             status,
-            active.len(),
-            terminating,
-            0,
+            PodCounts { active: active.len(), terminating, ready: 0 },
         )
         .await?;
         return ttl(&jobs_api, &job, &stored_status, now).await;
@@ -585,9 +570,7 @@ async fn reconcile(job: Arc<Job>, context: Arc<Context>) -> Result<Option<Durati
         &name,
         &stored_status,
         status,
-        active_now,
-        terminating_now,
-        ready,
+        PodCounts { active: active_now, terminating: terminating_now, ready },
     )
     .await?;
     if create_failure.is_some() {
@@ -622,6 +605,13 @@ fn backoff_remaining(owned: &[Arc<Pod>], now: Timestamp) -> Duration {
     backoff.saturating_sub(elapsed)
 }
 
+/// The Job's pods that `status` counts as they are now.
+struct PodCounts {
+    active: usize,
+    terminating: usize,
+    ready: usize,
+}
+
 /// Writes the status when it differs from what is stored, then waits until the Job cache
 /// shows it: a round that read the Job before its counts moved would count its pods again.
 async fn write_status(
@@ -630,13 +620,11 @@ async fn write_status(
     name: &str,
     stored: &Value,
     mut status: Value,
-    active: usize,
-    terminating: usize,
-    ready: usize,
+    pods: PodCounts,
 ) -> Result<(), Error> {
-    status["active"] = json!(active);
-    status["terminating"] = json!(terminating);
-    status["ready"] = json!(ready);
+    status["active"] = json!(pods.active);
+    status["terminating"] = json!(pods.terminating);
+    status["ready"] = json!(pods.ready);
     if super::status_matches(stored, &status) {
         return Ok(());
     }

@@ -263,6 +263,39 @@ pub(crate) fn ownership_patch(
         "resourceVersion": meta.resource_version}}))
 }
 
+/// Adopts the orphans among `dependents` that `matches` accepts and releases the ones `owner`
+/// controls that it no longer accepts (see [`ownership_patch`]); true when any changed owner.
+/// A dependent gone or changed since it was read is left for the next round.
+pub(crate) async fn claim<D>(
+    api: &Api<D>,
+    dependents: Vec<Arc<D>>,
+    owner: &OwnerReference,
+    matches: impl Fn(&D) -> bool,
+) -> Result<bool, Error>
+where
+    D: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let mut changed = false;
+    for dependent in dependents {
+        let Some(patch) = ownership_patch(dependent.meta(), owner, matches(&dependent)) else {
+            continue;
+        };
+        let name = dependent.meta().name.clone().unwrap_or_default();
+        match api
+            .patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => changed = true,
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+            Err(source) => {
+                let kind = D::kind(&()).to_lowercase();
+                return Err(api_error(format!("set the owner of {kind} {name}"))(source));
+            }
+        }
+    }
+    Ok(changed)
+}
+
 /// The controller of each dependent when last seen, so that a dependent that loses its
 /// controller still queues it.
 pub(crate) struct LastController<K: kube::Resource<DynamicType = ()>>(

@@ -114,25 +114,11 @@ async fn reconcile(set: Arc<ReplicaSet>, context: Arc<Context>) -> Result<Option
         .into_iter()
         .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
         .collect();
-    let mut ownership_changed = false;
     let owner = super::controller_reference(set.as_ref());
-    for pod in &in_namespace {
-        // Finished pods are not adopted.
-        let matches = selects(&set, &pod.metadata);
-        let adoptable = active(pod) || super::controlled_by(&pod.metadata, &uid);
-        if let Some(patch) =
-            super::ownership_patch(&pod.metadata, &owner, matches).filter(|_| adoptable)
-        {
-            let pod_name = pod.name_any();
-            match pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                Ok(_) => ownership_changed = true,
-                // Gone or changed since read: the next round decides again.
-                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                Err(source) => return Err(api_error(format!("patch pod {pod_name}"))(source)),
-            }
-        }
-    }
-    if ownership_changed {
+    // Finished pods are not adopted.
+    let adoptable: Vec<Arc<Pod>> =
+        in_namespace.iter().filter(|p| active(p) || controlled_by(p, &uid)).cloned().collect();
+    if super::claim(&pods, adoptable, &owner, |pod| selects(&set, &pod.metadata)).await? {
         // The pods' new owners queue the set again once the cache shows them.
         return Ok(Some(Duration::from_millis(200)));
     }

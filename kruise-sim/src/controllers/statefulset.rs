@@ -675,20 +675,7 @@ async fn reconcile(
         .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
         .collect();
     let owner = super::controller_reference(set.as_ref());
-    let mut ownership_changed = false;
-    for pod in &in_namespace {
-        if let Some(patch) =
-            super::ownership_patch(&pod.metadata, &owner, claims(&set, &pod.metadata))
-        {
-            let pod_name = pod.name_any();
-            match pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                Ok(_) => ownership_changed = true,
-                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                Err(source) => return Err(api_error(format!("patch pod {pod_name}"))(source)),
-            }
-        }
-    }
-    if ownership_changed {
+    if super::claim(&pods, in_namespace.clone(), &owner, |pod| claims(&set, &pod.metadata)).await? {
         return Ok(Some(Duration::from_millis(200)));
     }
 

@@ -714,9 +714,11 @@ impl Kubelet {
                     | Stage::Pulling(_)
                     | Stage::Creating(_)
                     | Stage::BackOff { .. } => {
+                        // Never ran (or not now): the kubelet reports what it could not
+                        // find, as the real one does for a pod deleted before it ran.
                         c.stage = Stage::Exited {
-                            code: 0,
-                            reason: "Completed",
+                            code: 137,
+                            reason: "ContainerStatusUnknown",
                             started: None,
                             finished: now_rfc3339(),
                         };
