@@ -1,5 +1,7 @@
 //! Cases from the user manual and one regression test per upstream hole.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
