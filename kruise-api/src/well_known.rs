@@ -793,10 +793,13 @@ pub mod kubernetes {
         pub const DEPLOYMENT_REVISION: &str = "deployment.kubernetes.io/revision";
         /// Marks the default StorageClass.
         pub const IS_DEFAULT_STORAGE_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
+        /// Where the kubelet got a pod from (`api`, `file`, `http`); any source other than
+        /// `api` marks a static pod.
+        pub const CONFIG_SOURCE: &str = "kubernetes.io/config.source";
 
         /// Every annotation key in this module.
         pub const ALL: &[&str] =
-            &[POD_DELETION_COST, DEPLOYMENT_REVISION, IS_DEFAULT_STORAGE_CLASS];
+            &[POD_DELETION_COST, DEPLOYMENT_REVISION, IS_DEFAULT_STORAGE_CLASS, CONFIG_SOURCE];
     }
 
     /// Upstream taint keys.

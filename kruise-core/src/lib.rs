@@ -18,6 +18,7 @@
 //! - [`cloneset`]: the CloneSet planner.
 //! - [`cron`]: cron schedules with robfig/cron v3 semantics (CronJob, AdvancedCronJob).
 //! - [`statefulset`]: the Advanced StatefulSet planner.
+//! - [`pub_budget`]: PodUnavailableBudget coverage, admission decisions and status.
 
 #![forbid(unsafe_code)]
 
@@ -31,6 +32,7 @@ pub mod intstr;
 pub mod lifecycle;
 pub mod ordering;
 pub mod pod;
+pub mod pub_budget;
 pub mod revision;
 pub mod smp;
 pub mod statefulset;
