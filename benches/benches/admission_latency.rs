@@ -435,6 +435,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle) {
         deletion_protection: false,
         crd_cascading: false,
         statefulset_gates: Default::default(),
+        pub_enabled: true,
     };
     let routes = admission::routes(context).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)

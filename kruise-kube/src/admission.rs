@@ -28,6 +28,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use kruise_core::admission::cloneset as rules;
 use kruise_core::admission::protection::{self, Dependents, ProtectedKind};
+use kruise_core::admission::pub_budget as pub_rules;
 use kruise_core::admission::statefulset as sts_rules;
 use kruise_core::admission_review::{
     AdmissionRequest, AdmissionResponse, Operation, decode_review,
@@ -61,6 +62,9 @@ pub struct AdmissionContext {
     pub crd_cascading: bool,
     /// The gates the Advanced StatefulSet webhooks read.
     pub statefulset_gates: kruise_core::admission::statefulset::AdmissionGates,
+    /// `PodUnavailableBudgetDeleteGate` or `PodUnavailableBudgetUpdateGate`: with both off,
+    /// PodUnavailableBudgets are refused, as upstream refuses them.
+    pub pub_enabled: bool,
 }
 
 /// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
@@ -79,6 +83,7 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
         .route("/mutate-apps-kruise-io-statefulset", post(mutate_statefulset))
         .route("/validate-apps-kruise-io-statefulset", post(validate_statefulset))
         .route("/validate-apps-kruise-io-uniteddeployment", post(validate_builtin_workload))
+        .route(pub_rules::VALIDATING_WEBHOOK_PATH, post(validate_pub))
         .with_state(state)
 }
 
@@ -486,6 +491,76 @@ async fn validate_statefulset(
     review_response(&response)
 }
 
+/// The PodUnavailableBudgets of `namespace` (the v1beta1 view), sorted by name so that the
+/// conflict reported is always the same one.
+async fn budgets_in(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Vec<kruise_api::policy::v1beta1::PodUnavailableBudget>, String> {
+    let api: kube::Api<kruise_api::policy::v1beta1::PodUnavailableBudget> =
+        kube::Api::namespaced(client.clone(), namespace);
+    let mut items =
+        api.list(&kube::api::ListParams::default()).await.map_err(|e| e.to_string())?.items;
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    Ok(items)
+}
+
+/// Validates a PodUnavailableBudget as upstream's `vpodunavailablebudget.kb.io` does, at the
+/// version it was written in, against the other budgets of its namespace. Every refusal is a
+/// 400, as upstream answers.
+async fn validate_pub_object(
+    context: &AdmissionContext,
+    request: &AdmissionRequest,
+    object: &Value,
+) -> Result<(), String> {
+    use kruise_api::policy::{v1alpha1 as alpha, v1beta1 as beta};
+    if !context.pub_enabled {
+        return Err("feature PodUnavailableBudget is invalid, please open via feature-gate(PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate)".into());
+    }
+    let old = request.old_object.as_ref().filter(|_| request.operation == Operation::Update);
+    let namespace = request.namespace.clone().unwrap_or_default();
+    let listed = budgets_in(&context.client, &namespace).await;
+    let others = match &listed {
+        Ok(items) => pub_rules::OtherBudgets::Listed(items),
+        Err(reason) => pub_rules::OtherBudgets::Unavailable(reason),
+    };
+    let errors = match request.kind.version.as_str() {
+        "v1beta1" => {
+            let budget: beta::PodUnavailableBudget = typed(object, "podunavailablebudget")?;
+            match old.map(|o| typed::<beta::PodUnavailableBudget>(o, "old podunavailablebudget")) {
+                Some(old) => pub_rules::validate_pub_update(&budget, &old?, others),
+                None => pub_rules::validate_pub_create(&budget, others),
+            }
+        }
+        "v1alpha1" => {
+            let budget: alpha::PodUnavailableBudget = typed(object, "podunavailablebudget")?;
+            match old.map(|o| typed::<alpha::PodUnavailableBudget>(o, "old podunavailablebudget")) {
+                Some(old) => pub_rules::validate_pub_v1alpha1_update(&budget, &old?, others),
+                None => pub_rules::validate_pub_v1alpha1_create(&budget, others),
+            }
+        }
+        other => return Err(format!("unsupported version: {other}")),
+    };
+    errors.into_result().map_err(|errors| errors.to_string())
+}
+
+async fn validate_pub(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let response = match (request.operation, request.object.as_ref()) {
+        (Operation::Create | Operation::Update, Some(object)) => {
+            match validate_pub_object(&context, &request, object).await {
+                Ok(()) => AdmissionResponse::allow(&request),
+                Err(message) => AdmissionResponse::deny(&request, 400, message),
+            }
+        }
+        _ => AdmissionResponse::allow(&request),
+    };
+    review_response(&response)
+}
+
 fn protect(
     context: &AdmissionContext,
     request: &AdmissionRequest,
@@ -801,7 +876,18 @@ pub fn configurations(
         )],
         kruise,
     );
-    let mut webhooks = vec![vpod, vcloneset, vstatefulset];
+    let vpub = webhook(
+        pub_rules::VALIDATING_WEBHOOK_NAME,
+        pub_rules::VALIDATING_WEBHOOK_PATH,
+        vec![rule(
+            "policy.kruise.io",
+            &["v1alpha1", "v1beta1"],
+            "podunavailablebudgets",
+            &["CREATE", "UPDATE"],
+        )],
+        kruise,
+    );
+    let mut webhooks = vec![vpod, vcloneset, vstatefulset, vpub];
     if policy.deletion_protection {
         webhooks.extend([
             protected_webhook("vnamespace.kb.io", "/validate-namespace", "", &["v1"], "namespaces"),
@@ -914,6 +1000,27 @@ mod tests {
             assert_eq!(webhook["rules"][0]["operations"], json!(["DELETE"]));
             assert_eq!(webhook["failurePolicy"], "Fail");
         }
+    }
+
+    #[test]
+    fn pod_unavailable_budgets_are_validated_on_create_and_update_in_both_versions() {
+        let (_, validating) = configs();
+        let webhook = validating["webhooks"]
+            .as_array()
+            .expect("webhooks")
+            .iter()
+            .find(|w| w["name"] == "vpodunavailablebudget.kb.io")
+            .expect("the PodUnavailableBudget webhook");
+        assert_eq!(
+            webhook["clientConfig"]["url"],
+            "https://127.0.0.1:9876/validate-policy-kruise-io-podunavailablebudget"
+        );
+        let rule = &webhook["rules"][0];
+        assert_eq!(rule["apiGroups"], json!(["policy.kruise.io"]));
+        assert_eq!(rule["apiVersions"], json!(["v1alpha1", "v1beta1"]));
+        assert_eq!(rule["resources"], json!(["podunavailablebudgets"]));
+        assert_eq!(rule["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(webhook["failurePolicy"], "Fail");
     }
 
     #[test]

@@ -194,6 +194,8 @@ pub async fn run(
                     .with_auto_delete_pvc(gates.enabled("StatefulSetAutoDeletePVC"))
                     .with_auto_resize_pvc(gates.enabled("StatefulSetAutoResizePVCGate"))
                     .with_template_no_defaults(gates.enabled("TemplateNoDefaults")),
+                pub_enabled: gates.enabled("PodUnavailableBudgetDeleteGate")
+                    || gates.enabled("PodUnavailableBudgetUpdateGate"),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())
                 .routes(crate::admission::routes(context))

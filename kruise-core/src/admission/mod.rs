@@ -12,10 +12,12 @@
 //! - [`pod_template`]: pod template validation (`ValidatePodTemplateSpec`).
 //! - [`cloneset`]: CloneSet defaulting and validation, both API versions.
 //! - [`statefulset`]: Advanced StatefulSet defaulting and validation, both API versions.
+//! - [`pub_budget`]: PodUnavailableBudget validation, both API versions.
 //! - [`protection`]: the `policy.kruise.io/delete-protection` deletion guard.
 //!
 //! Nothing here reads the clock or the cluster: what a check needs from the cluster (pods
-//! named in `podsToDelete`, dependents of an object being deleted) is passed in as data.
+//! named in `podsToDelete`, dependents of an object being deleted, the other
+//! PodUnavailableBudgets of a namespace) is passed in as data.
 
 pub mod cloneset;
 pub mod field;
@@ -25,6 +27,7 @@ pub mod pod_chain;
 pub mod pod_defaults;
 pub mod pod_template;
 pub mod protection;
+pub mod pub_budget;
 pub mod statefulset;
 
 pub use field::{BadValue, FieldError, FieldErrorKind, FieldErrors, FieldPath};

@@ -209,3 +209,88 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     let log = std::fs::read_to_string(dir.join("bad.log")).unwrap_or_default();
     assert!(log.contains("--pod-webhook-failure-policy"), "{log}");
 }
+
+fn budget(api_version: &str, name: &str, annotations: Value, spec: Value) -> String {
+    json!({
+        "apiVersion": api_version,
+        "kind": "PodUnavailableBudget",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": spec
+    })
+    .to_string()
+}
+
+#[test]
+fn pod_unavailable_budgets_are_validated_by_the_webhook() {
+    let cluster = SimCluster::start(kruise_sim::Config::default().with_kruise_crds());
+    let k = &cluster.kubectl;
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kruise-system"}});
+    let out = k.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
+    assert!(out.ok || out.stderr.contains("AlreadyExists"), "{}", out.stderr);
+    let _manager = start_manager(&cluster, &[]);
+    wait_for("the PodUnavailableBudget webhook registered", Duration::from_secs(60), || {
+        let names = k.run_with(
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "kruise-validating-webhook-configuration",
+                "-o",
+                "jsonpath={.webhooks[*].name}",
+            ],
+            None,
+        );
+        names.stdout.contains("vpodunavailablebudget.kb.io").then_some(())
+    });
+    let beta = "policy.kruise.io/v1beta1";
+    let denied = |out: &common::Out, needle: &str| {
+        assert!(!out.ok, "must be refused");
+        assert!(
+            out.stderr
+                .contains(r#"admission webhook "vpodunavailablebudget.kb.io" denied the request"#)
+                && out.stderr.contains(needle),
+            "{}",
+            out.stderr
+        );
+    };
+
+    // Both a selector and a target reference: refused, naming the fields.
+    let both = json!({
+        "selector": {"matchLabels": {"app": "web"}},
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "maxUnavailable": "20%"
+    });
+    let out = k.run_with(&["apply", "-f", "-"], Some(&budget(beta, "bad", json!({}), both)));
+    denied(
+        &out,
+        "spec.selector, targetRef: Required value: selector and targetRef are mutually exclusive",
+    );
+    let over = json!({"selector": {"matchLabels": {"app": "web"}}, "minAvailable": "120%"});
+    let out = k.run_with(&["apply", "-f", "-"], Some(&budget(beta, "bad", json!({}), over)));
+    denied(&out, "spec.minAvailable: Invalid value");
+
+    // A valid budget is accepted; a second one over the same pods is not.
+    let web = json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": "20%"});
+    k.ok_stdin(&["apply", "-f", "-"], &budget(beta, "web", json!({}), web.clone()));
+    let out = k.run_with(&["apply", "-f", "-"], Some(&budget(beta, "web-2", json!({}), web)));
+    denied(&out, "pub.spec.selector is in conflict with other PodUnavailableBudget web");
+
+    // Its selector cannot change.
+    let moved = json!({"selector": {"matchLabels": {"app": "api"}}, "maxUnavailable": "20%"});
+    let out = k.run_with(&["apply", "-f", "-"], Some(&budget(beta, "web", json!({}), moved)));
+    denied(&out, "selector and targetRef cannot be modified");
+
+    // v1alpha1: the annotations are checked.
+    let alpha = "policy.kruise.io/v1alpha1";
+    let target = json!({
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "db"},
+        "minAvailable": 1
+    });
+    let bogus = json!({"kruise.io/pub-protect-operations": "DELETE,BOGUS"});
+    let out = k.run_with(&["apply", "-f", "-"], Some(&budget(alpha, "db", bogus, target.clone())));
+    denied(&out, "metadata.annotations[kruise.io/pub-protect-operations]");
+    let fine = json!({"kruise.io/pub-protect-operations": "DELETE,EVICT"});
+    k.ok_stdin(&["apply", "-f", "-"], &budget(alpha, "db", fine, target));
+    let db = k.json(&["get", "podunavailablebudgets.v1beta1.policy.kruise.io", "db"]);
+    assert_eq!(db["spec"]["protectOperations"], json!(["DELETE", "EVICT"]), "{db}");
+}
