@@ -436,6 +436,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle) {
         crd_cascading: false,
         statefulset_gates: Default::default(),
         pub_enabled: true,
+        pub_budgets: None,
     };
     let routes = admission::routes(context).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)

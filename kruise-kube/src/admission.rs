@@ -8,8 +8,11 @@
 //! CRD) and encodes the answer.
 //!
 //! Safe by default:
-//! - pod webhooks never see `kube-system` or the manager's own namespace, and default to
-//!   `failurePolicy: Ignore`, so a manager that is down never blocks pod creation;
+//! - pod webhooks never see `kube-system` or the manager's own namespace; the mutating one
+//!   defaults to `failurePolicy: Ignore`, so a manager that is down never blocks pod creation,
+//!   and the validating one selects only the pods a PodUnavailableBudget covers (the
+//!   `pub.kruise.io/protected` label) and fails closed for them, so a covered pod is never
+//!   deleted unprotected and every other pod is untouched;
 //! - webhooks for Kruise's own kinds default to `Fail` (an unvalidated CloneSet is worse than
 //!   a refused one);
 //! - deletion protection webhooks for built-in kinds select only objects that carry the
@@ -65,6 +68,8 @@ pub struct AdmissionContext {
     /// `PodUnavailableBudgetDeleteGate` or `PodUnavailableBudgetUpdateGate`: with both off,
     /// PodUnavailableBudgets are refused, as upstream refuses them.
     pub pub_enabled: bool,
+    /// The PodUnavailableBudget checks of the pod webhooks.
+    pub pub_budgets: Option<crate::pub_budget::PubWebhook>,
 }
 
 /// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
@@ -73,8 +78,8 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
     axum::Router::new()
         .route("/mutate-apps-kruise-io-cloneset", post(mutate_cloneset))
         .route("/validate-apps-kruise-io-cloneset", post(validate_cloneset))
-        .route("/mutate-pod", post(pass_through))
-        .route("/validate-pod", post(pass_through))
+        .route("/mutate-pod", post(mutate_pod))
+        .route("/validate-pod", post(validate_pod))
         .route("/validate-namespace", post(validate_namespace))
         .route("/validate-customresourcedefinition", post(validate_crd))
         .route("/validate-apps-deployment", post(validate_builtin_workload))
@@ -98,13 +103,97 @@ fn decode(body: &[u8]) -> Result<AdmissionRequest, Box<Response>> {
         .map_err(|err| Box::new((StatusCode::BAD_REQUEST, err.to_string()).into_response()))
 }
 
-/// A pod webhook that admits everything: the pod features that mutate or check pods
-/// (SidecarSet injection, PodUnavailableBudget, WorkloadSpread) are not written yet.
-async fn pass_through(body: Bytes) -> Response {
-    match decode(&body) {
-        Ok(request) => review_response(&AdmissionResponse::allow(&request)),
-        Err(response) => *response,
-    }
+/// The pod mutating webhook: the chain of pod steps ([`kruise_core::admission::pod_chain`]) at
+/// pod CREATE. Steps here: PodUnavailableBudget's.
+async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
+    use kruise_core::admission::pod_chain::{PodChain, PubAnnotation};
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let object = match (&request.operation, &request.sub_resource, &request.object) {
+        (Operation::Create, None, Some(object)) => object.clone(),
+        _ => return review_response(&AdmissionResponse::allow(&request)),
+    };
+    let pod: k8s_openapi::api::core::v1::Pod = match typed(&object, "pod") {
+        Ok(pod) => pod,
+        Err(message) => return review_response(&AdmissionResponse::deny(&request, 400, message)),
+    };
+    // A pod created by generateName has its namespace only in the request.
+    let mut placed = pod.clone();
+    placed.metadata.namespace = placed.metadata.namespace.or_else(|| request.namespace.clone());
+    let covering = match &context.pub_budgets {
+        Some(budgets) => budgets.covering(&placed).await,
+        None => None,
+    };
+    let pub_step = PubAnnotation {
+        covering,
+        label: Some((crate::pub_budget::COVERED_LABEL.to_owned(), "true".to_owned())),
+    };
+    let response = match PodChain::new(vec![&pub_step]).run(&pod) {
+        Ok(None) => AdmissionResponse::allow(&request),
+        Ok(Some(mutated)) => {
+            // Both sides in the typed form, so the patch holds only what the steps changed.
+            let before = serde_json::to_value(&pod).unwrap_or(Value::Null);
+            let after = serde_json::to_value(&mutated).unwrap_or(Value::Null);
+            AdmissionResponse::mutate(&request, &before, &after)
+        }
+        Err(e) => AdmissionResponse::deny(&request, 500, e.to_string()),
+    };
+    review_response(&response)
+}
+
+/// The pod validating webhook: PodUnavailableBudget's check of pod DELETE and UPDATE and of
+/// `pods/eviction` CREATE.
+async fn validate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
+    use kruise_core::pub_budget::PodRequest;
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let Some(budgets) = &context.pub_budgets else {
+        return review_response(&AdmissionResponse::allow(&request));
+    };
+    let decode_pod = |value: Option<&Value>| {
+        value
+            .and_then(|v| serde_json::from_value::<k8s_openapi::api::core::v1::Pod>(v.clone()).ok())
+    };
+    let namespace = request.namespace.clone().unwrap_or_default();
+    let (old, new, evicted);
+    let pod_request = match (&request.operation, request.sub_resource.as_deref()) {
+        (Operation::Delete, None) => {
+            old = decode_pod(request.old_object.as_ref());
+            old.as_ref().map(|pod| PodRequest::Delete { pod })
+        }
+        (Operation::Update, None) => {
+            old = decode_pod(request.old_object.as_ref());
+            new = decode_pod(request.object.as_ref());
+            old.as_ref().zip(new.as_ref()).map(|(old, new)| PodRequest::Update { old, new })
+        }
+        (Operation::Create, Some("eviction")) => {
+            let key = ObjectKey::new(namespace.clone(), request.name.clone());
+            evicted = context.pods.get(&key).and_then(|p| p.to_pod().ok());
+            evicted.as_ref().map(|pod| PodRequest::Evict { pod })
+        }
+        _ => None,
+    };
+    let Some(pod_request) = pod_request else {
+        return review_response(&AdmissionResponse::allow(&request));
+    };
+    // An eviction's own options may ask for a dry run.
+    let dry_run = request.dry_run
+        || request.object.as_ref().is_some_and(|o| {
+            o.pointer("/deleteOptions/dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|d| !d.is_empty())
+        });
+    let response = match budgets.check(pod_request, dry_run).await {
+        crate::pub_budget::PodVerdict::Allow => AdmissionResponse::allow(&request),
+        crate::pub_budget::PodVerdict::Deny(code, message) => {
+            AdmissionResponse::deny(&request, code, message)
+        }
+    };
+    review_response(&response)
 }
 
 /// Decodes `value` as `T`, naming the failing field.
@@ -713,7 +802,8 @@ fn protect_workload(
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct WebhookPolicy {
-    /// `Ignore` or `Fail` for webhooks on pods (default `Ignore`).
+    /// `Ignore` or `Fail` for the pod mutating webhook (default `Ignore`). The pod validating
+    /// webhook always fails closed, for the pods a PodUnavailableBudget covers only.
     pub pod_failure_policy: String,
     /// `Ignore` or `Fail` for webhooks on Kruise's kinds and deletion protection (default
     /// `Fail`).
@@ -842,13 +932,22 @@ pub fn configurations(
         "webhooks": [mpod, mcloneset, mstatefulset]
     });
 
+    // Reaches only the pods a PodUnavailableBudget covers (the label its controller and the
+    // mutating step stamp), and fails closed for them: no covered pod goes unprotected, and no
+    // other pod waits for the manager.
     let mut vpod = webhook(
         "vpod.kb.io",
         "/validate-pod",
-        vec![rule("", &["v1"], "pods", &["UPDATE", "DELETE"])],
-        pods,
+        vec![
+            rule("", &["v1"], "pods", &["UPDATE", "DELETE"]),
+            rule("", &["v1"], "pods/eviction", &["CREATE"]),
+        ],
+        "Fail",
     );
     vpod["namespaceSelector"] = system_namespaces;
+    vpod["objectSelector"] = json!({"matchExpressions": [
+        {"key": crate::pub_budget::COVERED_LABEL, "operator": "Exists"}
+    ]});
     let vcloneset = webhook(
         "vcloneset.kb.io",
         "/validate-apps-kruise-io-cloneset",
@@ -975,14 +1074,22 @@ mod tests {
     }
 
     #[test]
-    fn pod_webhooks_skip_system_namespaces_and_fail_open() {
+    fn pod_webhooks_skip_system_namespaces_and_only_covered_pods_wait_for_the_manager() {
         let (mutating, validating) = configs();
         for webhook in [&mutating["webhooks"][0], &validating["webhooks"][0]] {
-            assert_eq!(webhook["failurePolicy"], "Ignore", "{webhook}");
             let values = &webhook["namespaceSelector"]["matchExpressions"][0]["values"];
             assert_eq!(values, &json!(["kube-system", "kruise-system"]));
             assert!(webhook["timeoutSeconds"].as_i64().is_some_and(|t| t <= 10));
         }
+        // Pod creation never waits for a manager that is down.
+        assert_eq!(mutating["webhooks"][0]["failurePolicy"], "Ignore");
+        // The validating webhook fails closed, for the pods a budget covers only.
+        let vpod = &validating["webhooks"][0];
+        assert_eq!(vpod["failurePolicy"], "Fail");
+        let selected = &vpod["objectSelector"]["matchExpressions"][0];
+        assert_eq!(selected["key"], crate::pub_budget::COVERED_LABEL);
+        assert_eq!(selected["operator"], "Exists");
+        assert_eq!(vpod["rules"][1]["resources"], json!(["pods/eviction"]));
     }
 
     #[test]
@@ -992,7 +1099,7 @@ mod tests {
             .as_array()
             .expect("webhooks")
             .iter()
-            .filter(|w| w.get("objectSelector").is_some())
+            .filter(|w| w["objectSelector"]["matchExpressions"][0]["key"] == PROTECTION_LABEL)
             .collect();
         assert_eq!(protected.len(), 6);
         for webhook in protected {

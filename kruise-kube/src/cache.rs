@@ -395,6 +395,7 @@ watched_namespaced!(
     ControllerRevision,
     kruise_api::apps::v1beta1::CloneSet,
     kruise_api::apps::v1beta1::StatefulSet,
+    kruise_api::policy::v1beta1::PodUnavailableBudget,
 );
 
 /// StorageClasses: whether a claim's class allows volume expansion.
@@ -431,6 +432,8 @@ struct SharedInner {
     /// Set once [`SharedCaches::start`] ran: new kinds start at once.
     running: Option<(Client, Option<String>)>,
     tasks: tokio::task::JoinSet<()>,
+    /// State shared by controllers and webhooks beside the caches, one value per type.
+    shared: HashMap<TypeId, Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Every cache of the manager, one per kind, shared by all controllers and webhooks. Cheap to
@@ -454,6 +457,20 @@ impl SharedCaches {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SharedInner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The shared value of type `T` (state a controller and a webhook both use, such as
+    /// the PodUnavailableBudget reservations), created on first use.
+    pub fn shared<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut inner = self.lock();
+        let entry = inner
+            .shared
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()) as Arc<dyn std::any::Any + Send + Sync>)
+            .clone();
+        drop(inner);
+        // Invariant: the entry for `TypeId::of::<T>()` holds an `Arc<T>`.
+        entry.downcast::<T>().unwrap_or_else(|_| Arc::new(T::default()))
     }
 
     /// The cache of kind `K`, created on first use. Its reflector starts with

@@ -241,7 +241,11 @@ impl Registration {
 
 /// The controllers kruise-kube provides, in upstream's order.
 pub fn registry() -> Vec<Registration> {
-    vec![crate::cloneset::registration(), crate::statefulset::registration()]
+    vec![
+        crate::cloneset::registration(),
+        crate::statefulset::registration(),
+        crate::pub_budget::registration(),
+    ]
 }
 
 /// Whether the API server serves `resource` (its group-version lists the plural).

@@ -21,6 +21,8 @@
 //!   actions, status).
 //! - [`cloneset`]: the CloneSet controller.
 //! - [`statefulset`]: the Advanced StatefulSet controller.
+//! - [`pub_budget`]: PodUnavailableBudget: its controller, and the pod webhooks' checks and
+//!   reservations.
 //! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
 
 pub mod admission;
@@ -36,6 +38,7 @@ pub mod health;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+pub mod pub_budget;
 pub mod queue;
 pub mod statefulset;
 pub mod webhook;

@@ -196,6 +196,13 @@ pub async fn run(
                     .with_template_no_defaults(gates.enabled("TemplateNoDefaults")),
                 pub_enabled: gates.enabled("PodUnavailableBudgetDeleteGate")
                     || gates.enabled("PodUnavailableBudgetUpdateGate"),
+                pub_budgets: Some(crate::pub_budget::PubWebhook {
+                    budgets: caches.get(),
+                    pods: caches.get::<CachedPod>(),
+                    client: client.clone(),
+                    state: caches.shared(),
+                    gates: crate::pub_budget::gates_from(gates),
+                }),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())
                 .routes(crate::admission::routes(context))

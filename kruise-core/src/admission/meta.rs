@@ -613,3 +613,102 @@ mod tests {
         );
     }
 }
+
+/// Parses a selector in its string form (`app=web,tier in (a,b),!legacy`, as a scale
+/// subresource's `status.selector` writes it) into a [`LabelSelector`]: equality (`=`, `==`,
+/// `!=`), set (`in`, `notin`) and existence (`key`, `!key`) requirements. An empty string
+/// selects everything (an empty selector).
+///
+/// # Errors
+/// The requirement that cannot be read.
+pub fn label_selector_from_str(text: &str) -> Result<LabelSelector, String> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+    let mut labels = BTreeMap::new();
+    let mut expressions = Vec::new();
+    // Split on commas outside parentheses.
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    let expr = |key: &str, operator: &str, values: Option<Vec<String>>| LabelSelectorRequirement {
+        key: key.trim().to_owned(),
+        operator: operator.to_owned(),
+        values,
+    };
+    for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
+        let set = |rest: &str| -> Result<Vec<String>, String> {
+            let inner = rest
+                .trim()
+                .strip_prefix('(')
+                .and_then(|r| r.strip_suffix(')'))
+                .ok_or_else(|| format!("expected a parenthesised set of values in {part:?}"))?;
+            Ok(inner.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect())
+        };
+        let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
+        if let [key, rest] = words.as_slice() {
+            let rest = rest.trim_start();
+            if let Some(values) = rest.strip_prefix("notin") {
+                expressions.push(expr(key, "NotIn", Some(set(values)?)));
+                continue;
+            }
+            if let Some(values) = rest.strip_prefix("in") {
+                expressions.push(expr(key, "In", Some(set(values)?)));
+                continue;
+            }
+        }
+        if let Some((key, value)) = part.split_once("!=") {
+            expressions.push(expr(key, "NotIn", Some(vec![value.trim().to_owned()])));
+        } else if let Some((key, value)) = part.split_once("==").or_else(|| part.split_once('=')) {
+            labels.insert(key.trim().to_owned(), value.trim().to_owned());
+        } else if let Some(key) = part.strip_prefix('!') {
+            expressions.push(expr(key, "DoesNotExist", None));
+        } else if part.chars().all(|c| c.is_alphanumeric() || "-_./".contains(c)) {
+            expressions.push(expr(part, "Exists", None));
+        } else {
+            return Err(format!("unable to parse requirement: {part:?}"));
+        }
+    }
+    Ok(LabelSelector {
+        match_labels: (!labels.is_empty()).then_some(labels),
+        match_expressions: (!expressions.is_empty()).then_some(expressions),
+    })
+}
+
+#[cfg(test)]
+mod selector_string_tests {
+    use super::*;
+
+    #[test]
+    fn selector_strings_parse_into_label_selectors() {
+        let s = label_selector_from_str("app=web, tier in (a, b),env notin (x),legacy,!old,z!=1")
+            .expect("parses");
+        assert_eq!(s.match_labels.clone().unwrap_or_default()["app"], "web");
+        let exprs = s.match_expressions.clone().unwrap_or_default();
+        let ops: Vec<(&str, &str)> =
+            exprs.iter().map(|e| (e.key.as_str(), e.operator.as_str())).collect();
+        assert_eq!(
+            ops,
+            [
+                ("tier", "In"),
+                ("env", "NotIn"),
+                ("legacy", "Exists"),
+                ("old", "DoesNotExist"),
+                ("z", "NotIn")
+            ]
+        );
+        assert_eq!(exprs[0].values.clone().unwrap_or_default(), ["a", "b"]);
+        assert_eq!(label_selector_from_str("").expect("empty"), LabelSelector::default());
+        assert!(label_selector_from_str("a in b").is_err());
+        assert!(label_selector_from_str("a b c").is_err());
+    }
+}

@@ -7,6 +7,7 @@ mod common;
 mod crds_cli;
 mod leader_failover;
 mod playground;
+mod pub_budget;
 mod restart;
 mod statefulset;
 mod takeover;

@@ -1,0 +1,193 @@
+//! PodUnavailableBudget end to end: the manager's controller, the pod mutating step and the
+//! pod validating webhook against kruise-sim with simulated nodes, driven by kubectl.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{Kubectl, Proc, SimCluster, cloneset_yaml, wait_for};
+use serde_json::{Value, json};
+
+fn cluster() -> SimCluster {
+    let cluster = SimCluster::start(
+        kruise_sim::Config::default()
+            .with_kruise_crds()
+            .with_nodes(kruise_sim::nodes::NodesConfig::new(3))
+            .with_controllers(),
+    );
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kruise-system"}});
+    let out = cluster.kubectl.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
+    assert!(out.ok || out.stderr.contains("AlreadyExists"), "{}", out.stderr);
+    cluster
+}
+
+fn start_manager(cluster: &SimCluster) -> Proc {
+    let args = [
+        "--enable-leader-election=false",
+        "--metrics-addr",
+        "0",
+        "--health-probe-addr",
+        "0",
+        "--webhook-host",
+        "127.0.0.1",
+        "--webhook-port",
+        "0",
+    ];
+    let manager = cluster.run_manager("manager.log", &args);
+    wait_for("the pod webhook registered", Duration::from_secs(60), || {
+        let out = cluster.kubectl.run_with(
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "kruise-validating-webhook-configuration",
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        out.stdout.contains("\"vpod.kb.io\"").then_some(())
+    });
+    manager
+}
+
+fn budget(name: &str, spec: Value) -> String {
+    json!({"apiVersion": "policy.kruise.io/v1beta1", "kind": "PodUnavailableBudget",
+        "metadata": {"name": name}, "spec": spec})
+    .to_string()
+}
+
+fn status(k: &Kubectl, name: &str) -> Value {
+    k.json(&["get", "podunavailablebudget", name, "-o", "json"])["status"].clone()
+}
+
+fn ready_pods(k: &Kubectl, selector: &str) -> Vec<Value> {
+    let list = k.json(&["get", "pods", "-l", selector, "-o", "json"]);
+    list["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter(|p| {
+            p["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_budget_lets_one_of_two_deletions_through_and_keeps_the_rollout_to_one_at_a_time() {
+    let cluster = cluster();
+    let k = &cluster.kubectl;
+    let _manager = start_manager(&cluster);
+    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("web", 5, ""));
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &budget(
+            "web-pub",
+            json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}),
+        ),
+    );
+    wait_for("the budget's status", Duration::from_secs(60), || {
+        let s = status(k, "web-pub");
+        let pods = ready_pods(k, "app=web");
+        let marked = pods.iter().all(|p| {
+            p["metadata"]["labels"]["pub.kruise.io/protected"] == "true"
+                && p["metadata"]["annotations"]["pub.kruise.io/related-pub"] == "web-pub"
+        });
+        (s["unavailableAllowed"] == 1 && s["desiredAvailable"] == 4 && pods.len() == 5 && marked)
+            .then_some(())
+    });
+    let s = status(k, "web-pub");
+    assert_eq!((s["totalReplicas"].clone(), s["currentAvailable"].clone()), (json!(5), json!(5)));
+
+    // Two pods in one command: the first goes, the second is refused with the budget's word.
+    let pods = ready_pods(k, "app=web");
+    let names: Vec<&str> =
+        pods.iter().filter_map(|p| p["metadata"]["name"].as_str()).take(2).collect();
+    let out = k.run_with(&["delete", "pod", names[0], names[1], "--wait=false"], None);
+    assert!(!out.ok, "the second deletion is refused: {}", out.stdout);
+    assert!(out.stdout.contains(&format!("pod \"{}\" deleted", names[0])), "{}", out.stdout);
+    assert!(
+        out.stderr.contains(r#"admission webhook "vpod.kb.io" denied the request"#)
+            && out.stderr.contains("web-pub"),
+        "{}",
+        out.stderr
+    );
+    assert!(status(k, "web-pub")["disruptedPods"][names[0]].is_string());
+
+    // An image update still completes, one pod at a time.
+    wait_for("five ready pods again", Duration::from_secs(60), || {
+        (ready_pods(k, "app=web").len() == 5 && status(k, "web-pub")["unavailableAllowed"] == 1)
+            .then_some(())
+    });
+    k.ok(&["patch", "cloneset", "web", "--type=merge", "-p",
+        r#"{"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "registry.example/web:v2"}]}}}}"#]);
+    let mut fewest = 5;
+    wait_for("the rollout completes", Duration::from_secs(120), || {
+        let pods = ready_pods(k, "app=web");
+        fewest = fewest.min(pods.len());
+        let updated = pods
+            .iter()
+            .filter(|p| p["spec"]["containers"][0]["image"] == "registry.example/web:v2")
+            .count();
+        (updated == 5).then_some(())
+    });
+    assert!(fewest >= 4, "at most one pod was unavailable at a time ({fewest} ready at least)");
+}
+
+#[test]
+fn a_hundred_concurrent_deletions_against_a_budget_of_ten_admit_exactly_ten() {
+    let cluster = cluster();
+    let k = &cluster.kubectl;
+    let _manager = start_manager(&cluster);
+    let stress = budget(
+        "stress",
+        json!({"selector": {"matchLabels": {"app": "stress"}}, "maxUnavailable": 10,
+            "protectTotalReplicas": 100}),
+    );
+    // The manager may be updating the CRDs it serves (their conversion settings) just now.
+    wait_for("the budget applied", Duration::from_secs(30), || {
+        k.run_with(&["apply", "-f", "-"], Some(&stress)).ok.then_some(())
+    });
+    let pods: Vec<Value> = (0..100)
+        .map(|i| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("s-{i}"), "labels": {"app": "stress"}},
+                "spec": {"containers": [{"name": "main", "image": "registry.example/s:v1"}]}})
+        })
+        .collect();
+    let documents: Vec<String> = pods.iter().map(Value::to_string).collect();
+    k.ok_stdin(&["apply", "-f", "-"], &documents.join("\n"));
+    wait_for("100 ready, covered pods and the budget's status", Duration::from_secs(90), || {
+        let ready = ready_pods(k, "app=stress");
+        let covered =
+            ready.iter().all(|p| p["metadata"]["labels"]["pub.kruise.io/protected"] == "true");
+        (ready.len() == 100 && covered && status(k, "stress")["unavailableAllowed"] == 10)
+            .then_some(())
+    });
+    let admitted = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    std::thread::scope(|scope| {
+        for i in 0..100 {
+            let (admitted, refused) = (admitted.clone(), refused.clone());
+            scope.spawn(move || {
+                let out = k.run_with(&["delete", "pod", &format!("s-{i}"), "--wait=false"], None);
+                if out.ok {
+                    admitted.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    assert!(out.stderr.contains("stress"), "{}", out.stderr);
+                    refused.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    assert_eq!(admitted.load(Ordering::Relaxed), 10);
+    assert_eq!(refused.load(Ordering::Relaxed), 90);
+    let s = status(k, "stress");
+    assert_eq!(s["disruptedPods"].as_object().map(|m| m.len()), Some(10), "{s}");
+}

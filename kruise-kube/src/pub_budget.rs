@@ -1,0 +1,519 @@
+//! PodUnavailableBudget in the manager: the controller that keeps each budget's status and
+//! marks the pods it covers, and the pod webhook's check, both over kruise-core's pure
+//! decisions ([`kruise_core::pub_budget`]).
+//!
+//! - **The controller** (`podunavailablebudget-controller`) resolves a budget's `targetRef`
+//!   through the target's scale subresource (its `status.selector` and `spec.replicas`), so
+//!   any workload with one works, computes the status, and stamps the pods it covers with
+//!   `pub.kruise.io/related-pub` and the [`COVERED_LABEL`] label (and takes the label off pods
+//!   it no longer covers).
+//! - **The pod webhook** (`/validate-pod`: pod DELETE and UPDATE, `pods/eviction` CREATE)
+//!   decides with the budget named in the pod's `pub.kruise.io/related-pub`, and reserves the
+//!   pod in the budget's status with an optimistic write (the budget's resourceVersion) before
+//!   it answers. Reservations for one budget are made one at a time in this process, and a
+//!   conflict with another replica's write reads the budget again and decides again, so a
+//!   budget is never overdrawn. A refused eviction answers 429, as a PodDisruptionBudget's
+//!   does, so `kubectl drain` waits and retries; a refused delete or update answers 400 with
+//!   upstream's message.
+//! - **Blast radius:** the validating webhook's `objectSelector` selects only pods with
+//!   [`COVERED_LABEL`], and it fails closed for them. Every other pod in the cluster is
+//!   untouched when the manager is down.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::policy::v1beta1::PodUnavailableBudget;
+use kruise_api::well_known::annotations;
+use kruise_core::pub_budget::{
+    self as core, BudgetForPod, Decision, PodRequest, PubGates, TargetPods,
+};
+use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::{Client, ResourceExt as _};
+use serde_json::{Value, json};
+
+use crate::cache::{Cache, ObjectKey};
+use crate::cached_pod::CachedPod;
+use crate::controller::{
+    ControllerContext, ControllerInfo, KeyMapping, ReconcileError, Reconciler, Registration,
+    ServedResource, Watch,
+};
+
+/// The label on pods a budget covers, which the pod validating webhook's `objectSelector`
+/// selects. Its value is `"true"`.
+pub const COVERED_LABEL: &str = "pub.kruise.io/protected";
+
+/// What the controller resolved a budget's `targetRef` to.
+#[derive(Clone, Debug)]
+struct Resolved {
+    target: Option<TargetPods>,
+    replicas: Option<i32>,
+}
+
+/// What the controller and the webhook share: resolved targets, and per budget the last
+/// status this process wrote (newer than the cache until the watch catches up) behind a lock
+/// that makes one reservation at a time.
+#[derive(Default)]
+pub struct PubState {
+    targets: Mutex<HashMap<String, Resolved>>,
+    budgets: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<PodUnavailableBudget>>>>>,
+}
+
+impl std::fmt::Debug for PubState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PubState").finish_non_exhaustive()
+    }
+}
+
+impl PubState {
+    fn lock_for(&self, uid: &str) -> Arc<tokio::sync::Mutex<Option<PodUnavailableBudget>>> {
+        let mut budgets = self.budgets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        budgets.entry(uid.to_owned()).or_default().clone()
+    }
+
+    fn target(&self, uid: &str) -> Option<Resolved> {
+        self.targets.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(uid).cloned()
+    }
+
+    fn set_target(&self, uid: &str, resolved: Resolved) {
+        self.targets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(uid.to_owned(), resolved);
+    }
+}
+
+/// The manager's PUB gates from its feature gates.
+pub fn gates_from(gates: &crate::features::FeatureGates) -> PubGates {
+    PubGates {
+        delete_gate: gates.enabled("PodUnavailableBudgetDeleteGate"),
+        update_gate: gates.enabled("PodUnavailableBudgetUpdateGate"),
+        in_place_pod_vertical_scaling: gates.enabled("InPlacePodVerticalScaling"),
+        in_place_workload_vertical_scaling: gates.enabled("InPlaceWorkloadVerticalScaling"),
+    }
+}
+
+/// Resolves a budget's `targetRef` through the target's scale subresource.
+async fn resolve(client: &Client, budget: &PodUnavailableBudget) -> Resolved {
+    let Some(target) = &budget.spec.target_reference else {
+        return Resolved { target: None, replicas: None };
+    };
+    let unresolved = Resolved { target: Some(TargetPods::Unresolved), replicas: None };
+    let namespace = budget.namespace().unwrap_or_default();
+    let (group, version) = match target.api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", target.api_version.as_str()),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, &target.kind);
+    let Ok((resource, capabilities)) = kube::discovery::pinned_kind(client, &gvk).await else {
+        return unresolved;
+    };
+    if !capabilities.subresources.iter().any(|(sub, _)| sub.plural == "scale") {
+        return unresolved;
+    }
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
+    let Ok(scale) = api.get_subresource("scale", &target.name).await else { return unresolved };
+    let scale = serde_json::to_value(&scale).unwrap_or(Value::Null);
+    let selector = scale["status"]["selector"].as_str().unwrap_or_default();
+    let replicas = scale["spec"]["replicas"].as_i64().and_then(|r| i32::try_from(r).ok());
+    match kruise_core::admission::meta::label_selector_from_str(selector) {
+        Ok(selector) if !selector.eq(&Default::default()) => {
+            Resolved { target: Some(TargetPods::Selector(selector)), replicas }
+        }
+        _ => unresolved,
+    }
+}
+
+/// The PodUnavailableBudget controller.
+pub struct PubController {
+    context: ControllerContext,
+    budgets: Cache<PodUnavailableBudget>,
+    pods: Cache<CachedPod>,
+    state: Arc<PubState>,
+    gates: PubGates,
+}
+
+impl PubController {
+    const INFO: ControllerInfo = ControllerInfo::new(
+        "podunavailablebudget-controller",
+        "podunavailablebudget-workers",
+        Some(ServedResource {
+            group: "policy.kruise.io",
+            version: "v1beta1",
+            plural: "podunavailablebudgets",
+        }),
+    );
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        let gates = gates_from(&context.settings.gates);
+        let state = context.caches.shared::<PubState>();
+        Arc::new(Self {
+            budgets: context.caches.get::<PodUnavailableBudget>(),
+            pods: context.caches.get::<CachedPod>(),
+            state,
+            gates,
+            context,
+        })
+    }
+
+    async fn reconcile_budget(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
+        let Some(budget) = self.budgets.get(key) else { return Ok(None) };
+        let enabled = self.gates.delete_gate || self.gates.update_gate;
+        if !enabled || budget.metadata.deletion_timestamp.is_some() {
+            return Ok(None);
+        }
+        let uid = budget.uid().unwrap_or_default();
+        let client = self.context.applier.client().clone();
+        let resolved = resolve(&client, &budget).await;
+        self.state.set_target(&uid, resolved.clone());
+        let namespace = key.namespace.clone();
+        let pods: Vec<Pod> = self
+            .pods
+            .in_namespace(&namespace)
+            .iter()
+            .map(|p| p.to_pod())
+            .collect::<Result<_, _>>()?;
+        let mut covered = Vec::new();
+        let mut marks = Vec::new();
+        for pod in &pods {
+            let coverage = core::coverage(&budget, resolved.target.as_ref(), pod);
+            let selected = matches!(coverage, Ok(core::Coverage::Covered));
+            if selected {
+                covered.push(pod);
+            }
+            if let Some(patch) = mark_patch(pod, budget.name_any().as_str(), selected) {
+                marks.push((pod.name_any(), patch));
+            }
+        }
+        // A budget that selects by label counts the pods it selects; a target's scale says
+        // how many there should be.
+        let expected = resolved
+            .replicas
+            .or_else(|| budget.spec.target_reference.is_none().then_some(covered.len() as i32));
+        let outcome = match core::compute_status(
+            &budget,
+            covered.iter().copied(),
+            expected,
+            &self.gates,
+            Timestamp::now(),
+        ) {
+            Ok(outcome) => outcome,
+            // An unresolved target or a budget without a count: looked at again later.
+            Err(_) => return Ok(Some(Duration::from_secs(5))),
+        };
+        if outcome.changed {
+            let patch = json!({
+                "metadata": {"resourceVersion": budget.resource_version()},
+                "status": outcome.status,
+            });
+            let written = self
+                .context
+                .applier
+                .patch::<PodUnavailableBudget, _>(
+                    &namespace,
+                    &key.name,
+                    Some("status"),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await;
+            match written {
+                Ok(_) => {}
+                // The webhook reserved a pod meanwhile: compute again from what it wrote.
+                Err(crate::applier::ApplyError::Conflict(_)) => {
+                    return Ok(Some(Duration::from_millis(100)));
+                }
+                Err(source) => {
+                    return Err(ReconcileError::Write {
+                        action: "patch status",
+                        target: key.name.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        for (pod, patch) in marks {
+            let written = self
+                .context
+                .applier
+                .patch::<Pod, _>(
+                    &namespace,
+                    &pod,
+                    None,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await;
+            if let Err(source) = written
+                && !matches!(source, crate::applier::ApplyError::NotFound(_))
+            {
+                return Err(ReconcileError::Write { action: "patch pod", target: pod, source });
+            }
+        }
+        Ok(outcome.recheck_after.and_then(|d| Duration::try_from(d).ok()))
+    }
+}
+
+/// The merge patch that marks a pod `budget` covers (the related-pub annotations and
+/// [`COVERED_LABEL`]), or unmarks one it no longer covers; `None` when nothing changes.
+fn mark_patch(pod: &Pod, budget: &str, covered: bool) -> Option<Value> {
+    let labels = pod.labels();
+    let notes = pod.annotations();
+    let named = notes.get(annotations::PUB_RELATED_PUB).map(String::as_str);
+    if covered {
+        let done = labels.get(COVERED_LABEL).map(String::as_str) == Some("true")
+            && named == Some(budget)
+            && notes.get(annotations::PUB_RELATED_PUB_LEGACY).map(String::as_str) == Some(budget);
+        return (!done).then(|| {
+            json!({"metadata": {
+                "labels": {COVERED_LABEL: "true"},
+                "annotations": {
+                    annotations::PUB_RELATED_PUB: budget,
+                    annotations::PUB_RELATED_PUB_LEGACY: budget,
+                },
+            }})
+        });
+    }
+    // Marked for this budget, no longer covered.
+    (named == Some(budget)).then(|| {
+        json!({"metadata": {
+            "labels": {COVERED_LABEL: null},
+            "annotations": {
+                annotations::PUB_RELATED_PUB: null,
+                annotations::PUB_RELATED_PUB_LEGACY: null,
+            },
+        }})
+    })
+}
+
+impl Reconciler for PubController {
+    fn watches(&self) -> Vec<Watch> {
+        let budgets = self.budgets.clone();
+        vec![
+            Watch::own(&self.budgets),
+            // A pod's change concerns every budget in its namespace (a namespace holds few).
+            Watch::new(&self.pods, KeyMapping::Custom, move |change| {
+                let Some(pod) = change.new.as_deref().or(change.old.as_deref()) else {
+                    return Vec::new();
+                };
+                let namespace = pod.namespace().unwrap_or_default();
+                budgets.in_namespace(&namespace).iter().map(|b| ObjectKey::of(b.as_ref())).collect()
+            }),
+        ]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.budgets.all().iter().map(|b| ObjectKey::of(b.as_ref())).collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_budget(key))
+    }
+}
+
+/// The controller's registration: it runs when either PUB gate is on.
+pub fn registration() -> Registration {
+    Registration { info: PubController::INFO, build: PubController::build }
+}
+
+/// What the pod webhook answers about one request.
+#[derive(Debug)]
+pub enum PodVerdict {
+    /// Let it through.
+    Allow,
+    /// Refuse it with this HTTP code and message.
+    Deny(u16, String),
+}
+
+/// What the pod webhooks read.
+#[derive(Clone)]
+pub struct PubWebhook {
+    /// Budgets, by namespace.
+    pub budgets: Cache<PodUnavailableBudget>,
+    /// Pods (for evictions, which name the pod only).
+    pub pods: Cache<CachedPod>,
+    /// For the status writes (any replica serves the webhook, so not leader-gated).
+    pub client: Client,
+    /// Shared with the controller.
+    pub state: Arc<PubState>,
+    /// The PUB gates.
+    pub gates: PubGates,
+}
+
+impl std::fmt::Debug for PubWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PubWebhook").field("gates", &self.gates).finish_non_exhaustive()
+    }
+}
+
+/// How many times a reservation is tried against other writers.
+const RESERVATION_ATTEMPTS: usize = 10;
+
+impl PubWebhook {
+    /// The budget covering a new pod, for the mutating chain's PUB step.
+    pub async fn covering(&self, pod: &Pod) -> Option<String> {
+        if !self.gates.delete_gate && !self.gates.update_gate {
+            return None;
+        }
+        let namespace = pod.namespace().unwrap_or_default();
+        let budgets = self.budgets.in_namespace(&namespace);
+        let mut resolved = BTreeMap::new();
+        for budget in &budgets {
+            let uid = budget.uid().unwrap_or_default();
+            let target = match self.state.target(&uid) {
+                Some(r) => r.target,
+                None if budget.spec.target_reference.is_some() => {
+                    let r = resolve(&self.client, budget).await;
+                    self.state.set_target(&uid, r.clone());
+                    r.target
+                }
+                None => None,
+            };
+            resolved.insert(uid, target);
+        }
+        let candidates = budgets.iter().map(|b| {
+            let uid = b.uid().unwrap_or_default();
+            (b.as_ref(), resolved.get(&uid).and_then(Option::as_ref))
+        });
+        match core::budget_for_pod(candidates, pod) {
+            Ok(BudgetForPod::Found { budget, .. }) => budget.metadata.name.clone(),
+            _ => None,
+        }
+    }
+
+    /// Decides a pod DELETE, eviction or UPDATE, reserving the pod in its budget when allowed.
+    pub async fn check(&self, request: PodRequest<'_>, dry_run: bool) -> PodVerdict {
+        let pod = request.pod();
+        let Some(name) = pod
+            .annotations()
+            .get(annotations::PUB_RELATED_PUB)
+            .cloned()
+            .or_else(|| pod.annotations().get(annotations::PUB_RELATED_PUB_LEGACY).cloned())
+        else {
+            return PodVerdict::Allow;
+        };
+        let namespace = pod.namespace().unwrap_or_default();
+        let Some(cached) = self.budgets.get(&ObjectKey::new(namespace.clone(), name.clone()))
+        else {
+            return PodVerdict::Allow;
+        };
+        let uid = cached.uid().unwrap_or_default();
+        let lock = self.state.lock_for(&uid);
+        let mut last_written = lock.lock().await;
+        let api: Api<PodUnavailableBudget> = Api::namespaced(self.client.clone(), &namespace);
+        let mut budget = newer(cached.as_ref().clone(), last_written.as_ref());
+        let evict = matches!(request, PodRequest::Evict { .. });
+        for _ in 0..RESERVATION_ATTEMPTS {
+            let target = match self.state.target(&uid) {
+                Some(r) => r.target,
+                None => {
+                    let r = resolve(&self.client, &budget).await;
+                    self.state.set_target(&uid, r.clone());
+                    r.target
+                }
+            };
+            let decision = core::decide(
+                &budget,
+                target.as_ref(),
+                request,
+                dry_run,
+                &self.gates,
+                Timestamp::now(),
+            );
+            let status = match decision {
+                Err(e) => return PodVerdict::Deny(500, e.to_string()),
+                Ok(Decision::Deny(reason)) => {
+                    return PodVerdict::Deny(if evict { 429 } else { 400 }, reason.to_string());
+                }
+                Ok(Decision::AllowWithReservation { status, .. }) => status,
+                Ok(_) => return PodVerdict::Allow,
+            };
+            let patch = json!({
+                "metadata": {"resourceVersion": budget.resource_version()},
+                "status": status,
+            });
+            match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                Ok(written) => {
+                    *last_written = Some(written);
+                    return PodVerdict::Allow;
+                }
+                Err(kube::Error::Api(e)) if e.code == 409 => match api.get(&name).await {
+                    Ok(fresh) => budget = fresh,
+                    Err(e) => return PodVerdict::Deny(500, e.to_string()),
+                },
+                Err(kube::Error::Api(e)) if e.code == 404 => return PodVerdict::Allow,
+                Err(e) => return PodVerdict::Deny(500, e.to_string()),
+            }
+        }
+        PodVerdict::Deny(
+            if evict { 429 } else { 500 },
+            format!("podunavailablebudget {name}: too many concurrent updates, try again"),
+        )
+    }
+}
+
+/// The newer of the cached budget and the one this process last wrote (by resourceVersion).
+fn newer(
+    cached: PodUnavailableBudget,
+    written: Option<&PodUnavailableBudget>,
+) -> PodUnavailableBudget {
+    let version = |b: &PodUnavailableBudget| {
+        b.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+    };
+    match written {
+        Some(w) if w.uid() == cached.uid() && version(w) > version(&cached) => w.clone(),
+        _ => cached,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(labels: Value, notes: Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns",
+            "labels": labels, "annotations": notes}}))
+        .expect("pod")
+    }
+
+    #[test]
+    fn covered_pods_are_marked_once_and_released_pods_unmarked() {
+        let bare = pod(json!({}), json!({}));
+        let patch = mark_patch(&bare, "web", true).expect("marks");
+        assert_eq!(patch["metadata"]["labels"][COVERED_LABEL], "true");
+        assert_eq!(patch["metadata"]["annotations"][annotations::PUB_RELATED_PUB], "web");
+        let marked = pod(
+            json!({COVERED_LABEL: "true"}),
+            json!({annotations::PUB_RELATED_PUB: "web", annotations::PUB_RELATED_PUB_LEGACY: "web"}),
+        );
+        assert!(mark_patch(&marked, "web", true).is_none());
+        let unmark = mark_patch(&marked, "web", false).expect("unmarks");
+        assert!(unmark["metadata"]["labels"][COVERED_LABEL].is_null());
+        // Another budget's pod is left alone.
+        assert!(mark_patch(&marked, "other", false).is_none());
+    }
+
+    #[test]
+    fn the_newer_budget_wins() {
+        let mut cached = PodUnavailableBudget::default();
+        cached.metadata.uid = Some("u".into());
+        cached.metadata.resource_version = Some("5".into());
+        let mut written = cached.clone();
+        written.metadata.resource_version = Some("7".into());
+        assert_eq!(
+            newer(cached.clone(), Some(&written)).metadata.resource_version.as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            newer(written.clone(), Some(&cached)).metadata.resource_version.as_deref(),
+            Some("7")
+        );
+        assert_eq!(newer(cached.clone(), None).metadata.resource_version.as_deref(), Some("5"));
+    }
+}
