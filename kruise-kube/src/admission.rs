@@ -12,7 +12,8 @@
 //!   defaults to `failurePolicy: Ignore`, so a manager that is down never blocks pod creation,
 //!   and the validating one selects only the pods a PodUnavailableBudget covers (the
 //!   `pub.kruise.io/protected` label) and fails closed for them, so a covered pod is never
-//!   deleted unprotected and every other pod is untouched;
+//!   deleted unprotected and every other pod is untouched; evictions (which carry no pod
+//!   labels) reach the same check through `vpodeviction.kb.io`, with the pod failure policy;
 //! - webhooks for Kruise's own kinds default to `Fail` (an unvalidated CloneSet is worse than
 //!   a refused one);
 //! - deletion protection webhooks for built-in kinds select only objects that carry the
@@ -938,16 +939,23 @@ pub fn configurations(
     let mut vpod = webhook(
         "vpod.kb.io",
         "/validate-pod",
-        vec![
-            rule("", &["v1"], "pods", &["UPDATE", "DELETE"]),
-            rule("", &["v1"], "pods/eviction", &["CREATE"]),
-        ],
+        vec![rule("", &["v1"], "pods", &["UPDATE", "DELETE"])],
         "Fail",
     );
-    vpod["namespaceSelector"] = system_namespaces;
+    vpod["namespaceSelector"] = system_namespaces.clone();
     vpod["objectSelector"] = json!({"matchExpressions": [
         {"key": crate::pub_budget::COVERED_LABEL, "operator": "Exists"}
     ]});
+    // An Eviction carries no labels, so no objectSelector can pick the covered pods' evictions:
+    // they go to the same handler through a webhook of their own, with the pod webhooks'
+    // failure policy (a manager that is down does not block `kubectl drain` by default).
+    let mut vpod_eviction = webhook(
+        "vpodeviction.kb.io",
+        "/validate-pod",
+        vec![rule("", &["v1"], "pods/eviction", &["CREATE"])],
+        pods,
+    );
+    vpod_eviction["namespaceSelector"] = system_namespaces;
     let vcloneset = webhook(
         "vcloneset.kb.io",
         "/validate-apps-kruise-io-cloneset",
@@ -986,7 +994,7 @@ pub fn configurations(
         )],
         kruise,
     );
-    let mut webhooks = vec![vpod, vcloneset, vstatefulset, vpub];
+    let mut webhooks = vec![vpod, vpod_eviction, vcloneset, vstatefulset, vpub];
     if policy.deletion_protection {
         webhooks.extend([
             protected_webhook("vnamespace.kb.io", "/validate-namespace", "", &["v1"], "namespaces"),
@@ -1089,7 +1097,13 @@ mod tests {
         let selected = &vpod["objectSelector"]["matchExpressions"][0];
         assert_eq!(selected["key"], crate::pub_budget::COVERED_LABEL);
         assert_eq!(selected["operator"], "Exists");
-        assert_eq!(vpod["rules"][1]["resources"], json!(["pods/eviction"]));
+        // Evictions (which carry no pod labels) have a webhook of their own, with the pod
+        // failure policy.
+        let eviction = &validating["webhooks"][1];
+        assert_eq!(eviction["name"], "vpodeviction.kb.io");
+        assert_eq!(eviction["rules"][0]["resources"], json!(["pods/eviction"]));
+        assert_eq!(eviction["failurePolicy"], "Ignore");
+        assert!(eviction.get("objectSelector").is_none());
     }
 
     #[test]

@@ -170,24 +170,96 @@ fn a_hundred_concurrent_deletions_against_a_budget_of_ten_admit_exactly_ten() {
         (ready.len() == 100 && covered && status(k, "stress")["unavailableAllowed"] == 10)
             .then_some(())
     });
-    let admitted = Arc::new(AtomicUsize::new(0));
-    let refused = Arc::new(AtomicUsize::new(0));
-    std::thread::scope(|scope| {
-        for i in 0..100 {
-            let (admitted, refused) = (admitted.clone(), refused.clone());
-            scope.spawn(move || {
-                let out = k.run_with(&["delete", "pod", &format!("s-{i}"), "--wait=false"], None);
-                if out.ok {
-                    admitted.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    assert!(out.stderr.contains("stress"), "{}", out.stderr);
-                    refused.fetch_add(1, Ordering::Relaxed);
+    // A hundred DELETEs at once, from one client (a hundred kubectl processes would measure
+    // process start-up on a small machine rather than the webhook).
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let (admitted, refused) = runtime.block_on(async {
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(&cluster.kubeconfig).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("config");
+        let client = kube::Client::try_from(config).expect("client");
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::default_namespaced(client);
+        let results = futures::future::join_all((0..100).map(|i| {
+            let pods = pods.clone();
+            async move { pods.delete(&format!("s-{i}"), &Default::default()).await }
+        }))
+        .await;
+        let mut refused = 0;
+        let mut admitted = 0;
+        for result in results {
+            match result {
+                Ok(_) => admitted += 1,
+                Err(kube::Error::Api(e)) => {
+                    assert!(e.message.contains("stress"), "{e:?}");
+                    refused += 1;
                 }
-            });
+                Err(e) => panic!("{e}"),
+            }
         }
+        (AtomicUsize::new(admitted), AtomicUsize::new(refused))
     });
     assert_eq!(admitted.load(Ordering::Relaxed), 10);
     assert_eq!(refused.load(Ordering::Relaxed), 90);
     let s = status(k, "stress");
     assert_eq!(s["disruptedPods"].as_object().map(|m| m.len()), Some(10), "{s}");
+}
+
+#[test]
+fn kubectl_drain_keeps_to_a_budget_on_a_deployment() {
+    let cluster = cluster();
+    let k = &cluster.kubectl;
+    let _manager = start_manager(&cluster);
+    k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=4"]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    // A budget on the Deployment through its scale subresource (not a selector).
+    let on_target = budget(
+        "web-pub",
+        json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxUnavailable": 1}),
+    );
+    wait_for("the budget applied", Duration::from_secs(30), || {
+        k.run_with(&["apply", "-f", "-"], Some(&on_target)).ok.then_some(())
+    });
+    wait_for("the budget covers the Deployment's pods", Duration::from_secs(60), || {
+        let s = status(k, "web-pub");
+        let pods = ready_pods(k, "app=web");
+        let covered =
+            pods.iter().all(|p| p["metadata"]["labels"]["pub.kruise.io/protected"] == "true");
+        (s["totalReplicas"] == 4 && s["unavailableAllowed"] == 1 && covered).then_some(())
+    });
+    let mut by_node: std::collections::BTreeMap<String, usize> = Default::default();
+    for pod in ready_pods(k, "app=web") {
+        *by_node
+            .entry(pod["spec"]["nodeName"].as_str().unwrap_or_default().to_owned())
+            .or_default() += 1;
+    }
+    let (node, count) = by_node.into_iter().max_by_key(|(_, c)| *c).unwrap_or_default();
+    assert!(count >= 2, "a node with two pods to drain");
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let lowest = Arc::new(AtomicUsize::new(usize::MAX));
+    std::thread::scope(|scope| {
+        let (stop_watch, lowest_seen) = (stop.clone(), lowest.clone());
+        scope.spawn(move || {
+            while !stop_watch.load(Ordering::Relaxed) {
+                lowest_seen.fetch_min(ready_pods(k, "app=web").len(), Ordering::Relaxed);
+            }
+        });
+        // Evictions the budget refuses answer 429, which drain waits on and retries.
+        let out = k.run_with(&["drain", &node, "--ignore-daemonsets", "--timeout=120s"], None);
+        stop.store(true, Ordering::Relaxed);
+        assert!(out.ok && out.stdout.contains("drained"), "{}\n{}", out.stdout, out.stderr);
+        // At least one eviction was refused by the budget and retried.
+        assert!(
+            out.stderr.contains("will retry") && out.stderr.contains("web-pub"),
+            "{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    });
+    let lowest = lowest.load(Ordering::Relaxed);
+    assert!(lowest >= 3, "never more than one pod unavailable ({lowest} ready at least)");
 }
