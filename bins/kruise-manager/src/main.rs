@@ -159,8 +159,9 @@ struct ManagerFlags {
     /// self-managed one in the Secret kruise-webhook-certs.
     #[arg(long, value_name = "DIR")]
     webhook_cert_dir: Option<PathBuf>,
-    /// failurePolicy of the pod webhooks: Ignore (a manager that is down never blocks pod
-    /// creation) or Fail.
+    /// failurePolicy of the pod mutating webhook and of pod evictions: Ignore (a manager that
+    /// is down never blocks pod creation or `kubectl drain`) or Fail. Deletions and updates of
+    /// pods a PodUnavailableBudget covers always fail closed.
     #[arg(long, default_value = "Ignore")]
     pod_webhook_failure_policy: String,
     /// failurePolicy of the webhooks for Kruise's kinds and deletion protection.
