@@ -72,12 +72,7 @@ pub(crate) fn with_ephemeral_containers(
     requested: &Value,
 ) -> Result<Value, ApiError> {
     let name = old.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let mut out = old.clone();
-    if let Some(rv) = requested.pointer("/metadata/resourceVersion")
-        && let Some(m) = out.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        m.insert("resourceVersion".into(), rv.clone());
-    }
+    let mut out = with_requested_version(old, requested);
     let before: Vec<&Value> = containers(old, "ephemeralContainers").collect();
     let mut after: Vec<Value> = containers(requested, "ephemeralContainers").cloned().collect();
     if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
@@ -135,6 +130,18 @@ pub(crate) fn with_ephemeral_containers(
     Ok(out)
 }
 
+/// The stored pod `old`, with the resourceVersion `requested` names (so that the write is
+/// conditional on it, as the request asked).
+fn with_requested_version(old: &Value, requested: &Value) -> Value {
+    let mut out = old.clone();
+    if let Some(rv) = requested.pointer("/metadata/resourceVersion")
+        && let Some(m) = out.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("resourceVersion".into(), rv.clone());
+    }
+    out
+}
+
 fn containers<'a>(pod: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {
     pod.pointer(&format!("/spec/{field}")).and_then(Value::as_array).into_iter().flatten()
 }
@@ -146,12 +153,7 @@ pub(crate) fn resized(
     requested: &Value,
 ) -> Result<Value, ApiError> {
     let name = old.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let mut out = old.clone();
-    if let Some(rv) = requested.pointer("/metadata/resourceVersion")
-        && let Some(m) = out.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        m.insert("resourceVersion".into(), rv.clone());
-    }
+    let mut out = with_requested_version(old, requested);
     let mut causes = Vec::new();
     for field in ["containers", "initContainers"] {
         let Some(list) = out.pointer_mut(&format!("/spec/{field}")).and_then(Value::as_array_mut)

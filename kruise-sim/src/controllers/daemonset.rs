@@ -244,12 +244,11 @@ fn template_generation(set: &DaemonSet) -> String {
 /// affinity): template labels plus the hash and template generation, the daemon tolerations,
 /// and one required node affinity term, `metadata.name In [node]`.
 fn new_pod(set: &DaemonSet, hash: &str, node: &str) -> Pod {
-    let template = set.spec.template.clone();
-    let meta = template.metadata.unwrap_or_default();
-    let mut labels = meta.labels.unwrap_or_default();
+    let mut pod = super::pod_from_template(set, Some(&set.spec.template));
+    let labels = pod.metadata.labels.get_or_insert_with(Default::default);
     labels.insert(REVISION_HASH.to_owned(), hash.to_owned());
     labels.insert(POD_TEMPLATE_GENERATION.to_owned(), template_generation(set));
-    let mut spec = template.spec.unwrap_or_default();
+    let mut spec = pod.spec.take().unwrap_or_default();
     spec.tolerations =
         Some(with_daemon_tolerations(spec.tolerations.as_deref(), spec.host_network == Some(true)));
     let mut affinity = spec.affinity.take().unwrap_or_default();
@@ -265,19 +264,8 @@ fn new_pod(set: &DaemonSet, hash: &str, node: &str) -> Pod {
         }],
     });
     spec.affinity = Some(Affinity { node_affinity: Some(node_affinity), ..affinity });
-    Pod {
-        metadata: ObjectMeta {
-            generate_name: Some(format!("{}-", set.name_any())),
-            namespace: set.namespace(),
-            labels: Some(labels),
-            annotations: meta.annotations,
-            finalizers: meta.finalizers,
-            owner_references: Some(vec![super::controller_reference(set)]),
-            ..ObjectMeta::default()
-        },
-        spec: Some(spec),
-        status: None,
-    }
+    pod.spec = Some(spec);
+    pod
 }
 
 /// The node a daemon pod runs on or is meant for: `spec.nodeName`, else the one name its

@@ -683,23 +683,9 @@ async fn ttl(
 
 /// The pod the Job's template makes.
 fn new_pod(job: &Job) -> Pod {
-    let template = job.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
-    let meta = template.metadata.unwrap_or_default();
-    let mut finalizers = meta.finalizers.unwrap_or_default();
-    finalizers.push(TRACKING_FINALIZER.to_string());
-    Pod {
-        metadata: ObjectMeta {
-            generate_name: Some(format!("{}-", job.name_any())),
-            namespace: job.namespace(),
-            labels: meta.labels,
-            annotations: meta.annotations,
-            finalizers: Some(finalizers),
-            owner_references: Some(vec![super::controller_reference(job)]),
-            ..ObjectMeta::default()
-        },
-        spec: template.spec,
-        status: None,
-    }
+    let mut pod = super::pod_from_template(job, job.spec.as_ref().map(|s| &s.template));
+    pod.metadata.finalizers.get_or_insert_with(Vec::new).push(TRACKING_FINALIZER.to_string());
+    pod
 }
 
 /// The pod for completion index `index` (Indexed Jobs): named `<job>-<index>-<random>`, with

@@ -224,6 +224,34 @@ where
         .then(|| ObjectRef::new(&owner.name).within(meta.namespace.as_deref().unwrap_or_default()))
 }
 
+/// The pod `owner` makes from `template` (kube-controller-manager's `GetPodFromTemplate`):
+/// named `<owner>-<random>`, with the template's labels, annotations, finalizers and spec, and
+/// `owner` as its controller.
+pub(crate) fn pod_from_template<K>(
+    owner: &K,
+    template: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>,
+) -> Pod
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let template = template.cloned().unwrap_or_default();
+    let meta = template.metadata.unwrap_or_default();
+    let name = owner.meta().name.clone().unwrap_or_default();
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{name}-")),
+            namespace: owner.meta().namespace.clone(),
+            labels: meta.labels,
+            annotations: meta.annotations,
+            finalizers: meta.finalizers,
+            owner_references: Some(vec![controller_reference(owner)]),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec,
+        status: None,
+    }
+}
+
 /// A controller ownerReference to `owner`.
 pub(crate) fn controller_reference<K>(owner: &K) -> OwnerReference
 where

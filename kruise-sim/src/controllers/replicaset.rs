@@ -202,21 +202,7 @@ fn owned_active(context: &Context, uid: &str) -> usize {
 
 /// The pod the set's template makes (kube-controller-manager's `GetPodFromTemplate`).
 fn new_pod(set: &ReplicaSet) -> Pod {
-    let template = set.spec.template.clone().unwrap_or_default();
-    let meta = template.metadata.unwrap_or_default();
-    Pod {
-        metadata: ObjectMeta {
-            generate_name: Some(format!("{}-", set.name_any())),
-            namespace: set.namespace(),
-            labels: meta.labels,
-            annotations: meta.annotations,
-            finalizers: meta.finalizers,
-            owner_references: Some(vec![super::controller_reference(set)]),
-            ..ObjectMeta::default()
-        },
-        spec: template.spec,
-        status: None,
-    }
+    super::pod_from_template(set, set.spec.template.as_ref())
 }
 
 /// Creates `count` pods in slow-start batches; the number created, and the first failure.

@@ -433,11 +433,12 @@ fn retention(set: &StatefulSet) -> (bool, bool) {
 fn new_pod(set: &StatefulSet, template: &PodTemplateSpec, ordinal: i32, revision: &str) -> Pod {
     let set_name = set.name_any();
     let name = pod_name(&set_name, ordinal);
-    let meta = template.metadata.clone().unwrap_or_default();
-    let mut labels = meta.labels.unwrap_or_default();
+    let mut pod = super::pod_from_template(set, Some(template));
+    pod.metadata.name = Some(name.clone());
+    let labels = pod.metadata.labels.get_or_insert_with(Default::default);
     labels.insert(REVISION_LABEL.to_owned(), revision.to_owned());
     labels.extend(identity_labels(&name, ordinal));
-    let mut spec = template.spec.clone().unwrap_or_default();
+    let mut spec = pod.spec.take().unwrap_or_default();
     spec.hostname = Some(name.clone());
     spec.subdomain = set.spec.service_name.clone().filter(|s| !s.is_empty());
     let mut volumes = spec.volumes.take().unwrap_or_default();
@@ -454,20 +455,8 @@ fn new_pod(set: &StatefulSet, template: &PodTemplateSpec, ordinal: i32, revision
         });
     }
     spec.volumes = Some(volumes).filter(|v| !v.is_empty());
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name),
-            generate_name: Some(format!("{set_name}-")),
-            namespace: set.namespace(),
-            labels: Some(labels),
-            annotations: meta.annotations,
-            finalizers: meta.finalizers,
-            owner_references: Some(vec![super::controller_reference(set)]),
-            ..ObjectMeta::default()
-        },
-        spec: Some(spec),
-        status: None,
-    }
+    pod.spec = Some(spec);
+    pod
 }
 
 /// The labels that tie a pod to its name and ordinal.
