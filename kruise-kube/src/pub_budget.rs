@@ -31,7 +31,7 @@ use kruise_api::well_known::annotations;
 use kruise_core::pub_budget::{
     self as core, BudgetForPod, Decision, PodRequest, PubGates, TargetPods,
 };
-use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 
@@ -60,6 +60,10 @@ struct Resolved {
 pub struct PubState {
     targets: Mutex<HashMap<String, Resolved>>,
     budgets: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<PodUnavailableBudget>>>>>,
+    /// Target kinds found through discovery (`group/version/kind` to the resource and whether
+    /// it has a scale subresource), so that a reconcile asks only for the scale. Kinds not
+    /// served are not kept: their CRD may come.
+    kinds: Mutex<HashMap<String, (ApiResource, bool)>>,
 }
 
 impl std::fmt::Debug for PubState {
@@ -84,6 +88,37 @@ impl PubState {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(uid.to_owned(), resolved);
     }
+
+    /// Forgets what it keeps for budgets whose uid is not in `live`.
+    fn retain(&self, live: &std::collections::BTreeSet<String>) {
+        use std::sync::PoisonError;
+        self.targets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|uid, _| live.contains(uid));
+        self.budgets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|uid, _| live.contains(uid));
+    }
+
+    /// The resource serving `gvk` and whether it has a scale subresource, from discovery the
+    /// first time.
+    async fn kind(&self, client: &Client, gvk: &GroupVersionKind) -> Option<(ApiResource, bool)> {
+        let key = format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind);
+        let known =
+            self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned();
+        if known.is_some() {
+            return known;
+        }
+        let (resource, capabilities) = kube::discovery::pinned_kind(client, gvk).await.ok()?;
+        let scale = capabilities.subresources.iter().any(|(sub, _)| sub.plural == "scale");
+        self.kinds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key, (resource.clone(), scale));
+        Some((resource, scale))
+    }
 }
 
 /// The manager's PUB gates from its feature gates.
@@ -97,7 +132,7 @@ pub fn gates_from(gates: &crate::features::FeatureGates) -> PubGates {
 }
 
 /// Resolves a budget's `targetRef` through the target's scale subresource.
-async fn resolve(client: &Client, budget: &PodUnavailableBudget) -> Resolved {
+async fn resolve(client: &Client, state: &PubState, budget: &PodUnavailableBudget) -> Resolved {
     let Some(target) = &budget.spec.target_reference else {
         return Resolved { target: None, replicas: None };
     };
@@ -108,12 +143,7 @@ async fn resolve(client: &Client, budget: &PodUnavailableBudget) -> Resolved {
         None => ("", target.api_version.as_str()),
     };
     let gvk = GroupVersionKind::gvk(group, version, &target.kind);
-    let Ok((resource, capabilities)) = kube::discovery::pinned_kind(client, &gvk).await else {
-        return unresolved;
-    };
-    if !capabilities.subresources.iter().any(|(sub, _)| sub.plural == "scale") {
-        return unresolved;
-    }
+    let Some((resource, true)) = state.kind(client, &gvk).await else { return unresolved };
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
     let Ok(scale) = api.get_subresource("scale", &target.name).await else { return unresolved };
     let scale = serde_json::to_value(&scale).unwrap_or(Value::Null);
@@ -160,14 +190,19 @@ impl PubController {
     }
 
     async fn reconcile_budget(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
-        let Some(budget) = self.budgets.get(key) else { return Ok(None) };
+        let Some(budget) = self.budgets.get(key) else {
+            // Gone: forget what was kept for it.
+            let live = self.budgets.all().iter().filter_map(|b| b.uid()).collect();
+            self.state.retain(&live);
+            return Ok(None);
+        };
         let enabled = self.gates.delete_gate || self.gates.update_gate;
         if !enabled || budget.metadata.deletion_timestamp.is_some() {
             return Ok(None);
         }
         let uid = budget.uid().unwrap_or_default();
         let client = self.context.applier.client().clone();
-        let resolved = resolve(&client, &budget).await;
+        let resolved = resolve(&client, &self.state, &budget).await;
         self.state.set_target(&uid, resolved.clone());
         let namespace = key.namespace.clone();
         let pods: Vec<Pod> = self
@@ -324,6 +359,7 @@ pub fn registration() -> Registration {
 
 /// What the pod webhook answers about one request.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum PodVerdict {
     /// Let it through.
     Allow,
@@ -369,7 +405,7 @@ impl PubWebhook {
             let target = match self.state.target(&uid) {
                 Some(r) => r.target,
                 None if budget.spec.target_reference.is_some() => {
-                    let r = resolve(&self.client, budget).await;
+                    let r = resolve(&self.client, &self.state, budget).await;
                     self.state.set_target(&uid, r.clone());
                     r.target
                 }
@@ -413,7 +449,7 @@ impl PubWebhook {
             let target = match self.state.target(&uid) {
                 Some(r) => r.target,
                 None => {
-                    let r = resolve(&self.client, &budget).await;
+                    let r = resolve(&self.client, &self.state, &budget).await;
                     self.state.set_target(&uid, r.clone());
                     r.target
                 }
