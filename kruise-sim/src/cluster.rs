@@ -134,6 +134,10 @@ pub struct Cluster {
 
 const CRDS: (&str, &str) = ("apiextensions.k8s.io", "customresourcedefinitions");
 
+/// How many times an eviction re-reads a budget whose write lost a race (EvictionREST's
+/// `EvictionsRetry` has 20 steps).
+const EVICTION_RETRIES: u32 = 20;
+
 impl Cluster {
     /// Answers a TokenRequest for the service account `namespace/name`: a token that
     /// authenticates as it (see [`crate::rbac`]), valid for `spec.expirationSeconds` (3600 by
@@ -1623,8 +1627,21 @@ impl Cluster {
                     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
                 ));
             }
-            if let Some(pdb) = matching.into_iter().next() {
-                self.take_disruption(&pdbs, ns, name, pdb)?;
+            if let Some(mut pdb) = matching.into_iter().next() {
+                // EvictionREST retries a budget write that lost a race (`EvictionsRetry`,
+                // 20 steps) against the budget as it is now, so concurrent evictions are
+                // each judged on the latest count and none fails with a conflict.
+                let pdb_name = meta_str(&pdb, "name").unwrap_or_default().to_owned();
+                let mut attempts = 0;
+                loop {
+                    match self.take_disruption(&pdbs, ns, name, pdb, delete.dry_run) {
+                        Err(e) if e.code == 409 && attempts < EVICTION_RETRIES => {
+                            attempts += 1;
+                            pdb = self.get(&pdbs, ns, &pdb_name)?;
+                        }
+                        other => break other?,
+                    }
+                }
             }
         }
         self.delete(&pods, ns, name, delete)?;
@@ -1638,6 +1655,7 @@ impl Cluster {
         ns: &str,
         pod_name: &str,
         mut pdb: Value,
+        dry_run: bool,
     ) -> Result<(), ApiError> {
         let pdb_name = meta_str(&pdb, "name").unwrap_or_default().to_owned();
         let refuse = |cause: String| ApiError {
@@ -1688,7 +1706,11 @@ impl Cluster {
             }
             disrupted[pod_name] = json!(crate::util::now_rfc3339());
         }
-        // Guarded by the budget's resourceVersion: a concurrent eviction makes this one fail.
+        // Guarded by the budget's resourceVersion: a concurrent eviction makes this one fail
+        // with a conflict, which the caller retries. A dry run checks and writes nothing.
+        if dry_run {
+            return Ok(());
+        }
         self.update(pdbs, ns, &pdb_name, Sub::Status, pdb, &WriteOptions::default())?;
         Ok(())
     }

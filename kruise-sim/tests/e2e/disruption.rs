@@ -75,6 +75,10 @@ fn drain_evicts_within_the_disruption_budget() {
     eventually(&env, "one disruption allowed", || {
         (budget(&env)["disruptionsAllowed"] == 1).then_some(())
     });
+    // A dry-run eviction is judged but takes nothing from the budget and deletes nothing.
+    env.ok_stdin(&["create", "--raw", &format!("{path}?dryRun=All"), "-f", "-"], &eviction);
+    assert_eq!(budget(&env)["disruptionsAllowed"], 1, "a dry run leaves the budget alone");
+    assert!(web_pods(&env).iter().any(|p| p.0 == victim), "a dry run deletes no pod");
     let pods = web_pods(&env);
     let mut by_node: std::collections::BTreeMap<String, usize> = Default::default();
     for (_, node, _) in &pods {
