@@ -156,8 +156,8 @@ async fn validate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes)
         return review_response(&AdmissionResponse::allow(&request));
     };
     let decode_pod = |value: Option<&Value>| {
-        value
-            .and_then(|v| serde_json::from_value::<k8s_openapi::api::core::v1::Pod>(v.clone()).ok())
+        use serde::Deserialize as _;
+        value.and_then(|v| k8s_openapi::api::core::v1::Pod::deserialize(v).ok())
     };
     let namespace = request.namespace.clone().unwrap_or_default();
     let (old, new, evicted);
@@ -188,7 +188,8 @@ async fn validate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes)
                 .and_then(Value::as_array)
                 .is_some_and(|d| !d.is_empty())
         });
-    let response = match budgets.check(pod_request, dry_run).await {
+    let username = request.username.as_deref().unwrap_or_default();
+    let response = match budgets.check(pod_request, dry_run, username).await {
         crate::pub_budget::PodVerdict::Allow => AdmissionResponse::allow(&request),
         crate::pub_budget::PodVerdict::Deny(code, message) => {
             AdmissionResponse::deny(&request, code, message)

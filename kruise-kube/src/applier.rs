@@ -272,8 +272,7 @@ pub struct Applier {
     client: kube::Client,
     leader: LeaderHandle,
     /// Events go out in the background, so recording one never holds up a reconcile.
-    events: tokio::sync::mpsc::Sender<QueuedEvent>,
-    spam: Arc<Mutex<SpamFilter>>,
+    events: EventSink,
     /// How many independent writes of one kind run at once (deletes, patches).
     pub concurrency: usize,
     /// The largest slow-start batch of creations: batches of 1, 2, 4, ... double up to this,
@@ -288,24 +287,9 @@ impl Applier {
     /// An applier writing with `client` while `leader` says so, recording Events as
     /// `controller`.
     pub fn new(client: kube::Client, leader: LeaderHandle, controller: &str) -> Self {
-        let recorder = EventRecorder::new(client.clone(), controller);
-        let (events, mut queue) = tokio::sync::mpsc::channel::<QueuedEvent>(EVENT_QUEUE);
-        let sender_leader = leader.clone();
-        tokio::spawn(async move {
-            while let Some(e) = queue.recv().await {
-                if !sender_leader.is_leader() {
-                    continue;
-                }
-                let sent =
-                    recorder.record(&e.regarding, e.warning, &e.reason, &e.action, &e.note).await;
-                if let Err(err) = sent {
-                    tracing::debug!(reason = %e.reason, error = %err, "recording an Event failed");
-                }
-            }
-        });
+        let events = EventSink::start(client.clone(), controller, Some(leader.clone()));
         Self {
             events,
-            spam: Arc::default(),
             client,
             leader,
             concurrency: 32,
@@ -413,6 +397,55 @@ impl Applier {
         if !self.leader.is_leader() {
             return;
         }
+        self.events.emit(regarding, warning, reason, action, note);
+    }
+}
+
+/// Records Events in the background through one task, best effort, as client-go's
+/// broadcaster does: a bounded queue (a full one drops the Event) and the spam filter per
+/// object. Cheap to clone; clones share the queue and the filter.
+#[derive(Clone)]
+pub struct EventSink {
+    events: tokio::sync::mpsc::Sender<QueuedEvent>,
+    spam: Arc<Mutex<SpamFilter>>,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink").finish_non_exhaustive()
+    }
+}
+
+impl EventSink {
+    /// Starts the sending task on the current runtime, reporting as `controller`; with
+    /// `leader`, Events are sent only while this process leads.
+    pub fn start(client: kube::Client, controller: &str, leader: Option<LeaderHandle>) -> Self {
+        let recorder = EventRecorder::new(client, controller);
+        let (events, mut queue) = tokio::sync::mpsc::channel::<QueuedEvent>(EVENT_QUEUE);
+        tokio::spawn(async move {
+            while let Some(e) = queue.recv().await {
+                if leader.as_ref().is_some_and(|l| !l.is_leader()) {
+                    continue;
+                }
+                let sent =
+                    recorder.record(&e.regarding, e.warning, &e.reason, &e.action, &e.note).await;
+                if let Err(err) = sent {
+                    tracing::debug!(reason = %e.reason, error = %err, "recording an Event failed");
+                }
+            }
+        });
+        Self { events, spam: Arc::default() }
+    }
+
+    /// Queues an Event about `regarding`, unless the spam filter or a full queue drops it.
+    pub fn emit(
+        &self,
+        regarding: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
         let uid = regarding.uid.clone().unwrap_or_default();
         let allowed = self
             .spam

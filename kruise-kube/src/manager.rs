@@ -202,6 +202,12 @@ pub async fn run(
                     client: client.clone(),
                     state: caches.shared(),
                     gates: crate::pub_budget::gates_from(gates),
+                    metrics: Some(metrics.clone()),
+                    events: Some(crate::applier::EventSink::start(
+                        client.clone(),
+                        "kruise-manager-webhook",
+                        None,
+                    )),
                 }),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())

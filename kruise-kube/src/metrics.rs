@@ -62,6 +62,14 @@ struct ControllerLabels {
     controller: String,
 }
 
+/// Upstream's PodUnavailableBudget refusal labels: the pod's workload as
+/// `<kind>_<namespace>_<name>` and who asked.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PubRefusalLabels {
+    kind_namespace_name: String,
+    username: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerResultLabels {
     controller: String,
@@ -93,6 +101,7 @@ pub struct Metrics {
     queue_adds_total: Family<QueueLabels, Counter>,
     queue_retries_total: Family<QueueLabels, Counter>,
     is_leader: Gauge,
+    pub_refusals: Family<PubRefusalLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -156,6 +165,12 @@ impl Metrics {
             "Whether this manager currently holds the leader lease (1) or not (0)",
             is_leader.clone(),
         );
+        let pub_refusals = Family::<PubRefusalLabels, Counter>::default();
+        registry.register(
+            "pod_unavailable_budget",
+            "Pod operations refused by a PodUnavailableBudget, by the pod's workload and the requester",
+            pub_refusals.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             reconcile_total,
@@ -166,6 +181,7 @@ impl Metrics {
             queue_adds_total,
             queue_retries_total,
             is_leader,
+            pub_refusals,
         }
     }
 
@@ -208,6 +224,17 @@ impl Metrics {
     /// Counts one retry (delayed or rate-limited add) in `workqueue_retries_total{name}`.
     pub fn queue_retry(&self, queue: &str) {
         self.queue_retries_total.get_or_create(&queue_labels(queue)).inc();
+    }
+
+    /// Counts one pod operation a PodUnavailableBudget refused, in
+    /// `pod_unavailable_budget_total{kind_namespace_name, username}` (upstream's
+    /// `pod_unavailable_budget`; OpenMetrics names a counter with `_total`).
+    pub fn pub_refusal(&self, kind_namespace_name: &str, username: &str) {
+        let labels = PubRefusalLabels {
+            kind_namespace_name: kind_namespace_name.to_owned(),
+            username: username.to_owned(),
+        };
+        self.pub_refusals.get_or_create(&labels).inc();
     }
 
     /// Sets `kruise_manager_is_leader` to 1 or 0.

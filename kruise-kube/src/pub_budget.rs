@@ -380,6 +380,10 @@ pub struct PubWebhook {
     pub state: Arc<PubState>,
     /// The PUB gates.
     pub gates: PubGates,
+    /// Where refusals are counted (`pod_unavailable_budget_total`).
+    pub metrics: Option<crate::metrics::Metrics>,
+    /// Records the `PubPreventPodDeletion` Warning on a refused pod.
+    pub events: Option<crate::applier::EventSink>,
 }
 
 impl std::fmt::Debug for PubWebhook {
@@ -423,8 +427,42 @@ impl PubWebhook {
         }
     }
 
-    /// Decides a pod DELETE, eviction or UPDATE, reserving the pod in its budget when allowed.
-    pub async fn check(&self, request: PodRequest<'_>, dry_run: bool) -> PodVerdict {
+    /// Counts a refusal and records the `PubPreventPodDeletion` Warning on the pod (in the
+    /// background, through the spam filter: the answer does not wait for the Event).
+    fn refused(&self, pod: &Pod, budget: &str, reason: &str, username: &str) {
+        let namespace = pod.namespace().unwrap_or_else(|| "default".to_owned());
+        let (kind, name) = match pod.owner_references().iter().find(|o| o.controller == Some(true))
+        {
+            Some(owner) => (owner.kind.clone(), owner.name.clone()),
+            None => ("unknown".to_owned(), pod.name_any()),
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.pub_refusal(&format!("{kind}_{namespace}_{name}"), username);
+        }
+        tracing::info!(pod = %pod.name_any(), %namespace, budget, username, "{reason}");
+        if let Some(events) = &self.events {
+            let regarding = k8s_openapi::api::core::v1::ObjectReference {
+                api_version: Some("v1".to_owned()),
+                kind: Some("Pod".to_owned()),
+                name: pod.metadata.name.clone(),
+                namespace: Some(namespace),
+                uid: pod.metadata.uid.clone(),
+                ..Default::default()
+            };
+            let note =
+                format!("podunavailablebudget {budget} prevents this pod's disruption: {reason}");
+            events.emit(&regarding, true, "PubPreventPodDeletion", "Protect", note);
+        }
+    }
+
+    /// Decides a pod DELETE, eviction or UPDATE asked by `username`, reserving the pod in its
+    /// budget when allowed.
+    pub async fn check(
+        &self,
+        request: PodRequest<'_>,
+        dry_run: bool,
+        username: &str,
+    ) -> PodVerdict {
         let pod = request.pod();
         let Some(name) = pod
             .annotations()
@@ -465,7 +503,9 @@ impl PubWebhook {
             let status = match decision {
                 Err(e) => return PodVerdict::Deny(500, e.to_string()),
                 Ok(Decision::Deny(reason)) => {
-                    return PodVerdict::Deny(if evict { 429 } else { 400 }, reason.to_string());
+                    let reason = reason.to_string();
+                    self.refused(pod, &name, &reason, username);
+                    return PodVerdict::Deny(if evict { 429 } else { 400 }, reason);
                 }
                 Ok(Decision::AllowWithReservation { status, .. }) => status,
                 Ok(_) => return PodVerdict::Allow,

@@ -79,7 +79,7 @@ impl Cluster {
 }
 
 /// A port nobody listens on right now.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("addr").port()
 }
@@ -152,7 +152,7 @@ impl Manager {
 }
 
 /// GET `path` from 127.0.0.1:`port` with HTTP/1.0: (status, body).
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+pub(crate) fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;

@@ -24,11 +24,14 @@ fn cluster() -> SimCluster {
     cluster
 }
 
-fn start_manager(cluster: &SimCluster) -> Proc {
-    let args = [
+/// The manager, and the port of its metrics.
+fn start_manager(cluster: &SimCluster, extra: &[&str]) -> (Proc, u16) {
+    let metrics_port = crate::leader_failover::free_port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let mut args = vec![
         "--enable-leader-election=false",
         "--metrics-addr",
-        "0",
+        &metrics_addr,
         "--health-probe-addr",
         "0",
         "--webhook-host",
@@ -36,6 +39,7 @@ fn start_manager(cluster: &SimCluster) -> Proc {
         "--webhook-port",
         "0",
     ];
+    args.extend(extra);
     let manager = cluster.run_manager("manager.log", &args);
     wait_for("the pod webhook registered", Duration::from_secs(60), || {
         let out = cluster.kubectl.run_with(
@@ -50,7 +54,7 @@ fn start_manager(cluster: &SimCluster) -> Proc {
         );
         out.stdout.contains("\"vpod.kb.io\"").then_some(())
     });
-    manager
+    (manager, metrics_port)
 }
 
 fn budget(name: &str, spec: Value) -> String {
@@ -83,7 +87,7 @@ fn ready_pods(k: &Kubectl, selector: &str) -> Vec<Value> {
 fn a_budget_lets_one_of_two_deletions_through_and_keeps_the_rollout_to_one_at_a_time() {
     let cluster = cluster();
     let k = &cluster.kubectl;
-    let _manager = start_manager(&cluster);
+    let (_manager, metrics_port) = start_manager(&cluster, &[]);
     k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("web", 5, ""));
     k.ok_stdin(
         &["apply", "-f", "-"],
@@ -119,6 +123,25 @@ fn a_budget_lets_one_of_two_deletions_through_and_keeps_the_rollout_to_one_at_a_
         out.stderr
     );
     assert!(status(k, "web-pub")["disruptedPods"][names[0]].is_string());
+    // The refusal is a Warning Event on the pod and a count in upstream's metric.
+    wait_for("the PubPreventPodDeletion event", Duration::from_secs(20), || {
+        let events = k.json(&["get", "events", "-o", "json"]);
+        events["items"].as_array()?.iter().find(|e| {
+            e["reason"] == "PubPreventPodDeletion"
+                && e["type"] == "Warning"
+                && e["involvedObject"]["name"] == names[1]
+        })?;
+        Some(())
+    });
+    let (code, text) =
+        crate::leader_failover::http_get(metrics_port, "/metrics").expect("metrics answer");
+    assert_eq!(code, 200);
+    assert!(
+        text.lines().any(|l| l.starts_with("pod_unavailable_budget_total{")
+            && l.contains("kind_namespace_name=\"CloneSet_default_web\"")
+            && l.ends_with(" 1")),
+        "{text}"
+    );
 
     // An image update still completes, one pod at a time.
     wait_for("five ready pods again", Duration::from_secs(60), || {
@@ -144,7 +167,7 @@ fn a_budget_lets_one_of_two_deletions_through_and_keeps_the_rollout_to_one_at_a_
 fn a_hundred_concurrent_deletions_against_a_budget_of_ten_admit_exactly_ten() {
     let cluster = cluster();
     let k = &cluster.kubectl;
-    let _manager = start_manager(&cluster);
+    let (_manager, _) = start_manager(&cluster, &[]);
     let stress = budget(
         "stress",
         json!({"selector": {"matchLabels": {"app": "stress"}}, "maxUnavailable": 10,
@@ -211,7 +234,7 @@ fn a_hundred_concurrent_deletions_against_a_budget_of_ten_admit_exactly_ten() {
 fn kubectl_drain_keeps_to_a_budget_on_a_deployment() {
     let cluster = cluster();
     let k = &cluster.kubectl;
-    let _manager = start_manager(&cluster);
+    let (_manager, _) = start_manager(&cluster, &[]);
     k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=4"]);
     k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
     // A budget on the Deployment through its scale subresource (not a selector).
@@ -262,4 +285,46 @@ fn kubectl_drain_keeps_to_a_budget_on_a_deployment() {
     });
     let lowest = lowest.load(Ordering::Relaxed);
     assert!(lowest >= 3, "never more than one pod unavailable ({lowest} ready at least)");
+}
+
+#[test]
+fn with_the_update_gate_an_image_change_is_refused_and_a_label_change_is_not() {
+    let cluster = cluster();
+    let k = &cluster.kubectl;
+    let (_manager, _) =
+        start_manager(&cluster, &["--feature-gates", "PodUnavailableBudgetUpdateGate=true"]);
+    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("web", 2, ""));
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &budget(
+            "web-pub",
+            json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 0}),
+        ),
+    );
+    wait_for("a budget with no room over two ready pods", Duration::from_secs(60), || {
+        let s = status(k, "web-pub");
+        let pods = ready_pods(k, "app=web");
+        let marked = pods
+            .iter()
+            .all(|p| p["metadata"]["annotations"]["pub.kruise.io/related-pub"] == "web-pub");
+        (s["desiredAvailable"] == 2 && s["unavailableAllowed"] == 0 && pods.len() == 2 && marked)
+            .then_some(())
+    });
+    let pod = ready_pods(k, "app=web")[0]["metadata"]["name"].as_str().expect("a name").to_owned();
+    // A label change leaves the pod available: no budget is spent on it.
+    k.ok(&["label", "pod", &pod, "touched=yes"]);
+    // An in-place image change would take it down: refused with the budget's word.
+    let image =
+        r#"{"spec": {"containers": [{"name": "main", "image": "registry.example/web:v2"}]}}"#;
+    let out = k.run_with(&["patch", "pod", &pod, "-p", image], None);
+    assert!(!out.ok, "the image change is refused: {}", out.stdout);
+    assert!(
+        out.stderr.contains(r#"admission webhook "vpod.kb.io" denied the request"#)
+            && out.stderr.contains("web-pub"),
+        "{}",
+        out.stderr
+    );
+    let now = k.json(&["get", "pod", &pod, "-o", "json"]);
+    assert_eq!(now["spec"]["containers"][0]["image"], json!("registry.example/web:v1"), "{now}");
+    assert_eq!(now["metadata"]["labels"]["touched"], "yes");
 }
