@@ -90,8 +90,8 @@ struct NodeFlags {
     /// Pod capacity per node.
     #[arg(long, default_value_t = 110)]
     max_pods: u32,
-    /// Extra node label `key=value` (repeatable).
-    #[arg(long = "node-label")]
+    /// Extra node labels `key=value` (repeatable, or comma-separated; `--labels` too).
+    #[arg(long = "node-label", visible_alias = "labels", value_delimiter = ',')]
     node_labels: Vec<String>,
     /// Node taint `key[=value]:Effect` (repeatable).
     #[arg(long = "node-taint")]
@@ -115,6 +115,16 @@ struct NodeFlags {
 
 impl NodeFlags {
     fn config(&self, count: usize) -> anyhow::Result<NodesConfig> {
+        self.config_avoiding(count, &std::collections::BTreeSet::new())
+    }
+
+    /// `count` nodes named with the prefix and the lowest indices whose names are not `taken`
+    /// (nodes the cluster has already, for example the playground's own).
+    fn config_avoiding(
+        &self,
+        count: usize,
+        taken: &std::collections::BTreeSet<String>,
+    ) -> anyhow::Result<NodesConfig> {
         let mut labels = std::collections::BTreeMap::new();
         for l in &self.node_labels {
             let (k, v) =
@@ -129,7 +139,12 @@ impl NodeFlags {
             );
         }
         let zones: Vec<&String> = self.zones.iter().filter(|z| !z.is_empty()).collect();
-        let specs = (0..count)
+        let indices: Vec<usize> = (0..)
+            .filter(|i| !taken.contains(&format!("{}{i}", self.node_prefix)))
+            .take(count)
+            .collect();
+        let specs = indices
+            .into_iter()
             .map(|i| {
                 let mut s = NodeSpec::new(&format!("{}{i}", self.node_prefix)).capacity(
                     &self.cpu,
@@ -203,10 +218,18 @@ async fn main() -> anyhow::Result<()> {
             let yaml = std::fs::read_to_string(&kubeconfig)
                 .with_context(|| format!("reading {}", kubeconfig.display()))?;
             let client = nodes::client_from_kubeconfig(&yaml).await.context("building a client")?;
-            let mut config = node_flags.config(count)?;
+            // Names the cluster has already (another simulator's nodes, such as the
+            // playground's) are skipped rather than taken over.
+            let existing = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+                .list_metadata(&Default::default())
+                .await
+                .context("listing the cluster's nodes")?;
+            let taken = existing.items.into_iter().filter_map(|n| n.metadata.name).collect();
+            let mut config = node_flags.config_avoiding(count, &taken)?;
             config.scheduler = !no_scheduler;
+            let names: Vec<String> = config.nodes.iter().map(|n| n.name.clone()).collect();
             let sim = nodes::NodeSim::start(client, config).await.context("starting nodes")?;
-            eprintln!("kruise-sim: {count} simulated nodes running");
+            eprintln!("kruise-sim: {count} simulated nodes running: {}", names.join(", "));
             tokio::signal::ctrl_c().await.context("waiting for interrupt")?;
             sim.stop();
             Ok(())

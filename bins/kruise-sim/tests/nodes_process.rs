@@ -126,3 +126,60 @@ fn nodes_process_drives_pods_to_ready_against_serve_process() {
     let (ok, _, err) = kubectl(dir.path(), &kc, &["get", "pod", "web-0"], None);
     assert!(!ok && err.contains("not found"), "{err}");
 }
+
+/// `kruise-sim nodes` adds nodes to a cluster that already simulates its own (the playground's
+/// `serve --nodes`): the new node takes the next free name, carries `--labels`, and runs the
+/// pods the cluster's scheduler places on it.
+#[test]
+fn nodes_process_adds_labelled_nodes_beside_the_servers_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kc = dir.path().join("kubeconfig");
+    let bin = env!("CARGO_BIN_EXE_kruise-sim");
+    let _server = Killed(
+        Command::new(bin)
+            .args(["serve", "--addr", "127.0.0.1:0", "--nodes", "2", "--kubeconfig-out"])
+            .arg(&kc)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve starts"),
+    );
+    let start = Instant::now();
+    while !kc.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no kubeconfig written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let get = |args: &[&str]| kubectl(dir.path(), &kc, args, None);
+    let start = Instant::now();
+    while get(&["get", "nodes", "--no-headers"]).1.lines().count() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(20), "the server's nodes never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _extra = Killed(
+        Command::new(bin)
+            .args(["nodes", "--count", "1", "--labels", "pool=extra,tier=batch", "--no-scheduler"])
+            .args(["--lease-renew-ms", "200", "--kubeconfig"])
+            .arg(&kc)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nodes start"),
+    );
+    let start = Instant::now();
+    loop {
+        let (ok, out, _) = get(&["get", "nodes", "-l", "pool=extra,tier=batch", "--no-headers"]);
+        if ok && out.starts_with("sim-node-2 ") && out.contains(" Ready") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no extra node: {out}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(get(&["get", "nodes", "--no-headers"]).1.lines().count(), 3);
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: batch\nspec:\n  nodeSelector: {pool: extra}\n  containers:\n  - name: c\n    image: nginx\n";
+    let (ok, _, err) = kubectl(dir.path(), &kc, &["apply", "-f", "-"], Some(pod));
+    assert!(ok, "{err}");
+    let (ok, out, err) = get(&["wait", "--for=condition=Ready", "pod/batch", "--timeout=30s"]);
+    assert!(ok, "{out}{err}");
+    let (_, node, _) = get(&["get", "pod", "batch", "-o", "jsonpath={.spec.nodeName}"]);
+    assert_eq!(node, "sim-node-2");
+}

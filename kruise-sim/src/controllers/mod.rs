@@ -21,6 +21,9 @@
 //!   affinity, taints), roll out through ControllerRevisions (RollingUpdate within
 //!   maxUnavailable or maxSurge, or OnDelete), with the status `kubectl rollout status` reads.
 //!
+//! - [`taint_eviction`]: pods on a node with a `NoExecute` taint they do not tolerate are
+//!   deleted, at once or after their `tolerationSeconds`.
+//!
 //! [`Controllers::start`] runs them until the handle is dropped. `kruise-sim serve` and the
 //! playground start them; [`crate::Config::with_controllers`] does in tests.
 
@@ -31,6 +34,7 @@ pub mod disruption;
 pub mod job;
 pub mod replicaset;
 pub mod statefulset;
+pub mod taint_eviction;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -482,6 +486,7 @@ impl Controllers {
         let replicaset = replicaset::run(client.clone(), pods.subscribe(), sets.subscribe());
         let deployment = deployment::run(client.clone(), pods.subscribe(), sets.subscribe());
         let disruption = disruption::run(client.clone(), pods.subscribe());
+        let taints = taint_eviction::run(client.clone(), pods.subscribe(), nodes.subscribe());
         let mut stateful_sets = SharedCache::<StatefulSet>::new();
         let statefulset =
             statefulset::run(client.clone(), pods.subscribe(), stateful_sets.subscribe());
@@ -504,6 +509,7 @@ impl Controllers {
             tokio::spawn(replicaset),
             tokio::spawn(deployment),
             tokio::spawn(disruption),
+            tokio::spawn(taints),
         ];
         Self { tasks }
     }

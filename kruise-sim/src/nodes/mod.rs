@@ -337,6 +337,9 @@ struct SimNode {
     cordoned: bool,
     failure: Option<Failure>,
     kubelet: Kubelet,
+    /// The node cache has shown this node's object (with this uid) at least once, so its
+    /// absence there means it was deleted.
+    registered: bool,
 }
 
 struct Sim {
@@ -499,6 +502,7 @@ impl Sim {
             ip,
             cordoned: false,
             failure: None,
+            registered: false,
         };
         let api: Api<Node> = Api::all(self.client.clone());
         let body: Node = serde_json::from_value(node_body(&node))
@@ -599,38 +603,67 @@ impl Sim {
             }
             NodeOp::Remove(n) => {
                 known(&mut self.nodes, &n)?;
-                self.nodes.remove(&n);
-                let api: Api<Node> = Api::all(self.client.clone());
-                match api.delete(&n, &DeleteParams::default()).await {
-                    Ok(_) => {}
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
-                match leases.delete(&n, &DeleteParams::default()).await {
-                    Ok(_) => {}
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                let orphans: Vec<Write> = self
-                    .pods
-                    .state()
-                    .iter()
-                    .filter(|p| {
-                        p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(n.as_str())
-                    })
-                    .map(|p| Write::Delete {
-                        ns: p.metadata.namespace.clone().unwrap_or_default(),
-                        name: p.metadata.name.clone().unwrap_or_default(),
-                        uid: p.metadata.uid.clone().unwrap_or_default(),
-                        node: n.clone(),
-                        grace: 0,
-                    })
-                    .collect();
-                self.execute(orphans).await;
+                self.forget(&n, true).await?;
             }
         }
         Ok(())
+    }
+
+    /// Stops simulating node `n`: deletes its Node object (when `delete_node`), its lease and,
+    /// as the pod garbage collector does for pods bound to a node that no longer exists, its
+    /// pods.
+    async fn forget(&mut self, n: &str, delete_node: bool) -> Result<(), NodeError> {
+        self.nodes.remove(n);
+        if delete_node {
+            let api: Api<Node> = Api::all(self.client.clone());
+            match api.delete(n, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
+        match leases.delete(n, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let orphans: Vec<Write> = self
+            .pods
+            .state()
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(n))
+            .map(|p| Write::Delete {
+                ns: p.metadata.namespace.clone().unwrap_or_default(),
+                name: p.metadata.name.clone().unwrap_or_default(),
+                uid: p.metadata.uid.clone().unwrap_or_default(),
+                node: n.to_owned(),
+                grace: 0,
+            })
+            .collect();
+        self.execute(orphans).await;
+        Ok(())
+    }
+
+    /// Simulated nodes whose Node object was deleted (`kubectl delete node`) stop, and their
+    /// pods go, as on a cluster whose machine was removed.
+    async fn forget_deleted_nodes(&mut self) {
+        let mut deleted = Vec::new();
+        for (name, node) in &mut self.nodes {
+            let live = self.node_store.get(&kube::runtime::reflector::ObjectRef::new(name));
+            match live {
+                Some(obj) if obj.metadata.uid.as_deref() == Some(node.uid.as_str()) => {
+                    node.registered = true;
+                }
+                _ if node.registered => deleted.push(name.clone()),
+                _ => {}
+            }
+        }
+        for name in deleted {
+            // A failed cleanup (the lease or a pod) is not retried: the pods' owners see them
+            // on a node that does not exist, as they would after a failed pod GC round.
+            let _ = self.forget(&name, false).await;
+        }
     }
 
     async fn run(
@@ -673,6 +706,7 @@ impl Sim {
 
     /// One round: schedule pending pods, sync every pod on our nodes, write the results.
     async fn reconcile(&mut self) -> Option<Instant> {
+        self.forget_deleted_nodes().await;
         let now = Instant::now();
         self.retry_at = None;
         let pods = self.pods.state();

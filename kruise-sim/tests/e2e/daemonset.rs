@@ -261,3 +261,60 @@ fn a_surging_rollout_keeps_every_node_available_and_on_delete_waits_for_deletion
         (pods.iter().all(|p| p.ready) && images == ["nginx:3", "nginx:2", "nginx:2"]).then_some(())
     });
 }
+
+/// Nodes changed with kubectl as on a real cluster: a `NoExecute` taint the pods do not
+/// tolerate evicts them (the taint eviction controller), and a deleted Node takes its pods
+/// with it (its kubelet stops; the pod garbage collector's part).
+#[test]
+fn a_no_execute_taint_evicts_and_a_deleted_node_takes_its_pods() {
+    let env = env();
+    env.ok_stdin(&["apply", "-f", "-"], &daemonset(""));
+    env.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=3"]);
+    let all = ["sim-node-0", "sim-node-1", "sim-node-2"];
+    env.eventually("a daemon pod on each node", "pods", || {
+        (settled_on(&env, "nginx:1")? == all).then_some(())
+    });
+    env.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+
+    // A NoSchedule taint keeps running pods; NoExecute evicts the ones that do not tolerate it.
+    env.ok(&["taint", "node", "sim-node-0", "maintenance=soon:NoSchedule"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(settled_on(&env, "nginx:1").expect("settled"), all);
+    env.ok(&["taint", "node", "sim-node-0", "maintenance=now:NoExecute"]);
+    env.eventually("no pod left on the tainted node", "pods", || {
+        let pods = env.json(&["get", "pods", "-o", "json"]);
+        let on_node = pods["items"]
+            .as_array()?
+            .iter()
+            .filter(|p| p["spec"]["nodeName"] == "sim-node-0")
+            .count();
+        let web = env.json(&["get", "deployment", "web", "-o", "json"]);
+        (on_node == 0 && web["status"]["readyReplicas"] == 3).then_some(())
+    });
+    env.eventually("the daemon pods on the other two nodes only", "pods", || {
+        (settled_on(&env, "nginx:1")? == all[1..]).then_some(())
+    });
+
+    // A deleted Node takes its pods; the DaemonSet and the Deployment carry on without it.
+    env.ok(&["delete", "node", "sim-node-1"]);
+    env.eventually("pods only on sim-node-2", "pods", || {
+        let pods = env.json(&["get", "pods", "-o", "json"]);
+        let items = pods["items"].as_array()?;
+        let elsewhere = items.iter().any(|p| p["spec"]["nodeName"] != "sim-node-2");
+        let web = env.json(&["get", "deployment", "web", "-o", "json"]);
+        (!elsewhere && web["status"]["readyReplicas"] == 3).then_some(())
+    });
+    env.eventually("one daemon pod, on sim-node-2", "pods", || {
+        (settled_on(&env, "nginx:1")? == ["sim-node-2"]).then_some(())
+    });
+    let lease = env.run(&["get", "lease", "-n", "kube-node-lease", "sim-node-1"]);
+    assert!(!lease.ok && lease.stderr.contains("NotFound"), "the lease is gone: {}", lease.stderr);
+    let ds = env.json(&["get", "daemonset", "agent", "-o", "json"]);
+    assert_eq!(ds["status"]["desiredNumberScheduled"], 1, "{}", ds["status"]);
+
+    // Taken off again, the taint lets the daemon pod back.
+    env.ok(&["taint", "node", "sim-node-0", "maintenance-"]);
+    env.eventually("daemon pods on the two remaining nodes", "pods", || {
+        (settled_on(&env, "nginx:1")? == ["sim-node-0", "sim-node-2"]).then_some(())
+    });
+}
