@@ -4,6 +4,7 @@
 
 mod common;
 
+mod chart;
 mod crds_cli;
 mod leader_failover;
 mod playground;

