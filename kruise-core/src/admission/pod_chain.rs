@@ -7,10 +7,15 @@
 //! SidecarSets or the PodUnavailableBudget covering the pod, ...) is looked up by the caller
 //! and given to the step when it is built.
 //!
-//! Steps here: [`PubAnnotation`]. The other steps come with their features.
+//! Steps here: [`SidecarSetInjection`], [`PubAnnotation`]. The other steps come with their
+//! features.
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::well_known::annotations;
+
+use crate::sidecarset::{InjectionGates, SidecarSetCandidate, inject_pod};
 
 /// The steps of the pod mutating webhook, in the order upstream runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,6 +93,39 @@ impl<'a> PodChain<'a> {
             changed |= step.mutate(&mut mutated)?;
         }
         Ok(changed.then_some(mutated))
+    }
+}
+
+/// The SidecarSet step: injects the sidecars of the SidecarSets selecting the pod (see
+/// [`crate::sidecarset`]). A pod that cannot be injected is refused with the reason.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SidecarSetInjection {
+    /// Labels of the pod's namespace (`None`: unknown).
+    pub namespace_labels: Option<BTreeMap<String, String>>,
+    /// The SidecarSets that may select the pod, with their revisions.
+    pub sidecar_sets: Vec<SidecarSetCandidate>,
+    /// Feature gates.
+    pub gates: InjectionGates,
+    /// The time recorded in the hash annotations.
+    pub now: jiff::Timestamp,
+}
+
+impl PodMutator for SidecarSetInjection {
+    fn step(&self) -> PodStep {
+        PodStep::SidecarSet
+    }
+
+    fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
+        let injection =
+            inject_pod(pod, self.namespace_labels.as_ref(), &self.sidecar_sets, self.gates, self.now)
+                .map_err(|err| PodMutationError::Step {
+                    step: PodStep::SidecarSet,
+                    message: err.to_string(),
+                })?;
+        if injection.changed {
+            *pod = injection.pod;
+        }
+        Ok(injection.changed)
     }
 }
 
