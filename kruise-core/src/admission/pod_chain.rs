@@ -196,6 +196,67 @@ mod tests {
     }
 
     #[test]
+    fn the_sidecarset_step_injects_and_refuses_with_the_reason() {
+        use k8s_openapi::api::core::v1::{Container, PodSpec};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+        use kruise_api::apps::v1beta1::{SidecarContainer, SidecarSet, SidecarSetSpec};
+
+        let set = |name: &str| SidecarSetCandidate {
+            sidecar_set: SidecarSet::new(
+                name,
+                SidecarSetSpec {
+                    selector: Some(LabelSelector {
+                        match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
+                        ..Default::default()
+                    }),
+                    containers: vec![SidecarContainer {
+                        container: Container {
+                            name: "mesh".into(),
+                            image: Some("mesh:1".into()),
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+            ),
+            revisions: Vec::new(),
+            draw: 0.0,
+        };
+        let mut pod = Pod::default();
+        pod.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+        pod.spec = Some(PodSpec {
+            containers: vec![Container { name: "app".into(), ..Default::default() }],
+            ..Default::default()
+        });
+        let step = SidecarSetInjection {
+            namespace_labels: None,
+            sidecar_sets: vec![set("mesh-set")],
+            gates: InjectionGates::default(),
+            now: "2024-05-01T10:00:00Z".parse().expect("time"),
+        };
+        let pub_step = PubAnnotation { covering: Some("web-pub".into()), label: None };
+        let chain = PodChain::new(vec![&pub_step, &step]);
+        let out = chain.run(&pod).expect("runs").expect("changed");
+        let names: Vec<&str> =
+            out.spec.as_ref().expect("spec").containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["mesh", "app"]);
+        assert!(out.metadata.annotations.as_ref().expect("notes").contains_key(annotations::PUB_RELATED_PUB));
+        // Idempotent through the whole chain.
+        assert!(chain.run(&out).expect("runs").is_none());
+        // Two SidecarSets injecting `mesh`: refused at the SidecarSet step.
+        let clash = SidecarSetInjection {
+            sidecar_sets: vec![set("a"), set("b")],
+            ..step.clone()
+        };
+        let err = PodChain::new(vec![&clash]).run(&pod).expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "SidecarSet: container mesh would be injected by both sidecarSet a and sidecarSet b"
+        );
+    }
+
+    #[test]
     fn the_pub_step_names_the_budget_and_labels_the_pod_once() {
         let step = PubAnnotation {
             covering: Some("web-pub".into()),

@@ -55,7 +55,7 @@ use super::cloneset::{priority_strategy_error, scatter_strategy_error};
 use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
 use super::meta::{
     LabelSelectorOptions, label_selector_as_selector, validate_annotations, validate_label_selector,
-    validate_nonnegative, validate_object_meta, validate_object_meta_update,
+    validate_nonnegative, validate_object_meta,
 };
 use super::names::{is_qualified_name, max_len_error, regex_error};
 use super::pod_defaults::default_pod_spec;
@@ -106,14 +106,8 @@ pub fn validate_sidecar_set(
     ctx: &SidecarSetContext<'_>,
 ) -> FieldErrors {
     let metadata = FieldPath::new("metadata");
-    let mut errs = match old {
-        None => validate_object_meta(&obj.metadata, false, sidecar_set_name, &metadata),
-        Some(old) => {
-            let mut e = validate_object_meta(&obj.metadata, false, sidecar_set_name, &metadata);
-            e.extend(validate_object_meta_update(&obj.metadata, &old.metadata, &metadata));
-            e
-        }
-    };
+    // Upstream checks the metadata as on CREATE, on UPDATE too.
+    let mut errs = validate_object_meta(&obj.metadata, false, sidecar_set_name, &metadata);
     errs.extend(validate_canary(obj, old, ctx));
     errs.extend(validate_spec(obj, ctx));
     if let Some(old) = old {
