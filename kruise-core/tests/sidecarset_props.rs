@@ -75,7 +75,11 @@ fn build_set(i: usize, shape: &SetShape) -> SidecarSet {
                 Default::default()
             },
             share_volume_policy: ShareVolumePolicy {
-                type_: Some(if share { ShareVolumePolicyType::Enabled } else { ShareVolumePolicyType::Disabled }),
+                type_: Some(if share {
+                    ShareVolumePolicyType::Enabled
+                } else {
+                    ShareVolumePolicyType::Disabled
+                }),
             },
             transfer_env: if transfer {
                 vec![TransferEnvVar {
@@ -120,13 +124,18 @@ fn build_pod(labels: &BTreeSet<usize>, apps: usize) -> Pod {
     let mut pod = Pod::default();
     pod.metadata.name = Some("p".into());
     pod.metadata.namespace = Some("ns".into());
-    pod.metadata.labels = Some(labels.iter().map(|&i| (LABELS[i].0.to_owned(), LABELS[i].1.to_owned())).collect());
+    pod.metadata.labels =
+        Some(labels.iter().map(|&i| (LABELS[i].0.to_owned(), LABELS[i].1.to_owned())).collect());
     pod.spec = Some(PodSpec {
         containers: (0..apps)
             .map(|i| Container {
                 name: format!("app{i}"),
                 image: Some(format!("app:{i}")),
-                env: Some(vec![EnvVar { name: "TZ".into(), value: Some(format!("tz{i}")), value_from: None }]),
+                env: Some(vec![EnvVar {
+                    name: "TZ".into(),
+                    value: Some(format!("tz{i}")),
+                    value_from: None,
+                }]),
                 volume_mounts: Some(vec![VolumeMount {
                     name: format!("v{i}"),
                     mount_path: format!("/data{i}"),

@@ -30,7 +30,7 @@ enum Outcome {
         changed: bool,
         matched: Vec<String>,
         injected: Vec<String>,
-        pod: k8s_openapi::api::core::v1::Pod,
+        pod: Box<k8s_openapi::api::core::v1::Pod>,
     },
     Refused(String),
 }
@@ -52,7 +52,7 @@ fn run(path: &Path) {
                 changed: out.changed,
                 matched: out.matched,
                 injected: out.injected,
-                pod: out.pod,
+                pod: Box::new(out.pod),
             }
         }
         Err(err) => Outcome::Refused(err.to_string()),

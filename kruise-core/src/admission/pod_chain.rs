@@ -116,12 +116,17 @@ impl PodMutator for SidecarSetInjection {
     }
 
     fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
-        let injection =
-            inject_pod(pod, self.namespace_labels.as_ref(), &self.sidecar_sets, self.gates, self.now)
-                .map_err(|err| PodMutationError::Step {
-                    step: PodStep::SidecarSet,
-                    message: err.to_string(),
-                })?;
+        let injection = inject_pod(
+            pod,
+            self.namespace_labels.as_ref(),
+            &self.sidecar_sets,
+            self.gates,
+            self.now,
+        )
+        .map_err(|err| PodMutationError::Step {
+            step: PodStep::SidecarSet,
+            message: err.to_string(),
+        })?;
         if injection.changed {
             *pod = injection.pod;
         }
@@ -241,14 +246,17 @@ mod tests {
         let names: Vec<&str> =
             out.spec.as_ref().expect("spec").containers.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["mesh", "app"]);
-        assert!(out.metadata.annotations.as_ref().expect("notes").contains_key(annotations::PUB_RELATED_PUB));
+        assert!(
+            out.metadata
+                .annotations
+                .as_ref()
+                .expect("notes")
+                .contains_key(annotations::PUB_RELATED_PUB)
+        );
         // Idempotent through the whole chain.
         assert!(chain.run(&out).expect("runs").is_none());
         // Two SidecarSets injecting `mesh`: refused at the SidecarSet step.
-        let clash = SidecarSetInjection {
-            sidecar_sets: vec![set("a"), set("b")],
-            ..step.clone()
-        };
+        let clash = SidecarSetInjection { sidecar_sets: vec![set("a"), set("b")], ..step.clone() };
         let err = PodChain::new(vec![&clash]).run(&pod).expect_err("refused");
         assert_eq!(
             err.to_string(),

@@ -54,8 +54,8 @@ use kruise_api::well_known::annotations;
 use super::cloneset::{priority_strategy_error, scatter_strategy_error};
 use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
 use super::meta::{
-    LabelSelectorOptions, label_selector_as_selector, validate_annotations, validate_label_selector,
-    validate_nonnegative, validate_object_meta,
+    LabelSelectorOptions, label_selector_as_selector, validate_annotations,
+    validate_label_selector, validate_nonnegative, validate_object_meta,
 };
 use super::names::{is_qualified_name, max_len_error, regex_error};
 use super::pod_defaults::default_pod_spec;
@@ -123,7 +123,11 @@ fn annotations_value(obj: &SidecarSet) -> BadValue {
     BadValue::Go(go::string_map(obj.metadata.annotations.as_ref()))
 }
 
-fn validate_canary(obj: &SidecarSet, old: Option<&SidecarSet>, ctx: &SidecarSetContext<'_>) -> Vec<FieldError> {
+fn validate_canary(
+    obj: &SidecarSet,
+    old: Option<&SidecarSet>,
+    ctx: &SidecarSetContext<'_>,
+) -> Vec<FieldError> {
     let Some(base) = canary_base(obj) else { return Vec::new() };
     let path = FieldPath::new("metadata");
     let invalid = |msg: String| FieldError::invalid(&path, annotations_value(obj), msg);
@@ -133,9 +137,13 @@ fn validate_canary(obj: &SidecarSet, old: Option<&SidecarSet>, ctx: &SidecarSetC
         errs.push(invalid("base sidecarSet cannot be itself".into()));
     }
     if let Some(old) = old {
-        let old_base = old.metadata.annotations.as_ref().and_then(|a| a.get(annotations::SIDECARSET_BASE));
+        let old_base =
+            old.metadata.annotations.as_ref().and_then(|a| a.get(annotations::SIDECARSET_BASE));
         if old_base.map(String::as_str) != Some(base) {
-            errs.push(invalid(format!("annotations[{}] is immutable", annotations::SIDECARSET_BASE)));
+            errs.push(invalid(format!(
+                "annotations[{}] is immutable",
+                annotations::SIDECARSET_BASE
+            )));
         }
     }
     match ctx.others.iter().find(|s| s.metadata.name.as_deref() == Some(base)) {
@@ -166,7 +174,11 @@ fn validate_selector(selector: &LabelSelector, path: &FieldPath) -> Vec<FieldErr
         ));
     }
     if label_selector_as_selector(Some(selector)).is_err() {
-        errs.push(FieldError::invalid(&path.child("selector"), BadValue::Go(go::label_selector(selector)), ""));
+        errs.push(FieldError::invalid(
+            &path.child("selector"),
+            BadValue::Go(go::label_selector(selector)),
+            "",
+        ));
     }
     errs
 }
@@ -185,7 +197,10 @@ fn validate_spec(obj: &SidecarSet, ctx: &SidecarSetContext<'_>) -> Vec<FieldErro
         }
     }
     match &spec.selector {
-        None => errs.push(FieldError::required(&path.child("selector"), "no selector defined for SidecarSet")),
+        None => errs.push(FieldError::required(
+            &path.child("selector"),
+            "no selector defined for SidecarSet",
+        )),
         Some(selector) => errs.extend(validate_selector(selector, &path.child("selector"))),
     }
     if let Some(selector) = &spec.namespace_selector {
@@ -196,7 +211,10 @@ fn validate_spec(obj: &SidecarSet, ctx: &SidecarSetContext<'_>) -> Vec<FieldErro
         errs.extend(validate_update_strategy(&spec.update_strategy, &path.child("updateStrategy")));
     }
     if spec.init_containers.is_empty() && spec.containers.is_empty() {
-        errs.push(FieldError::required(&path, "no initContainer or container defined for SidecarSet"));
+        errs.push(FieldError::required(
+            &path,
+            "no initContainer or container defined for SidecarSet",
+        ));
     } else {
         errs.extend(validate_containers(obj, &path));
     }
@@ -204,15 +222,27 @@ fn validate_spec(obj: &SidecarSet, ctx: &SidecarSetContext<'_>) -> Vec<FieldErro
     errs
 }
 
-fn validate_injection_strategy(obj: &SidecarSet, ctx: &SidecarSetContext<'_>, path: &FieldPath) -> Vec<FieldError> {
+fn validate_injection_strategy(
+    obj: &SidecarSet,
+    ctx: &SidecarSetContext<'_>,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let Some(revision) = &obj.spec.injection_strategy.revision else { return Vec::new() };
     let path = path.child("revision");
     let shown = || BadValue::Go(serde_json::to_string(revision).unwrap_or_default());
     let mut errs = Vec::new();
     if revision.revision_name.is_none() && revision.custom_version.is_none() {
-        errs.push(FieldError::invalid(&path, shown(), "revisionName and customVersion cannot be empty simultaneously"));
+        errs.push(FieldError::invalid(
+            &path,
+            shown(),
+            "revisionName and customVersion cannot be empty simultaneously",
+        ));
     } else if pinned_revision(obj, ctx.revisions).is_none() {
-        let wanted = revision.revision_name.clone().or_else(|| revision.custom_version.clone()).unwrap_or_default();
+        let wanted = revision
+            .revision_name
+            .clone()
+            .or_else(|| revision.custom_version.clone())
+            .unwrap_or_default();
         errs.push(FieldError::invalid(
             &path,
             BadValue::Null,
@@ -252,7 +282,10 @@ fn validate_positive_int_or_percent(value: &IntOrString, path: &FieldPath) -> Ve
     }
 }
 
-fn validate_update_strategy(strategy: &SidecarSetUpdateStrategy, path: &FieldPath) -> Vec<FieldError> {
+fn validate_update_strategy(
+    strategy: &SidecarSetUpdateStrategy,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let partition_set = match &strategy.partition {
         None => false,
@@ -304,10 +337,18 @@ fn validate_containers(obj: &SidecarSet, path: &FieldPath) -> Vec<FieldError> {
     for (i, c) in spec.containers.iter().enumerate() {
         let p = path.child("containers").index(i);
         if let Some(PodInjectPolicyType::Other(v)) = &c.pod_inject_policy {
-            errs.push(FieldError::invalid(&p.child("podInjectPolicy"), v.as_str(), "unsupported pod inject policy"));
+            errs.push(FieldError::invalid(
+                &p.child("podInjectPolicy"),
+                v.as_str(),
+                "unsupported pod inject policy",
+            ));
         }
         if let Some(ShareVolumePolicyType::Other(v)) = &c.share_volume_policy.type_ {
-            errs.push(FieldError::invalid(&p.child("shareVolumePolicy"), v.as_str(), "unsupported share volume policy"));
+            errs.push(FieldError::invalid(
+                &p.child("shareVolumePolicy"),
+                v.as_str(),
+                "unsupported share volume policy",
+            ));
         }
         errs.extend(validate_transfer_env(&c.transfer_env, &p.child("transferEnv")));
         if let Some(policy) = &c.resources_policy {
@@ -316,7 +357,8 @@ fn validate_containers(obj: &SidecarSet, path: &FieldPath) -> Vec<FieldError> {
         errs.extend(validate_hot_upgrade(c, &p));
     }
     // The containers and volumes must make a valid pod (upstream validates a stand-in pod).
-    let mut containers: Vec<Container> = spec.containers.iter().map(|c| c.container.clone()).collect();
+    let mut containers: Vec<Container> =
+        spec.containers.iter().map(|c| c.container.clone()).collect();
     if containers.is_empty() {
         containers.push(Container {
             name: "test".into(),
@@ -351,7 +393,8 @@ fn validate_transfer_env(envs: &[TransferEnvVar], path: &FieldPath) -> Vec<Field
     let mut errs = Vec::new();
     let p = path.child("fieldRef");
     for t in envs {
-        let Some(field) = t.source_container_name_from.as_ref().and_then(|f| f.field_ref.as_ref()) else {
+        let Some(field) = t.source_container_name_from.as_ref().and_then(|f| f.field_ref.as_ref())
+        else {
             continue;
         };
         let api_version = field.api_version.as_deref().unwrap_or("");
@@ -390,26 +433,41 @@ fn validate_transfer_env(envs: &[TransferEnvVar], path: &FieldPath) -> Vec<Field
             None => errs.push(FieldError::invalid(
                 &p.child("fieldPath"),
                 field.field_path.as_str(),
-                format!("error converting fieldPath: field label not supported: {}", field.field_path),
+                format!(
+                    "error converting fieldPath: field label not supported: {}",
+                    field.field_path
+                ),
             )),
         }
     }
     errs
 }
 
-fn validate_resources_policy(c: &SidecarContainer, policy: &ResourcesPolicy, path: &FieldPath) -> Vec<FieldError> {
+fn validate_resources_policy(
+    c: &SidecarContainer,
+    policy: &ResourcesPolicy,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let shown = || BadValue::Go(serde_json::to_string(policy).unwrap_or_default());
     let resources = c.container.resources.as_ref();
     let has_resources = resources.is_some_and(|r| {
-        r.limits.as_ref().is_some_and(|l| !l.is_empty()) || r.requests.as_ref().is_some_and(|l| !l.is_empty())
+        r.limits.as_ref().is_some_and(|l| !l.is_empty())
+            || r.requests.as_ref().is_some_and(|l| !l.is_empty())
     });
     if has_resources {
-        return vec![FieldError::invalid(path, shown(), "resourcesPolicy and resources cannot be configured together")];
+        return vec![FieldError::invalid(
+            path,
+            shown(),
+            "resourcesPolicy and resources cannot be configured together",
+        )];
     }
     let mut errs = Vec::new();
     let regex = &policy.target_containers_name_regex;
     if regex.is_empty() {
-        errs.push(FieldError::required(&path.child("targetContainersNameRegex"), "invalid empty regex"));
+        errs.push(FieldError::required(
+            &path.child("targetContainersNameRegex"),
+            "invalid empty regex",
+        ));
     } else if let Err(err) = regex::Regex::new(regex) {
         errs.push(FieldError::invalid(
             &path.child("targetContainersNameRegex"),
@@ -432,7 +490,11 @@ fn validate_resources_policy(c: &SidecarContainer, policy: &ResourcesPolicy, pat
             return;
         }
         if let Err(err) = expr::check(text, resource) {
-            errs.push(FieldError::invalid(&p.child(kind).child(resource), text, format!("invalid expression: {err}")));
+            errs.push(FieldError::invalid(
+                &p.child(kind).child(resource),
+                text,
+                format!("invalid expression: {err}"),
+            ));
         }
     };
     if let Some(l) = &exprs.limits {
@@ -446,9 +508,14 @@ fn validate_resources_policy(c: &SidecarContainer, policy: &ResourcesPolicy, pat
     errs
 }
 
-fn validate_patch_metadata(obj: &SidecarSet, ctx: &SidecarSetContext<'_>, path: &FieldPath) -> Vec<FieldError> {
+fn validate_patch_metadata(
+    obj: &SidecarSet,
+    ctx: &SidecarSetContext<'_>,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if let Err(msg) = check_patch_metadata(obj, ctx.whitelist, ctx.patch_metadata_defaults_allowed) {
+    if let Err(msg) = check_patch_metadata(obj, ctx.whitelist, ctx.patch_metadata_defaults_allowed)
+    {
         errs.push(FieldError::required(path, msg));
     }
     let mut keys = BTreeSet::new();
@@ -456,11 +523,17 @@ fn validate_patch_metadata(obj: &SidecarSet, ctx: &SidecarSetContext<'_>, path: 
         if patch.annotations.is_empty() {
             errs.push(FieldError::required(path, "no annotations defined for SidecarSet"));
         } else {
-            errs.extend(validate_annotations(Some(&patch.annotations), &path.index(i).child("annotations")));
+            errs.extend(validate_annotations(
+                Some(&patch.annotations),
+                &path.index(i).child("annotations"),
+            ));
         }
         for key in patch.annotations.keys() {
             if !keys.insert(key.clone()) {
-                errs.push(FieldError::required(path, format!("patch annotation[{key}] already exist")));
+                errs.push(FieldError::required(
+                    path,
+                    format!("patch annotation[{key}] already exist"),
+                ));
             }
         }
     }
@@ -559,18 +632,18 @@ fn validate_conflicts(obj: &SidecarSet, all: &[SidecarSet]) -> Vec<FieldError> {
         }
     }
     for v in &obj.spec.volumes {
-        if let Some(other) = volumes_in.get(v.name.as_str()) {
-            if other.spec.volumes.iter().find(|o| o.name == v.name) != Some(v) {
-                errs.push(FieldError::invalid(
-                    &path.child("volumes"),
-                    v.name.as_str(),
-                    format!(
-                        "volume {} is in conflict with sidecarset {}",
-                        v.name,
-                        other.metadata.name.as_deref().unwrap_or("")
-                    ),
-                ));
-            }
+        if let Some(other) = volumes_in.get(v.name.as_str())
+            && other.spec.volumes.iter().find(|o| o.name == v.name) != Some(v)
+        {
+            errs.push(FieldError::invalid(
+                &path.child("volumes"),
+                v.name.as_str(),
+                format!(
+                    "volume {} is in conflict with sidecarset {}",
+                    v.name,
+                    other.metadata.name.as_deref().unwrap_or("")
+                ),
+            ));
         }
     }
     for patch in &obj.spec.patch_pod_metadata {

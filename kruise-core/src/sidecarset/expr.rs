@@ -57,7 +57,9 @@ impl Value {
         match self {
             Value::Quantity(q) => q,
             // Go converts through int64 thousandths, truncating.
-            Value::Number(n) => Quantity::from_milli((n * 1000.0) as i128, QuantityFormat::DecimalSi),
+            Value::Number(n) => {
+                Quantity::from_milli((n * 1000.0) as i128, QuantityFormat::DecimalSi)
+            }
         }
     }
 }
@@ -101,7 +103,9 @@ fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ExprError> {
         let c = bytes[i] as char;
         if c.is_ascii_whitespace() {
             i += 1;
-        } else if c.is_ascii_digit() || (c == '.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+        } else if c.is_ascii_digit()
+            || (c == '.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
             let start = i;
             while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
                 i += 1;
@@ -151,7 +155,10 @@ fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ExprError> {
         } else {
             return Err(ExprError::Syntax {
                 offset: i,
-                message: format!("unexpected character {:?}", &text[i..].chars().next().unwrap_or(c)),
+                message: format!(
+                    "unexpected character {:?}",
+                    &text[i..].chars().next().unwrap_or(c)
+                ),
             });
         }
     }
@@ -177,10 +184,9 @@ impl Parser<'_> {
     }
 
     fn offset(&self) -> usize {
-        self.tokens.get(self.pos).map_or_else(
-            || self.tokens.last().map_or(0, |(o, _)| *o + 1),
-            |(o, _)| *o,
-        )
+        self.tokens
+            .get(self.pos)
+            .map_or_else(|| self.tokens.last().map_or(0, |(o, _)| *o + 1), |(o, _)| *o)
     }
 
     fn expect(&mut self, c: char) -> Result<(), ExprError> {
@@ -256,7 +262,9 @@ impl Parser<'_> {
 
 fn add(left: Value, right: Value, subtract: bool) -> Result<Value, ExprError> {
     match (left, right) {
-        (Value::Number(a), Value::Number(b)) => Ok(Value::Number(if subtract { a - b } else { a + b })),
+        (Value::Number(a), Value::Number(b)) => {
+            Ok(Value::Number(if subtract { a - b } else { a + b }))
+        }
         (a, b) => {
             let b = if subtract { b.to_quantity().negated() } else { b.to_quantity() };
             a.to_quantity()
@@ -268,7 +276,8 @@ fn add(left: Value, right: Value, subtract: bool) -> Result<Value, ExprError> {
 }
 
 fn scale(q: &Quantity, factor: f64, divide: bool) -> Result<Value, ExprError> {
-    let milli = q.milli_value().ok_or_else(|| ExprError::BadOperation("quantity overflow".into()))?;
+    let milli =
+        q.milli_value().ok_or_else(|| ExprError::BadOperation("quantity overflow".into()))?;
     let scaled = if divide { milli as f64 / factor } else { milli as f64 * factor };
     Ok(Value::Quantity(Quantity::from_milli(scaled as i128, q.format())))
 }
@@ -288,7 +297,7 @@ fn mul(left: Value, right: Value) -> Result<Value, ExprError> {
 fn div(left: Value, right: Value) -> Result<Value, ExprError> {
     match (left, right) {
         (_, Value::Quantity(_)) => Err(ExprError::BadOperation("division by quantity".into())),
-        (_, Value::Number(n)) if n == 0.0 => Err(ExprError::BadOperation("division by zero".into())),
+        (_, Value::Number(0.0)) => Err(ExprError::BadOperation("division by zero".into())),
         (Value::Quantity(q), Value::Number(n)) => scale(&q, n, true),
         (Value::Number(a), Value::Number(b)) => Ok(Value::Number(a / b)),
     }

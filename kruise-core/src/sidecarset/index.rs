@@ -119,7 +119,11 @@ impl SidecarSetIndex {
 
     /// The SidecarSets that may select a pod in `namespace` (empty: `default`) with
     /// `pod_labels`, by name; a superset of those that do.
-    pub fn candidates(&self, namespace: &str, pod_labels: &BTreeMap<String, String>) -> Vec<&SidecarSet> {
+    pub fn candidates(
+        &self,
+        namespace: &str,
+        pod_labels: &BTreeMap<String, String>,
+    ) -> Vec<&SidecarSet> {
         let namespace = if namespace.is_empty() { super::DEFAULT_NAMESPACE } else { namespace };
         let mut names = BTreeSet::new();
         for scope in [Scope::Namespace(namespace.to_owned()), Scope::Cluster] {

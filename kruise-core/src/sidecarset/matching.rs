@@ -67,10 +67,10 @@ fn pinned(selector: &LabelSelector) -> BTreeMap<&str, Option<Vec<&str>>> {
 fn disjoint(a: &LabelSelector, b: &LabelSelector) -> bool {
     let pins = pinned(a);
     for (k, v) in b.match_labels.iter().flatten() {
-        if let Some(Some(values)) = pins.get(k.as_str()) {
-            if !values.contains(&v.as_str()) {
-                return true;
-            }
+        if let Some(Some(values)) = pins.get(k.as_str())
+            && !values.contains(&v.as_str())
+        {
+            return true;
         }
     }
     for req in b.match_expressions.iter().flatten() {
@@ -78,10 +78,10 @@ fn disjoint(a: &LabelSelector, b: &LabelSelector) -> bool {
         let wanted: Vec<&str> = req.values.iter().flatten().map(String::as_str).collect();
         match req.operator.as_str() {
             "In" => {
-                if let Some(Some(values)) = pin {
-                    if !values.iter().any(|v| wanted.contains(v)) {
-                        return true;
-                    }
+                if let Some(Some(values)) = pin
+                    && !values.iter().any(|v| wanted.contains(v))
+                {
+                    return true;
                 }
             }
             "NotIn" => {

@@ -163,7 +163,9 @@ pub enum InjectionError {
         message: String,
     },
     /// `injectionStrategy.revision` names a revision that does not exist.
-    #[error("sidecarSet {sidecar_set}: spec.injectionStrategy.revision: ControllerRevision {revision} not found")]
+    #[error(
+        "sidecarSet {sidecar_set}: spec.injectionStrategy.revision: ControllerRevision {revision} not found"
+    )]
     RevisionNotFound {
         /// The SidecarSet.
         sidecar_set: String,
@@ -181,7 +183,9 @@ pub enum InjectionError {
         message: String,
     },
     /// `updateStrategy.partition` is not a usable percentage for the `Partial` policy.
-    #[error("sidecarSet {sidecar_set}: spec.updateStrategy.partition: invalid percentage {value:?}")]
+    #[error(
+        "sidecarSet {sidecar_set}: spec.updateStrategy.partition: invalid percentage {value:?}"
+    )]
     InvalidPartition {
         /// The SidecarSet.
         sidecar_set: String,
@@ -189,7 +193,9 @@ pub enum InjectionError {
         value: String,
     },
     /// Two SidecarSets would inject a container of the same name.
-    #[error("container {container} would be injected by both sidecarSet {first} and sidecarSet {second}")]
+    #[error(
+        "container {container} would be injected by both sidecarSet {first} and sidecarSet {second}"
+    )]
     ContainerConflict {
         /// The container name.
         container: String,
@@ -423,11 +429,13 @@ pub fn inject_pod(
         if set.spec.injection_strategy.paused {
             continue;
         }
-        let matched = matching::pod_matches(set, pod_labels, namespace_labels)
-            .map_err(|message| InjectionError::InvalidSelector {
-                sidecar_set: name_of(set),
-                field: "spec.selector".into(),
-                message,
+        let matched =
+            matching::pod_matches(set, pod_labels, namespace_labels).map_err(|message| {
+                InjectionError::InvalidSelector {
+                    sidecar_set: name_of(set),
+                    field: "spec.selector".into(),
+                    message,
+                }
             })?;
         if !matched {
             continue;
@@ -449,14 +457,14 @@ pub fn inject_pod(
     for c in &chosen {
         let name = name_of(&c.set);
         for container in injected_container_names(&c.set) {
-            if let Some(first) = owners.get(&container) {
-                if *first != name {
-                    return Err(InjectionError::ContainerConflict {
-                        container,
-                        first: first.clone(),
-                        second: name,
-                    });
-                }
+            if let Some(first) = owners.get(&container)
+                && *first != name
+            {
+                return Err(InjectionError::ContainerConflict {
+                    container,
+                    first: first.clone(),
+                    second: name,
+                });
             }
             owners.insert(container, name.clone());
         }
@@ -520,7 +528,11 @@ fn choose_revision(
         set: set.clone(),
         hash: current_hash(set),
         hash_without_image: current_hash_without_image(set),
-        controller_revision: set.status.as_ref().map(|s| s.latest_revision.clone()).unwrap_or_default(),
+        controller_revision: set
+            .status
+            .as_ref()
+            .map(|s| s.latest_revision.clone())
+            .unwrap_or_default(),
     };
     let Some(pin) = &set.spec.injection_strategy.revision else { return Ok(latest()) };
     if pin.revision_name.is_none() && pin.custom_version.is_none() {
@@ -529,7 +541,11 @@ fn choose_revision(
     let revision = pinned_revision(set, &candidate.revisions).ok_or_else(|| {
         InjectionError::RevisionNotFound {
             sidecar_set: name_of(set),
-            revision: pin.revision_name.clone().or_else(|| pin.custom_version.clone()).unwrap_or_default(),
+            revision: pin
+                .revision_name
+                .clone()
+                .or_else(|| pin.custom_version.clone())
+                .unwrap_or_default(),
         }
     })?;
     let pinned = restore_revision(set, revision)?;
@@ -555,7 +571,10 @@ fn choose_revision(
     match &set.spec.update_strategy.partition {
         None | Some(IntOrString::Int(_)) => Ok(latest()),
         Some(IntOrString::String(text)) => {
-            let bad = || InjectionError::InvalidPartition { sidecar_set: name_of(set), value: text.clone() };
+            let bad = || InjectionError::InvalidPartition {
+                sidecar_set: name_of(set),
+                value: text.clone(),
+            };
             let share: f64 = text.strip_suffix('%').ok_or_else(bad)?.parse().map_err(|_| bad())?;
             Ok(if candidate.draw <= share / 100.0 { pinned } else { latest() })
         }
@@ -589,7 +608,10 @@ pub fn pinned_revision<'r>(
 /// The SidecarSet as recorded in `revision`: the revision's data replaces `containers`,
 /// `initContainers`, `volumes`, `imagePullSecrets` and `patchPodMetadata`; its hash
 /// annotations (or, without them, hashes of the restored spec) and its name come along.
-fn restore_revision(set: &SidecarSet, revision: &ControllerRevision) -> Result<Chosen, InjectionError> {
+fn restore_revision(
+    set: &SidecarSet,
+    revision: &ControllerRevision,
+) -> Result<Chosen, InjectionError> {
     let revision_name = revision.metadata.name.clone().unwrap_or_default();
     let invalid = |message: String| InjectionError::InvalidRevision {
         sidecar_set: name_of(set),
@@ -605,19 +627,28 @@ fn restore_revision(set: &SidecarSet, revision: &ControllerRevision) -> Result<C
         }
     };
     let mut restored = set.clone();
-    restored.spec.containers = serde_json::from_value(field("containers")).map_err(|e| invalid(e.to_string()))?;
+    restored.spec.containers =
+        serde_json::from_value(field("containers")).map_err(|e| invalid(e.to_string()))?;
     restored.spec.init_containers =
         serde_json::from_value(field("initContainers")).map_err(|e| invalid(e.to_string()))?;
-    restored.spec.volumes = serde_json::from_value(field("volumes")).map_err(|e| invalid(e.to_string()))?;
+    restored.spec.volumes =
+        serde_json::from_value(field("volumes")).map_err(|e| invalid(e.to_string()))?;
     restored.spec.image_pull_secrets =
         serde_json::from_value(field("imagePullSecrets")).map_err(|e| invalid(e.to_string()))?;
     restored.spec.patch_pod_metadata =
         serde_json::from_value(field("patchPodMetadata")).map_err(|e| invalid(e.to_string()))?;
     let note = |key: &str| {
-        revision.metadata.annotations.as_ref().and_then(|a| a.get(key)).filter(|v| !v.is_empty()).cloned()
+        revision
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .filter(|v| !v.is_empty())
+            .cloned()
     };
     Ok(Chosen {
-        hash: note(annotations::SIDECARSET_HASH).unwrap_or_else(|| sidecar_set_hash(&restored.spec)),
+        hash: note(annotations::SIDECARSET_HASH)
+            .unwrap_or_else(|| sidecar_set_hash(&restored.spec)),
         hash_without_image: note(annotations::SIDECARSET_HASH_WITHOUT_IMAGE)
             .unwrap_or_else(|| sidecar_set_hash_without_image(&restored.spec)),
         controller_revision: revision_name,
@@ -720,7 +751,8 @@ fn build_sidecars(
 ) -> Result<Built, InjectionError> {
     let mut out = Built::default();
     let mut hashes = read_hash_annotation(pod, annotations::SIDECARSET_HASH)?;
-    let mut hashes_no_image = read_hash_annotation(pod, annotations::SIDECARSET_HASH_WITHOUT_IMAGE)?;
+    let mut hashes_no_image =
+        read_hash_annotation(pod, annotations::SIDECARSET_HASH_WITHOUT_IMAGE)?;
     let mut working: BTreeMap<String, String> = pod
         .metadata
         .annotations
@@ -781,15 +813,14 @@ fn build_sidecars(
                         "spec.{}[{i}].resourcesPolicy",
                         if init { "initContainers" } else { "containers" }
                     );
-                    container.resources = Some(
-                        resources::apply(policy, original, &all_sidecar_names).map_err(|message| {
-                            InjectionError::ResourcesPolicy {
+                    container.resources =
+                        Some(resources::apply(policy, original, &all_sidecar_names).map_err(
+                            |message| InjectionError::ResourcesPolicy {
                                 sidecar_set: set_name.clone(),
                                 field,
                                 message,
-                            }
-                        })?,
-                    );
+                            },
+                        )?);
                 }
                 let (mounts, mount_envs) = shared_volume_mounts(sidecar, original);
                 let mut transfer = transfer_envs(sidecar, original);
@@ -820,7 +851,8 @@ fn build_sidecars(
                 let target = if init { &mut out.init_containers } else { &mut out.containers };
                 if hot {
                     let (first, second) = hot_upgrade_pair(&container, sidecar);
-                    for (name, version, alt) in [(&first.name, "1", "0"), (&second.name, "0", "1")] {
+                    for (name, version, alt) in [(&first.name, "1", "0"), (&second.name, "0", "1")]
+                    {
                         out.annotations.insert(
                             format!("{}{name}", annotations::SIDECARSET_VERSION_PREFIX),
                             version.to_owned(),
@@ -870,7 +902,8 @@ fn build_sidecars(
             );
         }
     }
-    let encode = |m: &BTreeMap<String, SidecarSetUpgradeSpec>| serde_json::to_string(m).unwrap_or_default();
+    let encode =
+        |m: &BTreeMap<String, SidecarSetUpgradeSpec>| serde_json::to_string(m).unwrap_or_default();
     out.annotations.insert(annotations::SIDECARSET_HASH.to_owned(), encode(&hashes));
     out.annotations
         .insert(annotations::SIDECARSET_HASH_WITHOUT_IMAGE.to_owned(), encode(&hashes_no_image));
@@ -942,7 +975,8 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
         let after = &rest[start + 2..];
         let Some(end) = after.find(')') else { break };
         let name = &after[..end];
-        let valid_first = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || "-._".contains(c));
+        let valid_first =
+            name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || "-._".contains(c));
         if valid_first && name.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)) {
             out.push(name);
             rest = &after[end + 1..];
@@ -1019,7 +1053,8 @@ fn transfer_envs(sidecar: &SidecarContainer, pod: &Pod) -> Vec<EnvVar> {
         if !t.env_name.is_empty() {
             names.insert(&t.env_name);
         }
-        let source = match t.source_container_name_from.as_ref().and_then(|f| f.field_ref.as_ref()) {
+        let source = match t.source_container_name_from.as_ref().and_then(|f| f.field_ref.as_ref())
+        {
             Some(field) => match container_name_from_field(&field.field_path, pod) {
                 Some(name) => name,
                 None => continue,

@@ -38,8 +38,9 @@ pub fn apply(
     pod: &Pod,
     sidecar_names: &BTreeSet<String>,
 ) -> Result<ResourceRequirements, String> {
-    let pattern = regex::Regex::new(&policy.target_containers_name_regex)
-        .map_err(|e| format!("invalid regex pattern {:?}: {e}", policy.target_containers_name_regex))?;
+    let pattern = regex::Regex::new(&policy.target_containers_name_regex).map_err(|e| {
+        format!("invalid regex pattern {:?}: {e}", policy.target_containers_name_regex)
+    })?;
     let spec = pod.spec.as_ref();
     let natives = spec
         .into_iter()
@@ -122,7 +123,9 @@ fn aggregate(
         TargetContainersModeType::Max => false,
         _ => return Ok((Combined::new(), Combined::new())),
     };
-    let read = |list: Option<&BTreeMap<String, KubeQuantity>>, key: &str| -> Result<Option<Quantity>, String> {
+    let read = |list: Option<&BTreeMap<String, KubeQuantity>>,
+                key: &str|
+     -> Result<Option<Quantity>, String> {
         match list.and_then(|l| l.get(key)) {
             None => Ok(None),
             Some(q) => Quantity::parse(&q.0).map(Some).map_err(|e| e.to_string()),
@@ -180,7 +183,10 @@ mod tests {
     fn container(name: &str, limits: &[(&str, &str)], requests: &[(&str, &str)]) -> Container {
         let list = |pairs: &[(&str, &str)]| {
             (!pairs.is_empty()).then(|| {
-                pairs.iter().map(|(k, v)| ((*k).to_owned(), KubeQuantity((*v).to_owned()))).collect()
+                pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), KubeQuantity((*v).to_owned())))
+                    .collect()
             })
         };
         Container {
@@ -230,13 +236,15 @@ mod tests {
             container("mesh", &[("cpu", "9")], &[]),
         ]);
         let sidecars: BTreeSet<String> = ["mesh".to_owned()].into();
-        let r = apply(&policy(TargetContainersModeType::Sum, ".*"), &p, &sidecars).expect("applies");
+        let r =
+            apply(&policy(TargetContainersModeType::Sum, ".*"), &p, &sidecars).expect("applies");
         assert_eq!(get(&r.limits, "cpu").as_deref(), Some("1500m"));
         // Sums are written in decimal, as upstream writes them.
         assert_eq!(get(&r.limits, "memory").as_deref(), Some("1073741824"));
         assert_eq!(get(&r.requests, "cpu").as_deref(), Some("400m"));
         assert_eq!(get(&r.requests, "memory").as_deref(), Some("200Mi"));
-        let r = apply(&policy(TargetContainersModeType::Max, ".*"), &p, &sidecars).expect("applies");
+        let r =
+            apply(&policy(TargetContainersModeType::Max, ".*"), &p, &sidecars).expect("applies");
         assert_eq!(get(&r.limits, "cpu").as_deref(), Some("1"));
         assert_eq!(get(&r.limits, "memory").as_deref(), Some("512Mi"));
         assert_eq!(get(&r.requests, "cpu").as_deref(), Some("250m"));
@@ -244,10 +252,7 @@ mod tests {
 
     #[test]
     fn one_unlimited_target_leaves_the_limit_unset() {
-        let p = pod(vec![
-            container("app", &[("cpu", "1")], &[]),
-            container("web", &[], &[]),
-        ]);
+        let p = pod(vec![container("app", &[("cpu", "1")], &[]), container("web", &[], &[])]);
         let r = apply(&policy(TargetContainersModeType::Sum, "app|web"), &p, &BTreeSet::new())
             .expect("applies");
         assert_eq!(r.limits, None);

@@ -116,7 +116,10 @@ fn sidecar_containers_go_before_app_containers_by_default() {
     assert!(out.changed);
     assert_eq!(names(&spec(&out.pod).containers), ["dns-f", "nginx", "log-agent"]);
     let dns = &spec(&out.pod).containers[0];
-    assert_eq!(env_of(dns, env::container::IS_INJECTED).and_then(|e| e.value.as_deref()), Some("true"));
+    assert_eq!(
+        env_of(dns, env::container::IS_INJECTED).and_then(|e| e.value.as_deref()),
+        Some("true")
+    );
     // The app container is untouched.
     assert_eq!(spec(&out.pod).containers[1], pod().spec.expect("spec").containers[0]);
 }
@@ -137,8 +140,9 @@ fn hash_and_list_annotations_record_the_injection() {
         ..Default::default()
     });
     let out = run(&pod(), vec![set]);
-    let hash: Value = serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash"))
-        .expect("json");
+    let hash: Value =
+        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash"))
+            .expect("json");
     assert_eq!(
         hash,
         json!({"sidecarset1": {
@@ -175,7 +179,8 @@ fn older_hash_annotations_are_read_and_kept() {
     ]));
     let out = run(&p, vec![sidecar_set("sidecarset1", vec![sidecar("dns-f", "img")])]);
     let hash: Value =
-        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash")).expect("json");
+        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash"))
+            .expect("json");
     assert_eq!(hash["old-set"]["hash"], "h1");
     assert_eq!(hash["old-set"]["sidecarSetName"], "old-set");
     assert_eq!(hash["sidecarset1"]["hash"], "sidecarset1-hash");
@@ -249,10 +254,19 @@ fn patch_pod_metadata_policies() {
         now: now(),
     })
     .expect_err("bad json");
-    assert!(matches!(err, InjectionError::PatchMetadata { ref key, .. } if key == "merged"), "{err}");
+    assert!(
+        matches!(err, InjectionError::PatchMetadata { ref key, .. } if key == "merged"),
+        "{err}"
+    );
 }
 
-fn revision(name: &str, set: &str, custom_version: Option<&str>, number: i64, image: &str) -> ControllerRevision {
+fn revision(
+    name: &str,
+    set: &str,
+    custom_version: Option<&str>,
+    number: i64,
+    image: &str,
+) -> ControllerRevision {
     let mut l = labels(&[(labels::SIDECARSET_NAME, set)]);
     if let Some(v) = custom_version {
         l.insert(labels::SIDECARSET_CUSTOM_VERSION.into(), v.into());
@@ -264,7 +278,9 @@ fn revision(name: &str, set: &str, custom_version: Option<&str>, number: i64, im
             annotations: Some(labels(&[(annotations::SIDECARSET_HASH, &format!("{name}-hash"))])),
             ..Default::default()
         },
-        data: RawExtension(json!({"spec": {"$patch": "replace", "containers": [{"name": "sidecar", "image": image}]}})),
+        data: RawExtension(
+            json!({"spec": {"$patch": "replace", "containers": [{"name": "sidecar", "image": image}]}}),
+        ),
         revision: Some(number),
     }
 }
@@ -287,12 +303,14 @@ fn injection_strategy_revision_injects_the_pinned_revision() {
         revision("sidecarset1-stable", "sidecarset1", Some("stable"), 2, "sidecar-image:stable"),
         revision("other-set", "other", Some("stable"), 3, "wrong"),
     ];
-    let cand = SidecarSetCandidate { sidecar_set: set.clone(), revisions: revisions.clone(), draw: 0.5 };
+    let cand =
+        SidecarSetCandidate { sidecar_set: set.clone(), revisions: revisions.clone(), draw: 0.5 };
     let out = run_with(&pod(), vec![cand], InjectionGates::default());
     let sidecar = &spec(&out.pod).containers[0];
     assert_eq!(sidecar.image.as_deref(), Some("sidecar-image:stable"));
     let hash: Value =
-        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash")).expect("json");
+        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash"))
+            .expect("json");
     assert_eq!(hash["sidecarset1"]["hash"], "sidecarset1-stable-hash");
     assert_eq!(hash["sidecarset1"]["controllerRevision"], "sidecarset1-stable");
 
@@ -321,14 +339,21 @@ fn injection_strategy_revision_injects_the_pinned_revision() {
 /// Upstream's `TestCanarySidecarSetInjection` table: policy Partial with an update selector.
 #[test]
 fn partial_revision_policy() {
-    let revisions =
-        vec![revision("sidecarset1-12345", "sidecarset1", Some("stable"), 1, "sidecar-image:stable")];
+    let revisions = vec![revision(
+        "sidecarset1-12345",
+        "sidecarset1",
+        Some("stable"),
+        1,
+        "sidecar-image:stable",
+    )];
     let mut canary_pod = pod();
     canary_pod.metadata.labels.as_mut().expect("labels").insert("canary".into(), "true".into());
     let base = || {
         let mut s = pinned_set(Some(SidecarSetInjectRevisionPolicy::Partial));
-        s.spec.update_strategy.selector =
-            Some(LabelSelector { match_labels: Some(labels(&[("canary", "true")])), ..Default::default() });
+        s.spec.update_strategy.selector = Some(LabelSelector {
+            match_labels: Some(labels(&[("canary", "true")])),
+            ..Default::default()
+        });
         s
     };
     let image = |p: &Pod, s: SidecarSet, draw: f64| -> Result<String, InjectionError> {
@@ -343,10 +368,19 @@ fn partial_revision_policy() {
     };
     assert_eq!(image(&pod(), base(), 0.5).expect("stable pod"), "sidecar-image:stable");
     assert_eq!(image(&canary_pod, base(), 0.5).expect("canary"), "sidecar-image:canary");
-    assert_eq!(image(&canary_pod, with_partition("100%"), 0.99).expect("100%"), "sidecar-image:stable");
+    assert_eq!(
+        image(&canary_pod, with_partition("100%"), 0.99).expect("100%"),
+        "sidecar-image:stable"
+    );
     assert_eq!(image(&canary_pod, with_partition("0%"), 0.01).expect("0%"), "sidecar-image:canary");
-    assert_eq!(image(&canary_pod, with_partition("40%"), 0.3).expect("40%"), "sidecar-image:stable");
-    assert_eq!(image(&canary_pod, with_partition("40%"), 0.5).expect("40%"), "sidecar-image:canary");
+    assert_eq!(
+        image(&canary_pod, with_partition("40%"), 0.3).expect("40%"),
+        "sidecar-image:stable"
+    );
+    assert_eq!(
+        image(&canary_pod, with_partition("40%"), 0.5).expect("40%"),
+        "sidecar-image:canary"
+    );
     assert!(matches!(
         image(&canary_pod, with_partition("abc%"), 0.5),
         Err(InjectionError::InvalidPartition { .. })
@@ -362,7 +396,10 @@ fn partial_revision_policy() {
         ]),
         ..Default::default()
     });
-    assert!(matches!(image(&canary_pod, bad_selector, 0.5), Err(InjectionError::InvalidSelector { .. })));
+    assert!(matches!(
+        image(&canary_pod, bad_selector, 0.5),
+        Err(InjectionError::InvalidSelector { .. })
+    ));
     let mut paused = with_partition("0%");
     paused.spec.update_strategy.paused = true;
     assert_eq!(image(&canary_pod, paused, 0.01).expect("paused"), "sidecar-image:stable");
@@ -391,8 +428,9 @@ fn a_canary_sidecar_set_replaces_its_base() {
 fn two_sidecar_sets_with_the_same_container_name_are_refused() {
     let a = sidecar_set("set-a", vec![sidecar("mesh", "mesh:1")]);
     let b = sidecar_set("set-b", vec![sidecar("mesh", "mesh:2")]);
-    let err = inject_pod(&pod(), None, &[candidate(b), candidate(a)], InjectionGates::default(), now())
-        .expect_err("conflict");
+    let err =
+        inject_pod(&pod(), None, &[candidate(b), candidate(a)], InjectionGates::default(), now())
+            .expect_err("conflict");
     assert_eq!(
         err.to_string(),
         "container mesh would be injected by both sidecarSet set-a and sidecarSet set-b"
@@ -402,7 +440,8 @@ fn two_sidecar_sets_with_the_same_container_name_are_refused() {
 #[test]
 fn sidecar_volumes_are_appended_and_the_pods_own_win() {
     let mut p = pod();
-    p.spec.as_mut().expect("spec").volumes = Some(vec![Volume { name: "shared".into(), ..Default::default() }]);
+    p.spec.as_mut().expect("spec").volumes =
+        Some(vec![Volume { name: "shared".into(), ..Default::default() }]);
     let mut c = sidecar("dns-f", "img");
     c.container.volume_mounts = Some(vec![
         VolumeMount { name: "shared".into(), mount_path: "/a".into(), ..Default::default() },
@@ -410,11 +449,7 @@ fn sidecar_volumes_are_appended_and_the_pods_own_win() {
     ]);
     let mut set = sidecar_set("sidecarset1", vec![c]);
     set.spec.volumes = vec![
-        Volume {
-            name: "shared".into(),
-            empty_dir: Some(Default::default()),
-            ..Default::default()
-        },
+        Volume { name: "shared".into(), empty_dir: Some(Default::default()), ..Default::default() },
         Volume { name: "own".into(), ..Default::default() },
         Volume { name: "unused".into(), ..Default::default() },
     ];
@@ -440,8 +475,11 @@ fn share_volume_policy_mounts_app_volumes_with_their_subpath_env() {
     ]);
     let mut c = sidecar("log-agent", "img");
     c.share_volume_policy = ShareVolumePolicy { type_: Some(ShareVolumePolicyType::Enabled) };
-    c.container.volume_mounts =
-        Some(vec![VolumeMount { name: "own".into(), mount_path: "/data".into(), ..Default::default() }]);
+    c.container.volume_mounts = Some(vec![VolumeMount {
+        name: "own".into(),
+        mount_path: "/data".into(),
+        ..Default::default()
+    }]);
     let out = run(&p, vec![sidecar_set("sidecarset1", vec![c])]);
     let agent = &spec(&out.pod).containers[0];
     let mounts: Vec<&str> = agent.volume_mounts.iter().flatten().map(|m| m.name.as_str()).collect();
@@ -456,10 +494,12 @@ fn share_volume_device_policy_copies_app_devices() {
     p.spec.as_mut().expect("spec").containers[0].volume_devices =
         Some(vec![VolumeDevice { name: "block".into(), device_path: "/dev/xvda".into() }]);
     let mut shared = sidecar("shared", "img");
-    shared.share_volume_device_policy = Some(ShareVolumePolicy { type_: Some(ShareVolumePolicyType::Enabled) });
+    shared.share_volume_device_policy =
+        Some(ShareVolumePolicy { type_: Some(ShareVolumePolicyType::Enabled) });
     let plain = sidecar("plain", "img");
     let out = run(&p, vec![sidecar_set("sidecarset1", vec![shared, plain])]);
-    let by_name = |n: &str| spec(&out.pod).containers.iter().find(|c| c.name == n).cloned().expect("c");
+    let by_name =
+        |n: &str| spec(&out.pod).containers.iter().find(|c| c.name == n).cloned().expect("c");
     assert_eq!(by_name("shared").volume_devices.expect("devices")[0].device_path, "/dev/xvda");
     assert_eq!(by_name("plain").volume_devices, None);
 }
@@ -504,7 +544,12 @@ fn transfer_env_copies_from_a_named_or_referenced_container() {
         .collect();
     assert_eq!(
         envs,
-        [("LANG", "sidecar"), ("IS_INJECTED", "true"), ("TZ", "Asia/Shanghai"), ("JAVA_HOME", "/jdk")]
+        [
+            ("LANG", "sidecar"),
+            ("IS_INJECTED", "true"),
+            ("TZ", "Asia/Shanghai"),
+            ("JAVA_HOME", "/jdk")
+        ]
     );
 }
 
@@ -518,12 +563,17 @@ fn init_containers_are_sorted_by_name_and_containers_only_behind_the_gate() {
     set.spec.init_containers = vec![sidecar("init-b", "img"), native, sidecar("init-a", "img")];
     let out = run(&p, vec![set.clone()]);
     let s = spec(&out.pod);
-    assert_eq!(names(s.init_containers.as_deref().expect("init")), ["pod-init", "init-a", "init-b", "native"]);
+    assert_eq!(
+        names(s.init_containers.as_deref().expect("init")),
+        ["pod-init", "init-a", "init-b", "native"]
+    );
     assert_eq!(names(&s.containers), ["zz", "aa", "nginx"]);
     let hash: Value =
-        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash")).expect("json");
+        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash"))
+            .expect("json");
     assert_eq!(hash["sidecarset1"]["sidecarList"], json!(["aa", "native", "zz"]));
-    let gated = run_with(&p, vec![candidate(set)], InjectionGates { sort_sidecar_container_by_name: true });
+    let gated =
+        run_with(&p, vec![candidate(set)], InjectionGates { sort_sidecar_container_by_name: true });
     assert_eq!(names(&spec(&gated.pod).containers), ["aa", "zz", "nginx"]);
 }
 
@@ -542,7 +592,11 @@ fn hot_upgrade_injects_a_pair_with_version_annotations() {
     assert_eq!(s.containers[1].image.as_deref(), Some("mesh-empty:1"));
     let version = env_of(&s.containers[1], env::container::SIDECARSET_VERSION).expect("env");
     assert_eq!(
-        version.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).map(|f| f.field_path.as_str()),
+        version
+            .value_from
+            .as_ref()
+            .and_then(|v| v.field_ref.as_ref())
+            .map(|f| f.field_path.as_str()),
         Some("metadata.annotations['version.sidecarset.kruise.io/mesh-2']")
     );
     assert!(env_of(&s.containers[0], env::container::SIDECARSET_VERSION_ALT).is_some());
@@ -555,7 +609,8 @@ fn hot_upgrade_injects_a_pair_with_version_annotations() {
         Some(r#"{"mesh":"mesh-1"}"#)
     );
     let hash: Value =
-        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash")).expect("json");
+        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash"))
+            .expect("json");
     assert_eq!(hash["sidecarset1"]["sidecarList"], json!(["mesh"]));
     // Injecting again changes nothing.
     let again = run(&out.pod, vec![set]);
@@ -585,7 +640,9 @@ fn namespace_selector_needs_the_namespace_labels() {
         Some(LabelSelector { match_labels: Some(labels(&[("team", "a")])), ..Default::default() });
     let cand = [candidate(set)];
     let in_ns = |ns: Option<BTreeMap<String, String>>| {
-        inject_pod(&pod(), ns.as_ref(), &cand, InjectionGates::default(), now()).expect("ok").changed
+        inject_pod(&pod(), ns.as_ref(), &cand, InjectionGates::default(), now())
+            .expect("ok")
+            .changed
     };
     assert!(in_ns(Some(labels(&[("team", "a")]))));
     assert!(!in_ns(Some(labels(&[("team", "b")]))));
@@ -596,38 +653,54 @@ fn namespace_selector_needs_the_namespace_labels() {
 fn finished_or_deleted_pods_are_left_alone() {
     let set = sidecar_set("sidecarset1", vec![sidecar("dns-f", "img")]);
     let mut p = pod();
-    p.status = Some(k8s_openapi::api::core::v1::PodStatus { phase: Some("Succeeded".into()), ..Default::default() });
+    p.status = Some(k8s_openapi::api::core::v1::PodStatus {
+        phase: Some("Succeeded".into()),
+        ..Default::default()
+    });
     assert!(!run(&p, vec![set.clone()]).changed);
     let mut p = pod();
-    p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    p.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
     assert!(!run(&p, vec![set]).changed);
 }
 
 #[test]
 fn resources_policy_is_applied_and_refuses_pods_without_targets() {
-    use kruise_api::apps::v1beta1::{ResourceExprLimits, ResourcesExpr, ResourcesPolicy, TargetContainersModeType};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as Q;
+    use kruise_api::apps::v1beta1::{
+        ResourceExprLimits, ResourcesExpr, ResourcesPolicy, TargetContainersModeType,
+    };
     let mut p = pod();
-    p.spec.as_mut().expect("spec").containers[0].resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
-        limits: Some([("cpu".to_owned(), Q("2".into()))].into()),
-        ..Default::default()
-    });
+    p.spec.as_mut().expect("spec").containers[0].resources =
+        Some(k8s_openapi::api::core::v1::ResourceRequirements {
+            limits: Some([("cpu".to_owned(), Q("2".into()))].into()),
+            ..Default::default()
+        });
     let mut c = sidecar("dns-f", "img");
     c.resources_policy = Some(ResourcesPolicy {
         target_containers_mode: TargetContainersModeType::Sum,
         target_containers_name_regex: "^nginx$".into(),
         resources_expr: ResourcesExpr {
-            limits: Some(ResourceExprLimits { cpu: "max(cpu*10%, 300m)".into(), memory: String::new() }),
+            limits: Some(ResourceExprLimits {
+                cpu: "max(cpu*10%, 300m)".into(),
+                memory: String::new(),
+            }),
             requests: None,
         },
     });
     let set = sidecar_set("sidecarset1", vec![c]);
     let out = run(&p, vec![set.clone()]);
-    let limits = spec(&out.pod).containers[0].resources.clone().and_then(|r| r.limits).expect("limits");
+    let limits =
+        spec(&out.pod).containers[0].resources.clone().and_then(|r| r.limits).expect("limits");
     assert_eq!(limits["cpu"].0, "300m");
     let mut other = set;
-    other.spec.containers[0].resources_policy.as_mut().expect("policy").target_containers_name_regex = "^db$".into();
-    let err = inject_pod(&p, None, &[candidate(other)], InjectionGates::default(), now()).expect_err("no target");
+    other.spec.containers[0]
+        .resources_policy
+        .as_mut()
+        .expect("policy")
+        .target_containers_name_regex = "^db$".into();
+    let err = inject_pod(&p, None, &[candidate(other)], InjectionGates::default(), now())
+        .expect_err("no target");
     assert_eq!(
         err.to_string(),
         "sidecarSet sidecarset1: spec.containers[0].resourcesPolicy: no containers match the regex pattern \"^db$\""
@@ -652,11 +725,13 @@ fn the_index_returns_what_a_full_scan_returns() {
     });
     let mut by_expr = sidecar_set("by-expr", vec![sidecar("b", "img")]);
     by_expr.spec.selector = Some(LabelSelector {
-        match_expressions: Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
-            key: "app".into(),
-            operator: "Exists".into(),
-            values: None,
-        }]),
+        match_expressions: Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+                key: "app".into(),
+                operator: "Exists".into(),
+                values: None,
+            },
+        ]),
         ..Default::default()
     });
     let other = {
@@ -672,7 +747,9 @@ fn the_index_returns_what_a_full_scan_returns() {
         for pod_labels in [labels(&[("app", "nginx")]), labels(&[("app", "db")]), labels(&[])] {
             let scan: Vec<&str> = sets
                 .iter()
-                .filter(|s| matching::pod_matches(s, &pod_labels, Some(&ns_labels)).unwrap_or(false))
+                .filter(|s| {
+                    matching::pod_matches(s, &pod_labels, Some(&ns_labels)).unwrap_or(false)
+                })
                 .filter_map(|s| s.metadata.name.as_deref())
                 .collect::<BTreeSet<_>>()
                 .into_iter()

@@ -5,7 +5,8 @@ use k8s_openapi::api::core::v1::{ObjectFieldSelector, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 use kruise_api::apps::v1beta1::{
     ResourceExprLimits, ResourcesExpr, SidecarContainerUpgradeStrategy, SidecarSetInjectRevision,
-    SidecarSetPatchPodMetadata, SidecarSetSpec, SourceContainerNameSource, TargetContainersModeType,
+    SidecarSetPatchPodMetadata, SidecarSetSpec, SourceContainerNameSource,
+    TargetContainersModeType,
 };
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -14,7 +15,11 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 fn sidecar(name: &str) -> SidecarContainer {
     SidecarContainer {
-        container: Container { name: name.into(), image: Some("busybox".into()), ..Default::default() },
+        container: Container {
+            name: name.into(),
+            image: Some("busybox".into()),
+            ..Default::default()
+        },
         pod_inject_policy: Some(PodInjectPolicyType::BeforeAppContainer),
         ..Default::default()
     }
@@ -59,16 +64,29 @@ fn a_valid_sidecar_set_passes() {
 fn bad_names_are_refused() {
     let errs = check(&valid("bad_name"), None, &[]);
     assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(errs[0].starts_with("metadata.name: Invalid value: \"bad_name\": sidecarset name must consist"), "{errs:?}");
+    assert!(
+        errs[0].starts_with(
+            "metadata.name: Invalid value: \"bad_name\": sidecarset name must consist"
+        ),
+        "{errs:?}"
+    );
     let long = "a".repeat(64);
-    assert_eq!(check(&valid(&long), None, &[]), ["metadata.name: Invalid value: \"".to_owned() + &long + "\": must be no more than 63 characters"]);
+    assert_eq!(
+        check(&valid(&long), None, &[]),
+        ["metadata.name: Invalid value: \"".to_owned()
+            + &long
+            + "\": must be no more than 63 characters"]
+    );
 }
 
 #[test]
 fn selector_rules() {
     let mut s = valid("s");
     s.spec.selector = None;
-    assert_eq!(check(&s, None, &[]), ["spec.selector: Required value: no selector defined for SidecarSet"]);
+    assert_eq!(
+        check(&s, None, &[]),
+        ["spec.selector: Required value: no selector defined for SidecarSet"]
+    );
     s.spec.selector = Some(LabelSelector::default());
     assert_eq!(fields(&s), ["spec.selector"]);
     s.spec.selector = Some(LabelSelector {
@@ -79,7 +97,10 @@ fn selector_rules() {
         }]),
         ..Default::default()
     });
-    assert_eq!(fields(&s), ["spec.selector.matchExpressions[0].operator", "spec.selector.selector"]);
+    assert_eq!(
+        fields(&s),
+        ["spec.selector.matchExpressions[0].operator", "spec.selector.selector"]
+    );
     let mut s = valid("s");
     s.spec.namespace_selector = Some(LabelSelector::default());
     assert_eq!(fields(&s), ["spec.namespaceSelector"]);
@@ -89,8 +110,10 @@ fn selector_rules() {
 fn update_strategy_rules() {
     let mut s = valid("s");
     s.spec.update_strategy.partition = Some(IntOrString::String("50%".into()));
-    s.spec.update_strategy.selector =
-        Some(LabelSelector { match_labels: Some(labels(&[("canary", "true")])), ..Default::default() });
+    s.spec.update_strategy.selector = Some(LabelSelector {
+        match_labels: Some(labels(&[("canary", "true")])),
+        ..Default::default()
+    });
     assert_eq!(fields(&s), ["spec.updateStrategy"]);
     let mut s = valid("s");
     s.spec.update_strategy.partition = Some(IntOrString::Int(-1));
@@ -105,7 +128,10 @@ fn update_strategy_rules() {
 fn containers_are_required_and_must_form_a_valid_pod() {
     let mut s = valid("s");
     s.spec.containers.clear();
-    assert_eq!(check(&s, None, &[]), ["spec: Required value: no initContainer or container defined for SidecarSet"]);
+    assert_eq!(
+        check(&s, None, &[]),
+        ["spec: Required value: no initContainer or container defined for SidecarSet"]
+    );
     let mut s = valid("s");
     s.spec.containers.push(sidecar("dns-f"));
     assert_eq!(fields(&s), ["spec.containers[1].name"]);
@@ -118,8 +144,12 @@ fn containers_are_required_and_must_form_a_valid_pod() {
 fn unknown_policies_are_refused() {
     let mut s = valid("s");
     s.spec.containers[0].pod_inject_policy = Some(PodInjectPolicyType::Other("Middle".into()));
-    s.spec.containers[0].share_volume_policy.type_ = Some(ShareVolumePolicyType::Other("maybe".into()));
-    assert_eq!(fields(&s), ["spec.containers[0].podInjectPolicy", "spec.containers[0].shareVolumePolicy"]);
+    s.spec.containers[0].share_volume_policy.type_ =
+        Some(ShareVolumePolicyType::Other("maybe".into()));
+    assert_eq!(
+        fields(&s),
+        ["spec.containers[0].podInjectPolicy", "spec.containers[0].shareVolumePolicy"]
+    );
 }
 
 #[test]
@@ -130,7 +160,9 @@ fn native_sidecar_init_containers_cannot_roll() {
     s.spec.init_containers.push(init);
     assert_eq!(
         check(&s, None, &[]),
-        ["spec.updateStrategy: Required value: The initContainer in-place upgrade is not currently supported."]
+        [
+            "spec.updateStrategy: Required value: The initContainer in-place upgrade is not currently supported."
+        ]
     );
     s.spec.update_strategy.type_ = Some(SidecarSetUpdateStrategyType::NotUpdate);
     assert_eq!(check(&s, None, &[]), Vec::<String>::new());
@@ -141,7 +173,10 @@ fn transfer_env_field_refs() {
     let mut s = valid("s");
     let from = |api: Option<&str>, path: &str| TransferEnvVar {
         source_container_name_from: Some(SourceContainerNameSource {
-            field_ref: Some(ObjectFieldSelector { api_version: api.map(str::to_owned), field_path: path.into() }),
+            field_ref: Some(ObjectFieldSelector {
+                api_version: api.map(str::to_owned),
+                field_path: path.into(),
+            }),
         }),
         env_name: "X".into(),
         ..Default::default()
@@ -186,7 +221,9 @@ fn resources_policy_rules_name_the_field() {
     );
     assert_eq!(
         check(&with_policy("", "cpu"), None, &[]),
-        ["spec.containers[0].resourcesPolicy.targetContainersNameRegex: Required value: invalid empty regex"]
+        [
+            "spec.containers[0].resourcesPolicy.targetContainersNameRegex: Required value: invalid empty regex"
+        ]
     );
     let errs = check(&with_policy(".*", "cpu * * 2"), None, &[]);
     assert_eq!(errs.len(), 1);
@@ -195,16 +232,25 @@ fn resources_policy_rules_name_the_field() {
         "{errs:?}"
     );
     let mut both = with_policy(".*", "cpu");
-    both.spec.containers[0].container.resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
-        limits: Some(
-            [("cpu".to_owned(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("1".into()))].into(),
-        ),
-        ..Default::default()
-    });
+    both.spec.containers[0].container.resources =
+        Some(k8s_openapi::api::core::v1::ResourceRequirements {
+            limits: Some(
+                [(
+                    "cpu".to_owned(),
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity("1".into()),
+                )]
+                .into(),
+            ),
+            ..Default::default()
+        });
     let errs = check(&both, None, &[]);
-    assert!(errs[0].ends_with("resourcesPolicy and resources cannot be configured together"), "{errs:?}");
+    assert!(
+        errs[0].ends_with("resourcesPolicy and resources cannot be configured together"),
+        "{errs:?}"
+    );
     let mut empty = with_policy(".*", "cpu");
-    empty.spec.containers[0].resources_policy.as_mut().expect("policy").resources_expr = ResourcesExpr::default();
+    empty.spec.containers[0].resources_policy.as_mut().expect("policy").resources_expr =
+        ResourcesExpr::default();
     assert_eq!(fields(&empty), ["spec.containers[0].resourcesPolicy.resourcesExpr"]);
     // On an init container, only a native sidecar may have one.
     let mut init = with_policy(".*", "cpu");
@@ -233,7 +279,9 @@ fn hot_upgrade_needs_an_empty_image_and_keeps_its_type() {
     };
     assert_eq!(
         check(&cold, Some(&s), &[]),
-        ["spec.containers.upgradeStrategy.upgradeType: Invalid value: \"dns-f\": container dns-f upgradeType is immutable"]
+        [
+            "spec.containers.upgradeStrategy.upgradeType: Invalid value: \"dns-f\": container dns-f upgradeType is immutable"
+        ]
     );
     let mut added = s.clone();
     added.spec.containers.push(sidecar("new"));
@@ -253,7 +301,10 @@ fn injection_revision_rules() {
         policy: Some(SidecarSetInjectRevisionPolicy::Other("Sometimes".into())),
         ..Default::default()
     });
-    assert_eq!(fields(&s), ["spec.injectionStrategy.revision", "spec.injectionStrategy.revision.policy"]);
+    assert_eq!(
+        fields(&s),
+        ["spec.injectionStrategy.revision", "spec.injectionStrategy.revision.policy"]
+    );
     let revisions = [ControllerRevision {
         metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             name: Some("s-1".into()),
@@ -261,7 +312,8 @@ fn injection_revision_rules() {
         },
         ..Default::default()
     }];
-    s.spec.injection_strategy.revision.as_mut().expect("rev").policy = Some(SidecarSetInjectRevisionPolicy::Partial);
+    s.spec.injection_strategy.revision.as_mut().expect("rev").policy =
+        Some(SidecarSetInjectRevisionPolicy::Partial);
     let ctx = SidecarSetContext { revisions: &revisions, ..Default::default() };
     assert!(validate_sidecar_set(&s, None, &ctx).is_empty());
 }
@@ -327,7 +379,8 @@ fn conflicts_with_other_sidecar_sets_selecting_the_same_pods() {
         patch_policy: Some(SidecarSetPatchPolicyType::MergePatchJson),
     }];
     let others = [other.clone()];
-    let ctx = SidecarSetContext { others: &others, whitelist: Some(&whitelist), ..Default::default() };
+    let ctx =
+        SidecarSetContext { others: &others, whitelist: Some(&whitelist), ..Default::default() };
     assert_eq!(
         validate_sidecar_set(&s, None, &ctx).messages(),
         [
@@ -351,22 +404,40 @@ fn canary_annotations() {
         (annotations::SIDECARSET_BASE, "base"),
     ]));
     // The base is ignored in the name-conflict check.
-    assert_eq!(check(&canary, None, &[base.clone()]), Vec::<String>::new());
+    assert_eq!(check(&canary, None, std::slice::from_ref(&base)), Vec::<String>::new());
     let errs = check(&canary, None, &[]);
     assert_eq!(errs.len(), 1);
-    assert!(errs[0].ends_with("fetch base sidecarSet[base] failed: sidecarsets.apps.kruise.io \"base\" not found"), "{errs:?}");
+    assert!(
+        errs[0].ends_with(
+            "fetch base sidecarSet[base] failed: sidecarsets.apps.kruise.io \"base\" not found"
+        ),
+        "{errs:?}"
+    );
     let mut rolling = canary.clone();
     rolling.spec.update_strategy.type_ = Some(SidecarSetUpdateStrategyType::RollingUpdate);
-    let errs = check(&rolling, None, &[base.clone()]);
+    let errs = check(&rolling, None, std::slice::from_ref(&base));
     assert!(errs[0].ends_with("RollingUpdate is not supported for canary sidecarSet"), "{errs:?}");
     let mut moved = canary.clone();
-    moved.metadata.annotations.as_mut().expect("notes").insert(annotations::SIDECARSET_BASE.into(), "base2".into());
+    moved
+        .metadata
+        .annotations
+        .as_mut()
+        .expect("notes")
+        .insert(annotations::SIDECARSET_BASE.into(), "base2".into());
     let mut base2 = valid("base2");
     base2.spec.containers[0].container.name = "x".into();
     let errs = check(&moved, Some(&canary), &[base.clone(), base2]);
-    assert!(errs[0].ends_with("annotations[apps.kruise.io/sidecarset-base] is immutable"), "{errs:?}");
+    assert!(
+        errs[0].ends_with("annotations[apps.kruise.io/sidecarset-base] is immutable"),
+        "{errs:?}"
+    );
     let mut itself = canary.clone();
-    itself.metadata.annotations.as_mut().expect("notes").insert(annotations::SIDECARSET_BASE.into(), "canary".into());
+    itself
+        .metadata
+        .annotations
+        .as_mut()
+        .expect("notes")
+        .insert(annotations::SIDECARSET_BASE.into(), "canary".into());
     let errs = check(&itself, None, &[itself.clone()]);
     assert!(errs.iter().any(|e| e.ends_with("base sidecarSet cannot be itself")), "{errs:?}");
     assert!(errs.iter().any(|e| e.ends_with("base sidecarSet cannot be canary")), "{errs:?}");
