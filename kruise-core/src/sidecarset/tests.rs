@@ -766,3 +766,35 @@ fn the_index_returns_what_a_full_scan_returns() {
     assert!(index.remove("plain").is_some());
     assert_eq!(index.len(), 3);
 }
+
+#[test]
+fn a_v1alpha1_namespace_selects_through_its_conversion() {
+    use kruise_api::apps::v1alpha1 as alpha;
+    let mut old = alpha::SidecarSet::new(
+        "legacy",
+        alpha::SidecarSetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some(labels(&[("app", "nginx")])),
+                ..Default::default()
+            }),
+            namespace: "shop".into(),
+            containers: vec![sidecar("agent", "agent:1")],
+            ..Default::default()
+        },
+    );
+    old.metadata.resource_version = Some("1".into());
+    let set = kruise_api::conversion::to_hub(old).expect("converts");
+    let cand = [candidate(set.clone())];
+    let in_ns = |ns: &str| {
+        let ns_labels = labels(&[("kubernetes.io/metadata.name", ns)]);
+        inject_pod(&pod(), Some(&ns_labels), &cand, InjectionGates::default(), now())
+            .expect("ok")
+            .changed
+    };
+    assert!(in_ns("shop"));
+    assert!(!in_ns("default"));
+    // The index files it under its namespace.
+    let index = SidecarSetIndex::new([set]);
+    assert_eq!(index.candidates("shop", &labels(&[("app", "nginx")])).len(), 1);
+    assert!(index.candidates("default", &labels(&[("app", "nginx")])).is_empty());
+}
