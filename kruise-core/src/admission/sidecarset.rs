@@ -81,6 +81,74 @@ pub struct SidecarSetContext<'a> {
     pub patch_metadata_defaults_allowed: bool,
 }
 
+/// The SidecarSet defaulting webhook (`msidecarset.kb.io`), on CREATE and UPDATE: upstream's
+/// defaults, then the hash annotations (`kruise.io/sidecarset-hash` and
+/// `kruise.io/sidecarset-hash-without-image`, our hashes: see [`crate::sidecarset::hash`]).
+///
+/// Defaults: `updateStrategy` RollingUpdate with `maxUnavailable: 1` and `partition: 0`;
+/// containers BeforeAppContainer and init containers AfterAppContainer; ColdUpgrade;
+/// `shareVolumePolicy: disabled`; the core container and volume defaults (the image pull
+/// policy from the image tag, as for a bare pod); field references on `v1`;
+/// `revisionHistoryLimit: 10`; `patchPolicy: Retain`; `injectionStrategy.revision.policy:
+/// Always`.
+pub fn default_sidecar_set(obj: &mut SidecarSet) {
+    let spec = &mut obj.spec;
+    let strategy = &mut spec.update_strategy;
+    strategy.type_.get_or_insert(SidecarSetUpdateStrategyType::RollingUpdate);
+    strategy.max_unavailable.get_or_insert(IntOrString::Int(1));
+    strategy.partition.get_or_insert(IntOrString::Int(0));
+    let sidecars =
+        spec.init_containers.iter_mut().map(|c| (c, PodInjectPolicyType::AfterAppContainer)).chain(
+            spec.containers.iter_mut().map(|c| (c, PodInjectPolicyType::BeforeAppContainer)),
+        );
+    for (c, policy) in sidecars {
+        c.pod_inject_policy.get_or_insert(policy);
+        c.upgrade_strategy.upgrade_type.get_or_insert(SidecarContainerUpgradeType::ColdUpgrade);
+        c.share_volume_policy.type_.get_or_insert(ShareVolumePolicyType::Disabled);
+        for t in &mut c.transfer_env {
+            if let Some(field) =
+                t.source_container_name_from.as_mut().and_then(|f| f.field_ref.as_mut())
+            {
+                field.api_version.get_or_insert_with(|| "v1".to_owned());
+            }
+        }
+    }
+    // Core's container and volume defaults, applied as to a bare pod's init containers (which
+    // default the pull policy from the image tag, as upstream's `SetDefaults_Container`).
+    let count = spec.init_containers.len();
+    let all: Vec<Container> =
+        spec.init_containers.iter().chain(&spec.containers).map(|c| c.container.clone()).collect();
+    let mut pod = PodSpec {
+        init_containers: Some(all),
+        volumes: Some(std::mem::take(&mut spec.volumes)),
+        ..Default::default()
+    };
+    default_pod_spec(&mut pod);
+    for (i, c) in pod.init_containers.unwrap_or_default().into_iter().enumerate() {
+        let target = if i < count {
+            spec.init_containers.get_mut(i)
+        } else {
+            spec.containers.get_mut(i - count)
+        };
+        if let Some(target) = target {
+            target.container = c;
+        }
+    }
+    spec.volumes = pod.volumes.unwrap_or_default();
+    spec.revision_history_limit.get_or_insert(10);
+    for patch in &mut spec.patch_pod_metadata {
+        patch.patch_policy.get_or_insert(SidecarSetPatchPolicyType::Retain);
+    }
+    if let Some(revision) = &mut spec.injection_strategy.revision {
+        revision.policy.get_or_insert(SidecarSetInjectRevisionPolicy::Always);
+    }
+    let hash = crate::sidecarset::sidecar_set_hash(&obj.spec);
+    let without_image = crate::sidecarset::sidecar_set_hash_without_image(&obj.spec);
+    let notes = obj.metadata.annotations.get_or_insert_with(Default::default);
+    notes.insert(annotations::SIDECARSET_HASH.to_owned(), hash);
+    notes.insert(annotations::SIDECARSET_HASH_WITHOUT_IMAGE.to_owned(), without_image);
+}
+
 const NAME_MAX_LEN: usize = 63;
 
 /// Upstream's SidecarSet name check.

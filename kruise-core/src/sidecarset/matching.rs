@@ -154,6 +154,29 @@ mod tests {
         assert!(selectors_overlap(Some(&exists), Some(&a)));
     }
 
+    /// Upstream's `TestSelectorConflict` table.
+    #[test]
+    fn upstream_selector_conflict_table() {
+        let cases: Vec<(LabelSelector, LabelSelector, bool)> = vec![
+            (sel(&[("a", "h")], &[]), sel(&[("a", "h")], &[]), true),
+            (sel(&[("a", "h")], &[]), sel(&[("a", "i")], &[]), false),
+            (sel(&[("a", "h")], &[]), sel(&[("b", "i")], &[]), true),
+            (
+                sel(&[("a", "h"), ("b", "i"), ("c", "j")], &[]),
+                sel(&[("a", "h"), ("b", "x"), ("c", "j")], &[]),
+                false,
+            ),
+            (sel(&[("a", "h")], &[]), sel(&[], &[("a", "In", &["h", "i", "j"])]), true),
+            (sel(&[("a", "h")], &[]), sel(&[], &[("a", "In", &["i", "j"])]), false),
+            (sel(&[], &[("a", "NotIn", &["h", "i"])]), sel(&[("a", "h")], &[]), false),
+            (sel(&[("a", "h")], &[]), sel(&[], &[("a", "Exists", &[])]), true),
+            (sel(&[], &[("a", "DoesNotExist", &[])]), sel(&[("a", "h")], &[]), false),
+        ];
+        for (i, (a, b, want)) in cases.iter().enumerate() {
+            assert_eq!(selectors_overlap(Some(a), Some(b)), *want, "case {i}");
+        }
+    }
+
     #[test]
     fn pod_matching_needs_a_non_empty_selector() {
         let mut s = SidecarSet::new("s", Default::default());

@@ -442,3 +442,94 @@ fn canary_annotations() {
     assert!(errs.iter().any(|e| e.ends_with("base sidecarSet cannot be itself")), "{errs:?}");
     assert!(errs.iter().any(|e| e.ends_with("base sidecarSet cannot be canary")), "{errs:?}");
 }
+
+#[test]
+fn defaulting_fills_upstreams_defaults_and_the_hashes() {
+    let mut s = SidecarSet::new(
+        "s",
+        SidecarSetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some(labels(&[("app", "nginx")])),
+                ..Default::default()
+            }),
+            init_containers: vec![SidecarContainer {
+                container: Container {
+                    name: "init".into(),
+                    image: Some("busybox".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }],
+            containers: vec![SidecarContainer {
+                container: Container {
+                    name: "mesh".into(),
+                    image: Some("mesh:1.2".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }],
+            patch_pod_metadata: vec![SidecarSetPatchPodMetadata {
+                annotations: labels(&[("k", "v")]),
+                patch_policy: None,
+            }],
+            injection_strategy: kruise_api::apps::v1beta1::SidecarSetInjectionStrategy {
+                revision: Some(SidecarSetInjectRevision {
+                    revision_name: Some("r".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    default_sidecar_set(&mut s);
+    let spec = &s.spec;
+    assert_eq!(spec.update_strategy.type_, Some(SidecarSetUpdateStrategyType::RollingUpdate));
+    assert_eq!(spec.update_strategy.max_unavailable, Some(IntOrString::Int(1)));
+    assert_eq!(spec.update_strategy.partition, Some(IntOrString::Int(0)));
+    assert_eq!(spec.containers[0].pod_inject_policy, Some(PodInjectPolicyType::BeforeAppContainer));
+    assert_eq!(
+        spec.init_containers[0].pod_inject_policy,
+        Some(PodInjectPolicyType::AfterAppContainer)
+    );
+    assert_eq!(
+        spec.containers[0].upgrade_strategy.upgrade_type,
+        Some(SidecarContainerUpgradeType::ColdUpgrade)
+    );
+    assert_eq!(spec.containers[0].share_volume_policy.type_, Some(ShareVolumePolicyType::Disabled));
+    assert_eq!(spec.containers[0].container.image_pull_policy.as_deref(), Some("IfNotPresent"));
+    assert_eq!(spec.init_containers[0].container.image_pull_policy.as_deref(), Some("Always"));
+    assert_eq!(spec.containers[0].container.termination_message_policy.as_deref(), Some("File"));
+    assert_eq!(spec.revision_history_limit, Some(10));
+    assert_eq!(spec.patch_pod_metadata[0].patch_policy, Some(SidecarSetPatchPolicyType::Retain));
+    assert_eq!(
+        spec.injection_strategy.revision.as_ref().and_then(|r| r.policy.clone()),
+        Some(SidecarSetInjectRevisionPolicy::Always)
+    );
+    let notes = s.metadata.annotations.clone().expect("notes");
+    assert_eq!(notes[annotations::SIDECARSET_HASH], crate::sidecarset::sidecar_set_hash(&s.spec));
+    // The defaulted SidecarSet passes validation.
+    let revisions = [ControllerRevision {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("r".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }];
+    let whitelist = PatchMetadataWhitelist {
+        rules: vec![crate::sidecarset::whitelist::PatchMetadataWhitelistRule {
+            selector: None,
+            allowed_annotation_key_exprs: vec!["^k$".into()],
+        }],
+    };
+    let ctx = SidecarSetContext {
+        revisions: &revisions,
+        whitelist: Some(&whitelist),
+        ..Default::default()
+    };
+    assert_eq!(validate_sidecar_set(&s, None, &ctx).messages(), Vec::<String>::new());
+    // Defaulting twice changes nothing.
+    let once = s.clone();
+    default_sidecar_set(&mut s);
+    assert_eq!(s, once);
+}
