@@ -238,3 +238,28 @@ proptest! {
         prop_assert_eq!(found, scan);
     }
 }
+
+proptest! {
+    /// The resources expression evaluator never panics, whatever the text.
+    #[test]
+    fn expressions_never_panic(text in "[-+*/(), 0-9.%a-zA-Zé]{0,24}", milli in -5_000_000i64..5_000_000) {
+        use kruise_core::revision::quantity::{Quantity, QuantityFormat};
+        use kruise_core::sidecarset::expr::{Value, evaluate};
+        let value = Value::Quantity(Quantity::from_milli(i128::from(milli), QuantityFormat::BinarySi));
+        let _ = evaluate(&text, "cpu", value);
+        let _ = evaluate(&text, "memory", Value::Number(1.0));
+    }
+
+    /// Numbers and quantities combine as upstream's calculator does: `cpu * p%` of a CPU
+    /// quantity is its thousandths times p/100, truncated.
+    #[test]
+    fn percent_of_a_quantity(milli in 0i64..10_000_000, percent in 0u32..=200) {
+        use kruise_core::revision::quantity::{Quantity, QuantityFormat};
+        use kruise_core::sidecarset::expr::{Value, evaluate};
+        let cpu = Quantity::from_milli(i128::from(milli), QuantityFormat::DecimalSi);
+        let out = evaluate(&format!("cpu*{percent}%"), "cpu", Value::Quantity(cpu)).expect("evaluates");
+        let Value::Quantity(q) = out else { panic!("a quantity") };
+        let want = (milli as f64 * (f64::from(percent) / 100.0)) as i128;
+        prop_assert_eq!(q.milli_value(), Some(want));
+    }
+}
