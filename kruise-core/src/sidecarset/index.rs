@@ -141,6 +141,10 @@ impl SidecarSetIndex {
 
     /// The SidecarSets that select the pod (paused ones included), by name. Candidates whose
     /// selector does not parse are left out.
+    ///
+    /// `namespace_labels` must be the labels of `namespace` itself: they carry
+    /// `kubernetes.io/metadata.name: <namespace>` (the API server sets it on every namespace),
+    /// which is what makes filing by pinned namespace agree with a full scan.
     pub fn matching(
         &self,
         namespace: &str,
