@@ -771,9 +771,13 @@ pub mod kubernetes {
         pub const VIRTUAL_KUBELET_TYPE: &str = "type";
         /// Value of [`VIRTUAL_KUBELET_TYPE`] on virtual-kubelet nodes.
         pub const VIRTUAL_KUBELET_TYPE_VALUE: &str = "virtual-kubelet";
+        /// Name of a namespace, set on every namespace by the API server; a v1alpha1
+        /// SidecarSet's `namespace` becomes a v1beta1 `namespaceSelector` on it.
+        pub const NAMESPACE_METADATA_NAME: &str = "kubernetes.io/metadata.name";
 
         /// Every label key in this module.
         pub const ALL: &[&str] = &[
+            NAMESPACE_METADATA_NAME,
             CONTROLLER_REVISION_HASH,
             POD_TEMPLATE_HASH,
             STATEFULSET_POD_NAME,

@@ -19,6 +19,8 @@
 //! - [`cron`]: cron schedules with robfig/cron v3 semantics (CronJob, AdvancedCronJob).
 //! - [`statefulset`]: the Advanced StatefulSet planner.
 //! - [`pub_budget`]: PodUnavailableBudget coverage, admission decisions and status.
+//! - [`sidecarset`]: SidecarSet injection into new pods, its hashes and an index of
+//!   SidecarSets by selector.
 
 #![forbid(unsafe_code)]
 
@@ -34,6 +36,7 @@ pub mod ordering;
 pub mod pod;
 pub mod pub_budget;
 pub mod revision;
+pub mod sidecarset;
 pub mod smp;
 pub mod statefulset;
 pub mod workload;

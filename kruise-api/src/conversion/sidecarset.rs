@@ -12,10 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::HubConvertible;
 use crate::apps::{v1alpha1 as alpha, v1beta1 as beta};
+use crate::well_known::kubernetes::labels::NAMESPACE_METADATA_NAME as NAMESPACE_NAME_LABEL;
 use crate::well_known::labels::SIDECARSET_CUSTOM_VERSION;
-
-/// The label Kubernetes puts on every namespace, holding its name.
-const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 impl HubConvertible for alpha::SidecarSet {
     type Hub = beta::SidecarSet;

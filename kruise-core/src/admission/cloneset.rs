@@ -396,7 +396,7 @@ pub(crate) fn priority_strategy_error(strategy: &UpdatePriorityStrategy) -> Opti
 }
 
 /// `UpdateScatterStrategy.FieldsValidation`.
-fn scatter_strategy_error(terms: &[UpdateScatterTerm]) -> Option<String> {
+pub(crate) fn scatter_strategy_error(terms: &[UpdateScatterTerm]) -> Option<String> {
     let mut seen = BTreeSet::new();
     for term in terms {
         if term.key.is_empty() {

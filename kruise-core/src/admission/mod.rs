@@ -13,6 +13,7 @@
 //! - [`cloneset`]: CloneSet defaulting and validation, both API versions.
 //! - [`statefulset`]: Advanced StatefulSet defaulting and validation, both API versions.
 //! - [`pub_budget`]: PodUnavailableBudget validation, both API versions.
+//! - [`sidecarset`]: SidecarSet validation (create and update).
 //! - [`protection`]: the `policy.kruise.io/delete-protection` deletion guard.
 //!
 //! Nothing here reads the clock or the cluster: what a check needs from the cluster (pods
@@ -28,6 +29,7 @@ pub mod pod_defaults;
 pub mod pod_template;
 pub mod protection;
 pub mod pub_budget;
+pub mod sidecarset;
 pub mod statefulset;
 
 pub use field::{BadValue, FieldError, FieldErrorKind, FieldErrors, FieldPath};

@@ -7,10 +7,15 @@
 //! SidecarSets or the PodUnavailableBudget covering the pod, ...) is looked up by the caller
 //! and given to the step when it is built.
 //!
-//! Steps here: [`PubAnnotation`]. The other steps come with their features.
+//! Steps here: [`SidecarSetInjection`], [`PubAnnotation`]. The other steps come with their
+//! features.
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::well_known::annotations;
+
+use crate::sidecarset::{InjectionGates, SidecarSetCandidate, inject_pod};
 
 /// The steps of the pod mutating webhook, in the order upstream runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -91,6 +96,44 @@ impl<'a> PodChain<'a> {
     }
 }
 
+/// The SidecarSet step: injects the sidecars of the SidecarSets selecting the pod (see
+/// [`crate::sidecarset`]). A pod that cannot be injected is refused with the reason.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SidecarSetInjection {
+    /// Labels of the pod's namespace (`None`: unknown).
+    pub namespace_labels: Option<BTreeMap<String, String>>,
+    /// The SidecarSets that may select the pod, with their revisions.
+    pub sidecar_sets: Vec<SidecarSetCandidate>,
+    /// Feature gates.
+    pub gates: InjectionGates,
+    /// The time recorded in the hash annotations.
+    pub now: jiff::Timestamp,
+}
+
+impl PodMutator for SidecarSetInjection {
+    fn step(&self) -> PodStep {
+        PodStep::SidecarSet
+    }
+
+    fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
+        let injection = inject_pod(
+            pod,
+            self.namespace_labels.as_ref(),
+            &self.sidecar_sets,
+            self.gates,
+            self.now,
+        )
+        .map_err(|err| PodMutationError::Step {
+            step: PodStep::SidecarSet,
+            message: err.to_string(),
+        })?;
+        if injection.changed {
+            *pod = injection.pod;
+        }
+        Ok(injection.changed)
+    }
+}
+
 /// The PodUnavailableBudget step: names the budget covering the pod in
 /// `pub.kruise.io/related-pub` (and the older `kruise.io/related-pub`), and adds `label` so
 /// that the pod validating webhook's `objectSelector` reaches the pod (see the PUB docs).
@@ -155,6 +198,70 @@ mod tests {
         let chain = PodChain::new(vec![&late, &early, &middle]);
         let pod = chain.run(&Pod::default()).expect("runs").expect("changed");
         assert_eq!(pod.metadata.annotations.expect("notes")["order"], "abc");
+    }
+
+    #[test]
+    fn the_sidecarset_step_injects_and_refuses_with_the_reason() {
+        use k8s_openapi::api::core::v1::{Container, PodSpec};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+        use kruise_api::apps::v1beta1::{SidecarContainer, SidecarSet, SidecarSetSpec};
+
+        let set = |name: &str| SidecarSetCandidate {
+            sidecar_set: SidecarSet::new(
+                name,
+                SidecarSetSpec {
+                    selector: Some(LabelSelector {
+                        match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
+                        ..Default::default()
+                    }),
+                    containers: vec![SidecarContainer {
+                        container: Container {
+                            name: "mesh".into(),
+                            image: Some("mesh:1".into()),
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+            ),
+            revisions: Vec::new(),
+            draw: 0.0,
+        };
+        let mut pod = Pod::default();
+        pod.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+        pod.spec = Some(PodSpec {
+            containers: vec![Container { name: "app".into(), ..Default::default() }],
+            ..Default::default()
+        });
+        let step = SidecarSetInjection {
+            namespace_labels: None,
+            sidecar_sets: vec![set("mesh-set")],
+            gates: InjectionGates::default(),
+            now: "2024-05-01T10:00:00Z".parse().expect("time"),
+        };
+        let pub_step = PubAnnotation { covering: Some("web-pub".into()), label: None };
+        let chain = PodChain::new(vec![&pub_step, &step]);
+        let out = chain.run(&pod).expect("runs").expect("changed");
+        let names: Vec<&str> =
+            out.spec.as_ref().expect("spec").containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["mesh", "app"]);
+        assert!(
+            out.metadata
+                .annotations
+                .as_ref()
+                .expect("notes")
+                .contains_key(annotations::PUB_RELATED_PUB)
+        );
+        // Idempotent through the whole chain.
+        assert!(chain.run(&out).expect("runs").is_none());
+        // Two SidecarSets injecting `mesh`: refused at the SidecarSet step.
+        let clash = SidecarSetInjection { sidecar_sets: vec![set("a"), set("b")], ..step.clone() };
+        let err = PodChain::new(vec![&clash]).run(&pod).expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "SidecarSet: container mesh would be injected by both sidecarSet a and sidecarSet b"
+        );
     }
 
     #[test]

@@ -169,6 +169,39 @@ impl Quantity {
         Some(out)
     }
 
+    /// The value in thousandths of a unit, rounded away from zero as Go's `MilliValue`
+    /// rounds; `None` when it does not fit.
+    pub fn milli_value(&self) -> Option<i128> {
+        let magnitude = i128::try_from(self.mantissa).ok()?;
+        let shifted = self.exponent + 3;
+        let milli = if shifted >= 0 {
+            magnitude.checked_mul(10i128.checked_pow(shifted.unsigned_abs())?)?
+        } else {
+            let divisor = 10i128.checked_pow(shifted.unsigned_abs()).unwrap_or(i128::MAX);
+            magnitude / divisor + i128::from(magnitude % divisor != 0)
+        };
+        Some(if self.negative { -milli } else { milli })
+    }
+
+    /// A quantity of `milli` thousandths of a unit, written in `format` (Go's `SetMilli` on
+    /// a quantity of that format).
+    pub fn from_milli(milli: i128, format: QuantityFormat) -> Self {
+        let mut out =
+            Self { negative: milli < 0, mantissa: milli.unsigned_abs(), exponent: -3, format };
+        out.normalize();
+        if out.mantissa == 0 {
+            out.negative = false;
+        }
+        out
+    }
+
+    /// The quantity with its sign flipped.
+    pub fn negated(&self) -> Self {
+        let mut out = *self;
+        out.negative = out.mantissa != 0 && !out.negative;
+        out
+    }
+
     /// The canonical text Go writes for this quantity.
     pub fn to_canonical(&self) -> String {
         if self.mantissa == 0 {
