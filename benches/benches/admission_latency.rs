@@ -554,6 +554,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         statefulset_gates: Default::default(),
         pub_enabled: true,
         pub_budgets: Some(pub_webhook(&client).await),
+        sidecar_sets: None,
     };
     let routes = admission::routes(context).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)

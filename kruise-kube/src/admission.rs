@@ -71,6 +71,8 @@ pub struct AdmissionContext {
     pub pub_enabled: bool,
     /// The PodUnavailableBudget checks of the pod webhooks.
     pub pub_budgets: Option<crate::pub_budget::PubWebhook>,
+    /// SidecarSet injection at pod creation, and the SidecarSet webhooks' view of the others.
+    pub sidecar_sets: Option<crate::sidecarset::SidecarSetWebhook>,
 }
 
 /// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
@@ -90,6 +92,8 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
         .route("/validate-apps-kruise-io-statefulset", post(validate_statefulset))
         .route("/validate-apps-kruise-io-uniteddeployment", post(validate_builtin_workload))
         .route(pub_rules::VALIDATING_WEBHOOK_PATH, post(validate_pub))
+        .route(SIDECARSET_MUTATING_PATH, post(mutate_sidecarset))
+        .route(SIDECARSET_VALIDATING_PATH, post(validate_sidecarset))
         .with_state(state)
 }
 
@@ -104,8 +108,103 @@ fn decode(body: &[u8]) -> Result<AdmissionRequest, Box<Response>> {
         .map_err(|err| Box::new((StatusCode::BAD_REQUEST, err.to_string()).into_response()))
 }
 
+/// Upstream's paths of the SidecarSet webhooks.
+const SIDECARSET_MUTATING_PATH: &str = "/mutate-apps-kruise-io-sidecarset";
+const SIDECARSET_VALIDATING_PATH: &str = "/validate-apps-kruise-io-sidecarset";
+
+/// A SidecarSet in a review, as v1beta1 (a v1alpha1 object is converted).
+fn sidecarset_object(
+    request: &AdmissionRequest,
+    object: &Value,
+    what: &str,
+) -> Result<v1beta1::SidecarSet, String> {
+    match request.kind.version.as_str() {
+        "v1alpha1" => {
+            let alpha: v1alpha1::SidecarSet = typed(object, what)?;
+            kruise_api::conversion::to_hub(alpha)
+                .map_err(|err| format!("failed to convert v1alpha1->v1beta1: {err}"))
+        }
+        _ => typed(object, what),
+    }
+}
+
+/// `msidecarset.kb.io`: upstream's defaults and the hash annotations, answered as a patch at
+/// the version the SidecarSet was sent in.
+async fn mutate_sidecarset(body: Bytes) -> Response {
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let defaulted = || -> Result<AdmissionResponse, String> {
+        let (Some(object), Operation::Create | Operation::Update) =
+            (request.object.as_ref(), request.operation)
+        else {
+            return Ok(AdmissionResponse::allow(&request));
+        };
+        let mut set = sidecarset_object(&request, object, "sidecarset")?;
+        kruise_core::admission::sidecarset::default_sidecar_set(&mut set);
+        let defaulted = match request.kind.version.as_str() {
+            "v1alpha1" => {
+                let alpha: v1alpha1::SidecarSet = kruise_api::conversion::from_hub(set)
+                    .map_err(|err| format!("failed to convert v1beta1->v1alpha1: {err}"))?;
+                serde_json::to_value(&alpha).map_err(|e| e.to_string())?
+            }
+            _ => serde_json::to_value(&set).map_err(|e| e.to_string())?,
+        };
+        Ok(AdmissionResponse::mutate(&request, object, &defaulted))
+    };
+    let response =
+        defaulted().unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message));
+    review_response(&response)
+}
+
+/// `vsidecarset.kb.io`: upstream's rules, against the other SidecarSets in the cluster.
+async fn validate_sidecarset(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    use kruise_core::admission::sidecarset::{SidecarSetContext, validate_sidecar_set};
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let checked = || -> Result<(), (u16, String)> {
+        let (Some(object), Operation::Create | Operation::Update) =
+            (request.object.as_ref(), request.operation)
+        else {
+            return Ok(());
+        };
+        let bad = |message: String| (400, message);
+        let set = sidecarset_object(&request, object, "sidecarset").map_err(bad)?;
+        let old = match (&request.old_object, request.operation) {
+            (Some(old), Operation::Update) => {
+                Some(sidecarset_object(&request, old, "old sidecarset").map_err(bad)?)
+            }
+            _ => None,
+        };
+        let (others, revisions) = match &context.sidecar_sets {
+            Some(sets) => (sets.all(), sets.revisions_of(&request.name)),
+            None => (Vec::new(), Vec::new()),
+        };
+        let ctx = SidecarSetContext {
+            others: &others,
+            revisions: &revisions,
+            whitelist: None,
+            patch_metadata_defaults_allowed: false,
+        };
+        validate_sidecar_set(&set, old.as_ref(), &ctx)
+            .into_result()
+            .map_err(|e| (422, e.to_string()))
+    };
+    let response = match checked() {
+        Ok(()) => AdmissionResponse::allow(&request),
+        Err((code, message)) => AdmissionResponse::deny(&request, code, message),
+    };
+    review_response(&response)
+}
+
 /// The pod mutating webhook: the chain of pod steps ([`kruise_core::admission::pod_chain`]) at
-/// pod CREATE. Steps here: PodUnavailableBudget's.
+/// pod CREATE. Steps here: SidecarSet injection, then PodUnavailableBudget's annotation.
 async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
     use kruise_core::admission::pod_chain::{PodChain, PubAnnotation};
     let request = match decode(&body) {
@@ -131,7 +230,13 @@ async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -
         covering,
         label: Some((crate::pub_budget::COVERED_LABEL.to_owned(), "true".to_owned())),
     };
-    let response = match PodChain::new(vec![&pub_step]).run(&pod) {
+    let namespace = placed.metadata.namespace.clone().unwrap_or_default();
+    let sidecar_step = context.sidecar_sets.as_ref().map(|sets| sets.step(&placed, &namespace));
+    let mut steps: Vec<&dyn kruise_core::admission::pod_chain::PodMutator> = vec![&pub_step];
+    if let Some(step) = &sidecar_step {
+        steps.push(step);
+    }
+    let response = match PodChain::new(steps).run(&pod) {
         Ok(None) => AdmissionResponse::allow(&request),
         Ok(Some(mutated)) => {
             // Both sides in the typed form, so the patch holds only what the steps changed.
@@ -927,11 +1032,17 @@ pub fn configurations(
         vec![rule("apps.kruise.io", &cloneset_versions, "statefulsets", &["CREATE", "UPDATE"])],
         kruise,
     );
+    let msidecarset = webhook(
+        "msidecarset.kb.io",
+        SIDECARSET_MUTATING_PATH,
+        vec![rule("apps.kruise.io", &cloneset_versions, "sidecarsets", &["CREATE", "UPDATE"])],
+        kruise,
+    );
     let mutating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": MUTATING_CONFIGURATION},
-        "webhooks": [mpod, mcloneset, mstatefulset]
+        "webhooks": [mpod, mcloneset, mstatefulset, msidecarset]
     });
 
     // Reaches only the pods a PodUnavailableBudget covers (the label its controller and the
@@ -995,7 +1106,13 @@ pub fn configurations(
         )],
         kruise,
     );
-    let mut webhooks = vec![vpod, vpod_eviction, vcloneset, vstatefulset, vpub];
+    let vsidecarset = webhook(
+        "vsidecarset.kb.io",
+        SIDECARSET_VALIDATING_PATH,
+        vec![rule("apps.kruise.io", &cloneset_versions, "sidecarsets", &["CREATE", "UPDATE"])],
+        kruise,
+    );
+    let mut webhooks = vec![vpod, vpod_eviction, vcloneset, vstatefulset, vpub, vsidecarset];
     if policy.deletion_protection {
         webhooks.extend([
             protected_webhook("vnamespace.kb.io", "/validate-namespace", "", &["v1"], "namespaces"),

@@ -40,6 +40,7 @@ pub mod manager;
 pub mod metrics;
 pub mod pub_budget;
 pub mod queue;
+pub mod sidecarset;
 pub mod statefulset;
 pub mod webhook;
 pub mod workload;

@@ -209,6 +209,15 @@ pub async fn run(
                         None,
                     )),
                 }),
+                sidecar_sets: gates.enabled("PodWebhook").then(|| {
+                    crate::sidecarset::SidecarSetWebhook::new(
+                        &caches,
+                        kruise_core::sidecarset::InjectionGates {
+                            sort_sidecar_container_by_name: gates
+                                .enabled("EnableSortSidecarContainerByName"),
+                        },
+                    )
+                }),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())
                 .routes(crate::admission::routes(context))

@@ -10,6 +10,7 @@ mod leader_failover;
 mod playground;
 mod pub_budget;
 mod restart;
+mod sidecarset;
 mod statefulset;
 mod takeover;
 mod webhooks;

@@ -1,0 +1,100 @@
+//! SidecarSet on the playground with kubectl: a SidecarSet's sidecar is injected into the
+//! pods a Deployment creates (and only those it selects), a v1alpha1 SidecarSet is served, and
+//! a SidecarSet with a bad regex or a container name another SidecarSet injects into the same
+//! pods is refused, naming the field.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{Playground, wait_for};
+
+fn sidecarset(
+    api_version: &str,
+    name: &str,
+    selector: &str,
+    container: &str,
+    extra: &str,
+) -> String {
+    format!(
+        "apiVersion: {api_version}\nkind: SidecarSet\nmetadata:\n  name: {name}\nspec:\n  selector:\n    matchLabels: {{app: {selector}}}\n  containers:\n  - name: {container}\n    image: registry.example/log-agent:v1\n    volumeMounts:\n    - {{name: logs, mountPath: /var/log/app}}\n{extra}  volumes:\n  - name: logs\n    emptyDir: {{}}\n"
+    )
+}
+
+fn pods(k: &crate::common::Kubectl, selector: &str) -> Vec<Value> {
+    k.json(&["get", "pods", "-l", selector, "-o", "json"])["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn container_names(pod: &Value) -> Vec<String> {
+    pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_sidecarset_injects_into_the_pods_it_selects_and_bad_ones_are_refused() {
+    let pg = Playground::start(2, &[]);
+    let k = &pg.kubectl;
+
+    // Bad input is refused, naming the field.
+    let bad_regex = sidecarset(
+        "apps.kruise.io/v1beta1",
+        "bad",
+        "web",
+        "log-agent",
+        "    resourcesPolicy:\n      targetContainerMode: sum\n      targetContainersNameRegex: \"([a-z\"\n      resourceExpr:\n        limits:\n          cpu: \"100m\"\n",
+    );
+    let out = k.run_with(&["create", "-f", "-"], Some(&bad_regex));
+    assert!(!out.ok, "a bad regex is refused");
+    assert!(
+        out.stderr.contains(r#"admission webhook "vsidecarset.kb.io" denied the request"#)
+            && out.stderr.contains("targetContainersNameRegex"),
+        "{}",
+        out.stderr
+    );
+
+    // A good one: defaulted by the mutating webhook, then it injects into new pods.
+    let good = sidecarset("apps.kruise.io/v1beta1", "log-agent", "web", "log-agent", "");
+    k.ok_stdin(&["apply", "-f", "-"], &good);
+    let stored = k.json(&["get", "sidecarset", "log-agent", "-o", "json"]);
+    assert_eq!(stored["spec"]["updateStrategy"]["type"], "RollingUpdate", "{stored}");
+    assert!(stored["metadata"]["annotations"]["kruise.io/sidecarset-hash"].is_string(), "{stored}");
+    // A second SidecarSet that would inject the same container into the same pods is refused.
+    let clash = sidecarset("apps.kruise.io/v1beta1", "clash", "web", "log-agent", "");
+    let out = k.run_with(&["create", "-f", "-"], Some(&clash));
+    assert!(!out.ok && out.stderr.contains("log-agent"), "{}", out.stderr);
+    // The same kind at v1alpha1 is served too (a different selector).
+    let alpha = sidecarset("apps.kruise.io/v1alpha1", "metrics", "db", "metrics-agent", "");
+    k.ok_stdin(&["apply", "-f", "-"], &alpha);
+
+    // Pods can be created as soon as the webhook's cache shows the SidecarSet.
+    std::thread::sleep(Duration::from_millis(500));
+    k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=2"]);
+    k.ok(&["create", "deployment", "other", "--image=nginx:1", "--replicas=1"]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    k.ok(&["rollout", "status", "deployment/other", "--timeout=60s"]);
+    let web = wait_for("two web pods", Duration::from_secs(30), || {
+        let p = pods(k, "app=web");
+        (p.len() == 2).then_some(p)
+    });
+    for pod in &web {
+        assert_eq!(container_names(pod), ["log-agent", "nginx"], "sidecar first: {pod}");
+        let notes = &pod["metadata"]["annotations"];
+        assert!(
+            notes["kruise.io/sidecarset-hash"].as_str().is_some_and(|h| h.contains("log-agent")),
+            "{notes}"
+        );
+        assert!(pod["spec"]["volumes"].to_string().contains("\"logs\""), "the sidecar's volume: {pod}");
+        assert_eq!(pod["status"]["phase"], "Running", "{pod}");
+    }
+    // A pod the SidecarSet does not select is left alone.
+    let other = pods(k, "app=other");
+    assert_eq!(container_names(&other[0]), ["nginx"]);
+    assert!(other[0]["metadata"]["annotations"]["kruise.io/sidecarset-hash"].is_null());
+}
