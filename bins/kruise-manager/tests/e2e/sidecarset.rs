@@ -90,7 +90,10 @@ fn a_sidecarset_injects_into_the_pods_it_selects_and_bad_ones_are_refused() {
             notes["kruise.io/sidecarset-hash"].as_str().is_some_and(|h| h.contains("log-agent")),
             "{notes}"
         );
-        assert!(pod["spec"]["volumes"].to_string().contains("\"logs\""), "the sidecar's volume: {pod}");
+        assert!(
+            pod["spec"]["volumes"].to_string().contains("\"logs\""),
+            "the sidecar's volume: {pod}"
+        );
         assert_eq!(pod["status"]["phase"], "Running", "{pod}");
     }
     // A pod the SidecarSet does not select is left alone.
