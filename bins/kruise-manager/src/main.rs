@@ -485,7 +485,12 @@ fn crds(out: Option<PathBuf>, webhook: &kruise_kube::webhook::WebhookConfig) -> 
             let mut stdout = std::io::stdout().lock();
             for crd in &crds {
                 let yaml = serde_yaml::to_string(crd).context("encoding CRD")?;
-                write!(stdout, "---\n{yaml}").context("writing to stdout")?;
+                match write!(stdout, "---\n{yaml}") {
+                    Ok(()) => {}
+                    // The reader has gone (`kruise-manager crds | head`): nothing more to do.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                    Err(e) => return Err(e).context("writing to stdout"),
+                }
             }
         }
     }

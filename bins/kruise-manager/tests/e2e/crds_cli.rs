@@ -125,3 +125,21 @@ fn a_v1alpha1_object_before_the_manager_is_refused_not_stored_unconverted() {
     let log = manager.log_text();
     assert!(!log.contains('\u{1b}'), "no colour codes in a log file:\n{log}");
 }
+
+#[test]
+fn crds_into_a_reader_that_stops_early_exits_quietly() {
+    use std::io::Read as _;
+    let mut child = manager()
+        .arg("crds")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kruise-manager crds");
+    let mut first = [0u8; 64];
+    child.stdout.take().expect("stdout").read_exact(&mut first).expect("some output");
+    // The pipe's read end is closed here, as `| head` closes it.
+    let output = child.wait_with_output().expect("exit");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(first.starts_with(b"---\napiVersion: apiextensions.k8s.io/v1"));
+}
