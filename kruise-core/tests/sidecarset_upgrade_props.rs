@@ -112,12 +112,12 @@ fn build(case: &Case) -> (SidecarSet, Vec<Pod>) {
         .map(|(i, spec)| {
             let shape = if spec.immutable_change { "old-shape" } else { "shape" };
             let mut p = pod(i, V1, "old", shape);
-            let labels = p.metadata.labels.as_mut().unwrap();
+            let labels = p.metadata.labels.as_mut().expect("fixture");
             labels.insert("canary".into(), spec.canary.to_string());
             labels.insert("zone".into(), spec.zone.to_string());
             if !matches!(spec.stage, Stage::Old) {
-                p.spec.as_mut().unwrap().containers[1].image = Some(V2.into());
-                let notes = p.metadata.annotations.as_mut().unwrap();
+                p.spec.as_mut().expect("fixture").containers[1].image = Some(V2.into());
+                let notes = p.metadata.annotations.as_mut().expect("fixture");
                 notes.insert(
                     "kruise.io/sidecarset-hash".into(),
                     json!({ SET: { "hash": "new", "sidecarSetName": SET } }).to_string(),
@@ -153,22 +153,29 @@ fn is_ready(p: &Pod) -> bool {
 }
 
 fn is_updated(p: &Pod) -> bool {
-    let notes = p.metadata.annotations.as_ref().unwrap();
+    let notes = p.metadata.annotations.as_ref().expect("fixture");
     let hashes: serde_json::Value =
-        serde_json::from_str(&notes["kruise.io/sidecarset-hash"]).unwrap();
+        serde_json::from_str(&notes["kruise.io/sidecarset-hash"]).expect("fixture");
     hashes[SET]["hash"] == "new"
 }
 
 /// Updated and down: not ready, or the sidecar does not yet run its spec image.
 fn is_down(p: &Pod) -> bool {
-    let spec = p.spec.as_ref().unwrap().containers.iter().find(|c| c.name == SIDECAR).unwrap();
-    let status = p.status.as_ref().unwrap().container_statuses.as_ref().unwrap();
-    let running = status.iter().find(|s| s.name == SIDECAR).unwrap();
+    let spec = p
+        .spec
+        .as_ref()
+        .expect("fixture")
+        .containers
+        .iter()
+        .find(|c| c.name == SIDECAR)
+        .expect("fixture");
+    let status = p.status.as_ref().expect("fixture").container_statuses.as_ref().expect("fixture");
+    let running = status.iter().find(|s| s.name == SIDECAR).expect("fixture");
     is_updated(p) && (!is_ready(p) || spec.image.as_deref() != Some(running.image.as_str()))
 }
 
 fn app(p: &Pod) -> serde_json::Value {
-    serde_json::to_value(&p.spec.as_ref().unwrap().containers[0]).unwrap()
+    serde_json::to_value(&p.spec.as_ref().expect("fixture").containers[0]).expect("fixture")
 }
 
 proptest! {
@@ -183,37 +190,37 @@ proptest! {
         apply(&plan, &mut after);
 
         // maxUnavailable.
-        let total = i32::try_from(pods.len()).unwrap();
+        let total = i32::try_from(pods.len()).expect("fixture");
         let max = match &case.max_unavailable {
             None => 1,
-            Some(v) => kruise_core::intstr::lenient_value(v, total, kruise_core::intstr::Rounding::Up).unwrap(),
+            Some(v) => kruise_core::intstr::lenient_value(v, total, kruise_core::intstr::Rounding::Up).expect("fixture"),
         };
         let max = usize::try_from(max).unwrap_or_default();
         let down_before = pods.iter().filter(|p| is_down(p)).count();
         let down_after = after.iter().filter(|p| is_down(p)).count();
-        let free = pods.iter().filter(|p| picked.contains(p.metadata.name.as_deref().unwrap()) && !is_ready(p)).count();
+        let free = pods.iter().filter(|p| picked.contains(p.metadata.name.as_deref().expect("fixture")) && !is_ready(p)).count();
         prop_assert!(down_after <= down_before.max(max) + free,
             "down {down_before} -> {down_after}, max {max}, not-ready upgraded {free}");
 
         // partition.
-        let partition = usize::try_from(partition_replicas(case.partition.as_ref(), Some(total)).unwrap()).unwrap();
+        let partition = usize::try_from(partition_replicas(case.partition.as_ref(), Some(total)).expect("fixture")).expect("fixture");
         let old_before = pods.iter().filter(|p| !is_updated(p)).count();
         let old_after = after.iter().filter(|p| !is_updated(p)).count();
         prop_assert!(old_after >= old_before.min(partition), "old {old_before} -> {old_after}, partition {partition}");
 
         for (before, now) in pods.iter().zip(&after) {
-            let name = before.metadata.name.as_deref().unwrap();
+            let name = before.metadata.name.as_deref().expect("fixture");
             // Canary selector and immutable changes.
             if picked.contains(name) {
-                let labels = before.metadata.labels.as_ref().unwrap();
+                let labels = before.metadata.labels.as_ref().expect("fixture");
                 prop_assert!(!case.canary_selector || labels["canary"] == "true", "{name} is not a canary");
                 prop_assert!(!is_updated(before), "{name} was already updated");
-                let spec = &case.pods[name.trim_start_matches("pod-").parse::<usize>().unwrap()];
+                let spec = &case.pods[name.trim_start_matches("pod-").parse::<usize>().expect("fixture")];
                 prop_assert!(!spec.immutable_change, "{name} cannot be upgraded in place");
             }
             // App containers.
             prop_assert_eq!(app(before), app(now));
-            prop_assert_eq!(before.spec.as_ref().unwrap().containers.len(), now.spec.as_ref().unwrap().containers.len());
+            prop_assert_eq!(before.spec.as_ref().expect("fixture").containers.len(), now.spec.as_ref().expect("fixture").containers.len());
         }
 
         // Determinism.
@@ -232,12 +239,12 @@ proptest! {
         let waiting_at_start = case.pods.iter().filter(|p| {
             matches!(p.stage, Stage::Old) && !p.immutable_change && (!case.canary_selector || p.canary)
         }).count();
-        let total = i32::try_from(pods.len()).unwrap();
+        let total = i32::try_from(pods.len()).expect("fixture");
         let max = match &case.max_unavailable {
             None => 1,
-            Some(v) => kruise_core::intstr::lenient_value(v, total, kruise_core::intstr::Rounding::Up).unwrap(),
+            Some(v) => kruise_core::intstr::lenient_value(v, total, kruise_core::intstr::Rounding::Up).expect("fixture"),
         };
-        let partition = usize::try_from(partition_replicas(case.partition.as_ref(), Some(total)).unwrap()).unwrap();
+        let partition = usize::try_from(partition_replicas(case.partition.as_ref(), Some(total)).expect("fixture")).expect("fixture");
         let mut seen = BTreeSet::new();
         let mut rounds = 0;
         loop {
@@ -278,7 +285,7 @@ proptest! {
         // Status of the final state is consistent with what it shows.
         let status = quiet.status.unwrap_or_else(|| set.status.clone().unwrap_or_default());
         let updated = settled.iter().filter(|p| is_updated(p)).count();
-        prop_assert_eq!(usize::try_from(status.updated_pods).unwrap(), updated);
-        prop_assert_eq!(usize::try_from(status.matched_pods).unwrap(), settled.len());
+        prop_assert_eq!(usize::try_from(status.updated_pods).expect("fixture"), updated);
+        prop_assert_eq!(usize::try_from(status.matched_pods).expect("fixture"), settled.len());
     }
 }

@@ -30,8 +30,8 @@ const V2: &str = "test-image:v2";
 fn factory_pods(count: usize, upgraded: usize, upgraded_ready: usize) -> Vec<Pod> {
     let mut pods: Vec<Pod> = (0..count).map(|i| pod(i, V1, "aaa", "without-aaa")).collect();
     for p in pods.iter_mut().take(upgraded) {
-        p.spec.as_mut().unwrap().containers[1].image = Some(V2.into());
-        let notes = p.metadata.annotations.as_mut().unwrap();
+        p.spec.as_mut().expect("fixture").containers[1].image = Some(V2.into());
+        let notes = p.metadata.annotations.as_mut().expect("fixture");
         notes.insert(
             "kruise.io/sidecarset-hash".into(),
             json!({ SET: { "hash": "bbb", "sidecarSetName": SET, "sidecarList": [SIDECAR] } })
@@ -179,7 +179,7 @@ fn next_upgrade_pods_counts() {
 fn canary_selector_upgrades_only_matching_pods() {
     let mut pods = factory_pods(1000, 0, 0);
     for p in pods.iter_mut().take(30) {
-        p.metadata.labels.as_mut().unwrap().insert("canary".into(), "test".into());
+        p.metadata.labels.as_mut().expect("fixture").insert("canary".into(), "test".into());
     }
     let mut set = factory_set();
     set.spec.update_strategy.max_unavailable = int(100);
@@ -190,7 +190,9 @@ fn canary_selector_upgrades_only_matching_pods() {
     let out = plan(set, pods);
     let names = upgraded(&out);
     assert_eq!(names.len(), 30);
-    assert!(names.iter().all(|n| n.trim_start_matches("pod-").parse::<usize>().unwrap() < 30));
+    assert!(
+        names.iter().all(|n| n.trim_start_matches("pod-").parse::<usize>().expect("fixture") < 30)
+    );
 }
 
 #[test]
@@ -237,8 +239,8 @@ fn update_order_follows_upstream() {
     );
     // Weight priority.
     let mut pods = factory_pods(20, 10, 2);
-    pods[15].metadata.labels.as_mut().unwrap().insert("test-key".into(), "bar".into());
-    pods[16].metadata.labels.as_mut().unwrap().insert("test-key".into(), "foo".into());
+    pods[15].metadata.labels.as_mut().expect("fixture").insert("test-key".into(), "bar".into());
+    pods[16].metadata.labels.as_mut().expect("fixture").insert("test-key".into(), "foo".into());
     let mut set = factory_set();
     set.spec.update_strategy.max_unavailable = int(10);
     let term = |w: i32, v: &str| UpdatePriorityWeightTerm {
@@ -256,10 +258,10 @@ fn update_order_follows_upstream() {
     // Order priority.
     let mut pods = factory_pods(20, 10, 2);
     for p in &mut pods {
-        p.metadata.labels.as_mut().unwrap().insert("key1".into(), "5".into());
+        p.metadata.labels.as_mut().expect("fixture").insert("key1".into(), "5".into());
     }
-    pods[17].metadata.labels.as_mut().unwrap().insert("key1".into(), "10".into());
-    pods[18].metadata.labels.as_mut().unwrap().insert("key1".into(), "20".into());
+    pods[17].metadata.labels.as_mut().expect("fixture").insert("key1".into(), "10".into());
+    pods[18].metadata.labels.as_mut().expect("fixture").insert("key1".into(), "20".into());
     let mut set = factory_set();
     set.spec.update_strategy.max_unavailable = int(10);
     set.spec.update_strategy.priority_strategy = Some(UpdatePriorityStrategy {
@@ -280,7 +282,7 @@ fn cold_upgrade_rolls_one_pod_at_a_time() {
     // pod-1 is upgrading (its sidecar has not restarted): nothing more.
     let step = plan(set.clone(), pods.clone());
     assert!(upgraded(&step).is_empty());
-    let status = step.status.clone().unwrap();
+    let status = step.status.clone().expect("fixture");
     assert_eq!((status.matched_pods, status.updated_pods, status.ready_pods), (2, 1, 1));
     assert_eq!(status.updated_ready_pods, 0);
     // pod-1 completes: pod-0 is next.
@@ -291,14 +293,15 @@ fn cold_upgrade_rolls_one_pod_at_a_time() {
     restart_all(&mut pods[0]);
     let done = plan(set, pods.clone());
     assert!(done.actions.is_empty());
-    let status = done.status.unwrap();
+    let status = done.status.expect("fixture");
     assert_eq!((status.updated_pods, status.ready_pods, status.updated_ready_pods), (2, 2, 2));
     // The patch changed the sidecar only, and kept the hash entries well formed.
-    let sidecar = pods[0].spec.as_ref().unwrap().containers.iter().find(|c| c.name == SIDECAR);
-    assert_eq!(sidecar.unwrap().image.as_deref(), Some(V2));
-    let notes = pods[0].metadata.annotations.as_ref().unwrap();
+    let sidecar =
+        pods[0].spec.as_ref().expect("fixture").containers.iter().find(|c| c.name == SIDECAR);
+    assert_eq!(sidecar.expect("fixture").image.as_deref(), Some(V2));
+    let notes = pods[0].metadata.annotations.as_ref().expect("fixture");
     let hashes: serde_json::Value =
-        serde_json::from_str(&notes["kruise.io/sidecarset-hash"]).unwrap();
+        serde_json::from_str(&notes["kruise.io/sidecarset-hash"]).expect("fixture");
     assert_eq!(hashes[SET]["hash"], "bbb");
     assert_eq!(hashes[SET]["controllerRevision"], format!("{SET}-rev"));
 }
@@ -306,7 +309,7 @@ fn cold_upgrade_rolls_one_pod_at_a_time() {
 #[test]
 fn other_sidecarsets_hash_entries_are_kept() {
     let mut pods = factory_pods(1, 0, 0);
-    let notes = pods[0].metadata.annotations.as_mut().unwrap();
+    let notes = pods[0].metadata.annotations.as_mut().expect("fixture");
     notes.insert(
         "kruise.io/sidecarset-hash".into(),
         json!({ SET: { "hash": "aaa", "sidecarSetName": SET },
@@ -315,9 +318,9 @@ fn other_sidecarsets_hash_entries_are_kept() {
     );
     let step = plan(factory_set(), pods.clone());
     apply(&step, &mut pods);
-    let notes = pods[0].metadata.annotations.as_ref().unwrap();
+    let notes = pods[0].metadata.annotations.as_ref().expect("fixture");
     let hashes: serde_json::Value =
-        serde_json::from_str(&notes["kruise.io/sidecarset-hash"]).unwrap();
+        serde_json::from_str(&notes["kruise.io/sidecarset-hash"]).expect("fixture");
     assert_eq!(hashes["other"]["hash"], "zzz");
     assert_eq!(hashes[SET]["hash"], "bbb");
 }
@@ -328,11 +331,19 @@ fn hot_upgrade_takes_three_steps() {
     let set = hot_sidecar_set(V2, "bbb", "without-aaa");
     let mut pods = vec![hot_pod(0, V1, "aaa", "without-aaa")];
     let working = |p: &Pod| {
-        p.metadata.annotations.as_ref().unwrap()["kruise.io/sidecarset-working-hotupgrade-container"]
+        p.metadata.annotations.as_ref().expect("fixture")["kruise.io/sidecarset-working-hotupgrade-container"]
             .clone()
     };
     let image = |p: &Pod, n: &str| {
-        p.spec.as_ref().unwrap().containers.iter().find(|c| c.name == n).unwrap().image.clone()
+        p.spec
+            .as_ref()
+            .expect("fixture")
+            .containers
+            .iter()
+            .find(|c| c.name == n)
+            .expect("fixture")
+            .image
+            .clone()
     };
     // 1. The idle -2 gets v2 and becomes the working container.
     let step = plan(set.clone(), pods.clone());
@@ -340,7 +351,7 @@ fn hot_upgrade_takes_three_steps() {
     apply(&step, &mut pods);
     assert_eq!(image(&pods[0], "test-sidecar-2").as_deref(), Some(V2));
     assert_eq!(working(&pods[0]), json!({ SIDECAR: "test-sidecar-2" }).to_string());
-    let notes = pods[0].metadata.annotations.clone().unwrap();
+    let notes = pods[0].metadata.annotations.clone().expect("fixture");
     assert_eq!(notes["version.sidecarset.kruise.io/test-sidecar-2"], "100");
     assert_eq!(notes["versionalt.sidecarset.kruise.io/test-sidecar-1"], "100");
     // 2. While -2 has not started, nothing happens.
@@ -353,13 +364,13 @@ fn hot_upgrade_takes_three_steps() {
     assert!(step.events.iter().any(|e| e.reason == "ResetContainerSucceed"));
     apply(&step, &mut pods);
     assert_eq!(image(&pods[0], "test-sidecar-1").as_deref(), Some(EMPTY));
-    let notes = pods[0].metadata.annotations.clone().unwrap();
+    let notes = pods[0].metadata.annotations.clone().expect("fixture");
     assert_eq!(notes["version.sidecarset.kruise.io/test-sidecar-1"], "0");
     assert_eq!(notes["versionalt.sidecarset.kruise.io/test-sidecar-2"], "0");
     restart_all(&mut pods[0]);
     let done = plan(set, pods);
     assert!(done.actions.is_empty());
-    let status = done.status.unwrap();
+    let status = done.status.expect("fixture");
     assert_eq!((status.updated_pods, status.ready_pods, status.updated_ready_pods), (1, 1, 1));
 }
 
@@ -374,7 +385,7 @@ fn not_update_and_paused_only_report_status() {
         }
         let out = plan(set, factory_pods(10, 2, 1));
         assert!(out.actions.is_empty());
-        let status = out.status.unwrap();
+        let status = out.status.expect("fixture");
         assert_eq!((status.matched_pods, status.updated_pods, status.ready_pods), (10, 2, 9));
         assert_eq!(status.updated_ready_pods, 1);
     }
@@ -384,11 +395,16 @@ fn not_update_and_paused_only_report_status() {
 fn inactive_and_foreign_pods_do_not_count() {
     let mut pods = factory_pods(4, 0, 0);
     pods[0].metadata.deletion_timestamp = pods[0].metadata.creation_timestamp.clone();
-    pods[1].status.as_mut().unwrap().phase = Some("Succeeded".into());
-    pods[2].metadata.annotations.as_mut().unwrap().remove("kruise.io/sidecarset-injected-list");
+    pods[1].status.as_mut().expect("fixture").phase = Some("Succeeded".into());
+    pods[2]
+        .metadata
+        .annotations
+        .as_mut()
+        .expect("fixture")
+        .remove("kruise.io/sidecarset-injected-list");
     let out = plan(factory_set(), pods);
     assert_eq!(upgraded(&out), ["pod-3"]);
-    assert_eq!(out.status.unwrap().matched_pods, 1);
+    assert_eq!(out.status.expect("fixture").matched_pods, 1);
 }
 
 #[test]
@@ -429,7 +445,7 @@ fn resources_only_change_is_a_resize_when_supported() {
     set.metadata
         .annotations
         .as_mut()
-        .unwrap()
+        .expect("fixture")
         .insert("kruise.io/sidecarset-hash-without-image".into(), "without-bbb".into());
     set.spec.containers[0].container.resources = Some(resources("200m"));
     let revision = ControllerRevision {
@@ -439,7 +455,7 @@ fn resources_only_change_is_a_resize_when_supported() {
     };
     let mut pods = factory_pods(2, 0, 0);
     for p in &mut pods {
-        p.metadata.annotations.as_mut().unwrap().insert(
+        p.metadata.annotations.as_mut().expect("fixture").insert(
             "kruise.io/sidecarset-hash".into(),
             json!({ SET: { "hash": "aaa", "sidecarSetName": SET, "controllerRevision": "rev-1" } })
                 .to_string(),
@@ -461,11 +477,11 @@ fn resources_only_change_is_a_resize_when_supported() {
     assert_eq!(name, "pod-1");
     assert_eq!(patch.body()["spec"]["containers"][0]["resources"]["limits"]["cpu"], "200m");
     apply(&out, &mut pods);
-    let notes = pods[1].metadata.annotations.as_ref().unwrap();
+    let notes = pods[1].metadata.annotations.as_ref().expect("fixture");
     let state: serde_json::Value =
-        serde_json::from_str(&notes["kruise.io/sidecarset-inplace-update-state"]).unwrap();
+        serde_json::from_str(&notes["kruise.io/sidecarset-inplace-update-state"]).expect("fixture");
     assert_eq!(state[SET]["updateResources"], true);
     let without: serde_json::Value =
-        serde_json::from_str(&notes["kruise.io/sidecarset-hash-without-image"]).unwrap();
+        serde_json::from_str(&notes["kruise.io/sidecarset-hash-without-image"]).expect("fixture");
     assert_eq!(without[SET]["hash"], "without-bbb");
 }
