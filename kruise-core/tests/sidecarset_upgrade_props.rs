@@ -289,3 +289,66 @@ proptest! {
         prop_assert_eq!(usize::try_from(status.matched_pods).expect("fixture"), settled.len());
     }
 }
+
+fn hot_image(p: &Pod, name: &str) -> String {
+    let spec = p.spec.as_ref().expect("fixture");
+    let c = spec.containers.iter().find(|c| c.name == name).expect("fixture");
+    c.image.clone().unwrap_or_default()
+}
+
+/// Mid-swap (both hot-upgrade containers off the empty image), or updated and not ready.
+fn hot_down(p: &Pod) -> bool {
+    let busy =
+        [format!("{SIDECAR}-1"), format!("{SIDECAR}-2")].iter().all(|n| hot_image(p, n) != EMPTY);
+    busy || (is_updated(p) && !is_ready(p))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn hot_upgrade_converges_with_one_working_container(
+        ready in prop::collection::vec(prop::bool::weighted(0.8), 1..12),
+        max in 1i32..4,
+    ) {
+        let mut set = hot_sidecar_set(V2, "new", "shape");
+        set.spec.update_strategy.max_unavailable = Some(IntOrString::Int(max));
+        let mut pods: Vec<Pod> = ready
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut p = hot_pod(i, V1, "old", "shape");
+                if !r {
+                    set_not_ready(&mut p);
+                }
+                p
+            })
+            .collect();
+        let not_ready_at_start = ready.iter().filter(|r| !**r).count();
+        let max = usize::try_from(max).expect("fixture");
+        let mut rounds = 0;
+        loop {
+            let plan = plan_upgrade(&snapshot(set.clone(), pods.clone()));
+            let touched = apply(&plan, &mut pods);
+            // At most max pods are down, beyond those that were down to begin with.
+            let down = pods.iter().filter(|p| hot_down(p)).count();
+            prop_assert!(down <= max + not_ready_at_start, "down {down}, max {max}");
+            for p in pods.iter_mut() {
+                if touched.iter().any(|n| Some(n.as_str()) == p.metadata.name.as_deref()) {
+                    restart_all(p);
+                }
+            }
+            if plan.actions.is_empty() {
+                break;
+            }
+            rounds += 1;
+            prop_assert!(rounds <= 3 * ready.len() + 2, "no convergence");
+        }
+        // Every pod runs exactly one v2 container and one idle container.
+        for p in &pods {
+            let images = [hot_image(p, &format!("{SIDECAR}-1")), hot_image(p, &format!("{SIDECAR}-2"))];
+            prop_assert!(images.contains(&V2.to_owned()) && images.contains(&EMPTY.to_owned()), "{images:?}");
+            prop_assert!(is_updated(p));
+        }
+    }
+}
