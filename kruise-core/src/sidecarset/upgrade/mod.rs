@@ -41,6 +41,9 @@
 //!    sidecar `resources` (and perhaps images) changed, the pod is upgraded instead, with a
 //!    [`Action::PatchPodResize`] first, within the same budget.
 //!
+//! [`injected_sidecar_sets`] and [`requeue_on_pod_update`] decide which pod events make a
+//! SidecarSet be planned again.
+//!
 //! The applier carries the actions out in order and records their expectations
 //! ([`Action::expectation`]). Pod patches carry the pod's `uid` and `resourceVersion`, so a
 //! pod changed since the snapshot is not overwritten: the patch fails with a conflict and the
@@ -827,4 +830,52 @@ pub fn next_upgradable_condition(
 
 fn pod_key(pod: &Pod) -> String {
     format!("{}/{}", pod.metadata.namespace.as_deref().unwrap_or("default"), name_of(pod))
+}
+
+/// The SidecarSets a pod names in `kruise.io/sidecarset-injected-list`: those to plan again
+/// when the pod is created, changes or goes away.
+pub fn injected_sidecar_sets(pod: &Pod) -> Vec<&str> {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(annotations::SIDECARSET_INJECTED_LIST))
+        .map(|list| list.split(',').filter(|n| !n.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// How long the pod's move to consistent (or away from it) waits before the SidecarSet is
+/// planned again, as upstream delays it.
+pub const CONSISTENCY_REQUEUE_DELAY: jiff::SignedDuration = jiff::SignedDuration::from_secs(5);
+
+/// Whether an update of a pod from `old` to `new` should make the SidecarSet `set` (one the
+/// pod names in its injected list) be planned again, and after how long (upstream's pod event
+/// handler): never for the same resourceVersion, for a pod that lacks the SidecarSet's
+/// containers, or under `NotUpdate`; at once when the pod starts being deleted or its
+/// readiness flips; after [`CONSISTENCY_REQUEUE_DELAY`] when its sidecars' consistency flips;
+/// at once when its labels change and `updateStrategy.selector` is set. Creations and
+/// deletions always requeue.
+pub fn requeue_on_pod_update(
+    old: &Pod,
+    new: &Pod,
+    set: &SidecarSet,
+) -> Option<jiff::SignedDuration> {
+    if old.metadata.resource_version == new.metadata.resource_version
+        || !is_consistent_with_set(new, set)
+        || set.spec.update_strategy.type_ == Some(SidecarSetUpdateStrategyType::NotUpdate)
+    {
+        return None;
+    }
+    let (old_deleting, new_deleting) =
+        (old.metadata.deletion_timestamp.is_some(), new.metadata.deletion_timestamp.is_some());
+    if !old_deleting
+        && (new_deleting || crate::pod::is_pod_ready(old) != crate::pod::is_pod_ready(new))
+    {
+        return Some(jiff::SignedDuration::ZERO);
+    }
+    let none = BTreeSet::new();
+    if is_state_consistent(old, set, &none) != is_state_consistent(new, set, &none) {
+        return Some(CONSISTENCY_REQUEUE_DELAY);
+    }
+    (old.metadata.labels != new.metadata.labels && set.spec.update_strategy.selector.is_some())
+        .then_some(jiff::SignedDuration::ZERO)
 }

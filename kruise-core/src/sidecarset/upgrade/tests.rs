@@ -165,3 +165,47 @@ fn star_scatter_terms_expand_to_the_values_pods_carry() {
     let values: Vec<&str> = out.iter().map(|t| t.value.as_str()).collect();
     assert_eq!(values, ["b", "a"]);
 }
+
+#[test]
+fn pod_updates_that_requeue_the_sidecarset() {
+    let s = set(false);
+    let mut old =
+        pod(&[("mesh", "mesh:2", "mesh:2")], &[("kruise.io/sidecarset-injected-list", "s,other")]);
+    assert_eq!(injected_sidecar_sets(&old), ["s", "other"]);
+    old.metadata.resource_version = Some("1".into());
+    let mut new = old.clone();
+    // Same resourceVersion: nothing.
+    assert_eq!(requeue_on_pod_update(&old, &new, &s), None);
+    new.metadata.resource_version = Some("2".into());
+    assert_eq!(requeue_on_pod_update(&old, &new, &s), None);
+    // Readiness flips.
+    new.status.as_mut().expect("status").conditions = Some(vec![PodCondition {
+        type_: "Ready".into(),
+        status: "True".into(),
+        ..Default::default()
+    }]);
+    assert_eq!(requeue_on_pod_update(&old, &new, &s), Some(jiff::SignedDuration::ZERO));
+    // The sidecar's update completes: after the delay.
+    let state =
+        r#"{"s":{"revision":"h","lastContainerStatuses":{"mesh":{"imageID":"id-mesh:1"}}}}"#;
+    let mut stale = pod(&[("mesh", "mesh:2", "mesh:1")], &[(STATE, state)]);
+    stale.metadata.resource_version = Some("1".into());
+    let mut done = pod(&[("mesh", "mesh:2", "mesh:2")], &[(STATE, state)]);
+    done.metadata.resource_version = Some("2".into());
+    assert_eq!(requeue_on_pod_update(&stale, &done, &s), Some(CONSISTENCY_REQUEUE_DELAY));
+    // Labels change: only with a canary selector.
+    let mut relabelled = done.clone();
+    relabelled.metadata.resource_version = Some("3".into());
+    relabelled.metadata.labels = Some(BTreeMap::from([("canary".into(), "true".into())]));
+    assert_eq!(requeue_on_pod_update(&done, &relabelled, &s), None);
+    let mut canary = s.clone();
+    canary.spec.update_strategy.selector = Some(Default::default());
+    assert_eq!(
+        requeue_on_pod_update(&done, &relabelled, &canary),
+        Some(jiff::SignedDuration::ZERO)
+    );
+    // NotUpdate never requeues.
+    let mut frozen = canary;
+    frozen.spec.update_strategy.type_ = Some(SidecarSetUpdateStrategyType::NotUpdate);
+    assert_eq!(requeue_on_pod_update(&done, &relabelled, &frozen), None);
+}
