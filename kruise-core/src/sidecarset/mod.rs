@@ -50,6 +50,7 @@ pub mod hash;
 pub mod index;
 pub mod matching;
 pub mod resources;
+pub mod upgrade;
 pub mod whitelist;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -78,6 +78,12 @@ pub enum PodPatchPurpose {
     /// Put back the labels that give a pod its identity (an Advanced StatefulSet pod's
     /// `statefulset.kubernetes.io/pod-name` and `apps.kubernetes.io/pod-index`).
     Identity,
+    /// Upgrade a pod's SidecarSet sidecars in place (images, hash annotations, in-place
+    /// update state; for a hot-upgrade sidecar, the idle container takes the new image).
+    SidecarSetUpgrade,
+    /// Reset the old container of a hot-upgrade sidecar to the empty image once the new one
+    /// runs.
+    SidecarSetHotUpgradeReset,
 }
 
 /// Why a pod's status is patched.
@@ -88,6 +94,8 @@ pub enum PodStatusPurpose {
     InPlaceUpdateReady,
     /// Add or remove a lifecycle hook's key in the `KruisePodReady` condition.
     KruisePodReady,
+    /// Record in the `SidecarSetUpgradable` condition whether a SidecarSet can upgrade the pod.
+    SidecarSetUpgradable,
 }
 
 /// Why a pod is deleted.
