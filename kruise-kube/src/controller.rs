@@ -245,6 +245,7 @@ pub fn registry() -> Vec<Registration> {
         crate::cloneset::registration(),
         crate::statefulset::registration(),
         crate::pub_budget::registration(),
+        crate::sidecarset::registration(),
     ]
 }
 

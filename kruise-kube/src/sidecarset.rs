@@ -123,3 +123,258 @@ impl SidecarSetWebhook {
         }
     }
 }
+
+/// The controller's name in metrics, Events and logs (upstream's).
+pub const CONTROLLER_NAME: &str = "sidecarset-controller";
+
+/// The SidecarSet controller: status, and in-place sidecar upgrades of the pods a SidecarSet
+/// selects, planned by [`kruise_core::sidecarset::upgrade::plan_upgrade`].
+///
+/// Not done: ControllerRevisions of SidecarSets (`status.latestRevision` is the SidecarSet's
+/// hash), the `kruise-configuration` whitelist.
+pub struct SidecarSetController {
+    context: crate::controller::ControllerContext,
+    sets: Cache<SidecarSet>,
+    pods: Cache<crate::cached_pod::CachedPod>,
+    namespaces: Cache<PartialObjectMeta<Namespace>>,
+    expectations: crate::expectations::ExpectationStore,
+}
+
+impl SidecarSetController {
+    const INFO: crate::controller::ControllerInfo = crate::controller::ControllerInfo::new(
+        CONTROLLER_NAME,
+        "sidecarset-workers",
+        Some(crate::controller::ServedResource {
+            group: "apps.kruise.io",
+            version: "v1beta1",
+            plural: "sidecarsets",
+        }),
+    );
+
+    fn build(
+        context: crate::controller::ControllerContext,
+    ) -> Arc<dyn crate::controller::Reconciler> {
+        Arc::new(Self {
+            sets: context.caches.get(),
+            pods: context.caches.get(),
+            namespaces: context.caches.get(),
+            expectations: crate::expectations::ExpectationStore::new(),
+            context,
+        })
+    }
+
+    /// The pods `set` selects (its selector and namespace scope), whole.
+    fn selected_pods(
+        &self,
+        set: &SidecarSet,
+    ) -> Result<Vec<Pod>, crate::controller::ReconcileError> {
+        use kruise_core::sidecarset::matching::pod_matches;
+        let mut pods = Vec::new();
+        for cached in self.pods.all() {
+            let namespace = cached.metadata.namespace.clone().unwrap_or_default();
+            let labels = cached.metadata.labels.clone().unwrap_or_default();
+            let namespace_labels = self
+                .namespaces
+                .get(&ObjectKey::new("", namespace.as_str()))
+                .map(|ns| ns.labels().clone());
+            // `pod_matches` also checks the SidecarSet's namespace and namespaceSelector.
+            if set.spec.selector.is_some()
+                && pod_matches(set, &labels, namespace_labels.as_ref()).unwrap_or(false)
+            {
+                pods.push(cached.to_pod()?);
+            }
+        }
+        Ok(pods)
+    }
+
+    async fn reconcile_set(
+        &self,
+        key: &ObjectKey,
+    ) -> Result<Option<std::time::Duration>, crate::controller::ReconcileError> {
+        use kruise_core::sidecarset::upgrade::{UpgradeGates, UpgradeSnapshot, plan_upgrade};
+        let Some(set) = self.sets.get(key) else {
+            self.expectations.remove(key);
+            return Ok(None);
+        };
+        if set.metadata.deletion_timestamp.is_some() {
+            return Ok(None);
+        }
+        let pods = self.selected_pods(&set)?;
+        let namespace_of: BTreeMap<String, String> = pods
+            .iter()
+            .map(|p| (p.uid().unwrap_or_default(), p.namespace().unwrap_or_default()))
+            .collect();
+        let latest_revision = set
+            .annotations()
+            .get(kruise_api::well_known::annotations::SIDECARSET_HASH)
+            .cloned()
+            .unwrap_or_default();
+        let now = jiff::Timestamp::now();
+        let snapshot = UpgradeSnapshot {
+            sidecar_set: set.as_ref().clone(),
+            pods,
+            latest_revision,
+            collision_count: None,
+            revisions: Vec::new(),
+            expectations: self.expectations.get(key),
+            gates: UpgradeGates {
+                resize_supported: self.context.settings.gates.enabled("InPlacePodVerticalScaling"),
+            },
+            now,
+        };
+        let plan = plan_upgrade(&snapshot);
+        self.expectations.set(key, plan.expectations.clone());
+        let reference = kube::Resource::object_ref(set.as_ref(), &());
+        let applier = &self.context.applier;
+        if let Some(kruise_core::workload::Blocked::Invalid { message }) = &plan.blocked {
+            applier
+                .event(&reference, true, "InvalidUpdateStrategy", "Reconcile", message.clone())
+                .await;
+        }
+        let mut succeeded = vec![false; plan.actions.len()];
+        let mut failure = None;
+        for (i, action) in plan.actions.iter().enumerate() {
+            match self.run_action(key, action, &namespace_of, now).await {
+                Ok(()) => succeeded[i] = true,
+                Err(err) => {
+                    failure.get_or_insert(err);
+                }
+            }
+        }
+        for event in &plan.events {
+            let due = event.after_action.is_none_or(|i| succeeded.get(i).copied().unwrap_or(false));
+            if due {
+                let warning = matches!(event.type_, kruise_core::workload::EventType::Warning);
+                applier
+                    .event(&reference, warning, &event.reason, &event.reason, event.message.clone())
+                    .await;
+            }
+        }
+        if let Some(status) = &plan.status {
+            let patch = serde_json::json!({ "status": status });
+            let api: kube::Api<SidecarSet> = kube::Api::all(applier.client().clone());
+            let params = kube::api::PatchParams::default();
+            let written = applier
+                .write(api.patch_status(&key.name, &params, &kube::api::Patch::Merge(&patch)))
+                .await;
+            match written {
+                Ok(_) | Err(crate::applier::ApplyError::NotFound(_)) => {}
+                Err(source) => {
+                    failure.get_or_insert(crate::controller::ReconcileError::Write {
+                        action: "update status",
+                        target: key.name.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        if let Some(err) = failure {
+            return Err(err);
+        }
+        Ok(plan.requeue_after.and_then(|d| std::time::Duration::try_from(d).ok()))
+    }
+
+    /// One pod write of the plan, its expectation recorded around it.
+    async fn run_action(
+        &self,
+        key: &ObjectKey,
+        action: &kruise_core::workload::Action,
+        namespace_of: &BTreeMap<String, String>,
+        now: jiff::Timestamp,
+    ) -> Result<(), crate::controller::ReconcileError> {
+        use kruise_core::expectations::Expectation;
+        use kruise_core::workload::{Action, Patch as PlanPatch};
+        let (name, uid, subresource, patch, what) = match action {
+            Action::PatchPod { name, uid, patch, .. } => (name, uid, None, patch, "patch pod"),
+            Action::PatchPodStatus { name, uid, patch, .. } => {
+                (name, uid, Some("status"), patch, "patch pod status")
+            }
+            Action::PatchPodResize { name, uid, patch, .. } => {
+                (name, uid, Some("resize"), patch, "resize pod")
+            }
+            other => {
+                tracing::error!(action = ?other, "the SidecarSet planner returned an action this controller does not know");
+                return Ok(());
+            }
+        };
+        let namespace = namespace_of.get(uid).cloned().unwrap_or_default();
+        let expectation = action.expectation();
+        if let Some(exp) = &expectation {
+            self.expectations.before_write(key, exp, now);
+        }
+        let params = kube::api::PatchParams {
+            field_manager: Some(crate::applier::FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        let body = match patch {
+            PlanPatch::Strategic(body) => kube::api::Patch::Strategic(body.as_ref()),
+            PlanPatch::Merge(body) => kube::api::Patch::Merge(body.as_ref()),
+            other => kube::api::Patch::Merge(other.body()),
+        };
+        let written = self
+            .context
+            .applier
+            .patch::<Pod, _>(&namespace, name, subresource, &params, &body)
+            .await;
+        match (written, &expectation) {
+            (Ok(Some(rv)), Some(Expectation::ResourceVersion { uid })) => {
+                self.expectations.expect_resource_version(key, uid, &rv, now);
+                Ok(())
+            }
+            (Ok(_), _) | (Err(crate::applier::ApplyError::NotFound(_)), _) => Ok(()),
+            (Err(source), _) => Err(crate::controller::ReconcileError::Write {
+                action: what,
+                target: format!("{namespace}/{name}"),
+                source,
+            }),
+        }
+    }
+}
+
+impl crate::controller::Reconciler for SidecarSetController {
+    fn watches(&self) -> Vec<crate::controller::Watch> {
+        use crate::controller::{KeyMapping, Watch};
+        vec![
+            Watch::own(&self.sets),
+            // A pod concerns the SidecarSets that injected it (upstream's pod event handler).
+            Watch::new(&self.pods, KeyMapping::Custom, move |change| {
+                let mut keys = Vec::new();
+                for pod in [change.old.as_deref(), change.new.as_deref()].into_iter().flatten() {
+                    let injected = pod.metadata.annotations.as_ref().and_then(|a| {
+                        a.get(kruise_api::well_known::annotations::SIDECARSET_INJECTED_LIST)
+                    });
+                    for name in injected.into_iter().flat_map(|l| l.split(',')) {
+                        if !name.is_empty() {
+                            keys.push(ObjectKey::new("", name));
+                        }
+                    }
+                }
+                keys.sort();
+                keys.dedup();
+                keys
+            }),
+        ]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.sets.all().iter().map(|s| ObjectKey::of(s.as_ref())).collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<std::time::Duration>, crate::controller::ReconcileError>,
+    > {
+        Box::pin(self.reconcile_set(key))
+    }
+}
+
+/// The controller's registration.
+pub fn registration() -> crate::controller::Registration {
+    crate::controller::Registration {
+        info: SidecarSetController::INFO,
+        build: SidecarSetController::build,
+    }
+}

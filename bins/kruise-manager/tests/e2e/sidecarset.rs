@@ -100,4 +100,54 @@ fn a_sidecarset_injects_into_the_pods_it_selects_and_bad_ones_are_refused() {
     let other = pods(k, "app=other");
     assert_eq!(container_names(&other[0]), ["nginx"]);
     assert!(other[0]["metadata"]["annotations"]["kruise.io/sidecarset-hash"].is_null());
+
+    // The controller reports what it selects.
+    wait_for("the SidecarSet's status", Duration::from_secs(30), || {
+        let st = k.json(&["get", "sidecarset", "log-agent", "-o", "json"])["status"].clone();
+        (st["matchedPods"] == 2 && st["updatedPods"] == 2 && st["readyPods"] == 2).then_some(())
+    });
+
+    // A new sidecar image is rolled out in place, one pod at a time (maxUnavailable 1): the
+    // pods stay, the app containers never restart.
+    let uids: Vec<Value> = web.iter().map(|p| p["metadata"]["uid"].clone()).collect();
+    k.ok(&["patch", "sidecarset", "log-agent", "--type=json", "-p",
+        r#"[{"op": "replace", "path": "/spec/containers/0/image", "value": "registry.example/log-agent:v2"}]"#]);
+    let mut most_down = 0;
+    let upgraded = wait_for("both sidecars on v2", Duration::from_secs(60), || {
+        let now = pods(k, "app=web");
+        let down = now
+            .iter()
+            .filter(|p| {
+                !p["status"]["conditions"].as_array().is_some_and(|c| {
+                    c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")
+                })
+            })
+            .count();
+        most_down = most_down.max(down);
+        let done = now.len() == 2
+            && now.iter().all(|p| {
+                p["spec"]["containers"][0]["image"] == "registry.example/log-agent:v2"
+                    && p["status"]["containerStatuses"].as_array().is_some_and(|cs| {
+                        cs.iter().all(|c| c["ready"] == true)
+                            && cs.iter().any(|c| {
+                                c["name"] == "log-agent"
+                                    && c["image"] == "registry.example/log-agent:v2"
+                            })
+                    })
+            });
+        done.then_some(now)
+    });
+    assert!(most_down <= 1, "at most one pod down at a time: {most_down}");
+    for pod in &upgraded {
+        assert!(uids.contains(&pod["metadata"]["uid"]), "upgraded in place: {pod}");
+        let app = pod["status"]["containerStatuses"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == "nginx").cloned())
+            .expect("the app container");
+        assert_eq!(app["restartCount"], 0, "the app container never restarts: {app}");
+    }
+    wait_for("every pod updated in the status", Duration::from_secs(30), || {
+        let st = k.json(&["get", "sidecarset", "log-agent", "-o", "json"])["status"].clone();
+        (st["updatedPods"] == 2 && st["updatedReadyPods"] == 2).then_some(())
+    });
 }
