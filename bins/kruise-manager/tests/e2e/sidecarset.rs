@@ -151,3 +151,54 @@ fn a_sidecarset_injects_into_the_pods_it_selects_and_bad_ones_are_refused() {
         (st["updatedPods"] == 2 && st["updatedReadyPods"] == 2).then_some(())
     });
 }
+
+/// Hot upgrade: the sidecar is injected as a `-1`/`-2` pair (the second on the empty image);
+/// a new image goes to the idle one, which becomes the working one, and the old one is reset
+/// to the empty image, with the pod never restarted.
+#[test]
+fn a_hot_upgrade_swaps_the_pair_in_place() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    let hot = "    upgradeStrategy:\n      upgradeType: HotUpgrade\n      hotUpgradeEmptyImage: registry.example/empty:1\n";
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &sidecarset("apps.kruise.io/v1beta1", "proxy", "web", "proxy", hot),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=1"]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    let pod = pods(k, "app=web").remove(0);
+    assert_eq!(container_names(&pod), ["proxy-1", "proxy-2", "nginx"], "{pod}");
+    let image = |p: &Value, c: &str| {
+        p["spec"]["containers"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|x| x["name"] == c))
+            .map(|x| x["image"].clone())
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(image(&pod, "proxy-1"), "registry.example/log-agent:v1");
+    assert_eq!(image(&pod, "proxy-2"), "registry.example/empty:1");
+    let working = |p: &Value| {
+        p["metadata"]["annotations"]["kruise.io/sidecarset-working-hotupgrade-container"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(working(&pod).contains("proxy-1"), "{}", working(&pod));
+
+    k.ok(&["patch", "sidecarset", "proxy", "--type=json", "-p",
+        r#"[{"op": "replace", "path": "/spec/containers/0/image", "value": "registry.example/log-agent:v2"}]"#]);
+    let swapped = wait_for("the pair swapped", Duration::from_secs(60), || {
+        let p = pods(k, "app=web").into_iter().next()?;
+        (image(&p, "proxy-2") == "registry.example/log-agent:v2"
+            && image(&p, "proxy-1") == "registry.example/empty:1"
+            && working(&p).contains("proxy-2"))
+        .then_some(p)
+    });
+    assert_eq!(swapped["metadata"]["uid"], pod["metadata"]["uid"], "the same pod");
+    let app = swapped["status"]["containerStatuses"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == "nginx").cloned())
+        .expect("the app container");
+    assert_eq!(app["restartCount"], 0, "{app}");
+}
