@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{Kubectl, Proc, SimCluster, cloneset_yaml, wait_for};
 use serde_json::{Value, json};
 
-fn cluster() -> SimCluster {
+pub(crate) fn cluster() -> SimCluster {
     let cluster = SimCluster::start(
         kruise_sim::Config::default()
             .with_kruise_crds()
@@ -25,7 +25,7 @@ fn cluster() -> SimCluster {
 }
 
 /// The manager, and the port of its metrics.
-fn start_manager(cluster: &SimCluster, extra: &[&str]) -> (Proc, u16) {
+pub(crate) fn start_manager(cluster: &SimCluster, extra: &[&str]) -> (Proc, u16) {
     let metrics_port = crate::leader_failover::free_port();
     let metrics_addr = format!("127.0.0.1:{metrics_port}");
     let mut args = vec![

@@ -202,3 +202,55 @@ fn a_hot_upgrade_swaps_the_pair_in_place() {
         .expect("the app container");
     assert_eq!(app["restartCount"], 0, "{app}");
 }
+
+/// A manager killed (SIGKILL) in the middle of a sidecar rollout: the next one finishes it,
+/// still within maxUnavailable, with every pod kept.
+#[test]
+fn a_manager_killed_mid_upgrade_converges() {
+    let cluster = crate::pub_budget::cluster();
+    let k = &cluster.kubectl;
+    let (mut manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
+    // A slow rollout: pods become ready 1.5 s after a restart (readiness probe on the sidecar).
+    let probe = "    readinessProbe:\n      exec: {command: [\"true\"]}\n      periodSeconds: 1\n";
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &sidecarset("apps.kruise.io/v1beta1", "log-agent", "web", "log-agent", probe),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=4"]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    let before: Vec<Value> =
+        pods(k, "app=web").iter().map(|p| p["metadata"]["uid"].clone()).collect();
+    assert_eq!(before.len(), 4);
+    assert!(pods(k, "app=web").iter().all(|p| container_names(p)[0] == "log-agent"));
+
+    k.ok(&["patch", "sidecarset", "log-agent", "--type=json", "-p",
+        r#"[{"op": "replace", "path": "/spec/containers/0/image", "value": "registry.example/log-agent:v2"}]"#]);
+    let on_v2 = |p: &Value| p["spec"]["containers"][0]["image"] == "registry.example/log-agent:v2";
+    wait_for("the first sidecar upgraded", Duration::from_secs(60), || {
+        pods(k, "app=web").iter().any(on_v2).then_some(())
+    });
+    manager.kill();
+    let upgraded = pods(k, "app=web").iter().filter(|p| on_v2(p)).count();
+    assert!(upgraded < 4, "killed mid-rollout ({upgraded} of 4 upgraded)");
+
+    let (_manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
+    let done = wait_for("every sidecar on v2 and ready", Duration::from_secs(90), || {
+        let now = pods(k, "app=web");
+        (now.len() == 4
+            && now.iter().all(|p| {
+                on_v2(p)
+                    && p["status"]["containerStatuses"]
+                        .as_array()
+                        .is_some_and(|cs| cs.iter().all(|c| c["ready"] == true))
+            }))
+        .then_some(now)
+    });
+    for pod in &done {
+        assert!(before.contains(&pod["metadata"]["uid"]), "no pod was replaced: {pod}");
+    }
+    wait_for("the status", Duration::from_secs(30), || {
+        let st = k.json(&["get", "sidecarset", "log-agent", "-o", "json"])["status"].clone();
+        (st["updatedReadyPods"] == 4).then_some(())
+    });
+}
