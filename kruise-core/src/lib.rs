@@ -18,6 +18,7 @@
 //! - [`cloneset`]: the CloneSet planner.
 //! - [`cron`]: cron schedules with robfig/cron v3 semantics (CronJob, AdvancedCronJob).
 //! - [`statefulset`]: the Advanced StatefulSet planner.
+//! - [`daemonset`]: the Advanced DaemonSet planner and node eligibility.
 //! - [`pub_budget`]: PodUnavailableBudget coverage, admission decisions and status.
 
 #![forbid(unsafe_code)]
@@ -26,6 +27,7 @@ pub mod admission;
 pub mod admission_review;
 pub mod cloneset;
 pub mod cron;
+pub mod daemonset;
 pub mod expectations;
 pub mod inplace;
 pub mod intstr;
