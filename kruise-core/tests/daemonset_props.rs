@@ -31,6 +31,7 @@ struct Case {
     partition: i32,
     selector: bool,
     prune: bool,
+    pre_delete: bool,
     ready_pattern: Vec<bool>,
 }
 
@@ -49,11 +50,20 @@ fn case() -> impl Strategy<Value = Case> {
         1i32..4,
         0i32..4,
         any::<bool>(),
-        any::<bool>(),
+        (any::<bool>(), any::<bool>()),
         prop::collection::vec(any::<bool>(), 1..8),
     )
         .prop_map(
-            |(nodes, only_zone_a, surge, budget, partition, selector, prune, ready_pattern)| Case {
+            |(
+                nodes,
+                only_zone_a,
+                surge,
+                budget,
+                partition,
+                selector,
+                (prune, pre_delete),
+                ready_pattern,
+            )| Case {
                 nodes,
                 only_zone_a,
                 surge,
@@ -61,6 +71,7 @@ fn case() -> impl Strategy<Value = Case> {
                 partition,
                 selector,
                 prune,
+                pre_delete,
                 ready_pattern,
             },
         )
@@ -102,6 +113,13 @@ fn spec(case: &Case) -> Value {
     if case.only_zone_a {
         spec["template"] = json!({"spec": {"nodeSelector": {"zone": "a"}}});
     }
+    if case.pre_delete {
+        spec["lifecycle"] = json!({"preDelete": {"labelsHandler": {"hook": "true"}}});
+        if !spec["template"].is_object() {
+            spec["template"] = json!({});
+        }
+        spec["template"]["metadata"] = json!({"labels": {"app": "d", "hook": "true"}});
+    }
     spec
 }
 
@@ -142,6 +160,8 @@ fn settle(sim: &mut Sim, case: &Case, mut check: impl FnMut(&Sim, &[Action])) {
             return;
         }
         sim.kubelet(ready_picker(case, step));
+        // The preDelete hook's owner lets go of pods waiting in PreparingDelete.
+        sim.release_hook("hook");
         sim.now += 1;
     }
     panic!("the rollout did not settle");
@@ -246,4 +266,81 @@ proptest! {
             prop_assert_eq!(updated, (desired - case.partition).max(0), "partition");
         }
     }
+}
+
+fn fixed_case(surge: bool, pre_delete: bool) -> Case {
+    Case {
+        nodes: (0..5).map(|_| NodeCase { zone_a: true, upgrade: true, taint: 0 }).collect(),
+        only_zone_a: false,
+        surge,
+        budget: 2,
+        partition: 0,
+        selector: false,
+        prune: false,
+        pre_delete,
+        ready_pattern: vec![true, false],
+    }
+}
+
+/// Runs a rollout of `case` and returns every action planned during the second one.
+fn rollout(case: &Case, rolling: Option<Value>) -> (Sim, Vec<Action>) {
+    let mut spec = spec(case);
+    if let Some(rolling) = rolling {
+        spec["updateStrategy"]["rollingUpdate"] = rolling;
+    }
+    let first = ds::daemonset("img:1", spec);
+    let mut snapshot = DaemonSetSnapshot::new(first);
+    snapshot.nodes = nodes(case);
+    let mut sim = Sim::new(snapshot);
+    settle(&mut sim, case, |_, _| {});
+    sim.set_image("img:2");
+    let mut all = Vec::new();
+    settle(&mut sim, case, |_, actions| all.extend(actions.iter().cloned()));
+    (sim, all)
+}
+
+#[test]
+fn pre_delete_hook_holds_every_replaced_pod() {
+    for surge in [false, true] {
+        let case = fixed_case(surge, true);
+        let (sim, actions) = rollout(&case, None);
+        let prepared = actions
+            .iter()
+            .filter(|a| {
+                matches!(
+                    a,
+                    Action::PatchPod {
+                        purpose: kruise_core::workload::PodPatchPurpose::Lifecycle,
+                        ..
+                    }
+                )
+            })
+            .count();
+        let deleted = actions.iter().filter(|a| matches!(a, Action::DeletePod { .. })).count();
+        assert_eq!(prepared, 5, "surge {surge}: every old pod goes to PreparingDelete first");
+        assert_eq!(deleted, 5, "surge {surge}: and is deleted once released");
+        let hash = ds::hash_of(sim.snapshot.revisions.last().expect("revision"));
+        assert!(sim.pods().all(|p| self::hash(p) == hash), "surge {surge}: rollout finished");
+    }
+}
+
+#[test]
+fn in_place_rollout_updates_without_recreating() {
+    let case = fixed_case(false, false);
+    let rolling = json!({"rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 2});
+    let (sim, actions) = rollout(&case, Some(rolling));
+    assert!(
+        !actions.iter().any(|a| matches!(a, Action::DeletePod { .. } | Action::CreatePod { .. })),
+        "an image change is made in place: {actions:?}"
+    );
+    let hash = ds::hash_of(sim.snapshot.revisions.last().expect("revision"));
+    assert_eq!(sim.pods().count(), 5);
+    assert!(sim.pods().all(|p| self::hash(p) == hash), "every pod is at the new revision");
+    assert!(
+        sim.pods().all(|p| p
+            .spec
+            .as_ref()
+            .is_some_and(|s| s.containers[0].image.as_deref() == Some("img:2"))),
+        "with the new image"
+    );
 }

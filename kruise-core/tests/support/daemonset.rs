@@ -231,6 +231,24 @@ impl Sim {
         self.snapshot.pods = pods.into_iter().map(SnapshotPod::from).collect();
     }
 
+    /// Removes the hook label `key` from pods in `PreparingDelete`.
+    pub fn release_hook(&mut self, key: &str) {
+        let pods: Vec<Pod> = self
+            .pods()
+            .cloned()
+            .map(|mut pod| {
+                let labels = pod.metadata.labels.get_or_insert_with(Default::default);
+                let preparing = labels.get("lifecycle.apps.kruise.io/state").map(String::as_str)
+                    == Some("PreparingDelete");
+                if preparing && labels.remove(key).is_some() {
+                    super::bump(&mut pod.metadata);
+                }
+                pod
+            })
+            .collect();
+        self.snapshot.pods = pods.into_iter().map(SnapshotPod::from).collect();
+    }
+
     /// Sets a new template image (a new revision).
     pub fn set_image(&mut self, image: &str) {
         let mut ds = self.ds();
