@@ -315,13 +315,14 @@ pub fn daemonset_snapshot(n: usize) -> kruise_core::daemonset::DaemonSetSnapshot
             9 => json!([{"key": "gpu", "value": "true", "effect": "NoSchedule"}]),
             _ => json!([]),
         };
+        let zone = ["a", "b", "c"][i % 3];
         let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
-            "metadata": {"name": name, "labels": {"role": role, "zone": ["a", "b", "c"][i % 3]}},
+            "metadata": {"name": name, "labels": {"role": role, "zone": zone}},
             "spec": {"taints": taints},
         }))
         .unwrap_or_default();
         let eligible = role == "worker" && i % 50 != 9;
-        nodes.push(node);
+        nodes.push(kruise_core::daemonset::SnapshotNode::from(node));
         if !eligible {
             continue;
         }

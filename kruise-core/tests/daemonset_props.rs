@@ -175,7 +175,7 @@ proptest! {
         let nodes = nodes(&case);
         let first = ds::daemonset("img:1", spec(&case));
         let mut snapshot = DaemonSetSnapshot::new(first.clone());
-        snapshot.nodes = nodes.clone();
+        snapshot.nodes = nodes.iter().cloned().map(Into::into).collect();
         snapshot.feature_gates = FeatureGates::default().with_prune_ineligible_nodes(case.prune);
         let mut sim = Sim::new(snapshot);
         let judged = daemon_pod_spec(&first.spec.template);
@@ -290,7 +290,7 @@ fn rollout(case: &Case, rolling: Option<Value>) -> (Sim, Vec<Action>) {
     }
     let first = ds::daemonset("img:1", spec);
     let mut snapshot = DaemonSetSnapshot::new(first);
-    snapshot.nodes = nodes(case);
+    snapshot.nodes = nodes(case).into_iter().map(Into::into).collect();
     let mut sim = Sim::new(snapshot);
     settle(&mut sim, case, |_, _| {});
     sim.set_image("img:2");

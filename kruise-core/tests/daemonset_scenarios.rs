@@ -133,7 +133,7 @@ fn snapshot(scenario: &Scenario) -> DaemonSetSnapshot {
                 n.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             let taints: Vec<(&str, &str)> =
                 n.taints.iter().map(|t| (t.key.as_str(), t.effect.as_str())).collect();
-            ds::node(&n.name, &labels, &taints)
+            ds::node(&n.name, &labels, &taints).into()
         })
         .collect();
     let now = ds::at(NOW);

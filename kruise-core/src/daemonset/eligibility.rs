@@ -9,12 +9,12 @@
 //! untolerated taint is a `NoExecute` one. `spec.unschedulable` is not read: such nodes carry
 //! the `node.kubernetes.io/unschedulable` taint, which every daemon pod tolerates.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodSpec, PodTemplateSpec, Taint, Toleration,
 };
+
+use super::nodes::NodeFacts;
 
 /// Taint key of a node that is not ready.
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -86,19 +86,25 @@ pub fn add_daemon_tolerations(spec: &mut PodSpec) {
 /// the toleration names none, same key unless it names none, and the value equal with
 /// `Equal` (the default operator) or anything with `Exists`.
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
+    tolerates_parts(
+        toleration,
+        &taint.key,
+        taint.value.as_deref().unwrap_or_default(),
+        &taint.effect,
+    )
+}
+
+fn tolerates_parts(toleration: &Toleration, key: &str, value: &str, effect: &str) -> bool {
+    let wanted_effect = toleration.effect.as_deref().unwrap_or_default();
+    if !wanted_effect.is_empty() && wanted_effect != effect {
         return false;
     }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if !key.is_empty() && key != taint.key {
+    let wanted_key = toleration.key.as_deref().unwrap_or_default();
+    if !wanted_key.is_empty() && wanted_key != key {
         return false;
     }
     match toleration.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => {
-            toleration.value.as_deref().unwrap_or_default()
-                == taint.value.as_deref().unwrap_or_default()
-        }
+        "" | "Equal" => toleration.value.as_deref().unwrap_or_default() == value,
         "Exists" => true,
         _ => false,
     }
@@ -116,15 +122,19 @@ pub fn untolerated_taint<'t>(
         .find(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
 }
 
-fn requirement_matches_labels(
-    req: &NodeSelectorRequirement,
-    labels: &BTreeMap<String, String>,
-) -> bool {
+/// Whether the node has a taint with one of `effects` that no toleration tolerates.
+fn has_untolerated_taint(facts: &NodeFacts, tolerations: &[Toleration], effects: &[&str]) -> bool {
+    facts.taints().filter(|(_, _, effect)| effects.contains(effect)).any(|(key, value, effect)| {
+        !tolerations.iter().any(|t| tolerates_parts(t, key, value, effect))
+    })
+}
+
+fn requirement_matches_labels(req: &NodeSelectorRequirement, facts: &NodeFacts) -> bool {
     let values = req.values.as_deref().unwrap_or_default();
-    let value = labels.get(&req.key);
+    let value = facts.label(&req.key);
     match req.operator.as_str() {
-        "In" => value.is_some_and(|v| values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(v)),
+        "In" => value.is_some_and(|v| values.iter().any(|w| w == v)),
+        "NotIn" => value.is_none_or(|v| !values.iter().any(|w| w == v)),
         "Exists" => value.is_some(),
         "DoesNotExist" => value.is_none(),
         op @ ("Gt" | "Lt") => {
@@ -153,27 +163,30 @@ fn requirement_matches_fields(req: &NodeSelectorRequirement, node_name: &str) ->
 /// its field requirements (only `metadata.name`, with `In` and `NotIn`). A term with neither
 /// matches nothing.
 pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
+    term_matches_facts(term, &NodeFacts::new(node))
+}
+
+fn term_matches_facts(term: &NodeSelectorTerm, facts: &NodeFacts) -> bool {
     let expressions = term.match_expressions.as_deref().unwrap_or_default();
     let fields = term.match_fields.as_deref().unwrap_or_default();
     if expressions.is_empty() && fields.is_empty() {
         return false;
     }
-    let empty = BTreeMap::new();
-    let labels = node.metadata.labels.as_ref().unwrap_or(&empty);
-    let name = node.metadata.name.as_deref().unwrap_or_default();
-    expressions.iter().all(|r| requirement_matches_labels(r, labels))
-        && fields.iter().all(|r| requirement_matches_fields(r, name))
+    expressions.iter().all(|r| requirement_matches_labels(r, facts))
+        && fields.iter().all(|r| requirement_matches_fields(r, facts.name()))
 }
 
 /// Whether the pod's `nodeSelector` and required node affinity (any of its terms; none at
 /// all matches nothing) admit the node.
 pub fn fits_node_affinity(spec: &PodSpec, node: &Node) -> bool {
-    if let Some(selector) = &spec.node_selector {
-        let empty = BTreeMap::new();
-        let labels = node.metadata.labels.as_ref().unwrap_or(&empty);
-        if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-            return false;
-        }
+    fits_node_affinity_facts(spec, &NodeFacts::new(node))
+}
+
+fn fits_node_affinity_facts(spec: &PodSpec, facts: &NodeFacts) -> bool {
+    if let Some(selector) = &spec.node_selector
+        && !selector.iter().all(|(k, v)| facts.label(k) == Some(v.as_str()))
+    {
+        return false;
     }
     let required = spec
         .affinity
@@ -182,25 +195,28 @@ pub fn fits_node_affinity(spec: &PodSpec, node: &Node) -> bool {
         .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
     match required {
         None => true,
-        Some(selector) => selector.node_selector_terms.iter().any(|t| term_matches(t, node)),
+        Some(selector) => selector.node_selector_terms.iter().any(|t| term_matches_facts(t, facts)),
     }
 }
 
 /// The DaemonSet controller's verdict for a node, judged against `spec`: the pod spec with
 /// the daemon tolerations already added (see [`daemon_pod_spec`]).
 pub fn node_should_run(spec: &PodSpec, node: &Node) -> Eligibility {
-    let name = node.metadata.name.as_deref().unwrap_or_default();
+    node_should_run_facts(spec, &NodeFacts::new(node))
+}
+
+/// [`node_should_run`] on a node's [`NodeFacts`].
+pub fn node_should_run_facts(spec: &PodSpec, facts: &NodeFacts) -> Eligibility {
     let node_name = spec.node_name.as_deref().unwrap_or_default();
-    if !node_name.is_empty() && node_name != name {
+    if !node_name.is_empty() && node_name != facts.name() {
         return Eligibility::default();
     }
-    if !fits_node_affinity(spec, node) {
+    if !fits_node_affinity_facts(spec, facts) {
         return Eligibility::default();
     }
-    let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
     let tolerations = spec.tolerations.as_deref().unwrap_or_default();
-    if untolerated_taint(taints, tolerations, &[NO_SCHEDULE, NO_EXECUTE]).is_some() {
-        let evicted = untolerated_taint(taints, tolerations, &[NO_EXECUTE]).is_some();
+    if has_untolerated_taint(facts, tolerations, &[NO_SCHEDULE, NO_EXECUTE]) {
+        let evicted = has_untolerated_taint(facts, tolerations, &[NO_EXECUTE]);
         return Eligibility { should_run: false, should_continue_running: !evicted };
     }
     Eligibility { should_run: true, should_continue_running: true }

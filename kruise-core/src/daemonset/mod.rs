@@ -43,9 +43,11 @@
 //!   in-place hook either); image pre-download jobs are out of scope (kruise-kube's).
 
 pub mod eligibility;
+mod nodes;
 mod round;
 mod snapshot;
 
+pub use nodes::{NodeFacts, SnapshotNode};
 pub use snapshot::{DaemonSetObject, DaemonSetSnapshot, FeatureGates, PlannerOptions};
 
 /// The outcome of planning one Advanced DaemonSet.

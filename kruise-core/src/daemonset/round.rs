@@ -1,11 +1,11 @@
 //! One planning round, top-down: revisions, expectations, nodes, refresh, rolling update,
 //! history, status.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::common::Lifecycle;
 use kruise_api::apps::v1beta1::{
@@ -13,7 +13,7 @@ use kruise_api::apps::v1beta1::{
 };
 
 use super::eligibility::{self, Eligibility};
-use super::{DEFAULT_BURST_REPLICAS, DaemonSetPlan, DaemonSetSnapshot, SpecError};
+use super::{DEFAULT_BURST_REPLICAS, DaemonSetPlan, DaemonSetSnapshot, SnapshotNode, SpecError};
 use crate::admission::meta::{Selector, label_selector_as_selector};
 use crate::inplace::{self, UpdateOptions};
 use crate::intstr::{Rounding, scaled_value};
@@ -38,6 +38,26 @@ const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// A pod of the snapshot, by its position there.
 type Ix = usize;
+
+/// What the round reads of a claimed pod, read once from its facts.
+#[derive(Clone, Copy, Debug, Default)]
+struct View {
+    terminating: bool,
+    /// Phase `Failed` (and not terminating).
+    failed: bool,
+    /// In the `PreparingDelete` lifecycle state.
+    pre_deleting: bool,
+    /// Upstream's `IsPodUpdated`: the revision hash or the template generation matches.
+    updated: bool,
+    /// The revision hash label is the update revision's.
+    at_update_hash: bool,
+    ready: bool,
+    ready_since: Option<Timestamp>,
+    in_place_gate: bool,
+    in_place_ready: bool,
+    /// No in-place bookkeeping due.
+    idle: bool,
+}
 
 /// The parsed spec, as the round reads it.
 struct Spec<'a> {
@@ -157,7 +177,7 @@ impl<'a> Spec<'a> {
 /// A node of the snapshot with its verdict.
 struct NodeView<'a> {
     name: &'a str,
-    node: &'a Node,
+    node: &'a SnapshotNode,
     eligibility: Eligibility,
     /// The claimed pods targeting it.
     pods: Vec<Ix>,
@@ -174,6 +194,8 @@ struct Round<'a> {
     orphans: Vec<Ix>,
     /// Claimed pods (matching the selector).
     claimed: Vec<Ix>,
+    /// By the pod's position in the snapshot (default for pods not claimed).
+    views: Vec<View>,
     actions: Vec<Action>,
     events: Vec<Event>,
     requeue: Option<SignedDuration>,
@@ -295,6 +317,7 @@ pub(super) fn plan(snapshot: &DaemonSetSnapshot, now: Timestamp) -> DaemonSetPla
         nodes: Vec::new(),
         orphans: Vec::new(),
         claimed: Vec::new(),
+        views: Vec::new(),
         actions: Vec::new(),
         events: Vec::new(),
         requeue: None,
@@ -318,26 +341,61 @@ impl<'a> Round<'a> {
     }
 
     fn terminating(&self, i: Ix) -> bool {
-        self.pod(i).metadata.deletion_timestamp.is_some()
+        self.views[i].terminating
     }
 
     fn pre_deleting(&self, i: Ix) -> bool {
-        lifecycle::state_of(self.pod(i)) == Some(LifecycleState::PreparingDelete)
+        self.views[i].pre_deleting
     }
 
+    fn ready(&self, i: Ix) -> bool {
+        self.views[i].ready
+    }
+
+    /// Kubernetes' `IsPodAvailable`: ready for more than `minReadySeconds`.
     fn available(&self, i: Ix) -> bool {
-        pod::is_pod_available(self.pod(i), self.spec.min_ready, self.now)
+        let view = &self.views[i];
+        if !view.ready {
+            return false;
+        }
+        if self.spec.min_ready == 0 {
+            return true;
+        }
+        let Some(since) = view.ready_since else { return false };
+        match since.checked_add(SignedDuration::from_secs(i64::from(self.spec.min_ready))) {
+            Ok(at) => at < self.now,
+            Err(_) => self.spec.min_ready < 0,
+        }
     }
 
-    /// Upstream's `IsPodUpdated`: the revision hash, or the template generation, matches.
     fn updated(&self, i: Ix) -> bool {
-        let pod = self.pod(i);
-        label(pod, HASH_LABEL).is_some_and(|h| !self.hash.is_empty() && h == self.hash)
-            || self
-                .spec
-                .generation
-                .as_deref()
-                .is_some_and(|g| label(pod, TEMPLATE_GENERATION_LABEL) == Some(g))
+        self.views[i].updated
+    }
+
+    /// The view of a claimed pod.
+    fn view(&self, i: Ix) -> View {
+        let sp = &self.snapshot.pods[i];
+        let (pod, facts) = (sp.pod(), sp.facts());
+        let terminating = pod.metadata.deletion_timestamp.is_some();
+        let hash = facts.revision_hash();
+        let at_update_hash = !self.hash.is_empty() && hash == self.hash;
+        let generation_matches = self
+            .spec
+            .generation
+            .as_deref()
+            .is_some_and(|g| facts.label(TEMPLATE_GENERATION_LABEL) == Some(g));
+        View {
+            terminating,
+            failed: !terminating && !facts.active() && pod::phase_of(pod) == pod::PHASE_FAILED,
+            pre_deleting: facts.lifecycle_state() == Some(&LifecycleState::PreparingDelete),
+            updated: at_update_hash || generation_matches,
+            at_update_hash,
+            ready: facts.ready(),
+            ready_since: facts.ready_since(),
+            in_place_gate: facts.in_place_gate(),
+            in_place_ready: facts.in_place_ready(),
+            idle: facts.in_place_idle(),
+        }
     }
 
     /// Sorts nodes by name, judges them, and maps claimed pods to them. Pods the selector no
@@ -348,37 +406,41 @@ impl<'a> Round<'a> {
             .nodes
             .iter()
             .map(|node| NodeView {
-                name: node.metadata.name.as_deref().unwrap_or_default(),
+                name: node.facts().name(),
                 node,
-                eligibility: eligibility::node_should_run(&self.spec.judged, node),
+                eligibility: eligibility::node_should_run_facts(&self.spec.judged, node.facts()),
                 pods: Vec::new(),
             })
             .collect();
-        nodes.sort_by(|a, b| a.name.cmp(b.name));
-        nodes.dedup_by(|a, b| a.name == b.name);
-        let position: HashMap<&str, usize> =
-            nodes.iter().enumerate().map(|(i, n)| (n.name, i)).collect();
+        if !nodes.is_sorted_by(|a, b| a.name < b.name) {
+            nodes.sort_by(|a, b| a.name.cmp(b.name));
+            nodes.dedup_by(|a, b| a.name == b.name);
+        }
         let owner_uid = self.spec.ds.metadata.uid.as_deref().unwrap_or_default();
-        let empty = Default::default();
+        self.views = vec![View::default(); snapshot.pods.len()];
         for (i, sp) in snapshot.pods.iter().enumerate() {
-            let pod = sp.pod();
-            if !selector.matches(pod.metadata.labels.as_ref().unwrap_or(&empty)) {
+            let facts = sp.facts();
+            if !selector.matches_lookup(|key| facts.label(key)) {
+                let pod = sp.pod();
                 if pod.metadata.deletion_timestamp.is_none() {
                     self.actions.push(workload::release_pod(pod, owner_uid));
                 }
                 continue;
             }
             self.claimed.push(i);
-            let Some(target) = eligibility::target_node_name(pod) else { continue };
-            match position.get(target) {
-                Some(&n) => nodes[n].pods.push(i),
-                None => self.orphans.push(i),
+            self.views[i] = self.view(i);
+            let Some(target) = eligibility::target_node_name(sp.pod()) else { continue };
+            match nodes.binary_search_by(|n| n.name.cmp(target)) {
+                Ok(n) => nodes[n].pods.push(i),
+                Err(_) => self.orphans.push(i),
             }
         }
         for node in &mut nodes {
-            node.pods.sort_by(|&a, &b| {
-                age_key(snapshot.pods[a].pod()).cmp(&age_key(snapshot.pods[b].pod()))
-            });
+            if node.pods.len() > 1 {
+                node.pods.sort_by(|&a, &b| {
+                    age_key(snapshot.pods[a].pod()).cmp(&age_key(snapshot.pods[b].pod()))
+                });
+            }
         }
         self.nodes = nodes;
     }
@@ -397,14 +459,16 @@ impl<'a> Round<'a> {
             Ok(events) => self.events.extend(events),
             Err(plan) => return self.blocked(*plan, collision_count),
         }
-        let by_uid = workload::pods_by_uid(snapshot.pods.iter().map(|p| p.pod().as_ref()));
-        if let Err(plan) = workload::settle_resource_versions::<DaemonSetStatus>(
-            &mut expectations,
-            |uid| by_uid.get(uid).copied(),
-            self.now,
-            timeout,
-        ) {
-            return self.blocked(*plan, collision_count);
+        if !expectations.resource_versions.is_empty() {
+            let by_uid = workload::pods_by_uid(snapshot.pods.iter().map(|p| p.pod().as_ref()));
+            if let Err(plan) = workload::settle_resource_versions::<DaemonSetStatus>(
+                &mut expectations,
+                |uid| by_uid.get(uid).copied(),
+                self.now,
+                timeout,
+            ) {
+                return self.blocked(*plan, collision_count);
+            }
         }
 
         let mut actions = revision_actions;
@@ -467,26 +531,26 @@ impl<'a> Round<'a> {
         let mut need: Vec<usize> = Vec::new();
         let mut delete: Vec<(Ix, DeletePurpose)> = Vec::new();
         let (mut desired, mut new_pods) = (0i32, 0i32);
+        let mut wait: Option<SignedDuration> = None;
         for n in 0..self.nodes.len() {
-            let node = &self.nodes[n];
-            let pods = node.pods.clone();
-            let el = node.eligibility;
+            let pods = &self.nodes[n].pods;
+            let el = self.nodes[n].eligibility;
             if el.should_run {
                 desired += 1;
             }
-            if let Some((Some(_), _)) = self.find_updated(&pods) {
+            if let Some((Some(_), _)) = self.find_updated(pods) {
                 new_pods += 1;
             }
             if el.should_run && pods.is_empty() {
                 need.push(n);
             } else if el.should_continue_running {
                 let mut running = Vec::new();
-                for &i in &pods {
+                for &i in pods {
                     if self.terminating(i) {
                         continue;
                     }
-                    if pod::phase_of(self.pod(i)) == pod::PHASE_FAILED {
-                        self.events.push(Event {
+                    if self.views[i].failed {
+                        let event = Event {
                             type_: EventType::Warning,
                             reason: "FailedDaemonPod".into(),
                             message: format!(
@@ -496,7 +560,8 @@ impl<'a> Round<'a> {
                                 self.nodes[n].name
                             ),
                             after_action: None,
-                        });
+                        };
+                        self.events.push(event);
                         delete.push((i, DeletePurpose::Finished));
                     } else if self.pre_deleting(i) {
                         delete.push((i, DeletePurpose::PreDeleteFinished));
@@ -517,7 +582,7 @@ impl<'a> Round<'a> {
                 }
                 let (mut oldest_new, mut oldest_old) = (None, None);
                 for &i in &running {
-                    let slot = if label(self.pod(i), HASH_LABEL) == Some(self.hash.as_str()) {
+                    let slot = if self.views[i].at_update_hash {
                         &mut oldest_new
                     } else {
                         &mut oldest_old
@@ -529,11 +594,11 @@ impl<'a> Round<'a> {
                     }
                 }
                 if let (Some(new), Some(old)) = (oldest_new, oldest_old) {
-                    if !pod::is_pod_ready(self.pod(old)) || self.available(new) {
+                    if !self.ready(old) || self.available(new) {
                         delete.push((old, DeletePurpose::Recreate));
-                    } else if pod::is_pod_ready(self.pod(new)) && self.spec.min_ready > 0 {
-                        let wait = self.available_in(new);
-                        self.requeue_after(wait);
+                    } else if self.ready(new) && self.spec.min_ready > 0 {
+                        let left = self.available_in(new);
+                        wait = Some(wait.map_or(left, |w| w.min(left)));
                     }
                 }
             } else {
@@ -543,6 +608,9 @@ impl<'a> Round<'a> {
                         .map(|&i| (i, DeletePurpose::ScaleIn)),
                 );
             }
+        }
+        if let Some(wait) = wait {
+            self.requeue_after(wait);
         }
         for &i in &self.orphans {
             let pod = self.pod(i);
@@ -568,7 +636,7 @@ impl<'a> Round<'a> {
     /// How long until a ready pod is available.
     fn available_in(&self, i: Ix) -> SignedDuration {
         let min_ready = SignedDuration::from_secs(i64::from(self.spec.min_ready));
-        match pod::ready_since(self.pod(i)) {
+        match self.views[i].ready_since.filter(|_| self.views[i].ready) {
             Some(since) => workload::round_up_seconds(min_ready - self.now.duration_since(since)),
             None => workload::round_up_seconds(min_ready),
         }
@@ -699,10 +767,10 @@ impl<'a> Round<'a> {
         let opts = self.in_place_opts.clone();
         for k in 0..self.claimed.len() {
             let i = self.claimed[k];
-            let pod = self.pod(i);
-            if pod.metadata.deletion_timestamp.is_some() {
+            if self.views[i].terminating || self.views[i].idle {
                 continue;
             }
+            let pod = self.pod(i);
             if let Err(message) = workload::inplace::refresh(self, pod, &opts, self.now) {
                 self.events.push(Event {
                     type_: EventType::Warning,
@@ -907,10 +975,10 @@ impl<'a> Round<'a> {
                 desired += 1;
                 let Some(i) = first else { continue };
                 current += 1;
-                let pod = self.pod(i);
-                if pod::is_pod_ready(pod) {
+                let view = self.views[i];
+                if view.ready {
                     ready += 1;
-                    if self.available(i) && in_place_ready(pod) {
+                    if self.available(i) && (!view.in_place_gate || view.in_place_ready) {
                         available += 1;
                     } else if self.spec.min_ready > 0 {
                         let left = self.available_in(i);
@@ -943,13 +1011,4 @@ impl<'a> Round<'a> {
         }
         (status != old || ds.status.is_none()).then_some(status)
     }
-}
-
-/// Upstream's extra availability rule: a pod with the `InPlaceUpdateReady` gate counts only
-/// while that condition is not False.
-fn in_place_ready(pod: &Pod) -> bool {
-    if !inplace::has_readiness_gate(pod) {
-        return true;
-    }
-    inplace::in_place_update_condition(pod).is_none_or(|c| c.status == pod::STATUS_TRUE)
 }

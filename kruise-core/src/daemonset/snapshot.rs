@@ -3,10 +3,10 @@
 
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use serde::{Deserialize, Serialize};
 
+use super::SnapshotNode;
 use crate::expectations::{ControllerExpectations, DEFAULT_TIMEOUT};
 use crate::workload::{SnapshotPod, duration_serde};
 
@@ -85,9 +85,10 @@ impl Default for PlannerOptions {
 pub struct DaemonSetSnapshot {
     /// The DaemonSet.
     pub daemonset: DaemonSetObject,
-    /// Every node of the cluster.
+    /// Every node of the cluster, each with the [`NodeFacts`](super::NodeFacts) eligibility
+    /// reads.
     #[serde(default)]
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<SnapshotNode>,
     /// The pods it controls (controller ownerReference with its UID), including terminating
     /// and finished ones.
     #[serde(default)]
