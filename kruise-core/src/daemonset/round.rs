@@ -1,7 +1,7 @@
 //! One planning round, top-down: revisions, expectations, nodes, refresh, rolling update,
 //! history, status.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::ControllerRevision;
@@ -179,8 +179,8 @@ struct NodeView<'a> {
     name: &'a str,
     node: &'a SnapshotNode,
     eligibility: Eligibility,
-    /// The claimed pods targeting it.
-    pods: Vec<Ix>,
+    /// The claimed pods targeting it: `node_pods[pods.0..pods.1]`.
+    pods: (u32, u32),
 }
 
 struct Round<'a> {
@@ -190,6 +190,8 @@ struct Round<'a> {
     hash: String,
     update_revision: Option<ControllerRevision>,
     nodes: Vec<NodeView<'a>>,
+    /// The claimed pods of every node, node after node (oldest first within a node).
+    node_pods: Vec<Ix>,
     /// Claimed pods whose node is not in the snapshot.
     orphans: Vec<Ix>,
     /// Claimed pods (matching the selector).
@@ -315,6 +317,7 @@ pub(super) fn plan(snapshot: &DaemonSetSnapshot, now: Timestamp) -> DaemonSetPla
         hash,
         update_revision,
         nodes: Vec::new(),
+        node_pods: Vec::new(),
         orphans: Vec::new(),
         claimed: Vec::new(),
         views: Vec::new(),
@@ -331,6 +334,12 @@ pub(super) fn plan(snapshot: &DaemonSetSnapshot, now: Timestamp) -> DaemonSetPla
 }
 
 impl<'a> Round<'a> {
+    /// The claimed pods on node `n`, oldest first.
+    fn pods_of(&self, n: usize) -> &[Ix] {
+        let (start, end) = self.nodes[n].pods;
+        self.node_pods.get(start as usize..end as usize).unwrap_or_default()
+    }
+
     fn pod(&self, i: Ix) -> &'a Pod {
         let snapshot: &'a DaemonSetSnapshot = self.snapshot;
         snapshot.pods[i].pod()
@@ -409,7 +418,7 @@ impl<'a> Round<'a> {
                 name: node.facts().name(),
                 node,
                 eligibility: eligibility::node_should_run_facts(&self.spec.judged, node.facts()),
-                pods: Vec::new(),
+                pods: (0, 0),
             })
             .collect();
         if !nodes.is_sorted_by(|a, b| a.name < b.name) {
@@ -418,6 +427,11 @@ impl<'a> Round<'a> {
         }
         let owner_uid = self.spec.ds.metadata.uid.as_deref().unwrap_or_default();
         self.views = vec![View::default(); snapshot.pods.len()];
+        let position: HashMap<&str, u32> =
+            nodes.iter().enumerate().map(|(i, n)| (n.name, i as u32)).collect();
+        // (node, pod) pairs, then grouped by node with a counting sort.
+        let mut pairs: Vec<(u32, Ix)> = Vec::with_capacity(snapshot.pods.len());
+        let mut counts = vec![0u32; nodes.len() + 1];
         for (i, sp) in snapshot.pods.iter().enumerate() {
             let facts = sp.facts();
             if !selector.matches_lookup(|key| facts.label(key)) {
@@ -430,18 +444,33 @@ impl<'a> Round<'a> {
             self.claimed.push(i);
             self.views[i] = self.view(i);
             let Some(target) = eligibility::target_node_name(sp.pod()) else { continue };
-            match nodes.binary_search_by(|n| n.name.cmp(target)) {
-                Ok(n) => nodes[n].pods.push(i),
-                Err(_) => self.orphans.push(i),
+            match position.get(target) {
+                Some(&n) => {
+                    pairs.push((n, i));
+                    counts[n as usize + 1] += 1;
+                }
+                None => self.orphans.push(i),
             }
         }
-        for node in &mut nodes {
-            if node.pods.len() > 1 {
-                node.pods.sort_by(|&a, &b| {
+        for n in 1..counts.len() {
+            counts[n] += counts[n - 1];
+        }
+        let mut node_pods = vec![0; pairs.len()];
+        let mut next = counts.clone();
+        for &(n, i) in &pairs {
+            node_pods[next[n as usize] as usize] = i;
+            next[n as usize] += 1;
+        }
+        for (n, node) in nodes.iter_mut().enumerate() {
+            node.pods = (counts[n], counts[n + 1]);
+            let pods = &mut node_pods[counts[n] as usize..counts[n + 1] as usize];
+            if pods.len() > 1 {
+                pods.sort_by(|&a, &b| {
                     age_key(snapshot.pods[a].pod()).cmp(&age_key(snapshot.pods[b].pod()))
                 });
             }
         }
+        self.node_pods = node_pods;
         self.nodes = nodes;
     }
 
@@ -533,7 +562,8 @@ impl<'a> Round<'a> {
         let (mut desired, mut new_pods) = (0i32, 0i32);
         let mut wait: Option<SignedDuration> = None;
         for n in 0..self.nodes.len() {
-            let pods = &self.nodes[n].pods;
+            let (start, end) = self.nodes[n].pods;
+            let pods = self.node_pods.get(start as usize..end as usize).unwrap_or_default();
             let el = self.nodes[n].eligibility;
             if el.should_run {
                 desired += 1;
@@ -788,7 +818,7 @@ impl<'a> Round<'a> {
         let (mut updated, mut updating, mut chosen) = (Vec::new(), Vec::new(), Vec::new());
         for &n in candidates.iter().rev() {
             let node = &self.nodes[n];
-            match self.find_updated(&node.pods) {
+            match self.find_updated(self.pods_of(n)) {
                 None | Some((Some(_), _)) => updated.push(n),
                 Some((None, old)) if old.is_none_or(|o| self.pre_deleting(o)) => updating.push(n),
                 Some(_) => match &self.spec.update_selector {
@@ -819,7 +849,7 @@ impl<'a> Round<'a> {
         let candidates: Vec<usize> = (0..self.nodes.len())
             .filter(|&n| {
                 let node = &self.nodes[n];
-                node.eligibility.should_run || (!prune && !node.pods.is_empty())
+                node.eligibility.should_run || (!prune && node.pods.0 != node.pods.1)
             })
             .collect();
         let (max_surge, max_unavailable) = self.spec.budgets(desired);
@@ -829,7 +859,7 @@ impl<'a> Round<'a> {
             let mut replace = Vec::new();
             let mut chosen = Vec::new();
             for &n in &order {
-                let Some((new, old)) = self.find_updated(&self.nodes[n].pods) else {
+                let Some((new, old)) = self.find_updated(self.pods_of(n)) else {
                     unavailable += 1;
                     continue;
                 };
@@ -865,7 +895,7 @@ impl<'a> Round<'a> {
         let mut old_to_delete = Vec::new();
         let (mut allowed, mut chosen) = (Vec::new(), Vec::new());
         for &n in &order {
-            let Some((new, old)) = self.find_updated(&self.nodes[n].pods) else {
+            let Some((new, old)) = self.find_updated(self.pods_of(n)) else {
                 surge += 1;
                 continue;
             };
@@ -969,8 +999,8 @@ impl<'a> Round<'a> {
         let (mut desired, mut current, mut misscheduled) = (0, 0, 0);
         let (mut ready, mut available, mut updated) = (0, 0, 0);
         let mut wait: Option<SignedDuration> = None;
-        for node in &self.nodes {
-            let first = node.pods.first().copied();
+        for (n, node) in self.nodes.iter().enumerate() {
+            let first = self.pods_of(n).first().copied();
             if node.eligibility.should_run {
                 desired += 1;
                 let Some(i) = first else { continue };
