@@ -28,6 +28,10 @@
 //! 6. **History**: old revisions beyond `revisionHistoryLimit` that no pod uses are deleted.
 //! 7. **Status.**
 //!
+//! The snapshot carries each pod with its [`PodFacts`](crate::workload::PodFacts) and each
+//! node with its [`NodeFacts`] ([`SnapshotNode`]), computed when they enter a cache, so
+//! that a plan over thousands of nodes reads compact data rather than every decoded object.
+//!
 //! Differences from upstream, on purpose:
 //!
 //! - a revision this planner creates is named by the FNV hash of its data (as CloneSet
