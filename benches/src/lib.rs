@@ -261,3 +261,101 @@ pub fn statefulset_snapshot(n: usize, in_place: bool) -> StatefulSetSnapshot {
         .collect();
     snapshot
 }
+
+fn daemonset(image: &str, desired: usize) -> kruise_api::apps::v1beta1::DaemonSet {
+    let value = json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "bench", "namespace": "default", "uid": "bench-uid", "generation": 2},
+        "spec": {
+            "selector": {"matchLabels": {"app": "bench"}},
+            "template": {
+                "metadata": {"labels": {"app": "bench"}},
+                "spec": {
+                    "nodeSelector": {"role": "worker"},
+                    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}],
+                    "containers": [{"name": "main", "image": image}],
+                },
+            },
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                "rollingUpdateType": "Standard", "maxUnavailable": "10%", "partition": "10%"}},
+        },
+        "status": {"desiredNumberScheduled": desired, "currentNumberScheduled": desired,
+            "numberMisscheduled": 0, "numberReady": desired, "updatedNumberScheduled": 0},
+    });
+    serde_json::from_value(value).unwrap_or_default()
+}
+
+/// An Advanced DaemonSet over `n` nodes (5% of them outside its nodeSelector, 5% with a taint
+/// it tolerates, 2% with one it does not) mid-rollout: every eligible node runs a pod, a third
+/// of them at the new revision, a few not ready; the update deletes old pods within
+/// maxUnavailable 10% and partition 10%.
+pub fn daemonset_snapshot(n: usize) -> kruise_core::daemonset::DaemonSetSnapshot {
+    use kruise_core::daemonset::{DaemonSetSnapshot, eligibility};
+    let hash_of = |ds: &kruise_api::apps::v1beta1::DaemonSet, number| {
+        let mut r = kruise_core::revision::new_revision(ds, number, 0).unwrap_or_default();
+        let name = r.metadata.name.clone().unwrap_or_default();
+        let hash = kruise_core::revision::short_hash(&name).to_owned();
+        r.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("controller-revision-hash".into(), hash.clone());
+        (r, hash)
+    };
+    let (old_rev, old_hash) = hash_of(&daemonset("app:v1", n), 1);
+    let (new_rev, new_hash) = hash_of(&daemonset("app:v2", n), 2);
+    let ds = daemonset("app:v2", n);
+    let mut nodes = Vec::with_capacity(n);
+    let mut pods = Vec::with_capacity(n);
+    for i in 0..n {
+        let name = format!("node-{i:05}");
+        let role = if i % 20 == 7 { "master" } else { "worker" };
+        let taints = match i % 50 {
+            3 | 13 | 23 => json!([{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]),
+            9 => json!([{"key": "gpu", "value": "true", "effect": "NoSchedule"}]),
+            _ => json!([]),
+        };
+        let zone = ["a", "b", "c"][i % 3];
+        let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"role": role, "zone": zone}},
+            "spec": {"taints": taints},
+        }))
+        .unwrap_or_default();
+        let eligible = role == "worker" && i % 50 != 9;
+        nodes.push(kruise_core::daemonset::SnapshotNode::from(node));
+        if !eligible {
+            continue;
+        }
+        let updated = i % 3 == 0;
+        let ready = i % 97 != 5;
+        let ready_at = now() - SignedDuration::from_secs(3_600 + (i as i64 % 1_000));
+        let mut pod = eligibility::pod_for_node(&ds.spec.template, &name);
+        let pod_name = format!("bench-{i:05}");
+        let status = json!({
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" },
+                "lastTransitionTime": kruise_core::pod::format_rfc3339(ready_at)}],
+        });
+        pod.status = serde_json::from_value(status).ok();
+        let meta = &mut pod.metadata;
+        meta.name = Some(pod_name.clone());
+        meta.namespace = Some("default".into());
+        meta.uid = Some(format!("uid-{pod_name}"));
+        meta.resource_version = Some("100".into());
+        meta.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ready_at));
+        meta.labels.get_or_insert_with(Default::default).insert(
+            "controller-revision-hash".into(),
+            if updated { new_hash.clone() } else { old_hash.clone() },
+        );
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.node_name = Some(name);
+        }
+        pods.push(SnapshotPod::from(pod));
+    }
+    let mut snapshot = DaemonSetSnapshot::new(ds);
+    snapshot.nodes = nodes;
+    snapshot.pods = pods;
+    snapshot.revisions = vec![old_rev, new_rev];
+    snapshot
+}

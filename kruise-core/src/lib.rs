@@ -18,6 +18,7 @@
 //! - [`cloneset`]: the CloneSet planner.
 //! - [`cron`]: cron schedules with robfig/cron v3 semantics (CronJob, AdvancedCronJob).
 //! - [`statefulset`]: the Advanced StatefulSet planner.
+//! - [`daemonset`]: the Advanced DaemonSet planner and node eligibility.
 //! - [`pub_budget`]: PodUnavailableBudget coverage, admission decisions and status.
 //! - [`sidecarset`]: SidecarSet injection into new pods, its hashes and an index of
 //!   SidecarSets by selector.
@@ -28,6 +29,7 @@ pub mod admission;
 pub mod admission_review;
 pub mod cloneset;
 pub mod cron;
+pub mod daemonset;
 pub mod expectations;
 pub mod inplace;
 pub mod intstr;

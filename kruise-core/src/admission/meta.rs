@@ -403,11 +403,19 @@ enum Requirement {
 
 impl Requirement {
     fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_lookup(|key| labels.get(key).map(String::as_str))
+    }
+
+    fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str>) -> bool {
         match self {
-            Requirement::In(key, values) => labels.get(key).is_some_and(|v| values.contains(v)),
-            Requirement::NotIn(key, values) => labels.get(key).is_none_or(|v| !values.contains(v)),
-            Requirement::Exists(key) => labels.contains_key(key),
-            Requirement::DoesNotExist(key) => !labels.contains_key(key),
+            Requirement::In(key, values) => {
+                label(key).is_some_and(|v| values.iter().any(|w| w == v))
+            }
+            Requirement::NotIn(key, values) => {
+                label(key).is_none_or(|v| !values.iter().any(|w| w == v))
+            }
+            Requirement::Exists(key) => label(key).is_some(),
+            Requirement::DoesNotExist(key) => label(key).is_none(),
         }
     }
 }
@@ -437,6 +445,15 @@ impl Selector {
         match self {
             Selector::Nothing => false,
             Selector::Requirements(reqs) => reqs.iter().all(|r| r.0.matches(labels)),
+        }
+    }
+
+    /// Whether the labels that `label` looks up satisfy the selector (for labels kept in
+    /// another form than a map, such as [`PodFacts`](crate::workload::PodFacts)).
+    pub fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str> + Copy) -> bool {
+        match self {
+            Selector::Nothing => false,
+            Selector::Requirements(reqs) => reqs.iter().all(|r| r.0.matches_lookup(label)),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! - [`pod_template`]: pod template validation (`ValidatePodTemplateSpec`).
 //! - [`cloneset`]: CloneSet defaulting and validation, both API versions.
 //! - [`statefulset`]: Advanced StatefulSet defaulting and validation, both API versions.
+//! - [`daemonset`]: Advanced DaemonSet defaulting and validation, both API versions.
 //! - [`pub_budget`]: PodUnavailableBudget validation, both API versions.
 //! - [`sidecarset`]: SidecarSet validation (create and update).
 //! - [`protection`]: the `policy.kruise.io/delete-protection` deletion guard.
@@ -21,6 +22,7 @@
 //! PodUnavailableBudgets of a namespace) is passed in as data.
 
 pub mod cloneset;
+pub mod daemonset;
 pub mod field;
 pub mod meta;
 pub mod names;

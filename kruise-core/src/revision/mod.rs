@@ -1,4 +1,4 @@
-//! ControllerRevisions of workloads (CloneSet, Advanced StatefulSet): what they hold, how they
+//! ControllerRevisions of workloads (CloneSet, Advanced StatefulSet, Advanced DaemonSet): what they hold, how they
 //! are named, how they are matched and which ones are pruned.
 //!
 //! A workload revision stores the pod template as a strategic-merge patch that replaces the
@@ -33,7 +33,7 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
-use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
+use kruise_api::apps::v1beta1::{CloneSet, DaemonSet, StatefulSet};
 use kruise_api::well_known;
 use serde_json::{Map, Value};
 
@@ -307,6 +307,29 @@ impl RevisionParent for CloneSet {
     }
     fn current_revision(&self) -> &str {
         self.status.as_ref().map(|s| s.current_revision.as_str()).unwrap_or("")
+    }
+    fn revision_history_limit(&self) -> Option<i32> {
+        self.spec.revision_history_limit
+    }
+}
+
+impl RevisionParent for DaemonSet {
+    const KIND: &'static str = "DaemonSet";
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn template(&self) -> &PodTemplateSpec {
+        &self.spec.template
+    }
+    fn volume_claim_templates_hash(&self) -> Option<String> {
+        None
+    }
+    fn collision_count(&self) -> i32 {
+        self.status.as_ref().and_then(|s| s.collision_count).unwrap_or(0)
+    }
+    /// DaemonSets keep no current revision: every pod not at the update revision is old.
+    fn current_revision(&self) -> &str {
+        ""
     }
     fn revision_history_limit(&self) -> Option<i32> {
         self.spec.revision_history_limit

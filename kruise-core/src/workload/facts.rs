@@ -375,6 +375,21 @@ impl PodFacts {
         self.ready_since
     }
 
+    /// The last `Ready` condition is `True` (whatever the phase).
+    pub(crate) fn ready(&self) -> bool {
+        self.ready
+    }
+
+    /// The spec has the `InPlaceUpdateReady` readiness gate.
+    pub(crate) fn in_place_gate(&self) -> bool {
+        self.in_place_gate
+    }
+
+    /// The last `InPlaceUpdateReady` condition is `True`, or there is none.
+    pub(crate) fn in_place_ready(&self) -> bool {
+        self.in_place_ready
+    }
+
     /// Phase `Running` and the last `Ready` condition `True`.
     pub(crate) fn running_and_ready(&self) -> bool {
         self.running && self.ready

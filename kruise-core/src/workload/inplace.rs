@@ -128,10 +128,35 @@ pub fn update_in_place(
     opts: &UpdateOptions,
     now: Timestamp,
 ) {
+    update_in_place_with(sink, pod, spec, opts, now, Some(&LifecycleState::Updating));
+}
+
+/// Plans the in-place update of `pod` to `spec` without touching its lifecycle state (as
+/// Advanced DaemonSets update pods), and asks to look again when the grace period ends.
+pub fn update_in_place_plain(
+    sink: &mut impl PlanSink,
+    pod: &Pod,
+    spec: &UpdateSpec,
+    opts: &UpdateOptions,
+    now: Timestamp,
+) {
+    update_in_place_with(sink, pod, spec, opts, now, None);
+}
+
+fn update_in_place_with(
+    sink: &mut impl PlanSink,
+    pod: &Pod,
+    spec: &UpdateSpec,
+    opts: &UpdateOptions,
+    now: Timestamp,
+    state: Option<&LifecycleState>,
+) {
     let mut plan = inplace::plan_in_place_update(pod, spec, opts, now);
     // Upstream's AdditionalFuncs: the update also moves the pod to Updating.
-    let lifecycle = LifecyclePatch::for_state(&LifecycleState::Updating, now);
-    merge_lifecycle(&mut plan.update.patch, &lifecycle);
+    if let Some(state) = state {
+        let lifecycle = LifecyclePatch::for_state(state, now);
+        merge_lifecycle(&mut plan.update.patch, &lifecycle);
+    }
     if let Some(conditions) = plan.conditions.take()
         && let Some(action) = conditions_action(sink, pod, conditions)
     {

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod daemonset;
 pub mod sidecarset_upgrade;
 pub mod statefulset;
 

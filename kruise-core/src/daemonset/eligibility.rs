@@ -1,0 +1,472 @@
+//! Which nodes a daemon pod belongs on, decided as kube-controller-manager's DaemonSet
+//! controller decides it (`nodeShouldRunDaemonPod`), and the pod built for one node.
+//!
+//! A node is judged against the pod the DaemonSet would create there: the template plus the
+//! tolerations every daemon pod gets ([`add_daemon_tolerations`]). The pod must fit the node's
+//! name (`spec.nodeName`, when the template sets one), the node selector and the required node
+//! affinity, and tolerate the node's `NoSchedule` and `NoExecute` taints. A node with a taint
+//! the pod does not tolerate gets no new pod; an existing pod keeps running there unless the
+//! untolerated taint is a `NoExecute` one. `spec.unschedulable` is not read: such nodes carry
+//! the `node.kubernetes.io/unschedulable` taint, which every daemon pod tolerates.
+
+use k8s_openapi::api::core::v1::{
+    Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodSpec, PodTemplateSpec, Taint, Toleration,
+};
+
+use super::nodes::NodeFacts;
+
+/// Taint key of a node that is not ready.
+pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
+/// Taint key of a node the node controller cannot reach.
+pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+/// Taint key of a node short of disk.
+pub const TAINT_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+/// Taint key of a node short of memory.
+pub const TAINT_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+/// Taint key of a node short of process IDs.
+pub const TAINT_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+/// Taint key of a cordoned node.
+pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+/// Taint key of a node whose network is not configured.
+pub const TAINT_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+/// The field a daemon pod's node affinity pins it by.
+pub const NODE_NAME_FIELD: &str = "metadata.name";
+
+const NO_SCHEDULE: &str = "NoSchedule";
+const NO_EXECUTE: &str = "NoExecute";
+
+/// Whether a DaemonSet's pod belongs on a node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Eligibility {
+    /// A pod should be created there when the node has none.
+    pub should_run: bool,
+    /// A pod already there may stay.
+    pub should_continue_running: bool,
+}
+
+/// Adds the tolerations the DaemonSet controller gives every daemon pod, replacing a
+/// toleration of the same key, operator, value and effect: `not-ready` and `unreachable`
+/// (`NoExecute`), `disk-pressure`, `memory-pressure`, `pid-pressure` and `unschedulable`
+/// (`NoSchedule`), and `network-unavailable` (`NoSchedule`) for host-network pods.
+pub fn add_daemon_tolerations(spec: &mut PodSpec) {
+    let mut wanted = vec![
+        (TAINT_NOT_READY, NO_EXECUTE),
+        (TAINT_UNREACHABLE, NO_EXECUTE),
+        (TAINT_DISK_PRESSURE, NO_SCHEDULE),
+        (TAINT_MEMORY_PRESSURE, NO_SCHEDULE),
+        (TAINT_PID_PRESSURE, NO_SCHEDULE),
+        (TAINT_UNSCHEDULABLE, NO_SCHEDULE),
+    ];
+    if spec.host_network == Some(true) {
+        wanted.push((TAINT_NETWORK_UNAVAILABLE, NO_SCHEDULE));
+    }
+    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+    for (key, effect) in wanted {
+        let toleration = Toleration {
+            key: Some(key.to_owned()),
+            operator: Some("Exists".to_owned()),
+            effect: Some(effect.to_owned()),
+            ..Toleration::default()
+        };
+        let same = |t: &Toleration| {
+            t.key == toleration.key
+                && t.operator == toleration.operator
+                && t.value.as_deref().unwrap_or_default() == ""
+                && t.effect == toleration.effect
+        };
+        match tolerations.iter_mut().find(|t| same(t)) {
+            Some(existing) => *existing = toleration,
+            None => tolerations.push(toleration),
+        }
+    }
+}
+
+/// Whether `toleration` tolerates `taint` (Kubernetes' `ToleratesTaint`): same effect unless
+/// the toleration names none, same key unless it names none, and the value equal with
+/// `Equal` (the default operator) or anything with `Exists`.
+pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+    tolerates_parts(
+        toleration,
+        &taint.key,
+        taint.value.as_deref().unwrap_or_default(),
+        &taint.effect,
+    )
+}
+
+fn tolerates_parts(toleration: &Toleration, key: &str, value: &str, effect: &str) -> bool {
+    let wanted_effect = toleration.effect.as_deref().unwrap_or_default();
+    if !wanted_effect.is_empty() && wanted_effect != effect {
+        return false;
+    }
+    let wanted_key = toleration.key.as_deref().unwrap_or_default();
+    if !wanted_key.is_empty() && wanted_key != key {
+        return false;
+    }
+    match toleration.operator.as_deref().unwrap_or_default() {
+        "" | "Equal" => toleration.value.as_deref().unwrap_or_default() == value,
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+/// The first taint with one of `effects` that no toleration tolerates.
+pub fn untolerated_taint<'t>(
+    taints: &'t [Taint],
+    tolerations: &[Toleration],
+    effects: &[&str],
+) -> Option<&'t Taint> {
+    taints
+        .iter()
+        .filter(|t| effects.contains(&t.effect.as_str()))
+        .find(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
+}
+
+/// Whether the node has a taint with one of `effects` that no toleration tolerates.
+fn has_untolerated_taint(facts: &NodeFacts, tolerations: &[Toleration], effects: &[&str]) -> bool {
+    facts.taints().filter(|(_, _, effect)| effects.contains(effect)).any(|(key, value, effect)| {
+        !tolerations.iter().any(|t| tolerates_parts(t, key, value, effect))
+    })
+}
+
+fn requirement_matches_labels(req: &NodeSelectorRequirement, facts: &NodeFacts) -> bool {
+    let values = req.values.as_deref().unwrap_or_default();
+    let value = facts.label(&req.key);
+    match req.operator.as_str() {
+        "In" => value.is_some_and(|v| values.iter().any(|w| w == v)),
+        "NotIn" => value.is_none_or(|v| !values.iter().any(|w| w == v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        op @ ("Gt" | "Lt") => {
+            let [bound] = values else { return false };
+            let (Some(v), Ok(bound)) = (value, bound.parse::<i64>()) else { return false };
+            let Ok(v) = v.parse::<i64>() else { return false };
+            if op == "Gt" { v > bound } else { v < bound }
+        }
+        _ => false,
+    }
+}
+
+fn requirement_matches_fields(req: &NodeSelectorRequirement, node_name: &str) -> bool {
+    if req.key != NODE_NAME_FIELD {
+        return false;
+    }
+    let values = req.values.as_deref().unwrap_or_default();
+    match req.operator.as_str() {
+        "In" => values.iter().any(|v| v == node_name),
+        "NotIn" => !values.iter().any(|v| v == node_name),
+        _ => false,
+    }
+}
+
+/// Whether a node selector term matches: all its expressions on the node's labels and all
+/// its field requirements (only `metadata.name`, with `In` and `NotIn`). A term with neither
+/// matches nothing.
+pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
+    term_matches_facts(term, &NodeFacts::new(node))
+}
+
+fn term_matches_facts(term: &NodeSelectorTerm, facts: &NodeFacts) -> bool {
+    let expressions = term.match_expressions.as_deref().unwrap_or_default();
+    let fields = term.match_fields.as_deref().unwrap_or_default();
+    if expressions.is_empty() && fields.is_empty() {
+        return false;
+    }
+    expressions.iter().all(|r| requirement_matches_labels(r, facts))
+        && fields.iter().all(|r| requirement_matches_fields(r, facts.name()))
+}
+
+/// Whether the pod's `nodeSelector` and required node affinity (any of its terms; none at
+/// all matches nothing) admit the node.
+pub fn fits_node_affinity(spec: &PodSpec, node: &Node) -> bool {
+    fits_node_affinity_facts(spec, &NodeFacts::new(node))
+}
+
+fn fits_node_affinity_facts(spec: &PodSpec, facts: &NodeFacts) -> bool {
+    if let Some(selector) = &spec.node_selector
+        && !selector.iter().all(|(k, v)| facts.label(k) == Some(v.as_str()))
+    {
+        return false;
+    }
+    let required = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
+    match required {
+        None => true,
+        Some(selector) => selector.node_selector_terms.iter().any(|t| term_matches_facts(t, facts)),
+    }
+}
+
+/// The DaemonSet controller's verdict for a node, judged against `spec`: the pod spec with
+/// the daemon tolerations already added (see [`daemon_pod_spec`]).
+pub fn node_should_run(spec: &PodSpec, node: &Node) -> Eligibility {
+    node_should_run_facts(spec, &NodeFacts::new(node))
+}
+
+/// [`node_should_run`] on a node's [`NodeFacts`].
+pub fn node_should_run_facts(spec: &PodSpec, facts: &NodeFacts) -> Eligibility {
+    let node_name = spec.node_name.as_deref().unwrap_or_default();
+    if !node_name.is_empty() && node_name != facts.name() {
+        return Eligibility::default();
+    }
+    if !fits_node_affinity_facts(spec, facts) {
+        return Eligibility::default();
+    }
+    let tolerations = spec.tolerations.as_deref().unwrap_or_default();
+    if has_untolerated_taint(facts, tolerations, &[NO_SCHEDULE, NO_EXECUTE]) {
+        let evicted = has_untolerated_taint(facts, tolerations, &[NO_EXECUTE]);
+        return Eligibility { should_run: false, should_continue_running: !evicted };
+    }
+    Eligibility { should_run: true, should_continue_running: true }
+}
+
+/// The template's pod spec with the daemon tolerations added: what [`node_should_run`]
+/// judges.
+pub fn daemon_pod_spec(template: &PodTemplateSpec) -> PodSpec {
+    let mut spec = template.spec.clone().unwrap_or_default();
+    add_daemon_tolerations(&mut spec);
+    spec
+}
+
+/// Pins a pod to `node_name` as the DaemonSet controller does: the required node affinity
+/// becomes one term matching the field `metadata.name`; preferred terms and other affinities
+/// are kept.
+pub fn pin_to_node(affinity: Option<Affinity>, node_name: &str) -> Affinity {
+    let term = NodeSelectorTerm {
+        match_fields: Some(vec![NodeSelectorRequirement {
+            key: NODE_NAME_FIELD.to_owned(),
+            operator: "In".to_owned(),
+            values: Some(vec![node_name.to_owned()]),
+        }]),
+        match_expressions: None,
+    };
+    let mut affinity = affinity.unwrap_or_default();
+    let node_affinity = affinity.node_affinity.get_or_insert_with(NodeAffinity::default);
+    node_affinity.required_during_scheduling_ignored_during_execution =
+        Some(NodeSelector { node_selector_terms: vec![term] });
+    affinity
+}
+
+/// The node a daemon pod belongs to: `spec.nodeName`, or else the single `metadata.name`
+/// value its required node affinity pins it to (upstream's `GetTargetNodeName`).
+pub fn target_node_name(pod: &Pod) -> Option<&str> {
+    let spec = pod.spec.as_ref()?;
+    if let Some(name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        return Some(name);
+    }
+    let terms = &spec
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    terms.iter().flat_map(|t| t.match_fields.iter().flatten()).find_map(|r| {
+        match (r.key.as_str(), r.operator.as_str(), r.values.as_deref()) {
+            (NODE_NAME_FIELD, "In", Some([value])) => Some(value.as_str()),
+            _ => None,
+        }
+    })
+}
+
+/// The pod for `node_name` built from `template` (metadata and spec), with the daemon
+/// tolerations and the node-name affinity, as the DaemonSet controller creates it. Name,
+/// namespace, revision labels and owner are the caller's.
+pub fn pod_for_node(template: &PodTemplateSpec, node_name: &str) -> Pod {
+    let mut spec = daemon_pod_spec(template);
+    spec.affinity = Some(pin_to_node(spec.affinity.take(), node_name));
+    Pod { metadata: template.metadata.clone().unwrap_or_default(), spec: Some(spec), status: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::NodeSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn node(name: &str, labels: &[(&str, &str)], taints: Vec<Taint>) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+                ..Default::default()
+            },
+            spec: Some(NodeSpec { taints: Some(taints), ..Default::default() }),
+            status: None,
+        }
+    }
+
+    fn taint(key: &str, value: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect: effect.into(),
+            time_added: None,
+        }
+    }
+
+    fn spec(extra: impl FnOnce(&mut PodSpec)) -> PodSpec {
+        let mut template = PodTemplateSpec { metadata: None, spec: Some(PodSpec::default()) };
+        if let Some(s) = template.spec.as_mut() {
+            extra(s);
+        }
+        daemon_pod_spec(&template)
+    }
+
+    const RUN: Eligibility = Eligibility { should_run: true, should_continue_running: true };
+    const STAY: Eligibility = Eligibility { should_run: false, should_continue_running: true };
+    const NONE: Eligibility = Eligibility { should_run: false, should_continue_running: false };
+
+    /// Rows in the spirit of upstream's `TestNodeShouldRunDaemonPod` table.
+    #[test]
+    fn eligibility_table() {
+        let plain = spec(|_| {});
+        let with_selector = spec(|s| {
+            s.node_selector = Some([("disk".to_string(), "ssd".to_string())].into());
+        });
+        let with_node_name = spec(|s| s.node_name = Some("other".into()));
+        let affinity = |op: &str, values: &[&str]| {
+            spec(|s| {
+                s.affinity = Some(Affinity {
+                    node_affinity: Some(NodeAffinity {
+                        required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                            node_selector_terms: vec![NodeSelectorTerm {
+                                match_expressions: Some(vec![NodeSelectorRequirement {
+                                    key: "type".into(),
+                                    operator: op.into(),
+                                    values: Some(values.iter().map(|v| v.to_string()).collect()),
+                                }]),
+                                match_fields: None,
+                            }],
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+            })
+        };
+        let tolerating = spec(|s| {
+            s.tolerations = Some(vec![Toleration {
+                key: Some("dedicated".into()),
+                operator: Some("Equal".into()),
+                value: Some("infra".into()),
+                effect: Some(NO_SCHEDULE.into()),
+                toleration_seconds: None,
+            }])
+        });
+        let cases: Vec<(&str, PodSpec, Node, Eligibility)> = vec![
+            ("plain node", plain.clone(), node("a", &[], vec![]), RUN),
+            ("selector matches", with_selector.clone(), node("a", &[("disk", "ssd")], vec![]), RUN),
+            ("selector misses", with_selector.clone(), node("a", &[("disk", "hdd")], vec![]), NONE),
+            ("other node name", with_node_name.clone(), node("a", &[], vec![]), NONE),
+            ("own node name", with_node_name.clone(), node("other", &[], vec![]), RUN),
+            ("affinity In", affinity("In", &["x"]), node("a", &[("type", "x")], vec![]), RUN),
+            ("affinity In misses", affinity("In", &["x"]), node("a", &[], vec![]), NONE),
+            ("affinity NotIn", affinity("NotIn", &["x"]), node("a", &[], vec![]), RUN),
+            ("affinity Gt", affinity("Gt", &["3"]), node("a", &[("type", "4")], vec![]), RUN),
+            ("affinity Lt", affinity("Lt", &["3"]), node("a", &[("type", "4")], vec![]), NONE),
+            (
+                "untolerated NoSchedule: stay",
+                plain.clone(),
+                node("a", &[], vec![taint("dedicated", "infra", NO_SCHEDULE)]),
+                STAY,
+            ),
+            (
+                "untolerated NoExecute: evict",
+                plain.clone(),
+                node("a", &[], vec![taint("dedicated", "infra", NO_EXECUTE)]),
+                NONE,
+            ),
+            (
+                "tolerated NoSchedule",
+                tolerating.clone(),
+                node("a", &[], vec![taint("dedicated", "infra", NO_SCHEDULE)]),
+                RUN,
+            ),
+            (
+                "PreferNoSchedule is ignored",
+                plain.clone(),
+                node("a", &[], vec![taint("dedicated", "infra", "PreferNoSchedule")]),
+                RUN,
+            ),
+            (
+                "unschedulable node is tolerated",
+                plain.clone(),
+                node("a", &[], vec![taint(TAINT_UNSCHEDULABLE, "", NO_SCHEDULE)]),
+                RUN,
+            ),
+            (
+                "not-ready node is tolerated",
+                plain.clone(),
+                node("a", &[], vec![taint(TAINT_NOT_READY, "", NO_EXECUTE)]),
+                RUN,
+            ),
+            (
+                "memory pressure is tolerated",
+                plain.clone(),
+                node("a", &[], vec![taint(TAINT_MEMORY_PRESSURE, "", NO_SCHEDULE)]),
+                RUN,
+            ),
+            (
+                "network unavailable needs host network",
+                plain.clone(),
+                node("a", &[], vec![taint(TAINT_NETWORK_UNAVAILABLE, "", NO_SCHEDULE)]),
+                STAY,
+            ),
+            (
+                "network unavailable with host network",
+                spec(|s| s.host_network = Some(true)),
+                node("a", &[], vec![taint(TAINT_NETWORK_UNAVAILABLE, "", NO_SCHEDULE)]),
+                RUN,
+            ),
+        ];
+        for (name, spec, node, want) in cases {
+            assert_eq!(node_should_run(&spec, &node), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn pinned_pods_find_their_node() {
+        let template = PodTemplateSpec { metadata: None, spec: Some(PodSpec::default()) };
+        let pod = pod_for_node(&template, "node-1");
+        assert_eq!(target_node_name(&pod), Some("node-1"));
+        let spec = pod.spec.as_ref().expect("spec");
+        assert!(fits_node_affinity(spec, &node("node-1", &[], vec![])));
+        assert!(!fits_node_affinity(spec, &node("node-2", &[], vec![])));
+        assert_eq!(spec.tolerations.as_ref().map(Vec::len), Some(6));
+        // Pinning twice replaces the term rather than adding one.
+        let again = pin_to_node(spec.affinity.clone(), "node-3");
+        let terms = again
+            .node_affinity
+            .and_then(|a| a.required_during_scheduling_ignored_during_execution)
+            .map(|s| s.node_selector_terms.len());
+        assert_eq!(terms, Some(1));
+    }
+
+    #[test]
+    fn tolerations_are_not_duplicated() {
+        let mut spec = PodSpec::default();
+        add_daemon_tolerations(&mut spec);
+        add_daemon_tolerations(&mut spec);
+        assert_eq!(spec.tolerations.map(|t| t.len()), Some(6));
+    }
+
+    #[test]
+    fn empty_required_terms_match_nothing() {
+        let spec = spec(|s| {
+            s.affinity = Some(Affinity {
+                node_affinity: Some(NodeAffinity {
+                    required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                        node_selector_terms: vec![],
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+        });
+        assert_eq!(node_should_run(&spec, &node("a", &[], vec![])), NONE);
+    }
+}
