@@ -92,6 +92,8 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
         .route("/validate-apps-kruise-io-statefulset", post(validate_statefulset))
         .route("/validate-apps-kruise-io-uniteddeployment", post(validate_builtin_workload))
         .route(pub_rules::VALIDATING_WEBHOOK_PATH, post(validate_pub))
+        .route(DAEMONSET_MUTATING_PATH, post(mutate_daemonset))
+        .route(DAEMONSET_VALIDATING_PATH, post(validate_daemonset))
         .route(SIDECARSET_MUTATING_PATH, post(mutate_sidecarset))
         .route(SIDECARSET_VALIDATING_PATH, post(validate_sidecarset))
         .with_state(state)
@@ -106,6 +108,88 @@ fn review_response(response: &AdmissionResponse) -> Response {
 fn decode(body: &[u8]) -> Result<AdmissionRequest, Box<Response>> {
     decode_review(body)
         .map_err(|err| Box::new((StatusCode::BAD_REQUEST, err.to_string()).into_response()))
+}
+
+/// Upstream's paths of the Advanced DaemonSet webhooks.
+const DAEMONSET_MUTATING_PATH: &str = "/mutate-apps-kruise-io-daemonset";
+const DAEMONSET_VALIDATING_PATH: &str = "/validate-apps-kruise-io-daemonset";
+
+/// `mdaemonset.kb.io`: upstream's defaults for either version, answered as a patch.
+async fn mutate_daemonset(body: Bytes) -> Response {
+    use kruise_core::admission::daemonset as ds_rules;
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let defaulted = || -> Result<AdmissionResponse, String> {
+        let (Some(object), Operation::Create | Operation::Update) =
+            (request.object.as_ref(), request.operation)
+        else {
+            return Ok(AdmissionResponse::allow(&request));
+        };
+        let defaulted = match request.kind.version.as_str() {
+            "v1alpha1" => {
+                let mut ds: v1alpha1::DaemonSet = typed(object, "daemonset")?;
+                ds_rules::default_daemonset_v1alpha1(&mut ds);
+                serde_json::to_value(&ds).map_err(|e| e.to_string())?
+            }
+            _ => {
+                let mut ds: v1beta1::DaemonSet = typed(object, "daemonset")?;
+                ds_rules::default_daemonset(&mut ds);
+                serde_json::to_value(&ds).map_err(|e| e.to_string())?
+            }
+        };
+        Ok(AdmissionResponse::mutate(&request, object, &defaulted))
+    };
+    let response =
+        defaulted().unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message));
+    review_response(&response)
+}
+
+/// `vdaemonset.kb.io`: upstream's rules for either version, on CREATE and UPDATE.
+async fn validate_daemonset(body: Bytes) -> Response {
+    use kruise_core::admission::daemonset as ds_rules;
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let checked = || -> Result<(), (u16, String)> {
+        let (Some(object), Operation::Create | Operation::Update) =
+            (request.object.as_ref(), request.operation)
+        else {
+            return Ok(());
+        };
+        let bad = |message: String| (400, message);
+        let old = request.old_object.as_ref().filter(|_| request.operation == Operation::Update);
+        let errors = match request.kind.version.as_str() {
+            "v1alpha1" => {
+                let ds: v1alpha1::DaemonSet = typed(object, "daemonset").map_err(bad)?;
+                match old {
+                    Some(old) => {
+                        let old: v1alpha1::DaemonSet = typed(old, "old daemonset").map_err(bad)?;
+                        ds_rules::validate_daemonset_v1alpha1_update(&ds, &old)
+                    }
+                    None => ds_rules::validate_daemonset_v1alpha1(&ds),
+                }
+            }
+            _ => {
+                let ds: v1beta1::DaemonSet = typed(object, "daemonset").map_err(bad)?;
+                match old {
+                    Some(old) => {
+                        let old: v1beta1::DaemonSet = typed(old, "old daemonset").map_err(bad)?;
+                        ds_rules::validate_daemonset_update(&ds, &old)
+                    }
+                    None => ds_rules::validate_daemonset(&ds),
+                }
+            }
+        };
+        errors.into_result().map_err(|e| (422, e.to_string()))
+    };
+    let response = match checked() {
+        Ok(()) => AdmissionResponse::allow(&request),
+        Err((code, message)) => AdmissionResponse::deny(&request, code, message),
+    };
+    review_response(&response)
 }
 
 /// Upstream's paths of the SidecarSet webhooks.
@@ -1038,11 +1122,17 @@ pub fn configurations(
         vec![rule("apps.kruise.io", &cloneset_versions, "sidecarsets", &["CREATE", "UPDATE"])],
         kruise,
     );
+    let mdaemonset = webhook(
+        "mdaemonset.kb.io",
+        DAEMONSET_MUTATING_PATH,
+        vec![rule("apps.kruise.io", &cloneset_versions, "daemonsets", &["CREATE", "UPDATE"])],
+        kruise,
+    );
     let mutating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": MUTATING_CONFIGURATION},
-        "webhooks": [mpod, mcloneset, mstatefulset, msidecarset]
+        "webhooks": [mpod, mcloneset, mstatefulset, msidecarset, mdaemonset]
     });
 
     // Reaches only the pods a PodUnavailableBudget covers (the label its controller and the
@@ -1112,7 +1202,14 @@ pub fn configurations(
         vec![rule("apps.kruise.io", &cloneset_versions, "sidecarsets", &["CREATE", "UPDATE"])],
         kruise,
     );
-    let mut webhooks = vec![vpod, vpod_eviction, vcloneset, vstatefulset, vpub, vsidecarset];
+    let vdaemonset = webhook(
+        "vdaemonset.kb.io",
+        DAEMONSET_VALIDATING_PATH,
+        vec![rule("apps.kruise.io", &cloneset_versions, "daemonsets", &["CREATE", "UPDATE"])],
+        kruise,
+    );
+    let mut webhooks =
+        vec![vpod, vpod_eviction, vcloneset, vstatefulset, vpub, vsidecarset, vdaemonset];
     if policy.deletion_protection {
         webhooks.extend([
             protected_webhook("vnamespace.kb.io", "/validate-namespace", "", &["v1"], "namespaces"),

@@ -395,6 +395,7 @@ watched_namespaced!(
     ControllerRevision,
     kruise_api::apps::v1beta1::CloneSet,
     kruise_api::apps::v1beta1::StatefulSet,
+    kruise_api::apps::v1beta1::DaemonSet,
     kruise_api::policy::v1beta1::PodUnavailableBudget,
 );
 
@@ -409,6 +410,21 @@ impl Watched for k8s_openapi::api::storage::v1::StorageClass {
 impl Watched for PartialObjectMeta<Node> {
     fn watch(client: &Client, _namespace: Option<&str>) -> WatchEvents<Self> {
         cluster_watch(client)
+    }
+}
+
+/// Whole nodes, for the controllers that decide which nodes run a pod (Advanced DaemonSet):
+/// labels, taints, `unschedulable` and conditions. Their images list is dropped.
+impl Watched for Node {
+    fn watch(client: &Client, _namespace: Option<&str>) -> WatchEvents<Self> {
+        cluster_watch(client)
+    }
+
+    fn strip(obj: &mut Self) {
+        strip_managed_fields(obj);
+        if let Some(status) = obj.status.as_mut() {
+            status.images = None;
+        }
     }
 }
 

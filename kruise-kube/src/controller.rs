@@ -244,6 +244,7 @@ pub fn registry() -> Vec<Registration> {
     vec![
         crate::cloneset::registration(),
         crate::statefulset::registration(),
+        crate::daemonset::registration(),
         crate::pub_budget::registration(),
         crate::sidecarset::registration(),
     ]

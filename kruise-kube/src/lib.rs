@@ -32,6 +32,7 @@ pub mod cached_pod;
 pub mod client;
 pub mod cloneset;
 pub mod controller;
+pub mod daemonset;
 pub mod expectations;
 pub mod features;
 pub mod health;

@@ -68,6 +68,9 @@ pub struct WorkloadInputs {
     pub storage_classes: BTreeMap<String, bool>,
     /// Expectations recorded by earlier plans and not yet observed.
     pub expectations: ControllerExpectations,
+    /// Every node, whole (filled for kinds that place a pod per node, see
+    /// [`WorkloadKind::READS_NODES`]).
+    pub nodes: Vec<Arc<Node>>,
 }
 
 /// A workload kind the shared [`WorkloadController`] runs.
@@ -86,6 +89,10 @@ pub trait WorkloadKind:
 
     /// Whether [`WorkloadInputs::namespace_pvcs`] is filled.
     const READS_NAMESPACE_PVCS: bool = false;
+
+    /// Whether [`WorkloadInputs::nodes`] is filled; a node's change then concerns every
+    /// workload of the kind.
+    const READS_NODES: bool = false;
 
     /// Whether [`WorkloadInputs::storage_classes`] is filled under these settings.
     fn reads_storage_classes(_settings: &ControllerSettings) -> bool {
@@ -132,6 +139,7 @@ struct Caches<W: WorkloadKind> {
     pvcs: Cache<PersistentVolumeClaim>,
     revisions: Cache<ControllerRevision>,
     nodes: Cache<PartialObjectMeta<Node>>,
+    full_nodes: Option<Cache<Node>>,
     storage_classes: Option<Cache<StorageClass>>,
 }
 
@@ -153,6 +161,7 @@ impl<W: WorkloadKind> WorkloadController<W> {
             pvcs: context.caches.get::<PersistentVolumeClaim>(),
             revisions: context.caches.get::<ControllerRevision>(),
             nodes: context.caches.get::<PartialObjectMeta<Node>>(),
+            full_nodes: W::READS_NODES.then(|| context.caches.get::<Node>()),
             storage_classes: W::reads_storage_classes(&context.settings)
                 .then(|| context.caches.get::<StorageClass>()),
         };
@@ -251,7 +260,14 @@ impl<W: WorkloadKind> Reconciler for WorkloadController<W> {
         let revisions = Watch::new(&caches.revisions, KeyMapping::Owner, move |change| {
             owner_keys(&workloads, change, false)
         });
-        vec![Watch::own(&caches.workloads), pods, pvcs, revisions]
+        let mut watches = vec![Watch::own(&caches.workloads), pods, pvcs, revisions];
+        if let Some(nodes) = &caches.full_nodes {
+            let workloads = caches.workloads.clone();
+            watches.push(Watch::new(nodes, KeyMapping::Custom, move |_change| {
+                workloads.all().iter().map(|w| ObjectKey::of(w.as_ref())).collect()
+            }));
+        }
+        watches
     }
 
     fn keys(&self) -> Vec<ObjectKey> {
@@ -353,6 +369,7 @@ impl<W: WorkloadKind> WorkloadController<W> {
             revisions: caches.revisions.controlled_by(uid).iter().map(|r| (**r).clone()).collect(),
             node_labels,
             expectations: self.expectations.get(key),
+            nodes: caches.full_nodes.as_ref().map(Cache::all).unwrap_or_default(),
         })
     }
 

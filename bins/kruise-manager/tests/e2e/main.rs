@@ -6,6 +6,7 @@ mod common;
 
 mod chart;
 mod crds_cli;
+mod daemonset;
 mod leader_failover;
 mod playground;
 mod pub_budget;

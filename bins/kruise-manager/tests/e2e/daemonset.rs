@@ -1,0 +1,102 @@
+//! Advanced DaemonSet on the playground with kubectl: one ready pod per node, an in-place
+//! update limited to the nodes `rollingUpdate.selector` picks (pods keep their UIDs), a
+//! `NoExecute` taint taking a node's pod away, and bad input refused naming the field.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{Playground, wait_for};
+
+fn daemonset(strategy: &str) -> String {
+    format!(
+        "apiVersion: apps.kruise.io/v1beta1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec:\n  selector:\n    matchLabels: {{app: agent}}\n  template:\n    metadata:\n      labels: {{app: agent}}\n    spec:\n      containers:\n      - name: main\n        image: registry.example/agent:v1\n{strategy}"
+    )
+}
+
+/// Node → (uid, image, ready) of the live daemon pods.
+fn placed(k: &crate::common::Kubectl) -> BTreeMap<String, (String, String, bool)> {
+    let list = k.json(&["get", "pods", "-l", "app=agent", "-o", "json"]);
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .map(|p: &Value| {
+            let ready = p["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+            (
+                p["spec"]["nodeName"].as_str().unwrap_or_default().to_owned(),
+                (
+                    p["metadata"]["uid"].as_str().unwrap_or_default().to_owned(),
+                    p["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_owned(),
+                    ready,
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_advanced_daemonset_runs_per_node_and_updates_only_selected_nodes_in_place() {
+    let pg = Playground::start(3, &[]);
+    let k = &pg.kubectl;
+
+    // Bad input is refused, naming the field.
+    let bad = daemonset("  updateStrategy:\n    rollingUpdate:\n      partition: -1\n");
+    let out = k.run_with(&["create", "-f", "-"], Some(&bad));
+    assert!(!out.ok, "a negative partition is refused");
+    assert!(
+        out.stderr.contains(r#"admission webhook "vdaemonset.kb.io" denied the request"#)
+            && out.stderr.contains("partition"),
+        "{}",
+        out.stderr
+    );
+
+    let strategy = "  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      rollingUpdateType: InPlaceIfPossible\n      maxUnavailable: 1\n";
+    k.ok_stdin(&["apply", "-f", "-"], &daemonset(strategy));
+    let first = wait_for("a ready pod on each of the 3 nodes", Duration::from_secs(60), || {
+        let p = placed(k);
+        (p.len() == 3 && p.values().all(|v| v.2)).then_some(p)
+    });
+    wait_for("the status", Duration::from_secs(30), || {
+        let st =
+            k.json(&["get", "daemonset.apps.kruise.io", "agent", "-o", "json"])["status"].clone();
+        (st["desiredNumberScheduled"] == 3
+            && st["numberReady"] == 3
+            && st["updatedNumberScheduled"] == 3)
+            .then_some(())
+    });
+
+    // Update only the nodes labelled canary=true, in place.
+    k.ok(&["label", "node", "sim-node-0", "canary=true"]);
+    let patch = r#"{"spec": {"updateStrategy": {"rollingUpdate": {"selector": {"matchLabels": {"canary": "true"}}}}, "template": {"spec": {"containers": [{"name": "main", "image": "registry.example/agent:v2"}]}}}}"#;
+    k.ok(&["patch", "daemonset.apps.kruise.io", "agent", "--type=merge", "-p", patch]);
+    let after = wait_for("the canary node's pod on v2 and ready", Duration::from_secs(60), || {
+        let p = placed(k);
+        let canary = p.get("sim-node-0")?;
+        (canary.1 == "registry.example/agent:v2" && canary.2).then_some(p)
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let settled = placed(k);
+    assert_eq!(settled["sim-node-0"].0, first["sim-node-0"].0, "updated in place: same pod");
+    for node in ["sim-node-1", "sim-node-2"] {
+        assert_eq!(settled[node].1, "registry.example/agent:v1", "{node} is outside the selector");
+        assert_eq!(settled[node].0, first[node].0);
+    }
+    assert_eq!(after.len(), 3);
+
+    // A NoExecute taint the pods do not tolerate takes that node's pod away.
+    k.ok(&["taint", "node", "sim-node-2", "drain=now:NoExecute"]);
+    wait_for("no daemon pod on the tainted node", Duration::from_secs(60), || {
+        let p = placed(k);
+        (!p.contains_key("sim-node-2") && p.len() == 2).then_some(())
+    });
+    wait_for("desiredNumberScheduled 2", Duration::from_secs(30), || {
+        let st =
+            k.json(&["get", "daemonset.apps.kruise.io", "agent", "-o", "json"])["status"].clone();
+        (st["desiredNumberScheduled"] == 2).then_some(())
+    });
+}

@@ -1,0 +1,68 @@
+//! The Advanced DaemonSet controller: the shared [`WorkloadController`](crate::workload) with
+//! [`kruise_core::daemonset::plan`] as its planner. It reads every node whole (labels, taints,
+//! `unschedulable`), and any node's change looks at every Advanced DaemonSet again.
+//!
+//! Not done: image pre-download before an update (ImagePullJob, with the node daemon), and
+//! the per-node back-off for failed pods.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kruise_api::apps::v1beta1::{DaemonSet, DaemonSetStatus};
+use kruise_core::daemonset::{DaemonSetSnapshot, FeatureGates, PlannerOptions, SnapshotNode};
+use kruise_core::workload::{SnapshotPod, WorkloadPlan};
+use serde_json::Value;
+
+use crate::controller::{ControllerInfo, ControllerSettings, Registration, ServedResource};
+use crate::workload::{WorkloadController, WorkloadInputs, WorkloadKind};
+
+/// The controller's name in metrics, Events and logs (upstream's).
+pub const CONTROLLER_NAME: &str = "daemonset-controller";
+
+impl WorkloadKind for DaemonSet {
+    type Status = DaemonSetStatus;
+
+    const INFO: ControllerInfo = ControllerInfo::new(
+        CONTROLLER_NAME,
+        "daemonset-workers",
+        Some(ServedResource { group: "apps.kruise.io", version: "v1beta1", plural: "daemonsets" }),
+    );
+
+    const READS_NODES: bool = true;
+
+    fn selector(&self) -> Option<&LabelSelector> {
+        self.spec.selector.as_ref()
+    }
+
+    fn status_json(&self) -> Value {
+        serde_json::to_value(&self.status).unwrap_or(Value::Null)
+    }
+
+    fn plan(
+        &self,
+        inputs: WorkloadInputs,
+        settings: &ControllerSettings,
+        now: jiff::Timestamp,
+    ) -> WorkloadPlan<DaemonSetStatus> {
+        let mut snapshot = DaemonSetSnapshot::new(self.clone());
+        snapshot.nodes = inputs.nodes.into_iter().map(SnapshotNode::new).collect();
+        snapshot.pods = inputs.pods.into_iter().map(SnapshotPod::from).collect();
+        snapshot.revisions = inputs.revisions;
+        snapshot.expectations = inputs.expectations;
+        let mut gates = FeatureGates::default();
+        gates.daemon_set_prune_ineligible_nodes =
+            settings.gates.enabled("DaemonSetPruneIneligibleNodes");
+        gates.in_place_workload_vertical_scaling =
+            settings.gates.enabled("InPlaceWorkloadVerticalScaling");
+        gates.in_place_update_env_from_metadata =
+            settings.gates.enabled("InPlaceUpdateEnvFromMetadata");
+        snapshot.feature_gates = gates;
+        let mut options = PlannerOptions::default();
+        options.expectation_timeout = settings.expectation_timeout;
+        snapshot.options = options;
+        kruise_core::daemonset::plan(&snapshot, now)
+    }
+}
+
+/// The Advanced DaemonSet controller's registration.
+pub fn registration() -> Registration {
+    Registration { info: DaemonSet::INFO, build: WorkloadController::<DaemonSet>::build }
+}
