@@ -100,3 +100,37 @@ fn an_advanced_daemonset_runs_per_node_and_updates_only_selected_nodes_in_place(
         (st["desiredNumberScheduled"] == 2).then_some(())
     });
 }
+
+/// A recreate rollout with `partition: 1` over three nodes, the manager killed (SIGKILL) in
+/// the middle: the next manager finishes it, leaving exactly one pod on the old revision and
+/// never more than maxUnavailable pods down.
+#[test]
+fn a_partitioned_rollout_survives_a_killed_manager() {
+    let cluster = crate::pub_budget::cluster();
+    let k = &cluster.kubectl;
+    let (mut manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
+    let strategy = "  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      rollingUpdateType: Standard\n      maxUnavailable: 1\n      partition: 1\n";
+    k.ok_stdin(&["apply", "-f", "-"], &daemonset(strategy));
+    wait_for("a ready pod on each of the 3 nodes", Duration::from_secs(60), || {
+        let p = placed(k);
+        (p.len() == 3 && p.values().all(|v| v.2)).then_some(())
+    });
+    let patch = r#"{"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "registry.example/agent:v2"}]}}}}"#;
+    k.ok(&["patch", "daemonset.apps.kruise.io", "agent", "--type=merge", "-p", patch]);
+    wait_for("the rollout under way", Duration::from_secs(60), || {
+        let p = placed(k);
+        (p.values().any(|v| v.1 == "registry.example/agent:v2") || p.len() < 3).then_some(())
+    });
+    manager.kill();
+    let (_manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
+    let mut most_down = 0;
+    let done = wait_for("two nodes on v2, one kept on v1", Duration::from_secs(90), || {
+        let p = placed(k);
+        most_down = most_down.max(3 - p.values().filter(|v| v.2).count());
+        let v2 = p.values().filter(|v| v.1 == "registry.example/agent:v2" && v.2).count();
+        let v1 = p.values().filter(|v| v.1 == "registry.example/agent:v1" && v.2).count();
+        (p.len() == 3 && v2 == 2 && v1 == 1).then_some(p)
+    });
+    assert_eq!(done.len(), 3);
+    assert!(most_down <= 1, "never more than maxUnavailable down: {most_down}");
+}
