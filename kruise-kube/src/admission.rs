@@ -202,9 +202,18 @@ fn sidecarset_object(
     object: &Value,
     what: &str,
 ) -> Result<v1beta1::SidecarSet, String> {
+    hub_object::<v1alpha1::SidecarSet>(request, object, what)
+}
+
+/// An object of a kind served at v1alpha1 and v1beta1, as v1beta1: a v1alpha1 object is
+/// converted, as upstream's handlers do.
+fn hub_object<A>(request: &AdmissionRequest, object: &Value, what: &str) -> Result<A::Hub, String>
+where
+    A: kruise_api::conversion::HubConvertible,
+{
     match request.kind.version.as_str() {
         "v1alpha1" => {
-            let alpha: v1alpha1::SidecarSet = typed(object, what)?;
+            let alpha: A = typed(object, what)?;
             kruise_api::conversion::to_hub(alpha)
                 .map_err(|err| format!("failed to convert v1alpha1->v1beta1: {err}"))
         }
@@ -634,14 +643,7 @@ fn statefulset_object(
     object: &Value,
     what: &str,
 ) -> Result<v1beta1::StatefulSet, String> {
-    match request.kind.version.as_str() {
-        "v1alpha1" => {
-            let alpha: v1alpha1::StatefulSet = typed(object, what)?;
-            kruise_api::conversion::to_hub(alpha)
-                .map_err(|err| format!("failed to convert v1alpha1->v1beta1: {err}"))
-        }
-        _ => typed(object, what),
-    }
+    hub_object::<v1alpha1::StatefulSet>(request, object, what)
 }
 
 /// Defaults an Advanced StatefulSet as upstream's `mstatefulset.kb.io` does, answering with

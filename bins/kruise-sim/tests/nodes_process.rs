@@ -50,25 +50,33 @@ fn kubectl(
     )
 }
 
-#[test]
-fn nodes_process_drives_pods_to_ready_against_serve_process() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kc = dir.path().join("kubeconfig");
-    let bin = env!("CARGO_BIN_EXE_kruise-sim");
-    let _server = Killed(
-        Command::new(bin)
-            .args(["serve", "--addr", "127.0.0.1:0", "--graceful-pod-deletion", "--kubeconfig-out"])
-            .arg(&kc)
+/// `kruise-sim serve` on a free port with `extra` flags, once it has written `kubeconfig`.
+fn serve(kubeconfig: &Path, extra: &[&str]) -> Killed {
+    let server = Killed(
+        Command::new(env!("CARGO_BIN_EXE_kruise-sim"))
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .arg("--kubeconfig-out")
+            .arg(kubeconfig)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("serve starts"),
     );
     let start = Instant::now();
-    while !kc.exists() {
+    while !kubeconfig.exists() {
         assert!(start.elapsed() < Duration::from_secs(20), "no kubeconfig written");
         std::thread::sleep(Duration::from_millis(20));
     }
+    server
+}
+
+#[test]
+fn nodes_process_drives_pods_to_ready_against_serve_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kc = dir.path().join("kubeconfig");
+    let bin = env!("CARGO_BIN_EXE_kruise-sim");
+    let _server = serve(&kc, &["--graceful-pod-deletion"]);
     let _nodes = Killed(
         Command::new(bin)
             .args([
@@ -135,20 +143,7 @@ fn nodes_process_adds_labelled_nodes_beside_the_servers_own() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kc = dir.path().join("kubeconfig");
     let bin = env!("CARGO_BIN_EXE_kruise-sim");
-    let _server = Killed(
-        Command::new(bin)
-            .args(["serve", "--addr", "127.0.0.1:0", "--nodes", "2", "--kubeconfig-out"])
-            .arg(&kc)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve starts"),
-    );
-    let start = Instant::now();
-    while !kc.exists() {
-        assert!(start.elapsed() < Duration::from_secs(20), "no kubeconfig written");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let _server = serve(&kc, &["--nodes", "2"]);
     let get = |args: &[&str]| kubectl(dir.path(), &kc, args, None);
     let start = Instant::now();
     while get(&["get", "nodes", "--no-headers"]).1.lines().count() < 2 {
