@@ -133,4 +133,17 @@ fn a_partitioned_rollout_survives_a_killed_manager() {
     });
     assert_eq!(done.len(), 3);
     assert!(most_down <= 1, "never more than maxUnavailable down: {most_down}");
+
+    // A node that joins the cluster gets a pod, of the update revision.
+    let nodes = cluster.server.nodes().expect("simulated nodes");
+    nodes
+        .apply_blocking(kruise_sim::nodes::NodeOp::Add(kruise_sim::nodes::NodeSpec::new(
+            "late-node",
+        )))
+        .expect("a node added");
+    wait_for("a ready pod on the new node", Duration::from_secs(60), || {
+        let p = placed(k);
+        let late = p.get("late-node")?;
+        (late.1 == "registry.example/agent:v2" && late.2).then_some(())
+    });
 }
