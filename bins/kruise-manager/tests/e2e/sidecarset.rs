@@ -37,6 +37,20 @@ fn container_names(pod: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Waits until the pod webhook injects `container` into a pod labelled `app: <app>` (its
+/// SidecarSet cache has caught up), trying with server-side dry-run creations.
+fn wait_until_injected(k: &crate::common::Kubectl, app: &str, container: &str) {
+    let probe = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  labels: {{app: {app}}}\nspec:\n  containers:\n  - name: main\n    image: nginx:1\n"
+    );
+    wait_for("the pod webhook to see the SidecarSet", Duration::from_secs(30), || {
+        let out =
+            k.run_with(&["create", "--dry-run=server", "-o", "json", "-f", "-"], Some(&probe));
+        let pod: Value = serde_json::from_str(&out.stdout).ok()?;
+        container_names(&pod).iter().any(|c| c.starts_with(container)).then_some(())
+    });
+}
+
 #[test]
 fn a_sidecarset_injects_into_the_pods_it_selects_and_bad_ones_are_refused() {
     let pg = Playground::start(2, &[]);
@@ -74,7 +88,7 @@ fn a_sidecarset_injects_into_the_pods_it_selects_and_bad_ones_are_refused() {
     k.ok_stdin(&["apply", "-f", "-"], &alpha);
 
     // Pods can be created as soon as the webhook's cache shows the SidecarSet.
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until_injected(k, "web", "log-agent");
     k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=2"]);
     k.ok(&["create", "deployment", "other", "--image=nginx:1", "--replicas=1"]);
     k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
@@ -164,7 +178,7 @@ fn a_hot_upgrade_swaps_the_pair_in_place() {
         &["apply", "-f", "-"],
         &sidecarset("apps.kruise.io/v1beta1", "proxy", "web", "proxy", hot),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until_injected(k, "web", "proxy");
     k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=1"]);
     k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
     let pod = pods(k, "app=web").remove(0);
@@ -216,7 +230,7 @@ fn a_manager_killed_mid_upgrade_converges() {
         &["apply", "-f", "-"],
         &sidecarset("apps.kruise.io/v1beta1", "log-agent", "web", "log-agent", probe),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until_injected(k, "web", "log-agent");
     k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=4"]);
     k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
     let before: Vec<Value> =
