@@ -114,53 +114,71 @@ fn decode(body: &[u8]) -> Result<AdmissionRequest, Box<Response>> {
 const DAEMONSET_MUTATING_PATH: &str = "/mutate-apps-kruise-io-daemonset";
 const DAEMONSET_VALIDATING_PATH: &str = "/validate-apps-kruise-io-daemonset";
 
-/// `mdaemonset.kb.io`: upstream's defaults for either version, answered as a patch.
-async fn mutate_daemonset(body: Bytes) -> Response {
-    use kruise_core::admission::daemonset as ds_rules;
-    let request = match decode(&body) {
+/// Answers a review of a kind's CREATE or UPDATE with `check(request, object)`; other
+/// operations are allowed. An `Err((code, message))` refuses the request.
+fn on_write(
+    body: &[u8],
+    check: impl FnOnce(&AdmissionRequest, &Value) -> Result<AdmissionResponse, (u16, String)>,
+) -> Response {
+    let request = match decode(body) {
         Ok(request) => request,
         Err(response) => return *response,
     };
-    let defaulted = || -> Result<AdmissionResponse, String> {
-        let (Some(object), Operation::Create | Operation::Update) =
-            (request.object.as_ref(), request.operation)
-        else {
-            return Ok(AdmissionResponse::allow(&request));
-        };
+    let response = match (request.object.as_ref(), request.operation) {
+        (Some(object), Operation::Create | Operation::Update) => check(&request, object)
+            .unwrap_or_else(|(code, message)| AdmissionResponse::deny(&request, code, message)),
+        _ => AdmissionResponse::allow(&request),
+    };
+    review_response(&response)
+}
+
+/// The old object of an UPDATE.
+fn old_of(request: &AdmissionRequest) -> Option<&Value> {
+    request.old_object.as_ref().filter(|_| request.operation == Operation::Update)
+}
+
+/// A defaulted v1beta1 object as JSON at the version the review sent it in.
+fn at_sent_version<A>(request: &AdmissionRequest, hub: A::Hub) -> Result<Value, String>
+where
+    A: kruise_api::conversion::HubConvertible,
+{
+    match request.kind.version.as_str() {
+        "v1alpha1" => {
+            let alpha: A = kruise_api::conversion::from_hub(hub)
+                .map_err(|err| format!("failed to convert v1beta1->v1alpha1: {err}"))?;
+            serde_json::to_value(&alpha).map_err(|e| e.to_string())
+        }
+        _ => serde_json::to_value(&hub).map_err(|e| e.to_string()),
+    }
+}
+
+/// `mdaemonset.kb.io`: upstream's defaults for either version, answered as a patch.
+async fn mutate_daemonset(body: Bytes) -> Response {
+    use kruise_core::admission::daemonset as ds_rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
         let defaulted = match request.kind.version.as_str() {
             "v1alpha1" => {
-                let mut ds: v1alpha1::DaemonSet = typed(object, "daemonset")?;
+                let mut ds: v1alpha1::DaemonSet = typed(object, "daemonset").map_err(bad)?;
                 ds_rules::default_daemonset_v1alpha1(&mut ds);
-                serde_json::to_value(&ds).map_err(|e| e.to_string())?
+                serde_json::to_value(&ds).map_err(|e| bad(e.to_string()))?
             }
             _ => {
-                let mut ds: v1beta1::DaemonSet = typed(object, "daemonset")?;
+                let mut ds: v1beta1::DaemonSet = typed(object, "daemonset").map_err(bad)?;
                 ds_rules::default_daemonset(&mut ds);
-                serde_json::to_value(&ds).map_err(|e| e.to_string())?
+                serde_json::to_value(&ds).map_err(|e| bad(e.to_string()))?
             }
         };
-        Ok(AdmissionResponse::mutate(&request, object, &defaulted))
-    };
-    let response =
-        defaulted().unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message));
-    review_response(&response)
+        Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
 }
 
 /// `vdaemonset.kb.io`: upstream's rules for either version, on CREATE and UPDATE.
 async fn validate_daemonset(body: Bytes) -> Response {
     use kruise_core::admission::daemonset as ds_rules;
-    let request = match decode(&body) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let checked = || -> Result<(), (u16, String)> {
-        let (Some(object), Operation::Create | Operation::Update) =
-            (request.object.as_ref(), request.operation)
-        else {
-            return Ok(());
-        };
+    on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
-        let old = request.old_object.as_ref().filter(|_| request.operation == Operation::Update);
+        let old = old_of(request);
         let errors = match request.kind.version.as_str() {
             "v1alpha1" => {
                 let ds: v1alpha1::DaemonSet = typed(object, "daemonset").map_err(bad)?;
@@ -183,27 +201,14 @@ async fn validate_daemonset(body: Bytes) -> Response {
                 }
             }
         };
-        errors.into_result().map_err(|e| (422, e.to_string()))
-    };
-    let response = match checked() {
-        Ok(()) => AdmissionResponse::allow(&request),
-        Err((code, message)) => AdmissionResponse::deny(&request, code, message),
-    };
-    review_response(&response)
+        errors.into_result().map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
 }
 
 /// Upstream's paths of the SidecarSet webhooks.
 const SIDECARSET_MUTATING_PATH: &str = "/mutate-apps-kruise-io-sidecarset";
 const SIDECARSET_VALIDATING_PATH: &str = "/validate-apps-kruise-io-sidecarset";
-
-/// A SidecarSet in a review, as v1beta1 (a v1alpha1 object is converted).
-fn sidecarset_object(
-    request: &AdmissionRequest,
-    object: &Value,
-    what: &str,
-) -> Result<v1beta1::SidecarSet, String> {
-    hub_object::<v1alpha1::SidecarSet>(request, object, what)
-}
 
 /// An object of a kind served at v1alpha1 and v1beta1, as v1beta1: a v1alpha1 object is
 /// converted, as upstream's handlers do.
@@ -224,31 +229,14 @@ where
 /// `msidecarset.kb.io`: upstream's defaults and the hash annotations, answered as a patch at
 /// the version the SidecarSet was sent in.
 async fn mutate_sidecarset(body: Bytes) -> Response {
-    let request = match decode(&body) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let defaulted = || -> Result<AdmissionResponse, String> {
-        let (Some(object), Operation::Create | Operation::Update) =
-            (request.object.as_ref(), request.operation)
-        else {
-            return Ok(AdmissionResponse::allow(&request));
-        };
-        let mut set = sidecarset_object(&request, object, "sidecarset")?;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let mut set =
+            hub_object::<v1alpha1::SidecarSet>(request, object, "sidecarset").map_err(bad)?;
         kruise_core::admission::sidecarset::default_sidecar_set(&mut set);
-        let defaulted = match request.kind.version.as_str() {
-            "v1alpha1" => {
-                let alpha: v1alpha1::SidecarSet = kruise_api::conversion::from_hub(set)
-                    .map_err(|err| format!("failed to convert v1beta1->v1alpha1: {err}"))?;
-                serde_json::to_value(&alpha).map_err(|e| e.to_string())?
-            }
-            _ => serde_json::to_value(&set).map_err(|e| e.to_string())?,
-        };
-        Ok(AdmissionResponse::mutate(&request, object, &defaulted))
-    };
-    let response =
-        defaulted().unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message));
-    review_response(&response)
+        let defaulted = at_sent_version::<v1alpha1::SidecarSet>(request, set).map_err(bad)?;
+        Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
 }
 
 /// `vsidecarset.kb.io`: upstream's rules, against the other SidecarSets in the cluster.
@@ -257,24 +245,13 @@ async fn validate_sidecarset(
     body: Bytes,
 ) -> Response {
     use kruise_core::admission::sidecarset::{SidecarSetContext, validate_sidecar_set};
-    let request = match decode(&body) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let checked = || -> Result<(), (u16, String)> {
-        let (Some(object), Operation::Create | Operation::Update) =
-            (request.object.as_ref(), request.operation)
-        else {
-            return Ok(());
-        };
+    on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
-        let set = sidecarset_object(&request, object, "sidecarset").map_err(bad)?;
-        let old = match (&request.old_object, request.operation) {
-            (Some(old), Operation::Update) => {
-                Some(sidecarset_object(&request, old, "old sidecarset").map_err(bad)?)
-            }
-            _ => None,
-        };
+        let set = hub_object::<v1alpha1::SidecarSet>(request, object, "sidecarset").map_err(bad)?;
+        let old = old_of(request)
+            .map(|old| hub_object::<v1alpha1::SidecarSet>(request, old, "old sidecarset"))
+            .transpose()
+            .map_err(bad)?;
         let (others, revisions) = match &context.sidecar_sets {
             Some(sets) => (sets.all(), sets.revisions_of(&request.name)),
             None => (Vec::new(), Vec::new()),
@@ -287,13 +264,9 @@ async fn validate_sidecarset(
         };
         validate_sidecar_set(&set, old.as_ref(), &ctx)
             .into_result()
-            .map_err(|e| (422, e.to_string()))
-    };
-    let response = match checked() {
-        Ok(()) => AdmissionResponse::allow(&request),
-        Err((code, message)) => AdmissionResponse::deny(&request, code, message),
-    };
-    review_response(&response)
+            .map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
 }
 
 /// The pod mutating webhook: the chain of pod steps ([`kruise_core::admission::pod_chain`]) at
@@ -666,14 +639,7 @@ fn default_statefulset(
         _ => None,
     };
     sts_rules::default_statefulset(&mut set, old.as_ref(), context.statefulset_gates);
-    let defaulted = match request.kind.version.as_str() {
-        "v1alpha1" => {
-            let alpha: v1alpha1::StatefulSet = kruise_api::conversion::from_hub(set)
-                .map_err(|err| format!("failed to convert v1beta1->v1alpha1: {err}"))?;
-            serde_json::to_value(&alpha).map_err(|e| e.to_string())?
-        }
-        _ => serde_json::to_value(&set).map_err(|e| e.to_string())?,
-    };
+    let defaulted = at_sent_version::<v1alpha1::StatefulSet>(request, set)?;
     Ok(AdmissionResponse::mutate(request, object, &defaulted))
 }
 

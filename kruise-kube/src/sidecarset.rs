@@ -283,39 +283,27 @@ impl SidecarSetController {
         now: jiff::Timestamp,
     ) -> Result<(), crate::controller::ReconcileError> {
         use kruise_core::expectations::Expectation;
-        use kruise_core::workload::{Action, Patch as PlanPatch};
-        let (name, uid, subresource, patch, what) = match action {
-            Action::PatchPod { name, uid, patch, .. } => (name, uid, None, patch, "patch pod"),
-            Action::PatchPodStatus { name, uid, patch, .. } => {
-                (name, uid, Some("status"), patch, "patch pod status")
-            }
-            Action::PatchPodResize { name, uid, patch, .. } => {
-                (name, uid, Some("resize"), patch, "resize pod")
+        let target = action.target().to_owned();
+        let namespace = match action {
+            kruise_core::workload::Action::PatchPod { uid, .. }
+            | kruise_core::workload::Action::PatchPodStatus { uid, .. }
+            | kruise_core::workload::Action::PatchPodResize { uid, .. } => {
+                namespace_of.get(uid).cloned().unwrap_or_default()
             }
             other => {
                 tracing::error!(action = ?other, "the SidecarSet planner returned an action this controller does not know");
                 return Ok(());
             }
         };
-        let namespace = namespace_of.get(uid).cloned().unwrap_or_default();
         let expectation = action.expectation();
         if let Some(exp) = &expectation {
             self.expectations.before_write(key, exp, now);
         }
-        let params = kube::api::PatchParams {
-            field_manager: Some(crate::applier::FIELD_MANAGER.into()),
-            ..Default::default()
+        let Some((what, written)) =
+            crate::workload::patch_pod(&self.context.applier, &namespace, action).await
+        else {
+            return Ok(());
         };
-        let body = match patch {
-            PlanPatch::Strategic(body) => kube::api::Patch::Strategic(body.as_ref()),
-            PlanPatch::Merge(body) => kube::api::Patch::Merge(body.as_ref()),
-            other => kube::api::Patch::Merge(other.body()),
-        };
-        let written = self
-            .context
-            .applier
-            .patch::<Pod, _>(&namespace, name, subresource, &params, &body)
-            .await;
         match (written, &expectation) {
             (Ok(Some(rv)), Some(Expectation::ResourceVersion { uid })) => {
                 self.expectations.expect_resource_version(key, uid, &rv, now);
@@ -324,7 +312,7 @@ impl SidecarSetController {
             (Ok(_), _) | (Err(crate::applier::ApplyError::NotFound(_)), _) => Ok(()),
             (Err(source), _) => Err(crate::controller::ReconcileError::Write {
                 action: what,
-                target: format!("{namespace}/{name}"),
+                target: format!("{namespace}/{target}"),
                 source,
             }),
         }

@@ -659,18 +659,12 @@ impl<W: WorkloadKind> WorkloadController<W> {
             Action::CreatePod { pod } => {
                 created(applier.create(ns, pod.as_ref(), &post).await).map_err(fail("create pod"))
             }
-            Action::PatchPod { name, patch, .. } => applier
-                .patch::<Pod, _>(ns, name, None, &pp, &kube_patch(patch))
-                .await
-                .map_err(fail("patch pod")),
-            Action::PatchPodStatus { name, patch, .. } => applier
-                .patch::<Pod, _>(ns, name, Some("status"), &pp, &kube_patch(patch))
-                .await
-                .map_err(fail("patch pod status")),
-            Action::PatchPodResize { name, patch, .. } => applier
-                .patch::<Pod, _>(ns, name, Some("resize"), &pp, &kube_patch(patch))
-                .await
-                .map_err(fail("resize pod")),
+            Action::PatchPod { .. }
+            | Action::PatchPodStatus { .. }
+            | Action::PatchPodResize { .. } => match patch_pod(applier, ns, action).await {
+                Some((what, result)) => result.map_err(fail(what)),
+                None => Ok(None),
+            },
             Action::DeletePod { name, uid, .. } => {
                 let dp = delete_with_uid(uid);
                 ignore_not_found(applier.delete::<Pod>(ns, name, &dp).await)
@@ -703,6 +697,27 @@ impl<W: WorkloadKind> WorkloadController<W> {
         };
         self.event(workload, true, reason, action, err.to_string()).await;
     }
+}
+
+/// Sends a plan's pod patch (`PatchPod`, `PatchPodStatus` or `PatchPodResize`) to the pod in
+/// `ns`: what it was (for errors) and the resourceVersion the server answered with. `None`
+/// for any other action.
+pub(crate) async fn patch_pod(
+    applier: &Applier,
+    ns: &str,
+    action: &Action,
+) -> Option<(&'static str, Result<Option<String>, ApplyError>)> {
+    let (name, subresource, patch, what) = match action {
+        Action::PatchPod { name, patch, .. } => (name, None, patch, "patch pod"),
+        Action::PatchPodStatus { name, patch, .. } => {
+            (name, Some("status"), patch, "patch pod status")
+        }
+        Action::PatchPodResize { name, patch, .. } => (name, Some("resize"), patch, "resize pod"),
+        _ => return None,
+    };
+    let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+    let result = applier.patch::<Pod, _>(ns, name, subresource, &pp, &kube_patch(patch)).await;
+    Some((what, result))
 }
 
 /// Runs `run(i)` for every `i` in `0..count` in slow-start batches, as kube-controller-manager
