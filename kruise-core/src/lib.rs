@@ -22,6 +22,8 @@
 //! - [`pub_budget`]: PodUnavailableBudget coverage, admission decisions and status.
 //! - [`sidecarset`]: SidecarSet injection into new pods, its hashes and an index of
 //!   SidecarSets by selector.
+//! - [`workloadspread`]: WorkloadSpread subset selection, reservation and injection at pod
+//!   admission, and its controller's plan.
 
 #![forbid(unsafe_code)]
 
@@ -42,3 +44,4 @@ pub mod sidecarset;
 pub mod smp;
 pub mod statefulset;
 pub mod workload;
+pub mod workloadspread;

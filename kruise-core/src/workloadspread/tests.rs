@@ -1,0 +1,1 @@
+//! Unit tests, after upstream's workloadspread tables.
