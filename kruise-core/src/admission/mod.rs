@@ -15,6 +15,7 @@
 //! - [`daemonset`]: Advanced DaemonSet defaulting and validation, both API versions.
 //! - [`pub_budget`]: PodUnavailableBudget validation, both API versions.
 //! - [`sidecarset`]: SidecarSet validation (create and update).
+//! - [`workloadspread`]: WorkloadSpread validation (create and update), both API versions.
 //! - [`protection`]: the `policy.kruise.io/delete-protection` deletion guard.
 //!
 //! Nothing here reads the clock or the cluster: what a check needs from the cluster (pods
@@ -33,5 +34,6 @@ pub mod protection;
 pub mod pub_budget;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod workloadspread;
 
 pub use field::{BadValue, FieldError, FieldErrorKind, FieldErrors, FieldPath};

@@ -292,8 +292,16 @@ fn validate_dns_config(spec: &PodSpec, dns_policy: &str, path: &FieldPath) -> Ve
 }
 
 fn validate_tolerations(spec: &PodSpec, path: &FieldPath) -> Vec<FieldError> {
+    validate_tolerations_list(spec.tolerations.as_deref().unwrap_or_default(), path)
+}
+
+/// Core's `ValidateTolerations` for a list at `path`.
+pub(crate) fn validate_tolerations_list(
+    tolerations: &[k8s_openapi::api::core::v1::Toleration],
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    for (i, t) in spec.tolerations.iter().flatten().enumerate() {
+    for (i, t) in tolerations.iter().enumerate() {
         let p = path.index(i);
         let key = t.key.as_deref().unwrap_or("");
         let operator = t.operator.as_deref().unwrap_or("");
