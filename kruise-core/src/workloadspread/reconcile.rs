@@ -2,6 +2,7 @@
 //! deletion costs and Adaptive rescheduling.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -35,8 +36,9 @@ pub struct ReconcileInput<'a> {
     /// The target's replicas (after `targetFilter.replicasPathList` or the whitelist's
     /// replicas path), against which percentages are scaled.
     pub workload_replicas: i32,
-    /// Looks a node up by name (used to adopt pods that carry no subset yet).
-    pub node: &'a dyn Fn(&str) -> Option<&'a Node>,
+    /// Looks a node up by name (used to adopt pods that carry no subset yet); a reflector
+    /// store's `get` fits.
+    pub node: &'a dyn Fn(&str) -> Option<Arc<Node>>,
     /// The target's kind (`Deployment`, `CloneSet`, ...).
     pub target_kind: &'a str,
     /// The clock.
@@ -56,7 +58,7 @@ impl<'a> ReconcileInput<'a> {
         ws: &'a WorkloadSpread,
         pods: &'a [Pod],
         workload_replicas: i32,
-        node: &'a dyn Fn(&str) -> Option<&'a Node>,
+        node: &'a dyn Fn(&str) -> Option<Arc<Node>>,
         target_kind: &'a str,
         now: Timestamp,
     ) -> Self {
@@ -308,7 +310,7 @@ fn adopt<'w>(
     let mut best: Option<(&WorkloadSpreadSubset, i64)> = None;
     for subset in subsets(input.ws) {
         let room = missing.get(subset.name.as_str()).copied().unwrap_or(0);
-        let Some(score) = subset_score(pod, node, subset, room) else {
+        let Some(score) = subset_score(pod, &node, subset, room) else {
             continue;
         };
         if best.is_none_or(|(_, b)| score > b) {

@@ -414,7 +414,7 @@ fn patched_priority_class_clears_priority() {
 
 // ----- the controller -----
 
-fn no_nodes<'n>(_: &str) -> Option<&'n Node> {
+fn no_nodes(_: &str) -> Option<std::sync::Arc<Node>> {
     None
 }
 
@@ -571,7 +571,7 @@ fn pods_created_before_the_workloadspread_are_adopted_by_node() {
     b.required_node_selector = Some(zone_term("b"));
     let w = ws(vec![a, b]);
     let nodes = [node("node-a", "a", vec![]), node("node-b", "b", vec![])];
-    let lookup = |name: &str| nodes.iter().find(|n| n.metadata.name.as_deref() == Some(name));
+    let lookup = |name: &str| nodes.iter().find(|n| n.metadata.name.as_deref() == Some(name)).cloned().map(std::sync::Arc::new);
     let mut pods = Vec::new();
     for (name, node) in [("p0", "node-a"), ("p1", "node-a"), ("p2", "node-b"), ("p3", "")] {
         let mut p = pod(name);
