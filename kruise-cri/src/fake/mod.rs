@@ -13,7 +13,7 @@ mod server;
 pub use server::{FakeServer, serve};
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::broadcast;
@@ -32,6 +32,9 @@ pub const STOP_EXIT_CODE: i32 = 143;
 pub const KILL_EXIT_CODE: i32 = 137;
 /// Size the fake gives a pulled image unless [`FakeRuntime::add_image`] said otherwise.
 pub const DEFAULT_IMAGE_SIZE: u64 = 1 << 20;
+
+/// Events a subscriber may fall behind by before it loses the oldest.
+pub const EVENT_BUFFER: usize = 256;
 
 /// Runs an exec in the fake: gets the container and the command, returns the result.
 pub type ExecHandler = Arc<dyn Fn(&ContainerStatus, &[String]) -> ExecSyncResult + Send + Sync>;
@@ -88,7 +91,8 @@ pub struct FakeRuntime {
 struct Inner {
     name: String,
     state: Mutex<State>,
-    events: broadcast::Sender<FakeEvent>,
+    /// Made by the first `subscribe`: a runtime nobody watches allocates no channel.
+    events: OnceLock<broadcast::Sender<FakeEvent>>,
 }
 
 #[derive(Default)]
@@ -215,7 +219,6 @@ impl FakeRuntime {
     /// different names give different IDs and one name gives the same IDs every run.
     pub fn new(name: impl Into<String>) -> Self {
         let name = name.into();
-        let (events, _) = broadcast::channel(256);
         let state = State {
             version: VersionInfo {
                 version: "0.1.0".into(),
@@ -225,7 +228,9 @@ impl FakeRuntime {
             },
             ..State::default()
         };
-        FakeRuntime { inner: Arc::new(Inner { name, state: Mutex::new(state), events }) }
+        FakeRuntime {
+            inner: Arc::new(Inner { name, state: Mutex::new(state), events: OnceLock::new() }),
+        }
     }
 
     /// The name given to [`new`](Self::new).
@@ -240,8 +245,10 @@ impl FakeRuntime {
     }
 
     fn emit(&self, event: FakeEvent) {
-        // No subscriber is fine.
-        let _ = self.inner.events.send(event);
+        if let Some(events) = self.inner.events.get() {
+            // No live receiver is fine.
+            let _ = events.send(event);
+        }
     }
 
     fn new_id(&self, state: &mut State) -> String {
@@ -249,9 +256,9 @@ impl FakeRuntime {
         hex_id(fnv(self.inner.name.as_bytes()) ^ splitmix(state.next_id))
     }
 
-    /// Events from now on. A receiver that falls more than 256 events behind loses the oldest.
+    /// Events from now on. A receiver more than [`EVENT_BUFFER`] events behind loses the oldest.
     pub fn subscribe(&self) -> broadcast::Receiver<FakeEvent> {
-        self.inner.events.subscribe()
+        self.inner.events.get_or_init(|| broadcast::channel(EVENT_BUFFER).0).subscribe()
     }
 
     /// Replaces what `version` answers.
