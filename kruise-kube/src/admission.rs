@@ -73,6 +73,8 @@ pub struct AdmissionContext {
     pub pub_budgets: Option<crate::pub_budget::PubWebhook>,
     /// SidecarSet injection at pod creation, and the SidecarSet webhooks' view of the others.
     pub sidecar_sets: Option<crate::sidecarset::SidecarSetWebhook>,
+    /// WorkloadSpread subsets at pod creation and deletion (the `WorkloadSpread` gate).
+    pub workload_spreads: Option<crate::workloadspread::WorkloadSpreadWebhook>,
 }
 
 /// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
@@ -96,6 +98,7 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
         .route(DAEMONSET_VALIDATING_PATH, post(validate_daemonset))
         .route(SIDECARSET_MUTATING_PATH, post(mutate_sidecarset))
         .route(SIDECARSET_VALIDATING_PATH, post(validate_sidecarset))
+        .route(WORKLOADSPREAD_VALIDATING_PATH, post(validate_workloadspread))
         .with_state(state)
 }
 
@@ -210,6 +213,48 @@ async fn validate_daemonset(body: Bytes) -> Response {
 const SIDECARSET_MUTATING_PATH: &str = "/mutate-apps-kruise-io-sidecarset";
 const SIDECARSET_VALIDATING_PATH: &str = "/validate-apps-kruise-io-sidecarset";
 
+/// Upstream's path of the WorkloadSpread validating webhook.
+const WORKLOADSPREAD_VALIDATING_PATH: &str =
+    kruise_core::admission::workloadspread::VALIDATING_WEBHOOK_PATH;
+
+/// `vworkloadspread.kb.io`: upstream's rules, against the other WorkloadSpreads in the
+/// namespace (a workload has at most one) and the custom-workload whitelist.
+async fn validate_workloadspread(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    use kruise_core::admission::workloadspread::{
+        WorkloadSpreadContext, validate_workloadspread_create, validate_workloadspread_update,
+    };
+    let whitelist = match &context.workload_spreads {
+        Some(spreads) => Some(spreads.whitelist().await),
+        None => None,
+    };
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let ws = hub_object::<v1alpha1::WorkloadSpread>(request, object, "workloadspread")
+            .map_err(bad)?;
+        let old = old_of(request)
+            .map(|old| hub_object::<v1alpha1::WorkloadSpread>(request, old, "old workloadspread"))
+            .transpose()
+            .map_err(bad)?;
+        let namespace = request.namespace.clone().unwrap_or_default();
+        let mut others = match &context.workload_spreads {
+            Some(spreads) => spreads.in_namespace(&namespace),
+            None => Vec::new(),
+        };
+        others.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut ctx = WorkloadSpreadContext::new(&others);
+        ctx.whitelist = whitelist.as_deref();
+        let errors = match &old {
+            Some(old) => validate_workloadspread_update(&ws, old, &ctx),
+            None => validate_workloadspread_create(&ws, &ctx),
+        };
+        errors.into_result().map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
+}
+
 /// An object of a kind served at v1alpha1 and v1beta1, as v1beta1: a v1alpha1 object is
 /// converted, as upstream's handlers do.
 fn hub_object<A>(request: &AdmissionRequest, object: &Value, what: &str) -> Result<A::Hub, String>
@@ -298,8 +343,21 @@ async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -
     };
     let namespace = placed.metadata.namespace.clone().unwrap_or_default();
     let sidecar_step = context.sidecar_sets.as_ref().map(|sets| sets.step(&placed, &namespace));
+    // A dry run reserves nothing, so it is not placed in a subset either (as upstream).
+    let spread_step = match &context.workload_spreads {
+        Some(spreads) if !request.dry_run => match spreads.on_create(&placed, &namespace).await {
+            Ok(step) => step,
+            Err(e) => {
+                return review_response(&AdmissionResponse::deny(&request, 500, e.to_string()));
+            }
+        },
+        _ => None,
+    };
     let mut steps: Vec<&dyn kruise_core::admission::pod_chain::PodMutator> = vec![&pub_step];
     if let Some(step) = &sidecar_step {
+        steps.push(step);
+    }
+    if let Some(step) = &spread_step {
         steps.push(step);
     }
     let response = match PodChain::new(steps).run(&pod) {
@@ -316,15 +374,14 @@ async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -
 }
 
 /// The pod validating webhook: PodUnavailableBudget's check of pod DELETE and UPDATE and of
-/// `pods/eviction` CREATE.
+/// `pods/eviction` CREATE, then WorkloadSpread's release of an allowed DELETE or eviction's
+/// place in its subset. (Upstream releases first, so a refused deletion still released its
+/// place until the controller noticed; here only an admitted one does.)
 async fn validate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
     use kruise_core::pub_budget::PodRequest;
     let request = match decode(&body) {
         Ok(request) => request,
         Err(response) => return *response,
-    };
-    let Some(budgets) = &context.pub_budgets else {
-        return review_response(&AdmissionResponse::allow(&request));
     };
     let decode_pod = |value: Option<&Value>| {
         use serde::Deserialize as _;
@@ -360,13 +417,22 @@ async fn validate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes)
                 .is_some_and(|d| !d.is_empty())
         });
     let username = request.username.as_deref().unwrap_or_default();
-    let response = match budgets.check(pod_request, dry_run, username).await {
-        crate::pub_budget::PodVerdict::Allow => AdmissionResponse::allow(&request),
-        crate::pub_budget::PodVerdict::Deny(code, message) => {
-            AdmissionResponse::deny(&request, code, message)
+    if let Some(budgets) = &context.pub_budgets
+        && let crate::pub_budget::PodVerdict::Deny(code, message) =
+            budgets.check(pod_request, dry_run, username).await
+    {
+        return review_response(&AdmissionResponse::deny(&request, code, message));
+    }
+    if let Some(spreads) = &context.workload_spreads
+        && !dry_run
+    {
+        match pod_request {
+            PodRequest::Delete { pod } => spreads.on_delete(pod, false).await,
+            PodRequest::Evict { pod } => spreads.on_delete(pod, true).await,
+            _ => {}
         }
-    };
-    review_response(&response)
+    }
+    review_response(&AdmissionResponse::allow(&request))
 }
 
 /// Decodes `value` as `T`, naming the failing field.
@@ -1125,7 +1191,20 @@ pub fn configurations(
         vec![rule("", &["v1"], "pods/eviction", &["CREATE"])],
         pods,
     );
-    vpod_eviction["namespaceSelector"] = system_namespaces;
+    vpod_eviction["namespaceSelector"] = system_namespaces.clone();
+    // Pods a WorkloadSpread placed release their subset when deleted; those a budget covers
+    // are already sent by `vpod.kb.io` (sending them twice would reserve them twice).
+    let mut vpod_spread = webhook(
+        "vpodworkloadspread.kb.io",
+        "/validate-pod",
+        vec![rule("", &["v1"], "pods", &["DELETE"])],
+        pods,
+    );
+    vpod_spread["namespaceSelector"] = system_namespaces;
+    vpod_spread["objectSelector"] = json!({"matchExpressions": [
+        {"key": crate::workloadspread::MATCHED_LABEL, "operator": "Exists"},
+        {"key": crate::pub_budget::COVERED_LABEL, "operator": "DoesNotExist"}
+    ]});
     let vcloneset = webhook(
         "vcloneset.kb.io",
         "/validate-apps-kruise-io-cloneset",
@@ -1176,8 +1255,23 @@ pub fn configurations(
         vec![rule("apps.kruise.io", &cloneset_versions, "daemonsets", &["CREATE", "UPDATE"])],
         kruise,
     );
-    let mut webhooks =
-        vec![vpod, vpod_eviction, vcloneset, vstatefulset, vpub, vsidecarset, vdaemonset];
+    let vworkloadspread = webhook(
+        "vworkloadspread.kb.io",
+        WORKLOADSPREAD_VALIDATING_PATH,
+        vec![rule("apps.kruise.io", &cloneset_versions, "workloadspreads", &["CREATE", "UPDATE"])],
+        kruise,
+    );
+    let mut webhooks = vec![
+        vpod,
+        vpod_eviction,
+        vpod_spread,
+        vcloneset,
+        vstatefulset,
+        vpub,
+        vsidecarset,
+        vdaemonset,
+        vworkloadspread,
+    ];
     if policy.deletion_protection {
         webhooks.extend([
             protected_webhook("vnamespace.kb.io", "/validate-namespace", "", &["v1"], "namespaces"),

@@ -247,6 +247,7 @@ pub fn registry() -> Vec<Registration> {
         crate::daemonset::registration(),
         crate::pub_budget::registration(),
         crate::sidecarset::registration(),
+        crate::workloadspread::registration(),
     ]
 }
 

@@ -23,6 +23,9 @@
 //! - [`statefulset`]: the Advanced StatefulSet controller.
 //! - [`pub_budget`]: PodUnavailableBudget: its controller, and the pod webhooks' checks and
 //!   reservations.
+//! - [`scale`]: a workload's replicas and selector through its scale subresource.
+//! - [`workloadspread`]: WorkloadSpread: its controller, and the pod webhooks' subset
+//!   reservations.
 //! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
 
 pub mod admission;
@@ -41,7 +44,9 @@ pub mod manager;
 pub mod metrics;
 pub mod pub_budget;
 pub mod queue;
+pub mod scale;
 pub mod sidecarset;
 pub mod statefulset;
 pub mod webhook;
 pub mod workload;
+pub mod workloadspread;

@@ -209,6 +209,13 @@ pub async fn run(
                         None,
                     )),
                 }),
+                workload_spreads: gates.enabled("WorkloadSpread").then(|| {
+                    crate::workloadspread::WorkloadSpreadWebhook::new(
+                        &caches,
+                        client.clone(),
+                        &webhook.namespace,
+                    )
+                }),
                 sidecar_sets: gates.enabled("PodWebhook").then(|| {
                     crate::sidecarset::SidecarSetWebhook::new(
                         &caches,

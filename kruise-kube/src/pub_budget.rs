@@ -31,7 +31,7 @@ use kruise_api::well_known::annotations;
 use kruise_core::pub_budget::{
     self as core, BudgetForPod, Decision, PodRequest, PubGates, TargetPods,
 };
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 
@@ -60,10 +60,8 @@ struct Resolved {
 pub struct PubState {
     targets: Mutex<HashMap<String, Resolved>>,
     budgets: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<PodUnavailableBudget>>>>>,
-    /// Target kinds found through discovery (`group/version/kind` to the resource and whether
-    /// it has a scale subresource), so that a reconcile asks only for the scale. Kinds not
-    /// served are not kept: their CRD may come.
-    kinds: Mutex<HashMap<String, (ApiResource, bool)>>,
+    /// Reads targets' scales.
+    scales: crate::scale::ScaleReader,
 }
 
 impl std::fmt::Debug for PubState {
@@ -101,24 +99,6 @@ impl PubState {
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|uid, _| live.contains(uid));
     }
-
-    /// The resource serving `gvk` and whether it has a scale subresource, from discovery the
-    /// first time.
-    async fn kind(&self, client: &Client, gvk: &GroupVersionKind) -> Option<(ApiResource, bool)> {
-        let key = format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind);
-        let known =
-            self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned();
-        if known.is_some() {
-            return known;
-        }
-        let (resource, capabilities) = kube::discovery::pinned_kind(client, gvk).await.ok()?;
-        let scale = capabilities.subresources.iter().any(|(sub, _)| sub.plural == "scale");
-        self.kinds
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(key, (resource.clone(), scale));
-        Some((resource, scale))
-    }
 }
 
 /// The manager's PUB gates from its feature gates.
@@ -138,17 +118,13 @@ async fn resolve(client: &Client, state: &PubState, budget: &PodUnavailableBudge
     };
     let unresolved = Resolved { target: Some(TargetPods::Unresolved), replicas: None };
     let namespace = budget.namespace().unwrap_or_default();
-    let (group, version) = match target.api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", target.api_version.as_str()),
+    let reader = &state.scales;
+    let Ok(scale) =
+        reader.scale(client, &namespace, &target.api_version, &target.kind, &target.name).await
+    else {
+        return unresolved;
     };
-    let gvk = GroupVersionKind::gvk(group, version, &target.kind);
-    let Some((resource, true)) = state.kind(client, &gvk).await else { return unresolved };
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
-    let Ok(scale) = api.get_subresource("scale", &target.name).await else { return unresolved };
-    let scale = serde_json::to_value(&scale).unwrap_or(Value::Null);
-    let selector = scale["status"]["selector"].as_str().unwrap_or_default();
-    let replicas = scale["spec"]["replicas"].as_i64().and_then(|r| i32::try_from(r).ok());
+    let (selector, replicas) = (scale.selector.as_str(), scale.replicas);
     match kruise_core::admission::meta::label_selector_from_str(selector) {
         Ok(selector) if !selector.eq(&Default::default()) => {
             Resolved { target: Some(TargetPods::Selector(selector)), replicas }

@@ -52,7 +52,7 @@ use crate::workloadspread::{CustomWorkloadWhitelist, parse_group};
 pub const VALIDATING_WEBHOOK_NAME: &str = "vworkloadspread.kb.io";
 
 /// The webhook's path.
-pub const VALIDATING_WEBHOOK_PATH: &str = "/validate-apps-kruise-io-v1alpha1-workloadspread";
+pub const VALIDATING_WEBHOOK_PATH: &str = "/validate-apps-kruise-io-workloadspread";
 
 /// The longest a subset may stay unschedulable, in seconds (`MaxScheduledFailedDuration`).
 const MAX_SCHEDULED_FAILED_SECONDS: i32 = 300;

@@ -11,7 +11,7 @@
 //!   strategic merge patch and the `apps.kruise.io/matched-workloadspread` annotation.
 //! - [`reconcile`] is the controller: the status computed from the pods (versioned per pod
 //!   revision), adoption of pods created before the WorkloadSpread, deletion costs, the
-//!   `SubsetSchedulable` condition and the pods to delete under the Adaptive strategy.
+//!   `Schedulable` condition (upstream's `SubsetSchedulable` constant) and the pods to delete under the Adaptive strategy.
 //!
 //! Validation lives in [`crate::admission::workloadspread`].
 //!
@@ -97,8 +97,8 @@ pub const FAKE_SUBSET_NAME: &str = "kruise.io/workloadspread-fake-subset-name";
 pub const IGNORE_PATCH_EXISTING_PODS_ANNOTATION: &str =
     "workloadspread.kruise.io/ignore-patch-existing-pods-metadata";
 
-/// The `SubsetSchedulable` condition type of a subset status.
-pub const SUBSET_SCHEDULABLE: &str = "SubsetSchedulable";
+/// The `Schedulable` condition (upstream's `SubsetSchedulable` constant) type of a subset status.
+pub const SUBSET_SCHEDULABLE: &str = "Schedulable";
 
 /// How long a pod the webhook recorded in `creatingPods` may take to appear (upstream's
 /// `CreatPodTimeout`).

@@ -155,7 +155,7 @@ type SubsetPods<'p> = BTreeMap<String, Vec<&'p Pod>>;
 ///    `creatingPods`/`deletingPods` the webhook recorded that have not expired (30 s and 15 s;
 ///    expired ones give `CreatePodFailed`/`DeletePodFailed` Events), overall and per version;
 /// 4. with the Adaptive strategy, every subset but the last whose pods stay unschedulable
-///    longer than `rescheduleCriticalSeconds` is marked `SubsetSchedulable=False` and those pods
+///    longer than `rescheduleCriticalSeconds` is marked `Schedulable=False` and those pods
 ///    are deleted; a subset recovers after 5 minutes.
 pub fn reconcile(input: &ReconcileInput<'_>) -> ReconcilePlan {
     let ws = input.ws;

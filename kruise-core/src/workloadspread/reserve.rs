@@ -70,7 +70,7 @@ pub fn reserve(
 /// - otherwise the subset statuses of the pod's version (initialized from the spec, percentages
 ///   of `workload_replicas` rounded up, when there are none) are used:
 ///   - **Create**: a pod already recorded in `creatingPods` or `deletingPods` keeps the subset
-///     it is recorded in; else the first subset not marked `SubsetSchedulable=False` with
+///     it is recorded in; else the first subset not marked `Schedulable=False` with
 ///     `missingReplicas` above 0 (or unlimited, `-1`) is chosen, and, when limited, the pod's
 ///     name (or a new identifier from `new_uid` when it has none) goes into its
 ///     `creatingPods` and `missingReplicas` drops by one;

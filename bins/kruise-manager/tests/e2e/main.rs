@@ -15,3 +15,4 @@ mod sidecarset;
 mod statefulset;
 mod takeover;
 mod webhooks;
+mod workloadspread;

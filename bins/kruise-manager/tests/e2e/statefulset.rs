@@ -367,6 +367,7 @@ fn controllers_wait_for_their_crds() {
             && log.contains("clonesets.apps.kruise.io/v1beta1")
             && log.contains("daemonsets.apps.kruise.io/v1beta1")
             && log.contains("sidecarsets.apps.kruise.io/v1beta1")
+            && log.contains("workloadspreads.apps.kruise.io/v1beta1")
             && log.contains("podunavailablebudgets.policy.kruise.io/v1beta1"))
         .then_some(())
     });
