@@ -38,6 +38,11 @@
 //! SidecarSets are installed, one of which selects the pod and injects its sidecar (the
 //! SidecarSets are found through the webhook's index, not by matching all 200).
 //!
+//! `pod-create-workloadspreads` is the same pod CREATE, owned by the CloneSet `api`, while 1,000
+//! WorkloadSpreads are installed in its namespace: the one targeting `api` places it in its
+//! first subset (unlimited, so no status write) and injects the subset's affinity, toleration
+//! and labels.
+//!
 //! Targets (issue): p99 under 2 ms, and at most 1.5 x the no-op handler's p99. Printed as
 //! PASS/MISS; nothing is asserted. Also printed: CPU time per request of the server and the
 //! client threads (`/proc/self/task/*/schedstat`), how late the sender was, and how much CPU
@@ -560,7 +565,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         pub_enabled: true,
         pub_budgets: Some(pub_webhook(&client).await),
         sidecar_sets: Some(sidecar_webhook(&client).await),
-        workload_spreads: None,
+        workload_spreads: Some(spread_webhook(&client).await),
     };
     let routes = admission::routes(context).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)
@@ -605,6 +610,56 @@ async fn sidecar_webhook(client: &kube::Client) -> kruise_kube::sidecarset::Side
     }
     let caches = kruise_kube::cache::SharedCaches::new();
     let webhook = kruise_kube::sidecarset::SidecarSetWebhook::new(&caches, Default::default());
+    caches.start(client.clone(), None);
+    caches.wait_synced().await;
+    std::mem::forget(caches);
+    webhook
+}
+
+/// WorkloadSpreads installed for the `pod-create-workloadspreads` scenario, in `default`: one
+/// targets the CloneSet `api` (the scenario's pod's owner), the others other CloneSets.
+const WORKLOADSPREADS: usize = 1000;
+
+/// [`WORKLOADSPREADS`] WorkloadSpreads in the API server and the pod webhooks' view of them
+/// through a reflector, as the manager has it. `api-spread` has two subsets, the first
+/// unlimited, so the whole choice runs but needs no status write (the write is an API call
+/// like PodUnavailableBudget's reservations).
+async fn spread_webhook(
+    client: &kube::Client,
+) -> kruise_kube::workloadspread::WorkloadSpreadWebhook {
+    use kruise_api::apps::v1beta1::WorkloadSpread;
+    let api: Api<WorkloadSpread> = Api::namespaced(client.clone(), "default");
+    let zone = |z: &str| {
+        json!({"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [z]}
+        ]})
+    };
+    for i in 0..WORKLOADSPREADS {
+        let (name, target) = if i == 0 {
+            ("api-spread".to_owned(), "api".to_owned())
+        } else {
+            (format!("spread-{i}"), format!("app-{i}"))
+        };
+        let ws: WorkloadSpread = serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1beta1",
+            "kind": "WorkloadSpread",
+            "metadata": {"name": name},
+            "spec": {
+                "targetRef": {"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet", "name": target},
+                "subsets": [
+                    {"name": "zone-a", "requiredNodeSelector": zone("zone-a"),
+                     "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+                     "patch": {"metadata": {"labels": {"subset": "zone-a"}}}},
+                    {"name": "zone-b", "maxReplicas": 3, "requiredNodeSelector": zone("zone-b")},
+                ],
+            },
+        }))
+        .expect("a WorkloadSpread");
+        api.create(&PostParams::default(), &ws).await.expect("WorkloadSpread created");
+    }
+    let caches = kruise_kube::cache::SharedCaches::new();
+    let webhook =
+        kruise_kube::workloadspread::WorkloadSpreadWebhook::new(&caches, client.clone(), NAMESPACE);
     caches.start(client.clone(), None);
     caches.wait_synced().await;
     std::mem::forget(caches);
@@ -1025,6 +1080,27 @@ fn main() {
         assert!(patch_text.contains("agent-0") && !patch_text.contains("agent-1\""), "{patch_text}");
         println!("bodies: pod CREATE with {SIDECARSETS} SidecarSets installed, one injecting: {} patch bytes", patch.len());
 
+        // Pod creation with 1,000 WorkloadSpreads installed: the one targeting the pod's
+        // CloneSet places it in its first subset.
+        let mut spread_review = pod_review();
+        spread_review["request"]["object"]["metadata"]["ownerReferences"][0]["name"] = json!("api");
+        let spread_create = to_bytes(&spread_review);
+        let answer = exchange(&target, &mut sender, POD_MUTATE_PATH, &spread_create)
+            .await
+            .expect("mutate-pod answers");
+        let response = allowed(POD_MUTATE_PATH, &answer);
+        let patch = response["patch"].as_str().expect("the subset is injected");
+        let patch = base64::engine::general_purpose::STANDARD.decode(patch).expect("base64");
+        let patch_text = String::from_utf8_lossy(&patch).into_owned();
+        assert!(
+            patch_text.contains("matched-workloadspread") && patch_text.contains("zone-a"),
+            "{patch_text}"
+        );
+        println!(
+            "bodies: pod CREATE with {WORKLOADSPREADS} WorkloadSpreads installed, one placing it: {} patch bytes",
+            patch.len()
+        );
+
         // PodUnavailableBudget: a dry run within the budget, a refusal, and reservations.
         let dry_run = to_bytes(&delete_review(
             "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
@@ -1065,6 +1141,7 @@ fn main() {
             Scenario::new("cloneset-validate", VALIDATE_PATH, validate),
             Scenario::new("cloneset-default", MUTATE_PATH, mutate),
             Scenario::new("pod-create-sidecarsets", POD_MUTATE_PATH, pod_create),
+            Scenario::new("pod-create-workloadspreads", POD_MUTATE_PATH, spread_create),
             Scenario::new("pub-dry-run", POD_PATH, dry_run),
             Scenario::new("pub-denied", POD_PATH, denied),
             Scenario { name: "pub-reserve", path: POD_PATH, bodies: reserve, by_default: false },

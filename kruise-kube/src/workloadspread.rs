@@ -329,20 +329,38 @@ impl WorkloadSpreadWebhook {
         if !core::is_supported_owner(&owner.api_version, &owner.kind, &whitelist) {
             return None;
         }
-        let spreads: Vec<WorkloadSpread> = candidates.iter().map(|w| w.as_ref().clone()).collect();
         let labels = pod.labels().clone();
         let mut chain = vec![owner];
         for _ in 0..3 {
+            // Only the WorkloadSpreads naming a workload of the chain are looked at closely
+            // (a namespace may hold many).
+            let mut named: Vec<WorkloadSpread> = candidates
+                .iter()
+                .filter(|w| {
+                    w.spec
+                        .target_reference
+                        .as_ref()
+                        .is_some_and(|t| chain.iter().any(|o| o.name == t.name && o.kind == t.kind))
+                })
+                .map(|w| w.as_ref().clone())
+                .collect();
+            named.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
             let refs: Vec<WorkloadRef<'_>> = chain
                 .iter()
                 .map(|o| WorkloadRef { api_version: &o.api_version, kind: &o.kind, name: &o.name })
                 .collect();
-            if let Some(ws) = core::select_workload_spread(&spreads, &refs, &labels) {
+            if let Some(ws) = core::select_workload_spread(&named, &refs, &labels) {
                 let name = ws.name_any();
                 return candidates.iter().find(|c| c.name_any() == name).cloned();
             }
+            // Up one level only where a target can sit above the owner: a ReplicaSet's
+            // Deployment, or a whitelisted workload above one of its sub-resources.
             let last = chain.last()?;
-            if !core::is_supported_owner(&last.api_version, &last.kind, &whitelist) {
+            let group = core::parse_group(&last.api_version).unwrap_or_default();
+            let climbs = (last.kind == "ReplicaSet" && group == "apps")
+                || (whitelist.contains(group, &last.kind)
+                    && !whitelist.contains_workload(group, &last.kind));
+            if !climbs {
                 return None;
             }
             let up = self.controller_of_owner(namespace, last).await?;

@@ -7,6 +7,7 @@ mod common;
 mod chart;
 mod crds_cli;
 mod daemonset;
+mod image;
 mod leader_failover;
 mod playground;
 mod pub_budget;

@@ -38,12 +38,21 @@ fn zone_subset(name: &str, zone: &str, max: Option<i64>) -> Value {
 }
 
 fn spread(name: &str, target: &str, subsets: Value, strategy: Value) -> String {
+    spread_for(
+        name,
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": target}),
+        subsets,
+        strategy,
+    )
+}
+
+fn spread_for(name: &str, target: Value, subsets: Value, strategy: Value) -> String {
     json!({
         "apiVersion": "apps.kruise.io/v1beta1",
         "kind": "WorkloadSpread",
         "metadata": {"name": name},
         "spec": {
-            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "targetRef": target,
             "subsets": subsets,
             "scheduleStrategy": strategy,
         }
@@ -188,6 +197,18 @@ fn a_deployment_spreads_over_zones_and_scales_in_from_the_last_subset() {
     });
     let ws = k.json(&["get", "workloadspread", "web-spread", "-o", "json"]);
     assert_eq!(ws["status"]["observedGeneration"], ws["metadata"]["generation"]);
+
+    // A rolling update keeps the spread (upstream's #1194): the new version's pods are counted
+    // apart from the old ones' (versioned subset statuses).
+    k.ok(&["set", "image", "deployment/web", "main=registry.example/web:v2"]);
+    wait_for("4 updated pods still spread 2/2", Duration::from_secs(120), || {
+        let (by_zone, consistent) = zones(k, "web");
+        let list = k.json(&["get", "pods", "-l", "app=web", "-o", "json"]);
+        let items = list["items"].as_array()?;
+        let updated =
+            items.iter().all(|p| p["spec"]["containers"][0]["image"] == "registry.example/web:v2");
+        (by_zone == counts(2, 2, 0) && consistent && items.len() == 4 && updated).then_some(())
+    });
 }
 
 #[test]
@@ -238,4 +259,73 @@ fn an_adaptive_subset_whose_nodes_are_full_spills_to_the_next() {
         .cloned()
         .unwrap_or(Value::Null);
     assert_eq!(schedulable["status"], "False", "{ws:#}");
+}
+
+/// A CloneSet target, written in v1alpha1 (`requiredNodeSelectorTerm`): spread on creation,
+/// and CloneSet's own scale-in follows the deletion costs the controller writes.
+#[test]
+fn a_cloneset_spreads_and_its_scale_in_follows_deletion_costs() {
+    let cluster = cluster(6);
+    let k = &cluster.kubectl;
+    let (_manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
+    wait_for("the WorkloadSpread webhook registered", Duration::from_secs(60), || {
+        let out = k.run_with(
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "kruise-validating-webhook-configuration",
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        out.stdout.contains("\"vworkloadspread.kb.io\"").then_some(())
+    });
+    let term = |zone: &str| {
+        json!({"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}
+        ]})
+    };
+    let alpha = json!({
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "WorkloadSpread",
+        "metadata": {"name": "cs-spread"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs"},
+            "subsets": [
+                {"name": "zone-a", "maxReplicas": 1, "requiredNodeSelectorTerm": term("zone-a"),
+                 "patch": {"metadata": {"labels": {"subset": "zone-a"}}}},
+                {"name": "zone-b", "requiredNodeSelectorTerm": term("zone-b"),
+                 "patch": {"metadata": {"labels": {"subset": "zone-b"}}}},
+            ]
+        }
+    });
+    k.ok_stdin(&["apply", "-f", "-"], &alpha.to_string());
+    // Served back at v1beta1 with the renamed field.
+    let beta =
+        k.json(&["get", "workloadspreads.v1beta1.apps.kruise.io", "cs-spread", "-o", "json"]);
+    assert_eq!(beta["spec"]["subsets"][0]["requiredNodeSelector"], term("zone-a"), "{beta:#}");
+    k.ok_stdin(&["apply", "-f", "-"], &crate::common::cloneset_yaml("cs", 4, ""));
+    wait_for("4 pods spread 1/3", Duration::from_secs(90), || {
+        let (by_zone, consistent) = zones(k, "cs");
+        (by_zone == counts(1, 3, 0) && consistent).then_some(())
+    });
+    wait_for("deletion costs on every pod", Duration::from_secs(60), || {
+        let pods = k.json(&["get", "pods", "-l", "app=cs", "-o", "json"]);
+        pods["items"]
+            .as_array()?
+            .iter()
+            .all(|p| {
+                !p["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"]
+                    .is_null()
+            })
+            .then_some(())
+    });
+    k.ok(&["scale", "clonesets.apps.kruise.io", "cs", "--replicas", "2"]);
+    wait_for("2 pods left, one per zone", Duration::from_secs(90), || {
+        let (by_zone, consistent) = zones(k, "cs");
+        let list = k.json(&["get", "pods", "-l", "app=cs", "-o", "json"]);
+        let all = list["items"].as_array().map_or(0, Vec::len);
+        (by_zone == counts(1, 1, 0) && consistent && all == 2).then_some(())
+    });
 }
