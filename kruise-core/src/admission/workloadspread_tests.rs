@@ -120,7 +120,7 @@ fn max_replicas_rules() {
         ["spec.subsets[0].maxReplicas: Invalid value: intstr.IntOrString{Type:0, IntVal:-1, StrVal:\"\"}: maxReplicas is not valid for subset"]
     );
     assert_eq!(with(IntOrString::String("0.2%".into()), None).len(), 1);
-    assert_eq!(with(IntOrString::String("101%".into()), None)[0].contains("exceeds 100%"), true);
+    assert!(with(IntOrString::String("101%".into()), None)[0].contains("exceeds 100%"));
     assert!(with(IntOrString::String("40%".into()), Some(IntOrString::String("70%".into())))[0]
         .starts_with("spec.subsets[1].maxReplicas"));
     assert_eq!(

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::{
     CompletionPolicyType, ImagePullJob, ImagePullJobStatus, ImagePullPhase, ImagePullPolicy,
-    ImageSpec, ImageTagPullPolicy, ImageTagSpec, NodeImage, ReferenceObject, SandboxConfig,
+    ImageTagPullPolicy, ImageTagSpec, NodeImage, ReferenceObject, SandboxConfig,
 };
 use serde::Serialize;
 
@@ -68,7 +68,7 @@ pub enum TagOp {
         /// The tag.
         tag: String,
         /// The job.
-        owner: ObjectReference,
+        owner: Box<ObjectReference>,
         /// Limits of a new entry.
         pull_policy: ImageTagPullPolicy,
         /// Always or IfNotPresent.
@@ -103,7 +103,7 @@ impl NodeImageChange {
                     .map(|s| s.tags.as_slice())
                     .unwrap_or(&[]);
                 let status_of = |t: &str| last_failed.iter().find(|s| s.tag == t).cloned();
-                let spec = node_image.spec.images.entry(self.image.clone()).or_insert_with(ImageSpec::default);
+                let spec = node_image.spec.images.entry(self.image.clone()).or_default();
                 let mut changed = false;
                 if sandbox_config.is_some() && spec.sandbox_config != *sandbox_config {
                     spec.sandbox_config = sandbox_config.clone();
@@ -126,7 +126,7 @@ impl NodeImageChange {
                             entry.created_at = Some(created_at.clone());
                             entry.image_pull_policy = image_pull_policy.clone();
                         }
-                        entry.owner_references.push(owner.clone());
+                        entry.owner_references.push(owner.as_ref().clone());
                         changed = true;
                     }
                     None => {
@@ -135,7 +135,7 @@ impl NodeImageChange {
                             tag: tag.clone(),
                             created_at: Some(created_at.clone()),
                             pull_policy: Some(pull_policy.clone()),
-                            owner_references: vec![owner.clone()],
+                            owner_references: vec![owner.as_ref().clone()],
                             version,
                             image_pull_policy: image_pull_policy.clone(),
                         });
@@ -384,7 +384,7 @@ pub fn plan_job(input: &JobInput<'_>) -> Result<JobPlan, ImagePullError> {
                 image: image.clone(),
                 op: TagOp::Claim {
                     tag: tag.clone(),
-                    owner: owner.clone(),
+                    owner: Box::new(owner.clone()),
                     pull_policy: tag_pull_policy(job, &node, input.config),
                     image_pull_policy: job.spec.template.image_pull_policy.clone(),
                     sandbox_config: job.spec.template.sandbox_config.clone(),

@@ -98,7 +98,7 @@ pub fn reserve_versioned(
     let statuses = status
         .versioned_subset_statuses
         .entry(version)
-        .or_insert_with(Vec::new);
+        .or_default();
     if statuses.is_empty() {
         *statuses = initial_subset_statuses(ws, workload_replicas);
     }
