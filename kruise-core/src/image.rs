@@ -63,7 +63,9 @@ pub struct ImageRef {
 impl ImageRef {
     /// Parses `text` (upstream's `reference.ParseNormalizedNamed`).
     pub fn parse(text: &str) -> Result<Self, ImageRefError> {
-        if text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        if text.len() == 64
+            && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             return Err(ImageRefError::HexIdentifier(text.to_owned()));
         }
         if text.is_empty() {
@@ -289,7 +291,10 @@ mod tests {
         assert_eq!((r.domain.as_str(), r.path.as_str()), ("docker.io", "library/nginx"));
         assert_eq!(r.name_tag(), ("nginx".into(), "latest".into()));
         assert_eq!(name_tag("team/app:v1").unwrap(), ("team/app".into(), "v1".into()));
-        assert_eq!(name_tag("index.docker.io/library/nginx:1").unwrap(), ("nginx".into(), "1".into()));
+        assert_eq!(
+            name_tag("index.docker.io/library/nginx:1").unwrap(),
+            ("nginx".into(), "1".into())
+        );
     }
 
     #[test]
@@ -304,10 +309,19 @@ mod tests {
     #[test]
     fn digests_win_over_tags() {
         let digest = format!("sha256:{HEX}");
-        assert_eq!(name_tag(&format!("busybox@{digest}")).unwrap(), ("busybox".into(), digest.clone()));
+        assert_eq!(
+            name_tag(&format!("busybox@{digest}")).unwrap(),
+            ("busybox".into(), digest.clone())
+        );
         assert_eq!(name_tag(&format!("busybox:1.0@{digest}")).unwrap().1, digest);
-        assert_eq!(ImageRef::parse("busybox@md5:0123456789abcdef0123456789abcdef"), Err(ImageRefError::UnsupportedDigest));
-        assert_eq!(ImageRef::parse("busybox@sha256:0123456789abcdef0123456789abcdef"), Err(ImageRefError::DigestLength));
+        assert_eq!(
+            ImageRef::parse("busybox@md5:0123456789abcdef0123456789abcdef"),
+            Err(ImageRefError::UnsupportedDigest)
+        );
+        assert_eq!(
+            ImageRef::parse("busybox@sha256:0123456789abcdef0123456789abcdef"),
+            Err(ImageRefError::DigestLength)
+        );
         assert_eq!(ImageRef::parse("busybox@sha256"), Err(ImageRefError::DigestFormat));
     }
 

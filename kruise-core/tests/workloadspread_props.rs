@@ -216,24 +216,29 @@ fn subset_strategy() -> impl Strategy<Value = WorkloadSpreadSubset> {
 }
 
 fn pod_strategy() -> impl Strategy<Value = Pod> {
-    (prop::collection::vec(toleration(), 0..3), prop::collection::vec(term(), 0..3)).prop_map(|(tolerations, terms)| {
-        let mut pod = new_pod(Some("p".into()));
-        let spec = pod.spec.as_mut().expect("spec");
-        spec.containers = vec![k8s_openapi::api::core::v1::Container { name: "main".into(), ..Default::default() }];
-        spec.tolerations = Some(tolerations);
-        if !terms.is_empty() {
-            spec.affinity = Some(k8s_openapi::api::core::v1::Affinity {
-                node_affinity: Some(k8s_openapi::api::core::v1::NodeAffinity {
-                    required_during_scheduling_ignored_during_execution: Some(
-                        k8s_openapi::api::core::v1::NodeSelector { node_selector_terms: terms },
-                    ),
-                    preferred_during_scheduling_ignored_during_execution: None,
-                }),
+    (prop::collection::vec(toleration(), 0..3), prop::collection::vec(term(), 0..3)).prop_map(
+        |(tolerations, terms)| {
+            let mut pod = new_pod(Some("p".into()));
+            let spec = pod.spec.as_mut().expect("spec");
+            spec.containers = vec![k8s_openapi::api::core::v1::Container {
+                name: "main".into(),
                 ..Default::default()
-            });
-        }
-        pod
-    })
+            }];
+            spec.tolerations = Some(tolerations);
+            if !terms.is_empty() {
+                spec.affinity = Some(k8s_openapi::api::core::v1::Affinity {
+                    node_affinity: Some(k8s_openapi::api::core::v1::NodeAffinity {
+                        required_during_scheduling_ignored_during_execution: Some(
+                            k8s_openapi::api::core::v1::NodeSelector { node_selector_terms: terms },
+                        ),
+                        preferred_during_scheduling_ignored_during_execution: None,
+                    }),
+                    ..Default::default()
+                });
+            }
+            pod
+        },
+    )
 }
 
 proptest! {
@@ -261,8 +266,20 @@ struct PodShape {
 }
 
 fn shape() -> impl Strategy<Value = PodShape> {
-    (prop::option::of(0..4u8), prop::option::of(0..4u8), any::<bool>(), prop::option::of(-300..300i32), 0..2u8)
-        .prop_map(|(injected, node_zone, ready, cost, version)| PodShape { injected, node_zone, ready, cost, version })
+    (
+        prop::option::of(0..4u8),
+        prop::option::of(0..4u8),
+        any::<bool>(),
+        prop::option::of(-300..300i32),
+        0..2u8,
+    )
+        .prop_map(|(injected, node_zone, ready, cost, version)| PodShape {
+            injected,
+            node_zone,
+            ready,
+            cost,
+            version,
+        })
 }
 
 fn shaped_pod(i: usize, s: &PodShape) -> Pod {
@@ -272,14 +289,17 @@ fn shaped_pod(i: usize, s: &PodShape) -> Pod {
         // Subset 3 may not exist: such pods land in the fake subset.
         annotations.insert(
             "apps.kruise.io/matched-workloadspread".to_owned(),
-            InjectedSubset { name: "ws".into(), subset: format!("s{subset}"), uid: None }.to_annotation(),
+            InjectedSubset { name: "ws".into(), subset: format!("s{subset}"), uid: None }
+                .to_annotation(),
         );
     }
     if let Some(cost) = s.cost {
-        annotations.insert("controller.kubernetes.io/pod-deletion-cost".to_owned(), cost.to_string());
+        annotations
+            .insert("controller.kubernetes.io/pod-deletion-cost".to_owned(), cost.to_string());
     }
     pod.metadata.annotations = Some(annotations);
-    pod.metadata.labels = Some([("pod-template-hash".to_owned(), format!("v{}", s.version))].into());
+    pod.metadata.labels =
+        Some([("pod-template-hash".to_owned(), format!("v{}", s.version))].into());
     pod.metadata.owner_references.as_mut().expect("owners")[0].kind = "ReplicaSet".into();
     pod.spec.as_mut().expect("spec").node_name = s.node_zone.map(|z| format!("node-z{z}"));
     pod.status = Some(PodStatus {

@@ -102,10 +102,12 @@ pub fn with_volume_claim_templates(template: &PodTemplateSpec, claims: &[&str]) 
     for name in claims {
         volumes.push(k8s_openapi::api::core::v1::Volume {
             name: (*name).to_owned(),
-            persistent_volume_claim: Some(k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
-                claim_name: (*name).to_owned(),
-                read_only: None,
-            }),
+            persistent_volume_claim: Some(
+                k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
+                    claim_name: (*name).to_owned(),
+                    read_only: None,
+                },
+            ),
             ..Default::default()
         });
     }
@@ -113,7 +115,10 @@ pub fn with_volume_claim_templates(template: &PodTemplateSpec, claims: &[&str]) 
 }
 
 /// Validates a v1beta1 WorkloadSpread being created.
-pub fn validate_workloadspread_create(ws: &WorkloadSpread, ctx: &WorkloadSpreadContext<'_>) -> FieldErrors {
+pub fn validate_workloadspread_create(
+    ws: &WorkloadSpread,
+    ctx: &WorkloadSpreadContext<'_>,
+) -> FieldErrors {
     validate(ws, None, ctx)
 }
 
@@ -144,7 +149,11 @@ pub fn validate_workloadspread_v1alpha1_update(
     validate(&new.clone().map_to_hub(), Some(&old), ctx)
 }
 
-fn validate(ws: &WorkloadSpread, old: Option<&WorkloadSpread>, ctx: &WorkloadSpreadContext<'_>) -> FieldErrors {
+fn validate(
+    ws: &WorkloadSpread,
+    old: Option<&WorkloadSpread>,
+    ctx: &WorkloadSpreadContext<'_>,
+) -> FieldErrors {
     let spec_path = FieldPath::new("spec");
     let mut errs = FieldErrors::new();
     errs.extend(validate_spec(ws, ctx, &spec_path));
@@ -156,8 +165,13 @@ fn validate(ws: &WorkloadSpread, old: Option<&WorkloadSpread>, ctx: &WorkloadSpr
         )),
     }
     if let Some(old) = old {
-        errs.extend(validate_object_meta_update(&ws.metadata, &old.metadata, &FieldPath::new("metadata")));
-        if let (Some(new_ref), Some(old_ref)) = (&ws.spec.target_reference, &old.spec.target_reference)
+        errs.extend(validate_object_meta_update(
+            &ws.metadata,
+            &old.metadata,
+            &FieldPath::new("metadata"),
+        ));
+        if let (Some(new_ref), Some(old_ref)) =
+            (&ws.spec.target_reference, &old.spec.target_reference)
             && !same_target(new_ref, old_ref)
         {
             errs.push(FieldError::invalid(
@@ -188,13 +202,19 @@ fn go_target_reference(target: &TargetReference) -> String {
     )
 }
 
-fn validate_spec(ws: &WorkloadSpread, ctx: &WorkloadSpreadContext<'_>, path: &FieldPath) -> Vec<FieldError> {
+fn validate_spec(
+    ws: &WorkloadSpread,
+    ctx: &WorkloadSpreadContext<'_>,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let spec = &ws.spec;
     let mut errs = Vec::new();
     let target_path = path.child("targetRef");
     let mut template = None;
     match &spec.target_reference {
-        None => errs.push(FieldError::required(&target_path, "no targetRef defined in WorkloadSpread")),
+        None => {
+            errs.push(FieldError::required(&target_path, "no targetRef defined in WorkloadSpread"))
+        }
         Some(t) if t.api_version.is_empty() || t.name.is_empty() || t.kind.is_empty() => {
             errs.push(FieldError::invalid(
                 &target_path,
@@ -248,7 +268,11 @@ fn validate_spec(ws: &WorkloadSpread, ctx: &WorkloadSpreadContext<'_>, path: &Fi
     if let Some(WorkloadSpreadScheduleStrategyType::Other(other)) = &strategy.type_
         && !other.is_empty()
     {
-        errs.push(FieldError::invalid(&strategy_path.child("type"), other.as_str(), "ScheduleStrategy's type is not valid"));
+        errs.push(FieldError::invalid(
+            &strategy_path.child("type"),
+            other.as_str(),
+            "ScheduleStrategy's type is not valid",
+        ));
     }
     if let Some(adaptive) = &strategy.adaptive {
         let seconds = BadValue::from(adaptive.reschedule_critical_seconds);
@@ -267,7 +291,8 @@ fn validate_spec(ws: &WorkloadSpread, ctx: &WorkloadSpreadContext<'_>, path: &Fi
             ));
         }
         let allowed = if subsets.len() > 1 {
-            (MAX_SCHEDULED_FAILED_SECONDS - 5) / i32::try_from(subsets.len() - 1).unwrap_or(i32::MAX)
+            (MAX_SCHEDULED_FAILED_SECONDS - 5)
+                / i32::try_from(subsets.len() - 1).unwrap_or(i32::MAX)
         } else {
             i32::MAX
         };
@@ -285,12 +310,15 @@ fn validate_spec(ws: &WorkloadSpread, ctx: &WorkloadSpreadContext<'_>, path: &Fi
     if let Some(filter) = &spec.target_filter
         && let Err(msg) = label_selector_as_selector(filter.selector.as_ref())
     {
-        let selector = filter.selector.as_ref().map_or("(*v1.LabelSelector)(nil)".to_owned(), |s| {
-            format!("&{}", go::label_selector(s))
-        });
+        let selector =
+            filter.selector.as_ref().map_or("(*v1.LabelSelector)(nil)".to_owned(), |s| {
+                format!("&{}", go::label_selector(s))
+            });
         let value = format!(
             "v1beta1.TargetFilter{{Selector:{selector}, ReplicasPathList:{}}}",
-            go::string_slice((!filter.replicas_path_list.is_empty()).then_some(&filter.replicas_path_list[..]))
+            go::string_slice(
+                (!filter.replicas_path_list.is_empty()).then_some(&filter.replicas_path_list[..])
+            )
         );
         errs.push(FieldError::invalid(&path.child("targetFilter"), BadValue::Go(value), msg));
     }
@@ -333,7 +361,10 @@ fn validate_subsets(
         if let Some(term) = &subset.required_node_selector {
             errs.extend(validate_node_selector_term(term, &p.child("requiredNodeSelector")));
         }
-        errs.extend(validate_preferred_terms(&subset.preferred_node_selector, &p.child("preferredNodeSelector")));
+        errs.extend(validate_preferred_terms(
+            &subset.preferred_node_selector,
+            &p.child("preferredNodeSelector"),
+        ));
         if let Some(tolerations) = &subset.tolerations {
             errs.extend(validate_tolerations_list(tolerations, &p.child("tolerations")));
         }
@@ -355,14 +386,23 @@ fn validate_subsets(
                 Some(_) => {}
             }
             if is_sts && !is_int(max) {
-                errs.push(FieldError::invalid(&p.child("maxReplicas"), value, "the maxReplicas type must be Int for StatefulSet"));
+                errs.push(FieldError::invalid(
+                    &p.child("maxReplicas"),
+                    value,
+                    "the maxReplicas type must be Int for StatefulSet",
+                ));
                 return errs;
             }
-            let scaled = IntOrPercent::parse_lenient(max).map(|v| v.scale(100, crate::intstr::Rounding::Up));
+            let scaled =
+                IntOrPercent::parse_lenient(max).map(|v| v.scale(100, crate::intstr::Rounding::Up));
             let scaled = match scaled {
                 Ok(v) if v >= 0 => v,
                 _ => {
-                    errs.push(FieldError::invalid(&p.child("maxReplicas"), value, "maxReplicas is not valid for subset"));
+                    errs.push(FieldError::invalid(
+                        &p.child("maxReplicas"),
+                        value,
+                        "maxReplicas is not valid for subset",
+                    ));
                     return errs;
                 }
             };
@@ -383,7 +423,10 @@ fn validate_subsets(
         && percent_sum < 100
         && subsets.last().is_some_and(|s| s.max_replicas.is_some())
     {
-        let first = subsets[0].max_replicas.as_ref().map_or(BadValue::Null, |m| BadValue::Go(go::int_or_string(m)));
+        let first = subsets[0]
+            .max_replicas
+            .as_ref()
+            .map_or(BadValue::Null, |m| BadValue::Go(go::int_or_string(m)));
         errs.push(FieldError::invalid(
             &path.index(0).child("maxReplicas"),
             first,
@@ -393,15 +436,23 @@ fn validate_subsets(
     errs
 }
 
-fn validate_patch(template: &PodTemplateSpec, patch: &serde_json::Value, path: &FieldPath) -> Vec<FieldError> {
+fn validate_patch(
+    template: &PodTemplateSpec,
+    patch: &serde_json::Value,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let raw = patch.to_string();
     let original = match serde_json::to_value(template) {
         Ok(v) => v,
-        Err(e) => return vec![FieldError::invalid(path, raw, format!("failed to merge patch: {e}"))],
+        Err(e) => {
+            return vec![FieldError::invalid(path, raw, format!("failed to merge patch: {e}"))];
+        }
     };
     let merged = match apply_patch(&original, patch, PatchSchema::PodTemplateSpec) {
         Ok(v) => v,
-        Err(e) => return vec![FieldError::invalid(path, raw, format!("failed to merge patch: {e}"))],
+        Err(e) => {
+            return vec![FieldError::invalid(path, raw, format!("failed to merge patch: {e}"))];
+        }
     };
     let mut pod: PodTemplateSpec = match serde_json::from_value(merged) {
         Ok(p) => p,
@@ -416,7 +467,10 @@ fn validate_patch(template: &PodTemplateSpec, patch: &serde_json::Value, path: &
 fn validate_node_selector_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (j, req) in term.match_expressions.iter().flatten().enumerate() {
-        errs.extend(validate_node_selector_requirement(req, &path.child("matchExpressions").index(j)));
+        errs.extend(validate_node_selector_requirement(
+            req,
+            &path.child("matchExpressions").index(j),
+        ));
     }
     for (j, req) in term.match_fields.iter().flatten().enumerate() {
         errs.extend(validate_node_field_requirement(req, &path.child("matchFields").index(j)));
@@ -424,7 +478,10 @@ fn validate_node_selector_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec
     errs
 }
 
-fn validate_node_selector_requirement(req: &NodeSelectorRequirement, path: &FieldPath) -> Vec<FieldError> {
+fn validate_node_selector_requirement(
+    req: &NodeSelectorRequirement,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let values = req.values.as_deref().unwrap_or_default();
     match req.operator.as_str() {
@@ -441,7 +498,11 @@ fn validate_node_selector_requirement(req: &NodeSelectorRequirement, path: &Fiel
             "must be specified single value when `operator` is 'Lt' or 'Gt'",
         )),
         "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
-        other => errs.push(FieldError::invalid(&path.child("operator"), other, "not a valid selector operator")),
+        other => errs.push(FieldError::invalid(
+            &path.child("operator"),
+            other,
+            "not a valid selector operator",
+        )),
     }
     errs.extend(validate_label_name(&req.key, &path.child("key")));
     for (i, value) in values.iter().enumerate() {
@@ -452,7 +513,10 @@ fn validate_node_selector_requirement(req: &NodeSelectorRequirement, path: &Fiel
     errs
 }
 
-fn validate_node_field_requirement(req: &NodeSelectorRequirement, path: &FieldPath) -> Vec<FieldError> {
+fn validate_node_field_requirement(
+    req: &NodeSelectorRequirement,
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let values = req.values.as_deref().unwrap_or_default();
     match req.operator.as_str() {
@@ -464,10 +528,18 @@ fn validate_node_field_requirement(req: &NodeSelectorRequirement, path: &FieldPa
                 ));
             }
         }
-        other => errs.push(FieldError::invalid(&path.child("operator"), other, "not a valid selector operator")),
+        other => errs.push(FieldError::invalid(
+            &path.child("operator"),
+            other,
+            "not a valid selector operator",
+        )),
     }
     if req.key != "metadata.name" {
-        errs.push(FieldError::invalid(&path.child("key"), req.key.as_str(), "not a valid field selector key"));
+        errs.push(FieldError::invalid(
+            &path.child("key"),
+            req.key.as_str(),
+            "not a valid field selector key",
+        ));
     } else {
         for (i, value) in values.iter().enumerate() {
             for msg in is_dns1123_subdomain(value) {
@@ -479,19 +551,33 @@ fn validate_node_field_requirement(req: &NodeSelectorRequirement, path: &FieldPa
 }
 
 /// Core's `ValidatePreferredSchedulingTerms`.
-fn validate_preferred_terms(terms: &[PreferredSchedulingTerm], path: &FieldPath) -> Vec<FieldError> {
+fn validate_preferred_terms(
+    terms: &[PreferredSchedulingTerm],
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, term) in terms.iter().enumerate() {
         if term.weight <= 0 || term.weight > 100 {
-            errs.push(FieldError::invalid(&path.index(i).child("weight"), term.weight, "must be in the range 1-100"));
+            errs.push(FieldError::invalid(
+                &path.index(i).child("weight"),
+                term.weight,
+                "must be in the range 1-100",
+            ));
         }
-        errs.extend(validate_node_selector_term(&term.preference, &path.index(i).child("preference")));
+        errs.extend(validate_node_selector_term(
+            &term.preference,
+            &path.index(i).child("preference"),
+        ));
     }
     errs
 }
 
 /// The first other WorkloadSpread targeting the same workload.
-fn conflict(ws: &WorkloadSpread, others: &[WorkloadSpread], path: &FieldPath) -> Option<FieldError> {
+fn conflict(
+    ws: &WorkloadSpread,
+    others: &[WorkloadSpread],
+    path: &FieldPath,
+) -> Option<FieldError> {
     let mine = ws.spec.target_reference.as_ref()?;
     others.iter().find_map(|other| {
         if other.metadata.name == ws.metadata.name {

@@ -58,14 +58,17 @@ fn target_ref_rules() {
     assert!(one(&w).starts_with("spec.targetRef: Invalid value: v1beta1.TargetReference{APIVersion:\"apps.kruise.io/v1alpha1\", Kind:\"CloneSet\", Name:\"\"}: empty TargetReference"));
     let mut w = ws();
     w.spec.target_reference.as_mut().expect("target").kind = "StatefulSet".into();
-    w.spec.target_reference.as_mut().expect("target").api_version = "apps.kruise.io.xxx/v1alpha1".into();
+    w.spec.target_reference.as_mut().expect("target").api_version =
+        "apps.kruise.io.xxx/v1alpha1".into();
     assert!(one(&w).ends_with("TargetReference is not valid for StatefulSet."));
     let mut w = ws();
     w.spec.target_reference.as_mut().expect("target").kind = "GameServerSet".into();
     w.spec.target_reference.as_mut().expect("target").api_version = "mock.kruise.io/v1".into();
     assert!(one(&w).ends_with("TargetReference's GroupKind is not permitted."));
-    let list = CustomWorkloadWhitelist::parse(r#"{"workloads":[{"Group":"mock.kruise.io","Kind":"GameServerSet"}]}"#)
-        .expect("whitelist");
+    let list = CustomWorkloadWhitelist::parse(
+        r#"{"workloads":[{"Group":"mock.kruise.io","Kind":"GameServerSet"}]}"#,
+    )
+    .expect("whitelist");
     let mut ctx = WorkloadSpreadContext::new(&[]);
     ctx.whitelist = Some(&list);
     assert!(validate_workloadspread_create(&w, &ctx).is_empty());
@@ -81,7 +84,10 @@ fn subset_rules() {
     assert_eq!(one(&w), "spec.subsets[1].name: Invalid value: \"\"");
     let mut w = ws();
     w.spec.subsets.as_mut().expect("subsets")[1].name = "subset-a".into();
-    assert_eq!(one(&w), "spec.subsets[1].name: Invalid value: \"subset-a\": duplicated subset name subset-a");
+    assert_eq!(
+        one(&w),
+        "spec.subsets[1].name: Invalid value: \"subset-a\": duplicated subset name subset-a"
+    );
     let mut w = ws();
     w.spec.subsets.as_mut().expect("subsets")[0].required_node_selector = Some(NodeSelectorTerm {
         match_expressions: Some(vec![NodeSelectorRequirement {
@@ -105,7 +111,9 @@ fn subset_rules() {
     let mut w = ws();
     w.spec.subsets.as_mut().expect("subsets")[0].tolerations =
         Some(vec![Toleration { operator: Some("Equal".into()), ..Default::default() }]);
-    assert!(one(&w).starts_with("spec.subsets[0].tolerations[0].operator: Invalid value: \"Equal\""));
+    assert!(
+        one(&w).starts_with("spec.subsets[0].tolerations[0].operator: Invalid value: \"Equal\"")
+    );
 }
 
 #[test]
@@ -117,26 +125,35 @@ fn max_replicas_rules() {
     };
     assert_eq!(
         with(IntOrString::Int(-1), None),
-        ["spec.subsets[0].maxReplicas: Invalid value: intstr.IntOrString{Type:0, IntVal:-1, StrVal:\"\"}: maxReplicas is not valid for subset"]
+        [
+            "spec.subsets[0].maxReplicas: Invalid value: intstr.IntOrString{Type:0, IntVal:-1, StrVal:\"\"}: maxReplicas is not valid for subset"
+        ]
     );
     assert_eq!(with(IntOrString::String("0.2%".into()), None).len(), 1);
     assert!(with(IntOrString::String("101%".into()), None)[0].contains("exceeds 100%"));
-    assert!(with(IntOrString::String("40%".into()), Some(IntOrString::String("70%".into())))[0]
-        .starts_with("spec.subsets[1].maxReplicas"));
+    assert!(
+        with(IntOrString::String("40%".into()), Some(IntOrString::String("70%".into())))[0]
+            .starts_with("spec.subsets[1].maxReplicas")
+    );
     assert_eq!(
         with(IntOrString::String("40%".into()), Some(IntOrString::String("20%".into()))),
-        ["spec.subsets[0].maxReplicas: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"40%\"}: maxReplicas sum of all subsets must equal 100% when type is specified as percent"]
+        [
+            "spec.subsets[0].maxReplicas: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"40%\"}: maxReplicas sum of all subsets must equal 100% when type is specified as percent"
+        ]
     );
     assert!(with(IntOrString::String("40%".into()), None).is_empty());
-    assert!(with(IntOrString::Int(2), Some(IntOrString::String("20%".into())))[0]
-        .ends_with("the maxReplicas type of all subsets must be the same"));
+    assert!(
+        with(IntOrString::Int(2), Some(IntOrString::String("20%".into())))[0]
+            .ends_with("the maxReplicas type of all subsets must be the same")
+    );
     let mut w = ws();
     w.spec.target_reference = Some(TargetReference {
         api_version: "apps/v1".into(),
         kind: "StatefulSet".into(),
         name: "sts".into(),
     });
-    w.spec.subsets.as_mut().expect("subsets")[0].max_replicas = Some(IntOrString::String("50%".into()));
+    w.spec.subsets.as_mut().expect("subsets")[0].max_replicas =
+        Some(IntOrString::String("50%".into()));
     assert!(one(&w).ends_with("the maxReplicas type must be Int for StatefulSet"));
 }
 
@@ -144,7 +161,10 @@ fn max_replicas_rules() {
 fn schedule_strategy_rules() {
     let mut w = ws();
     w.spec.schedule_strategy.type_ = Some(WorkloadSpreadScheduleStrategyType::Other("Bad".into()));
-    assert_eq!(one(&w), "spec.scheduleStrategy.type: Invalid value: \"Bad\": ScheduleStrategy's type is not valid");
+    assert_eq!(
+        one(&w),
+        "spec.scheduleStrategy.type: Invalid value: \"Bad\": ScheduleStrategy's type is not valid"
+    );
     let adaptive = |seconds: i32| WorkloadSpreadScheduleStrategy {
         type_: Some(WorkloadSpreadScheduleStrategyType::Adaptive),
         adaptive: Some(AdaptiveWorkloadSpreadStrategy {
@@ -179,7 +199,11 @@ fn patch_is_checked_against_the_template() {
     let template = PodTemplateSpec {
         metadata: Some(ObjectMeta::default()),
         spec: Some(PodSpec {
-            containers: vec![Container { name: "main".into(), image: Some("busybox".into()), ..Default::default() }],
+            containers: vec![Container {
+                name: "main".into(),
+                image: Some("busybox".into()),
+                ..Default::default()
+            }],
             ..Default::default()
         }),
     };
@@ -192,19 +216,26 @@ fn patch_is_checked_against_the_template() {
     w.spec.subsets.as_mut().expect("subsets")[0].patch =
         Some(RawExtension(json!({"spec": {"containers": [{"name": "main", "image": ""}]}})));
     let errs = validate_workloadspread_create(&w, &ctx).messages();
-    assert!(errs.iter().any(|e| e.starts_with("spec.subsets[0].patch.containers[0].image")), "{errs:?}");
+    assert!(
+        errs.iter().any(|e| e.starts_with("spec.subsets[0].patch.containers[0].image")),
+        "{errs:?}"
+    );
 }
 
 #[test]
 fn conflicts_and_updates() {
     let mut other = ws();
     other.metadata.name = Some("other".into());
-    other.spec.target_reference.as_mut().expect("target").api_version = "apps.kruise.io/v1beta1".into();
+    other.spec.target_reference.as_mut().expect("target").api_version =
+        "apps.kruise.io/v1beta1".into();
     let others = [ws(), other];
-    let errs = validate_workloadspread_create(&ws(), &WorkloadSpreadContext::new(&others)).messages();
+    let errs =
+        validate_workloadspread_create(&ws(), &WorkloadSpreadContext::new(&others)).messages();
     assert_eq!(
         errs,
-        ["spec.targetRef: Invalid value: v1beta1.TargetReference{APIVersion:\"apps.kruise.io/v1alpha1\", Kind:\"CloneSet\", Name:\"cloneset-test\"}: ws.spec.targetRef is in conflict with other WorkloadSpread other"]
+        [
+            "spec.targetRef: Invalid value: v1beta1.TargetReference{APIVersion:\"apps.kruise.io/v1alpha1\", Kind:\"CloneSet\", Name:\"cloneset-test\"}: ws.spec.targetRef is in conflict with other WorkloadSpread other"
+        ]
     );
     let ctx = WorkloadSpreadContext::new(&[]);
     let old = ws();
@@ -217,13 +248,19 @@ fn conflicts_and_updates() {
         new.metadata.resource_version = Some("1".into());
         change(new.spec.target_reference.as_mut().expect("target"));
         let errs = validate_workloadspread_update(&new, &old, &ctx).messages();
-        assert!(errs.iter().any(|e| e.ends_with("change TargetReference is not permitted for WorkloadSpread")), "{errs:?}");
+        assert!(
+            errs.iter()
+                .any(|e| e.ends_with("change TargetReference is not permitted for WorkloadSpread")),
+            "{errs:?}"
+        );
     }
     let mut new = ws();
-    new.spec.target_reference.as_mut().expect("target").api_version = "apps.kruise.io/v1beta1".into();
+    new.spec.target_reference.as_mut().expect("target").api_version =
+        "apps.kruise.io/v1beta1".into();
     new.metadata.resource_version = Some("1".into());
     assert_eq!(validate_workloadspread_update(&new, &old, &ctx).messages(), Vec::<String>::new());
-    let unavailable = WorkloadSpreadContext { others: OtherWorkloadSpreads::Unavailable("boom"), ..ctx };
+    let unavailable =
+        WorkloadSpreadContext { others: OtherWorkloadSpreads::Unavailable("boom"), ..ctx };
     assert_eq!(
         validate_workloadspread_create(&ws(), &unavailable).messages(),
         ["[]: Internal error: query other WorkloadSpread failed, err: boom"]

@@ -124,9 +124,8 @@ pub fn plan_crr(crr: &ContainerRecreateRequest, pod: Option<&Pod>, now: Timestam
     }
 
     let pod_uid = crr.metadata.labels.as_ref().and_then(|l| l.get(labels::CRR_POD_UID));
-    let live_pod = pod.filter(|p| {
-        p.metadata.deletion_timestamp.is_none() && p.metadata.uid.as_ref() == pod_uid
-    });
+    let live_pod = pod
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && p.metadata.uid.as_ref() == pod_uid);
     let Some(pod) = live_pod else {
         return complete(crr, plan, "pod has gone", now);
     };
@@ -143,12 +142,7 @@ pub fn plan_crr(crr: &ContainerRecreateRequest, pod: Option<&Pod>, now: Timestam
     if let Some(deadline) = crr.spec.active_deadline_seconds {
         let left = SignedDuration::from_secs(deadline) - since(now, created);
         if left <= SignedDuration::ZERO {
-            return complete(
-                crr,
-                plan,
-                "recreating has exceeded the activeDeadlineSeconds",
-                now,
-            );
+            return complete(crr, plan, "recreating has exceeded the activeDeadlineSeconds", now);
         }
         merge_requeue(&mut requeue, left);
     }
@@ -212,9 +206,11 @@ pub fn sync_container_snapshot(
         .iter()
         .filter_map(|c| statuses.iter().find(|s| s.name == c.name))
         .filter(|s| {
-            let started = s.state.as_ref().and_then(|st| st.running.as_ref()).map(|r| {
-                r.started_at.as_ref().map(|t| t.0)
-            });
+            let started = s
+                .state
+                .as_ref()
+                .and_then(|st| st.running.as_ref())
+                .map(|r| r.started_at.as_ref().map(|t| t.0));
             match started {
                 None => false,
                 Some(started) => !matches!((started, created), (Some(st), Some(cr)) if st < cr),
@@ -227,7 +223,8 @@ pub fn sync_container_snapshot(
             container_id: s.container_id.clone().unwrap_or_default(),
         })
         .collect();
-    let current = crr.status.as_ref().map(|s| s.container_status_snapshot.as_slice()).unwrap_or(&[]);
+    let current =
+        crr.status.as_ref().map(|s| s.container_status_snapshot.as_slice()).unwrap_or(&[]);
     if (snapshot.is_empty() && !current.is_empty()) || snapshot == current {
         return None;
     }

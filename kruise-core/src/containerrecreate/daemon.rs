@@ -159,14 +159,19 @@ pub fn plan_recreate(
             continue;
         }
         let killed = prev.is_some_and(|p| p.is_killed);
-        let state = |phase, message: &str, is_killed| ContainerRecreateRequestContainerRecreateState {
-            name: c.name.clone(),
-            phase,
-            message: message.to_owned(),
-            is_killed,
-        };
+        let state =
+            |phase, message: &str, is_killed| ContainerRecreateRequestContainerRecreateState {
+                name: c.name.clone(),
+                phase,
+                message: message.to_owned(),
+                is_killed,
+            };
         let Some(current) = newest(runtime_containers, &c.name) else {
-            states.push(state(ContainerRecreateRequestPhase::Pending, "not found container on Node", killed));
+            states.push(state(
+                ContainerRecreateRequestPhase::Pending,
+                "not found container on Node",
+                killed,
+            ));
             continue;
         };
         if current.state != ContainerRuntimeState::Running {
@@ -277,7 +282,8 @@ fn changed_states(
     crr: &ContainerRecreateRequest,
     states: Vec<ContainerRecreateRequestContainerRecreateState>,
 ) -> Option<Vec<ContainerRecreateRequestContainerRecreateState>> {
-    let current = crr.status.as_ref().map(|s| s.container_recreate_states.as_slice()).unwrap_or(&[]);
+    let current =
+        crr.status.as_ref().map(|s| s.container_recreate_states.as_slice()).unwrap_or(&[]);
     (states != current).then_some(states)
 }
 
@@ -285,8 +291,11 @@ fn changed_states(
 /// before not running.
 fn newest<'a>(containers: &'a [ContainerSnapshot], name: &str) -> Option<&'a ContainerSnapshot> {
     containers.iter().filter(|c| c.name == name).max_by(|a, b| {
-        (a.restart_count, a.started_at, a.state == ContainerRuntimeState::Running)
-            .cmp(&(b.restart_count, b.started_at, b.state == ContainerRuntimeState::Running))
+        (a.restart_count, a.started_at, a.state == ContainerRuntimeState::Running).cmp(&(
+            b.restart_count,
+            b.started_at,
+            b.state == ContainerRuntimeState::Running,
+        ))
     })
 }
 

@@ -60,7 +60,8 @@ pub const RECREATING_POLL: SignedDuration = SignedDuration::from_secs(3);
 /// Grace period used to stop a container when neither the request nor the pod gives one.
 pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
 /// The finalizer the controller holds while the pod is kept not-ready.
-pub const UNREADY_ACQUIRED_FINALIZER: &str = kruise_api::well_known::annotations::CRR_UNREADY_ACQUIRED;
+pub const UNREADY_ACQUIRED_FINALIZER: &str =
+    kruise_api::well_known::annotations::CRR_UNREADY_ACQUIRED;
 /// The condition the controller sets when the pod has been made not-ready.
 pub const PRE_RECREATE_GRACE: &str = "PreRecreateGrace";
 /// User agent of the `KruisePodReady` hold a request takes.
@@ -129,7 +130,9 @@ pub enum CrrError {
         name: String,
     },
     /// A listed container has not started yet (no container ID).
-    #[error("no containerID in {name} containerStatus, maybe the container has not been initialized")]
+    #[error(
+        "no containerID in {name} containerStatus, maybe the container has not been initialized"
+    )]
     NoContainerId {
         /// Index in `spec.containers`.
         index: usize,
@@ -177,7 +180,9 @@ impl CrrError {
             Self::SpecImmutable | Self::ImmutableLabel(_) | Self::ReadOnlyFields { .. } => {
                 FieldError::forbidden(&path, self.to_string())
             }
-            Self::PodNameEmpty | Self::NoContainers => FieldError::required(&path, self.to_string()),
+            Self::PodNameEmpty | Self::NoContainers => {
+                FieldError::required(&path, self.to_string())
+            }
             _ => FieldError::invalid(&path, self.bad_value(), self.to_string()),
         }
     }
@@ -226,7 +231,8 @@ fn fail_unfinished(
     crr: &ContainerRecreateRequest,
     message: &str,
 ) -> Vec<ContainerRecreateRequestContainerRecreateState> {
-    let previous = crr.status.as_ref().map(|s| s.container_recreate_states.as_slice()).unwrap_or(&[]);
+    let previous =
+        crr.status.as_ref().map(|s| s.container_recreate_states.as_slice()).unwrap_or(&[]);
     crr.spec
         .containers
         .iter()

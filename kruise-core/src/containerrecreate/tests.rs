@@ -58,7 +58,10 @@ fn webhook_errors_name_the_field() {
     let err = default_crr(&crr(&["app", "app"]), Some(&pod()), None).unwrap_err();
     assert_eq!(err.to_string(), "can not recreate app multi times");
     assert_eq!(default_crr(&crr(&[]), Some(&pod()), None).unwrap_err(), CrrError::NoContainers);
-    assert_eq!(default_crr(&crr(&["app"]), None, None).unwrap_err().field().to_string(), "spec.podName");
+    assert_eq!(
+        default_crr(&crr(&["app"]), None, None).unwrap_err().field().to_string(),
+        "spec.podName"
+    );
     let mut update = default_crr(&crr(&["app"]), Some(&pod()), None).unwrap();
     let old = update.clone();
     update.spec.pod_name = "q".into();
@@ -78,15 +81,17 @@ fn with_phase(mut c: ContainerRecreateRequest, phase: Phase) -> ContainerRecreat
 fn deadline_fails_containers_still_in_progress() {
     let mut c = with_phase(admitted(&["app", "sidecar"]), Phase::Recreating);
     c.spec.active_deadline_seconds = Some(10);
-    c.status.as_mut().unwrap().container_recreate_states = vec![
-        kruise_api::apps::v1beta1::ContainerRecreateRequestContainerRecreateState {
+    c.status.as_mut().unwrap().container_recreate_states =
+        vec![kruise_api::apps::v1beta1::ContainerRecreateRequestContainerRecreateState {
             name: "app".into(),
             phase: Phase::Succeeded,
             ..Default::default()
-        },
-    ];
+        }];
     let plan = plan_crr(&c, Some(&pod()), ts("2026-01-01T00:00:11Z"));
-    assert_eq!(plan.completed.as_deref(), Some("recreating has exceeded the activeDeadlineSeconds"));
+    assert_eq!(
+        plan.completed.as_deref(),
+        Some("recreating has exceeded the activeDeadlineSeconds")
+    );
     let CrrAction::PatchStatus { patch } = &plan.actions[0] else { panic!() };
     let states = &patch.body()["status"]["containerRecreateStates"];
     assert_eq!(states[0]["phase"], "Succeeded");
@@ -96,14 +101,20 @@ fn deadline_fails_containers_still_in_progress() {
 #[test]
 fn pod_gone_and_ttl() {
     let c = with_phase(admitted(&["app"]), Phase::Recreating);
-    assert_eq!(plan_crr(&c, None, ts("2026-01-01T00:00:01Z")).completed.as_deref(), Some("pod has gone"));
+    assert_eq!(
+        plan_crr(&c, None, ts("2026-01-01T00:00:01Z")).completed.as_deref(),
+        Some("pod has gone")
+    );
     let mut done = c.clone();
     done.spec.ttl_seconds_after_finished = Some(5);
     done.metadata.labels.as_mut().unwrap().remove("crr.apps.kruise.io/active");
     done.status.as_mut().unwrap().completion_time = Some(time(ts("2026-01-01T00:00:10Z")));
     let plan = plan_crr(&done, Some(&pod()), ts("2026-01-01T00:00:12Z"));
     assert_eq!(plan.requeue_after, Some(SignedDuration::from_secs(3)));
-    assert_eq!(plan_crr(&done, Some(&pod()), ts("2026-01-01T00:00:15Z")).actions, vec![CrrAction::Delete]);
+    assert_eq!(
+        plan_crr(&done, Some(&pod()), ts("2026-01-01T00:00:15Z")).actions,
+        vec![CrrAction::Delete]
+    );
 }
 
 #[test]
@@ -116,7 +127,8 @@ fn second_request_runs_after_the_first() {
     assert_eq!(pick.active.as_deref(), Some("r"));
     assert_eq!(pick.waiting[0].reason, "waiting for ContainerRecreateRequest r on the same Pod");
     let mut a_done = a;
-    a_done.status.get_or_insert_with(Default::default).completion_time = Some(time(ts("2026-01-01T00:01:00Z")));
+    a_done.status.get_or_insert_with(Default::default).completion_time =
+        Some(time(ts("2026-01-01T00:01:00Z")));
     assert_eq!(pick_active(&[b, a_done]).active.as_deref(), Some("s"));
 }
 
@@ -140,7 +152,10 @@ fn ordered_recreate_stops_one_at_a_time() {
         running("sidecar", "containerd://s1", 0, "2025-12-31T00:00:00Z"),
     ];
     let plan = plan_recreate(&c, Some(&pod()), &rt, now);
-    assert_eq!(plan.stop, vec![StopContainer { id: "containerd://a1".into(), name: "app".into(), grace_seconds: 20 }]);
+    assert_eq!(
+        plan.stop,
+        vec![StopContainer { id: "containerd://a1".into(), name: "app".into(), grace_seconds: 20 }]
+    );
     c.status.as_mut().unwrap().container_recreate_states = plan.states.unwrap();
     // The stop is in flight: the old instance still runs. Nothing is stopped again.
     let again = plan_recreate(&c, Some(&pod()), &rt, now);

@@ -82,10 +82,7 @@ pub fn default_crr(
 
     let labels_map = obj.metadata.labels.get_or_insert_with(Default::default);
     labels_map.insert(labels::CRR_NODE_NAME.to_owned(), node_name);
-    labels_map.insert(
-        labels::CRR_POD_UID.to_owned(),
-        pod.metadata.uid.clone().unwrap_or_default(),
-    );
+    labels_map.insert(labels::CRR_POD_UID.to_owned(), pod.metadata.uid.clone().unwrap_or_default());
     let virtual_node = node
         .and_then(|n| n.metadata.labels.as_ref())
         .and_then(|l| l.get(VIRTUAL_KUBELET_LABEL))

@@ -11,7 +11,9 @@ pub fn owners_on(node_image: &NodeImage) -> Vec<ObjectReference> {
     for image in node_image.spec.images.values() {
         for tag in &image.tags {
             for owner in &tag.owner_references {
-                by_uid.entry(owner.uid.clone().unwrap_or_default()).or_insert_with(|| owner.clone());
+                by_uid
+                    .entry(owner.uid.clone().unwrap_or_default())
+                    .or_insert_with(|| owner.clone());
             }
         }
     }
@@ -65,7 +67,10 @@ impl TagOwnerIndex {
         if let Some(new) = new {
             let name = new.metadata.name.clone().unwrap_or_default();
             for owner in owners_on(new) {
-                self.by_owner.entry(owner.uid.unwrap_or_default()).or_default().insert(name.clone());
+                self.by_owner
+                    .entry(owner.uid.unwrap_or_default())
+                    .or_default()
+                    .insert(name.clone());
             }
         }
     }

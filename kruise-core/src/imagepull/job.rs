@@ -95,7 +95,15 @@ impl NodeImageChange {
     /// Applies the change to `node_image`; whether anything changed. Idempotent.
     pub fn apply(&self, node_image: &mut NodeImage) -> bool {
         match &self.op {
-            TagOp::Claim { tag, owner, pull_policy, image_pull_policy, sandbox_config, secrets, created_at } => {
+            TagOp::Claim {
+                tag,
+                owner,
+                pull_policy,
+                image_pull_policy,
+                sandbox_config,
+                secrets,
+                created_at,
+            } => {
                 let last_failed = node_image
                     .status
                     .as_ref()
@@ -119,7 +127,8 @@ impl NodeImageChange {
                     Some(entry) if entry.owner_references.iter().any(|o| o.uid == owner.uid) => {}
                     Some(entry) => {
                         let status = status_of(tag).filter(|s| s.version == entry.version);
-                        let failed = status.as_ref().is_some_and(|s| s.phase == ImagePullPhase::Failed);
+                        let failed =
+                            status.as_ref().is_some_and(|s| s.phase == ImagePullPhase::Failed);
                         let always = matches!(image_pull_policy, Some(ImagePullPolicy::Always));
                         if failed || always {
                             entry.version += 1;
@@ -206,7 +215,11 @@ pub fn job_owner_ref(job: &ImagePullJob) -> ObjectReference {
 /// least 1800 s; for Always, the job's deadline and a TTL of `ttlSecondsAfterFinished` (else
 /// the deadline, else timeout × retries) plus `--default-ttlseconds-for-always-nodeimage` and
 /// up to 300 s of spread.
-pub fn tag_pull_policy(job: &ImagePullJob, node: &str, config: &ImagePullConfig) -> ImageTagPullPolicy {
+pub fn tag_pull_policy(
+    job: &ImagePullJob,
+    node: &str,
+    config: &ImagePullConfig,
+) -> ImageTagPullPolicy {
     let template = &job.spec.template;
     let pull = template.pull_policy.as_ref();
     let timeout = pull.and_then(|p| p.timeout_seconds);
@@ -221,17 +234,25 @@ pub fn tag_pull_policy(job: &ImagePullJob, node: &str, config: &ImagePullConfig)
     if never(job) {
         policy.ttl_seconds_after_finished = Some(TTL_SECONDS_FOR_NEVER + spread(&seed, 1200) - 600);
         policy.active_deadline_seconds = Some(
-            timeout.map(i64::from).filter(|t| *t > ACTIVE_DEADLINE_SECONDS_FOR_NEVER).unwrap_or(ACTIVE_DEADLINE_SECONDS_FOR_NEVER),
+            timeout
+                .map(i64::from)
+                .filter(|t| *t > ACTIVE_DEADLINE_SECONDS_FOR_NEVER)
+                .unwrap_or(ACTIVE_DEADLINE_SECONDS_FOR_NEVER),
         );
     } else {
         let base = completion
             .ttl_seconds_after_finished
-            .or_else(|| completion.active_deadline_seconds.map(|d| i32::try_from(d).unwrap_or(i32::MAX)))
+            .or_else(|| {
+                completion.active_deadline_seconds.map(|d| i32::try_from(d).unwrap_or(i32::MAX))
+            })
             .unwrap_or_else(|| {
-                timeout.unwrap_or(DEFAULT_PULL_TIMEOUT_SECONDS).saturating_mul(backoff.unwrap_or(DEFAULT_BACKOFF_LIMIT))
+                timeout
+                    .unwrap_or(DEFAULT_PULL_TIMEOUT_SECONDS)
+                    .saturating_mul(backoff.unwrap_or(DEFAULT_BACKOFF_LIMIT))
             });
         policy.ttl_seconds_after_finished = Some(
-            base.saturating_add(config.default_ttl_seconds_for_always_nodeimage).saturating_add(spread(&seed, 300)),
+            base.saturating_add(config.default_ttl_seconds_for_always_nodeimage)
+                .saturating_add(spread(&seed, 300)),
         );
         policy.active_deadline_seconds = completion.active_deadline_seconds;
     }
@@ -315,7 +336,8 @@ pub fn plan_job(input: &JobInput<'_>) -> Result<JobPlan, ImagePullError> {
     plan.add_finalizer = !has_finalizer;
 
     let start = status.start_time.clone().unwrap_or_else(|| time(now));
-    let mut new_status = ImagePullJobStatus { start_time: Some(start.clone()), ..Default::default() };
+    let mut new_status =
+        ImagePullJobStatus { start_time: Some(start.clone()), ..Default::default() };
     let mut pulling = Vec::new();
     let mut succeeded = Vec::new();
     let mut failed = Vec::new();

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kruise_api::apps::v1beta1::{
-    CompletionPolicyType, FailedImageStatus, ImageListPullJob, ImageListPullJobStatus, ImagePullJob,
-    ImagePullJobSpec, ImagePullJobTemplate,
+    CompletionPolicyType, FailedImageStatus, ImageListPullJob, ImageListPullJobStatus,
+    ImagePullJob, ImagePullJobSpec, ImagePullJobTemplate,
 };
 use kruise_api::well_known::labels::CONTROLLER_REVISION_HASH;
 use serde::Serialize;
@@ -52,7 +52,11 @@ pub fn template_hash(template: &ImagePullJobTemplate) -> String {
 ///   completed when all its nodes finished, succeeded when all succeeded; children with
 ///   failures are listed in `failedImageStatuses`. Completion policy Always completes when
 ///   every child completed.
-pub fn plan_list_job(list_job: &ImageListPullJob, children: &[ImagePullJob], now: Timestamp) -> ListJobPlan {
+pub fn plan_list_job(
+    list_job: &ImageListPullJob,
+    children: &[ImagePullJob],
+    now: Timestamp,
+) -> ListJobPlan {
     let mut plan = ListJobPlan::default();
     let hash = template_hash(&list_job.spec.template);
     let label = list_job.metadata.labels.as_ref().and_then(|l| l.get(CONTROLLER_REVISION_HASH));
@@ -104,7 +108,8 @@ pub fn plan_list_job(list_job: &ImageListPullJob, children: &[ImagePullJob], now
             new_status.succeeded += 1;
         }
     }
-    let never = matches!(list_job.spec.template.completion_policy.type_, Some(CompletionPolicyType::Never));
+    let never =
+        matches!(list_job.spec.template.completion_policy.type_, Some(CompletionPolicyType::Never));
     if !never && new_status.desired == new_status.completed {
         new_status.completion_time = Some(time(now));
     }
@@ -113,7 +118,8 @@ pub fn plan_list_job(list_job: &ImageListPullJob, children: &[ImagePullJob], now
         match by_image.get(image.as_str()) {
             None => plan.create.push(child_for(list_job, image, &hash)),
             Some(child) => {
-                let child_hash = child.metadata.labels.as_ref().and_then(|l| l.get(CONTROLLER_REVISION_HASH));
+                let child_hash =
+                    child.metadata.labels.as_ref().and_then(|l| l.get(CONTROLLER_REVISION_HASH));
                 let consistent = match child_hash {
                     Some(h) => *h == hash,
                     None => child.spec.template == list_job.spec.template,
@@ -152,7 +158,10 @@ fn child_for(list_job: &ImageListPullJob, image: &str, hash: &str) -> ImagePullJ
             }]),
             ..Default::default()
         },
-        spec: ImagePullJobSpec { image: image.to_owned(), template: list_job.spec.template.clone() },
+        spec: ImagePullJobSpec {
+            image: image.to_owned(),
+            template: list_job.spec.template.clone(),
+        },
         status: None,
     }
 }

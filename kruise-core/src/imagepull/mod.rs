@@ -53,12 +53,14 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub use index::{TagOwnerIndex, jobs_to_wake, owners_on};
-pub use job::{JobInput, JobPlan, NodeImageChange, TagOp, job_owner_ref, plan_job, tag_pull_policy};
+pub use job::{
+    JobInput, JobPlan, NodeImageChange, TagOp, job_owner_ref, plan_job, tag_pull_policy,
+};
 pub use list::{ListJobPlan, plan_list_job, template_hash};
 pub use node_image::{NodeImagePlan, NodeImageUpdate, node_image_for, plan_node_image};
 pub use puller::{
-    PullOutcome, PullPlan, PullTask, PullerLimits, PullerState, TagWork, TagWorkPhase,
-    plan_pulls, record_outcome,
+    PullOutcome, PullPlan, PullTask, PullerLimits, PullerState, TagWork, TagWorkPhase, plan_pulls,
+    record_outcome,
 };
 pub use secrets::{SecretPlan, plan_pull_secrets};
 pub use select::select_nodes;
@@ -82,8 +84,8 @@ impl Default for ImagePullConfig {
         ImagePullConfig {
             default_ttl_seconds_for_always_nodeimage: 300,
             node_image_creation_delay: SignedDuration::from_secs(30),
-            daemon_config_namespace: kruise_api::well_known::config::DEFAULT_DAEMON_CONFIG_NAMESPACE
-                .to_owned(),
+            daemon_config_namespace:
+                kruise_api::well_known::config::DEFAULT_DAEMON_CONFIG_NAMESPACE.to_owned(),
         }
     }
 }

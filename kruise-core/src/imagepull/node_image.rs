@@ -145,12 +145,18 @@ pub fn plan_node_image(
             let before = tag.owner_references.len();
             tag.owner_references.retain(|owner| {
                 let is_job = owner.kind.as_deref() == Some("ImagePullJob")
-                    && owner.api_version.as_deref().is_some_and(|v| v.starts_with("apps.kruise.io/"));
+                    && owner
+                        .api_version
+                        .as_deref()
+                        .is_some_and(|v| v.starts_with("apps.kruise.io/"));
                 if !is_job {
                     return true;
                 }
-                job_uid(owner.namespace.as_deref().unwrap_or_default(), owner.name.as_deref().unwrap_or_default())
-                    .is_some_and(|uid| Some(&uid) == owner.uid.as_ref())
+                job_uid(
+                    owner.namespace.as_deref().unwrap_or_default(),
+                    owner.name.as_deref().unwrap_or_default(),
+                )
+                .is_some_and(|uid| Some(&uid) == owner.uid.as_ref())
             });
             if tag.owner_references.len() != before {
                 if tag.owner_references.is_empty() {
@@ -162,10 +168,13 @@ pub fn plan_node_image(
             if let Some(ttl) = tag.pull_policy.as_ref().and_then(|p| p.ttl_seconds_after_finished) {
                 let completed = statuses
                     .and_then(|s| s.get(image))
-                    .and_then(|s| s.tags.iter().find(|t| t.tag == tag.tag && t.version == tag.version))
+                    .and_then(|s| {
+                        s.tags.iter().find(|t| t.tag == tag.tag && t.version == tag.version)
+                    })
                     .and_then(|t| t.completion_time.as_ref());
                 if let Some(completed) = completed {
-                    let left = SignedDuration::from_secs(i64::from(ttl)) - now.duration_since(completed.0);
+                    let left =
+                        SignedDuration::from_secs(i64::from(ttl)) - now.duration_since(completed.0);
                     if left <= SignedDuration::ZERO {
                         reasons.push(format!("image {full} has exceeded TTL ({ttl})s"));
                         return false;

@@ -121,7 +121,13 @@ pub enum PullOutcome {
 
 /// Records what a pull of `key` (`image:tag`) for `version` reported. Reports for another
 /// version are ignored.
-pub fn record_outcome(state: &mut PullerState, key: &str, version: i64, outcome: PullOutcome, now: Timestamp) {
+pub fn record_outcome(
+    state: &mut PullerState,
+    key: &str,
+    version: i64,
+    outcome: PullOutcome,
+    now: Timestamp,
+) {
     let Some(work) = state.get_mut(key).filter(|w| w.version == version) else {
         return;
     };
@@ -173,25 +179,29 @@ pub fn plan_pulls(
     let old_status = node_image.status.clone().unwrap_or_default();
     let present: Vec<(String, String)> =
         runtime_images.iter().filter_map(|r| crate::image::name_tag(r).ok()).collect();
-    let mut running = state.values().filter(|w| matches!(w.phase, TagWorkPhase::Running { .. })).count();
+    let mut running =
+        state.values().filter(|w| matches!(w.phase, TagWorkPhase::Running { .. })).count();
     let mut requeue = None;
     let mut wanted = BTreeMap::new();
     for (image, spec) in &node_image.spec.images {
-        let old_tags = old_status.image_statuses.get(image).map(|s| s.tags.as_slice()).unwrap_or(&[]);
+        let old_tags =
+            old_status.image_statuses.get(image).map(|s| s.tags.as_slice()).unwrap_or(&[]);
         let mut tags = Vec::new();
         for tag in &spec.tags {
             let key = format!("{image}:{}", tag.tag);
             wanted.insert(key.clone(), tag.version);
-            if let Some(done) = old_tags
-                .iter()
-                .find(|s| s.tag == tag.tag && s.version == tag.version && s.completion_time.is_some())
-            {
+            if let Some(done) = old_tags.iter().find(|s| {
+                s.tag == tag.tag && s.version == tag.version && s.completion_time.is_some()
+            }) {
                 tags.push(done.clone());
                 continue;
             }
             let policy = tag.pull_policy.clone().unwrap_or_default();
-            let timeout = SignedDuration::from_secs(i64::from(policy.timeout_seconds.unwrap_or(DEFAULT_PULL_TIMEOUT_SECONDS)));
-            let backoff_limit = policy.backoff_limit.filter(|b| *b >= 0).unwrap_or(DEFAULT_BACKOFF_LIMIT);
+            let timeout = SignedDuration::from_secs(i64::from(
+                policy.timeout_seconds.unwrap_or(DEFAULT_PULL_TIMEOUT_SECONDS),
+            ));
+            let backoff_limit =
+                policy.backoff_limit.filter(|b| *b >= 0).unwrap_or(DEFAULT_BACKOFF_LIMIT);
             let deadline = policy.active_deadline_seconds.map(SignedDuration::from_secs);
             let mut work = match state.get(&key).filter(|w| w.version == tag.version) {
                 Some(work) => work.clone(),
@@ -206,7 +216,12 @@ pub fn plan_pulls(
                         detail: String::new(),
                     };
                     if !always && present.iter().any(|(n, t)| n == image && *t == tag.tag) {
-                        TagWork { phase: TagWorkPhase::Done { succeeded: true, at: now }, started_at: Some(now), progress: 100, ..fresh }
+                        TagWork {
+                            phase: TagWorkPhase::Done { succeeded: true, at: now },
+                            started_at: Some(now),
+                            progress: 100,
+                            ..fresh
+                        }
                     } else {
                         fresh
                     }
@@ -240,10 +255,12 @@ pub fn plan_pulls(
                     work.phase = TagWorkPhase::Queued;
                 }
             }
-            if work.phase == TagWorkPhase::Queued && limits.max_workers.is_none_or(|m| running < m) {
+            if work.phase == TagWorkPhase::Queued && limits.max_workers.is_none_or(|m| running < m)
+            {
                 running += 1;
                 let started = *work.started_at.get_or_insert(now);
-                let left = deadline.map_or(timeout, |d| (d - now.duration_since(started)).min(timeout));
+                let left =
+                    deadline.map_or(timeout, |d| (d - now.duration_since(started)).min(timeout));
                 work.phase = TagWorkPhase::Running { since: now };
                 work.progress = 0;
                 plan.start.push(PullTask {
@@ -270,7 +287,9 @@ pub fn plan_pulls(
         }
     }
     for (key, work) in state {
-        if matches!(work.phase, TagWorkPhase::Running { .. }) && wanted.get(key) != Some(&work.version) {
+        if matches!(work.phase, TagWorkPhase::Running { .. })
+            && wanted.get(key) != Some(&work.version)
+        {
             plan.cancel.push(key.clone());
         }
     }
@@ -294,7 +313,12 @@ pub fn plan_pulls(
 
 fn tag_status(tag: &str, work: &TagWork, old: &[ImageTagStatus]) -> ImageTagStatus {
     let start_time = work.started_at.map(time);
-    let mut status = ImageTagStatus { tag: tag.to_owned(), version: work.version, start_time, ..Default::default() };
+    let mut status = ImageTagStatus {
+        tag: tag.to_owned(),
+        version: work.version,
+        start_time,
+        ..Default::default()
+    };
     match &work.phase {
         TagWorkPhase::Queued => {
             status.phase = ImagePullPhase::Waiting;

@@ -52,7 +52,11 @@ pub fn plan_pull_secrets(
     if namespace == config.daemon_config_namespace {
         plan.refs = wanted
             .iter()
-            .map(|n| ReferenceObject { namespace: namespace.clone(), name: n.clone(), mode: String::new() })
+            .map(|n| ReferenceObject {
+                namespace: namespace.clone(),
+                name: n.clone(),
+                mode: String::new(),
+            })
             .collect();
         return plan;
     }
@@ -60,7 +64,11 @@ pub fn plan_pull_secrets(
         s.metadata.annotations.as_ref().and_then(|a| a.get(key)).cloned().unwrap_or_default()
     };
     let references = |s: &Secret| -> BTreeSet<String> {
-        annotation(s, IMAGE_PULL_JOB_REFERENCES).split(',').filter(|r| !r.is_empty()).map(str::to_owned).collect()
+        annotation(s, IMAGE_PULL_JOB_REFERENCES)
+            .split(',')
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned)
+            .collect()
     };
     let with_refs = |s: &Secret, refs: &BTreeSet<String>| {
         let mut s = s.clone();
@@ -70,11 +78,15 @@ pub fn plan_pull_secrets(
         );
         s
     };
-    let mut sorted: Vec<&Secret> = copies.iter().filter(|s| s.metadata.deletion_timestamp.is_none()).collect();
+    let mut sorted: Vec<&Secret> =
+        copies.iter().filter(|s| s.metadata.deletion_timestamp.is_none()).collect();
     sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
 
-    let desired: BTreeSet<String> =
-        if finished { BTreeSet::new() } else { wanted.iter().map(|n| format!("{namespace}/{n}")).collect() };
+    let desired: BTreeSet<String> = if finished {
+        BTreeSet::new()
+    } else {
+        wanted.iter().map(|n| format!("{namespace}/{n}")).collect()
+    };
     let mut chosen: BTreeMap<String, &Secret> = BTreeMap::new();
     for copy in &sorted {
         let refs = references(copy);
@@ -107,11 +119,15 @@ pub fn plan_pull_secrets(
         match chosen.get(key) {
             None => {
                 let uid = job.metadata.uid.as_deref().unwrap_or_default();
-                let suffix = format!("{:08x}", crate::revision::hash::fnv1a_32(format!("{uid}/{key}").as_bytes()));
+                let suffix = format!(
+                    "{:08x}",
+                    crate::revision::hash::fnv1a_32(format!("{uid}/{key}").as_bytes())
+                );
                 let mut annotations = source.metadata.annotations.clone().unwrap_or_default();
                 annotations.insert(IMAGE_PULL_JOB_REFERENCES.to_owned(), job_key.clone());
                 annotations.insert(IMAGE_PULL_JOB_SOURCE_SECRET_KEY.to_owned(), key.clone());
-                annotations.insert(IMAGE_PULL_JOB_SECRET_MODE.to_owned(), REFERENCE_MODE_BATCH.to_owned());
+                annotations
+                    .insert(IMAGE_PULL_JOB_SECRET_MODE.to_owned(), REFERENCE_MODE_BATCH.to_owned());
                 let copy = Secret {
                     metadata: ObjectMeta {
                         namespace: Some(config.daemon_config_namespace.clone()),

@@ -53,7 +53,8 @@ pub fn inject(
             }
         }
     }
-    let needs_affinity = !subset.preferred_node_selector.is_empty() || subset.required_node_selector.is_some();
+    let needs_affinity =
+        !subset.preferred_node_selector.is_empty() || subset.required_node_selector.is_some();
     if needs_affinity {
         let node_affinity = spec
             .affinity
@@ -84,7 +85,8 @@ pub fn inject(
         }
     }
     if let Some(patch) = subset.patch.as_ref().filter(|p| !p.0.is_null()) {
-        let original = serde_json::to_value(&out).map_err(|e| InjectError::Decode(e.to_string()))?;
+        let original =
+            serde_json::to_value(&out).map_err(|e| InjectError::Decode(e.to_string()))?;
         let patched = apply_patch(&original, &patch.0, PatchSchema::Pod)?;
         let mut patched: Pod =
             serde_json::from_value(patched).map_err(|e| InjectError::Decode(e.to_string()))?;

@@ -66,10 +66,9 @@ pub use reconcile::{
 };
 pub use reserve::{PodOperation, Reservation, reserve, reserve_versioned};
 pub use target::{
-    CustomWorkload, CustomWorkloadWhitelist, GroupVersionKind, WHITELIST_CONFIG_KEY, WhitelistError,
-    WorkloadRef,
-    is_reference_equal, is_supported_owner, parse_group, select_workload_spread,
-    target_group_kind_name,
+    CustomWorkload, CustomWorkloadWhitelist, GroupVersionKind, WHITELIST_CONFIG_KEY,
+    WhitelistError, WorkloadRef, is_reference_equal, is_supported_owner, parse_group,
+    select_workload_spread, target_group_kind_name,
 };
 
 /// The pod annotation naming the WorkloadSpread and subset a pod was put in (JSON, see
@@ -220,7 +219,8 @@ pub fn pod_version(pod: &Pod, target_kind: &str, versioned: &VersionedKinds) -> 
         .flatten()
         .find(|r| r.controller == Some(true))
         .map(|r| r.kind.as_str());
-    let enabled = versioned.contains(target_kind) || owner_kind.is_some_and(|k| versioned.contains(k));
+    let enabled =
+        versioned.contains(target_kind) || owner_kind.is_some_and(|k| versioned.contains(k));
     if !enabled {
         return VERSION_IGNORED.to_owned();
     }
@@ -246,7 +246,10 @@ fn max_value(value: &IntOrString, replicas: i32) -> i32 {
 
 /// The subset statuses a WorkloadSpread starts from when it has none for a version: each
 /// subset missing its whole limit (`-1` for unlimited subsets).
-pub fn initial_subset_statuses(ws: &WorkloadSpread, replicas: i32) -> Vec<WorkloadSpreadSubsetStatus> {
+pub fn initial_subset_statuses(
+    ws: &WorkloadSpread,
+    replicas: i32,
+) -> Vec<WorkloadSpreadSubsetStatus> {
     subsets(ws)
         .iter()
         .map(|s| WorkloadSpreadSubsetStatus {
@@ -274,5 +277,9 @@ pub(crate) fn whole_seconds(now: jiff::Timestamp) -> jiff::Timestamp {
 
 /// Annotation map helper for pods.
 pub(crate) fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
-    pod.metadata.annotations.as_ref().and_then(|a: &BTreeMap<String, String>| a.get(key)).map(String::as_str)
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a: &BTreeMap<String, String>| a.get(key))
+        .map(String::as_str)
 }

@@ -16,11 +16,11 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::{
-    CREATE_POD_TIMEOUT, DELETE_POD_TIMEOUT, FAKE_SUBSET_NAME, IGNORE_PATCH_EXISTING_PODS_ANNOTATION,
-    InjectedSubset, MATCHED_WORKLOADSPREAD_ANNOTATION, MAX_SCHEDULED_FAILED_DURATION,
-    POD_DELETION_COST_ANNOTATION, POD_DELETION_COST_NEGATIVE, POD_DELETION_COST_POSITIVE,
-    SUBSET_SCHEDULABLE, VersionedKinds, annotation, pod_version, subset_max_replicas, subsets,
-    whole_seconds,
+    CREATE_POD_TIMEOUT, DELETE_POD_TIMEOUT, FAKE_SUBSET_NAME,
+    IGNORE_PATCH_EXISTING_PODS_ANNOTATION, InjectedSubset, MATCHED_WORKLOADSPREAD_ANNOTATION,
+    MAX_SCHEDULED_FAILED_DURATION, POD_DELETION_COST_ANNOTATION, POD_DELETION_COST_NEGATIVE,
+    POD_DELETION_COST_POSITIVE, SUBSET_SCHEDULABLE, VersionedKinds, annotation, pod_version,
+    subset_max_replicas, subsets, whole_seconds,
 };
 use crate::daemonset::eligibility::{term_matches, tolerates};
 use crate::pod::{PodRankView, compare_active, is_pod_active, name_of, node_name_of};
@@ -199,7 +199,11 @@ pub fn reconcile(input: &ReconcileInput<'_>) -> ReconcilePlan {
     let (overall, failed) = subset_statuses(&mut ctx, &old_status.subset_statuses, &all);
     status.subset_statuses = overall;
     for (version, groups) in &versioned_groups {
-        let old = old_status.versioned_subset_statuses.get(version).map(Vec::as_slice).unwrap_or_default();
+        let old = old_status
+            .versioned_subset_statuses
+            .get(version)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let (statuses, _) = subset_statuses(&mut ctx, old, groups);
         status.versioned_subset_statuses.insert(version.clone(), statuses);
     }
@@ -219,8 +223,7 @@ pub fn reconcile(input: &ReconcileInput<'_>) -> ReconcilePlan {
 
     let mut delete_pods: Vec<String> = failed.into_iter().collect();
     delete_pods.sort();
-    let pod_patches =
-        patches.into_iter().map(|(name, patch)| PodPatch { name, patch }).collect();
+    let pod_patches = patches.into_iter().map(|(name, patch)| PodPatch { name, patch }).collect();
     ReconcilePlan {
         status_changed: status != old_status,
         status,
@@ -236,7 +239,13 @@ pub fn reconcile(input: &ReconcileInput<'_>) -> ReconcilePlan {
 }
 
 /// Adds `{"metadata":{section:{key:value}}}` to the pod's patch.
-fn add_to_patch(patches: &mut BTreeMap<String, Value>, pod: &str, section: &str, key: &str, value: Value) {
+fn add_to_patch(
+    patches: &mut BTreeMap<String, Value>,
+    pod: &str,
+    section: &str,
+    key: &str,
+    value: Value,
+) {
     let patch = patches.entry(pod.to_owned()).or_insert_with(|| json!({"metadata": {}}));
     if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
         let section = meta.entry(section.to_owned()).or_insert_with(|| Value::Object(Map::new()));
@@ -322,7 +331,12 @@ fn adopt<'w>(
 
 /// `matchesSubset`: `None` when the node does not fit the subset; else
 /// `preferred weight * 100 + patch already applied * 10 + room left`.
-pub(crate) fn subset_score(pod: &Pod, node: &Node, subset: &WorkloadSpreadSubset, missing: i64) -> Option<i64> {
+pub(crate) fn subset_score(
+    pod: &Pod,
+    node: &Node,
+    subset: &WorkloadSpreadSubset,
+    missing: i64,
+) -> Option<i64> {
     let spec = pod.spec.as_ref();
     let taints: &[Taint] = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
     let pod_tolerations = spec.and_then(|s| s.tolerations.as_deref()).unwrap_or_default();
@@ -346,9 +360,9 @@ pub(crate) fn subset_score(pod: &Pod, node: &Node, subset: &WorkloadSpreadSubset
             pod_terms
                 .into_iter()
                 .map(|mut t| {
-                    t.match_expressions.get_or_insert_with(Vec::new).extend(
-                        required.match_expressions.iter().flatten().cloned(),
-                    );
+                    t.match_expressions
+                        .get_or_insert_with(Vec::new)
+                        .extend(required.match_expressions.iter().flatten().cloned());
                     t.match_fields
                         .get_or_insert_with(Vec::new)
                         .extend(required.match_fields.iter().flatten().cloned());
@@ -366,7 +380,8 @@ pub(crate) fn subset_score(pod: &Pod, node: &Node, subset: &WorkloadSpreadSubset
         .filter(|t| t.weight != 0 && term_matches(&t.preference, node))
         .map(|t| i64::from(t.weight))
         .sum();
-    let patched = i64::from(subset.patch.as_ref().is_some_and(|p| patch_already_applied(pod, &p.0)));
+    let patched =
+        i64::from(subset.patch.as_ref().is_some_and(|p| patch_already_applied(pod, &p.0)));
     let room = i64::from(missing > 0);
     Some(preferred * 100 + patched * 10 + room)
 }
@@ -387,7 +402,12 @@ fn patch_already_applied(pod: &Pod, patch: &Value) -> bool {
 }
 
 /// The adoption patch: the patch's labels and annotations, and the matched annotation.
-fn patch_adopted(ws: &WorkloadSpread, subset: &WorkloadSpreadSubset, pod: &Pod, patches: &mut BTreeMap<String, Value>) {
+fn patch_adopted(
+    ws: &WorkloadSpread,
+    subset: &WorkloadSpreadSubset,
+    pod: &Pod,
+    patches: &mut BTreeMap<String, Value>,
+) {
     let name = name_of(pod);
     let ignore = ws
         .metadata
@@ -396,7 +416,8 @@ fn patch_adopted(ws: &WorkloadSpread, subset: &WorkloadSpreadSubset, pod: &Pod, 
         .and_then(|a| a.get(IGNORE_PATCH_EXISTING_PODS_ANNOTATION))
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     if !ignore
-        && let Some(meta) = subset.patch.as_ref().and_then(|p| p.0.get("metadata")).and_then(Value::as_object)
+        && let Some(meta) =
+            subset.patch.as_ref().and_then(|p| p.0.get("metadata")).and_then(Value::as_object)
     {
         for section in ["labels", "annotations"] {
             for (k, v) in meta.get(section).and_then(Value::as_object).into_iter().flatten() {
@@ -409,7 +430,13 @@ fn patch_adopted(ws: &WorkloadSpread, subset: &WorkloadSpreadSubset, pod: &Pod, 
         subset: subset.name.clone(),
         uid: None,
     };
-    add_to_patch(patches, name, "annotations", MATCHED_WORKLOADSPREAD_ANNOTATION, Value::String(injected.to_annotation()));
+    add_to_patch(
+        patches,
+        name,
+        "annotations",
+        MATCHED_WORKLOADSPREAD_ANNOTATION,
+        Value::String(injected.to_annotation()),
+    );
 }
 
 /// Upstream's `updateDeletionCostBySubset` for one version.
@@ -452,7 +479,13 @@ fn set_costs(pods: &[&Pod], cost: i64, patches: &mut BTreeMap<String, Value>) {
             None if value == "0" => continue,
             _ => {}
         }
-        add_to_patch(patches, name_of(pod), "annotations", POD_DELETION_COST_ANNOTATION, Value::String(value.clone()));
+        add_to_patch(
+            patches,
+            name_of(pod),
+            "annotations",
+            POD_DELETION_COST_ANNOTATION,
+            Value::String(value.clone()),
+        );
     }
 }
 
@@ -477,7 +510,9 @@ pub fn pod_unscheduled_deadline(pod: &Pod, critical: SignedDuration) -> Option<T
         return None;
     }
     let failed = crate::pod::conditions_of(pod).iter().any(|c| {
-        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
     });
     if !failed {
         return None;
@@ -522,7 +557,8 @@ fn subset_statuses(
     let ws = ctx.input.ws;
     let now = ctx.input.now;
     let specs = subsets(ws);
-    let old: BTreeMap<&str, &WorkloadSpreadSubsetStatus> = old.iter().map(|s| (s.name.as_str(), s)).collect();
+    let old: BTreeMap<&str, &WorkloadSpreadSubsetStatus> =
+        old.iter().map(|s| (s.name.as_str(), s)).collect();
     let critical = reschedule_critical(ws);
     let mut failed = BTreeSet::new();
     let mut out = Vec::with_capacity(specs.len());
@@ -530,7 +566,8 @@ fn subset_statuses(
         let pods = groups.get(&subset.name).map(Vec::as_slice).unwrap_or_default();
         let previous = old.get(subset.name.as_str()).copied();
         let mut status = subset_status(ctx, pods, subset, previous);
-        let old_cond = previous.and_then(|p| p.conditions.iter().find(|c| c.type_ == SUBSET_SCHEDULABLE));
+        let old_cond =
+            previous.and_then(|p| p.conditions.iter().find(|c| c.type_ == SUBSET_SCHEDULABLE));
         match critical {
             Some(seconds) if i + 1 != specs.len() => {
                 let critical = SignedDuration::from_secs(seconds);
@@ -557,7 +594,10 @@ fn subset_statuses(
                     Some(old_cond) => {
                         set_condition(&mut status, old_cond.clone());
                         if unschedulable {
-                            set_condition(&mut status, condition(SUBSET_SCHEDULABLE, "False", "PodUnschedulable", now));
+                            set_condition(
+                                &mut status,
+                                condition(SUBSET_SCHEDULABLE, "False", "PodUnschedulable", now),
+                            );
                         } else if old_cond.status == "False" {
                             let recover_at = old_cond
                                 .last_transition_time
@@ -575,7 +615,10 @@ fn subset_statuses(
                                         ws.metadata.name.as_deref().unwrap_or_default()
                                     ),
                                 );
-                                set_condition(&mut status, condition(SUBSET_SCHEDULABLE, "True", "Sufficient", now));
+                                set_condition(
+                                    &mut status,
+                                    condition(SUBSET_SCHEDULABLE, "True", "Sufficient", now),
+                                );
                             } else {
                                 ctx.push_requeue(recover_at.duration_since(now));
                             }
@@ -588,7 +631,10 @@ fn subset_statuses(
                 if let Some(old_cond) = old_cond {
                     set_condition(&mut status, old_cond.clone());
                 }
-                set_condition(&mut status, condition(SUBSET_SCHEDULABLE, "True", "Sufficient", now));
+                set_condition(
+                    &mut status,
+                    condition(SUBSET_SCHEDULABLE, "True", "Sufficient", now),
+                );
             }
             None => status.conditions.retain(|c| c.type_ != SUBSET_SCHEDULABLE),
         }
@@ -634,7 +680,10 @@ fn subset_status(
                 ctx.event(
                     EventType::Warning,
                     "DeletePodFailed",
-                    format!("Pod {namespace}/{} was expected to be deleted but it wasn't", name_of(pod)),
+                    format!(
+                        "Pod {namespace}/{} was expected to be deleted but it wasn't",
+                        name_of(pod)
+                    ),
                 );
             } else {
                 status.deleting_pods.insert(name_of(pod).to_owned(), at.clone());

@@ -48,7 +48,16 @@ pub fn reserve(
     now: Timestamp,
     new_uid: &mut dyn FnMut() -> String,
 ) -> Reservation {
-    reserve_versioned(ws, pod, op, workload_replicas, target_kind, &VersionedKinds::default(), now, new_uid)
+    reserve_versioned(
+        ws,
+        pod,
+        op,
+        workload_replicas,
+        target_kind,
+        &VersionedKinds::default(),
+        now,
+        new_uid,
+    )
 }
 
 /// The webhook's decision for `pod` under `ws` (upstream's `acquireSuitableSubset` and
@@ -95,17 +104,16 @@ pub fn reserve_versioned(
     let version = pod_version(pod, target_kind, versioned);
     let pod_name = crate::pod::name_of(pod);
     let mut status = ws.status.clone().unwrap_or_default();
-    let statuses = status
-        .versioned_subset_statuses
-        .entry(version)
-        .or_default();
+    let statuses = status.versioned_subset_statuses.entry(version).or_default();
     if statuses.is_empty() {
         *statuses = initial_subset_statuses(ws, workload_replicas);
     }
     let recorded = |statuses: &[WorkloadSpreadSubsetStatus]| {
         statuses
             .iter()
-            .find(|s| s.creating_pods.contains_key(pod_name) || s.deleting_pods.contains_key(pod_name))
+            .find(|s| {
+                s.creating_pods.contains_key(pod_name) || s.deleting_pods.contains_key(pod_name)
+            })
             .map(|s| s.name.clone())
     };
     let stamp = Time(whole_seconds(now));
@@ -175,7 +183,9 @@ fn ordinal_subset(ws: &WorkloadSpread, pod: &Pod) -> Option<String> {
         }
         threshold += match &subset.max_replicas {
             None => i64::from(i32::MAX),
-            Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n)) => i64::from(*n),
+            Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n)) => {
+                i64::from(*n)
+            }
             // `IntOrString.IntValue()` of a string: its integer value, or 0.
             Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s)) => {
                 i64::from(s.parse::<i32>().unwrap_or(0))

@@ -74,7 +74,11 @@ fn go_field<'v>(map: &'v serde_json::Map<String, Value>, key: &str) -> Option<&'
     map.get(key).or_else(|| map.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v))
 }
 
-fn go_string(map: &serde_json::Map<String, Value>, key: &str, at: &str) -> Result<String, WhitelistError> {
+fn go_string(
+    map: &serde_json::Map<String, Value>,
+    key: &str,
+    at: &str,
+) -> Result<String, WhitelistError> {
     match go_field(map, key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -85,11 +89,17 @@ fn go_string(map: &serde_json::Map<String, Value>, key: &str, at: &str) -> Resul
     }
 }
 
-fn go_object<'v>(value: &'v Value, at: &str) -> Result<Option<&'v serde_json::Map<String, Value>>, WhitelistError> {
+fn go_object<'v>(
+    value: &'v Value,
+    at: &str,
+) -> Result<Option<&'v serde_json::Map<String, Value>>, WhitelistError> {
     match value {
         Value::Null => Ok(None),
         Value::Object(map) => Ok(Some(map)),
-        other => Err(WhitelistError::Shape { path: at.to_owned(), detail: format!("expected an object, got {other}") }),
+        other => Err(WhitelistError::Shape {
+            path: at.to_owned(),
+            detail: format!("expected an object, got {other}"),
+        }),
     }
 }
 
@@ -97,11 +107,17 @@ fn go_list<'v>(value: Option<&'v Value>, at: &str) -> Result<&'v [Value], Whitel
     match value {
         None | Some(Value::Null) => Ok(&[]),
         Some(Value::Array(items)) => Ok(items),
-        Some(other) => Err(WhitelistError::Shape { path: at.to_owned(), detail: format!("expected a list, got {other}") }),
+        Some(other) => Err(WhitelistError::Shape {
+            path: at.to_owned(),
+            detail: format!("expected a list, got {other}"),
+        }),
     }
 }
 
-fn parse_gvk(map: &serde_json::Map<String, Value>, at: &str) -> Result<GroupVersionKind, WhitelistError> {
+fn parse_gvk(
+    map: &serde_json::Map<String, Value>,
+    at: &str,
+) -> Result<GroupVersionKind, WhitelistError> {
     Ok(GroupVersionKind {
         group: go_string(map, "Group", at)?,
         version: go_string(map, "Version", at)?,
@@ -118,7 +134,8 @@ impl CustomWorkloadWhitelist {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        let value: Value = serde_json::from_str(text).map_err(|e| WhitelistError::Json(e.to_string()))?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| WhitelistError::Json(e.to_string()))?;
         let Some(root) = go_object(&value, "")? else {
             return Ok(Self::default());
         };
@@ -188,7 +205,11 @@ pub fn parse_group(api_version: &str) -> Option<&str> {
 /// `matchReference`): Deployment, ReplicaSet and StatefulSet of `apps`, Job of `batch`,
 /// CloneSet and StatefulSet of `apps.kruise.io`, and the whitelist's workloads and
 /// sub-resources. The version is not looked at.
-pub fn is_supported_owner(api_version: &str, kind: &str, whitelist: &CustomWorkloadWhitelist) -> bool {
+pub fn is_supported_owner(
+    api_version: &str,
+    kind: &str,
+    whitelist: &CustomWorkloadWhitelist,
+) -> bool {
     let Some(group) = parse_group(api_version) else {
         return false;
     };

@@ -124,7 +124,10 @@ fn annotation_round_trips_like_go() {
 fn pod_version_follows_versioned_kinds() {
     let kinds = VersionedKinds::default();
     let mut p = pod("p");
-    p.metadata.labels.get_or_insert_with(Default::default).insert("pod-template-hash".into(), "abc".into());
+    p.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("pod-template-hash".into(), "abc".into());
     assert_eq!(pod_version(&p, "CloneSet", &kinds), VERSION_IGNORED);
     assert_eq!(pod_version(&p, "Deployment", &kinds), "abc");
     let kinds = VersionedKinds::parse("CloneSet");
@@ -158,7 +161,8 @@ fn selection_matches_group_kind_and_name_through_the_chain() {
     ];
     let got = select_workload_spread(&candidates, &chain, &labels).expect("selected");
     assert_eq!(got.metadata.name.as_deref(), Some("test-ws"));
-    let other = [WorkloadRef { api_version: "extensions/v1beta1", kind: "Deployment", name: "web" }];
+    let other =
+        [WorkloadRef { api_version: "extensions/v1beta1", kind: "Deployment", name: "web" }];
     assert!(select_workload_spread(&candidates, &other, &labels).is_none());
     let bad = [WorkloadRef { api_version: "a/b/c", kind: "Deployment", name: "web" }];
     assert!(select_workload_spread(&candidates, &bad, &labels).is_none());
@@ -174,7 +178,11 @@ fn target_filter_selects_pods() {
         }),
         replicas_path_list: vec![],
     });
-    let chain = [WorkloadRef { api_version: "apps.kruise.io/v1beta1", kind: "CloneSet", name: "cloneset-test" }];
+    let chain = [WorkloadRef {
+        api_version: "apps.kruise.io/v1beta1",
+        kind: "CloneSet",
+        name: "cloneset-test",
+    }];
     let candidates = vec![a];
     assert!(select_workload_spread(&candidates, &chain, &BTreeMap::new()).is_none());
     let labels = [("role".to_owned(), "worker".to_owned())].into();
@@ -196,7 +204,10 @@ fn supported_owners_and_whitelist() {
     assert!(is_supported_owner("mock.kruise.io/v2", "GameServerSet", &w));
     assert_eq!(w.replicas_path("mock.kruise.io", "v1", "GameServerSet"), Some("spec.replicas"));
     assert!(CustomWorkloadWhitelist::parse("[1]").is_err());
-    assert_eq!(CustomWorkloadWhitelist::parse("").expect("empty"), CustomWorkloadWhitelist::default());
+    assert_eq!(
+        CustomWorkloadWhitelist::parse("").expect("empty"),
+        CustomWorkloadWhitelist::default()
+    );
 }
 
 // ----- reservation (updateSubsetForPod) -----
@@ -205,14 +216,16 @@ fn supported_owners_and_whitelist() {
 fn create_reserves_in_the_first_subset_with_room() {
     let mut w = ws(vec![subset("subset-a", Some(IntOrString::Int(5)))]);
     w.spec.subsets.as_mut().expect("subsets").push(subset("subset-b", None));
-    let r = reserve(&w, &pod("test-pod-1"), PodOperation::Create, 10, "CloneSet", now(), &mut uid());
+    let r =
+        reserve(&w, &pod("test-pod-1"), PodOperation::Create, 10, "CloneSet", now(), &mut uid());
     assert_eq!(r.subset.as_deref(), Some("subset-a"));
     apply(&mut w, &r);
     let a = &versioned(&w)[0];
     assert_eq!(a.missing_replicas, 4);
     assert_eq!(a.creating_pods.get("test-pod-1"), Some(&Time(now())));
     // Recorded already: same subset, nothing to write.
-    let again = reserve(&w, &pod("test-pod-1"), PodOperation::Create, 10, "CloneSet", now(), &mut uid());
+    let again =
+        reserve(&w, &pod("test-pod-1"), PodOperation::Create, 10, "CloneSet", now(), &mut uid());
     assert_eq!((again.subset.as_deref(), again.new_status.is_none()), (Some("subset-a"), true));
 }
 
@@ -229,7 +242,8 @@ fn full_subset_falls_through_to_unlimited_without_a_write() {
 
 #[test]
 fn pod_without_name_gets_a_generated_uid() {
-    let w = ws(vec![subset("a", Some(IntOrString::Int(2))), subset("b", Some(IntOrString::Int(2)))]);
+    let w =
+        ws(vec![subset("a", Some(IntOrString::Int(2))), subset("b", Some(IntOrString::Int(2)))]);
     let mut p = pod("");
     p.metadata.name = None;
     let r = reserve(&w, &p, PodOperation::Create, 10, "CloneSet", now(), &mut uid());
@@ -243,12 +257,17 @@ fn percent_max_scales_with_replicas_rounding_up() {
     let w = ws(vec![subset("a", Some(IntOrString::String("30%".into()))), subset("b", None)]);
     let r = reserve(&w, &pod("p"), PodOperation::Create, 5, "CloneSet", now(), &mut uid());
     // ceil(1.5) = 2, one taken.
-    assert_eq!(r.new_status.expect("status").versioned_subset_statuses[VERSION_IGNORED][0].missing_replicas, 1);
+    assert_eq!(
+        r.new_status.expect("status").versioned_subset_statuses[VERSION_IGNORED][0]
+            .missing_replicas,
+        1
+    );
 }
 
 #[test]
 fn unschedulable_subsets_are_skipped() {
-    let mut w = ws(vec![subset("a", Some(IntOrString::Int(5))), subset("b", Some(IntOrString::Int(5)))]);
+    let mut w =
+        ws(vec![subset("a", Some(IntOrString::Int(5))), subset("b", Some(IntOrString::Int(5)))]);
     let mut statuses = initial_subset_statuses(&w, 10);
     statuses[0].conditions.push(Condition {
         type_: SUBSET_SCHEDULABLE.into(),
@@ -288,10 +307,24 @@ fn delete_and_eviction_give_room_back_once() {
     assert_eq!(again, Reservation::default());
     // A pod of an unknown subset, or without the annotation: nothing.
     let stray = with_subset(pod("x"), "nope");
-    assert_eq!(reserve(&w, &stray, PodOperation::Delete, 10, "CloneSet", now(), &mut uid()), Reservation::default());
-    assert_eq!(reserve(&w, &pod("y"), PodOperation::Delete, 10, "CloneSet", now(), &mut uid()), Reservation::default());
+    assert_eq!(
+        reserve(&w, &stray, PodOperation::Delete, 10, "CloneSet", now(), &mut uid()),
+        Reservation::default()
+    );
+    assert_eq!(
+        reserve(&w, &pod("y"), PodOperation::Delete, 10, "CloneSet", now(), &mut uid()),
+        Reservation::default()
+    );
     // Unlimited subset: no write.
-    let r = reserve(&w, &with_subset(pod("z"), "b"), PodOperation::Delete, 10, "CloneSet", now(), &mut uid());
+    let r = reserve(
+        &w,
+        &with_subset(pod("z"), "b"),
+        PodOperation::Delete,
+        10,
+        "CloneSet",
+        now(),
+        &mut uid(),
+    );
     assert_eq!((r.subset.as_deref(), r.new_status), (Some("b"), None));
 }
 
@@ -332,7 +365,10 @@ fn demo_subset() -> WorkloadSpreadSubset {
     WorkloadSpreadSubset {
         name: "subset-a".into(),
         required_node_selector: Some(zone_term("ack")),
-        preferred_node_selector: vec![PreferredSchedulingTerm { weight: 5, preference: zone_term("cn-a") }],
+        preferred_node_selector: vec![PreferredSchedulingTerm {
+            weight: 5,
+            preference: zone_term("cn-a"),
+        }],
         tolerations: Some(vec![Toleration {
             key: Some("node.kubernetes.io/not-ready".into()),
             operator: Some("Exists".into()),
@@ -360,10 +396,16 @@ fn inject_writes_the_subset_like_upstream() {
     assert_eq!(spec.tolerations.as_ref().expect("tolerations").len(), 1);
     let na = spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref()).expect("node affinity");
     assert_eq!(
-        na.required_during_scheduling_ignored_during_execution.as_ref().expect("required").node_selector_terms,
+        na.required_during_scheduling_ignored_during_execution
+            .as_ref()
+            .expect("required")
+            .node_selector_terms,
         vec![zone_term("ack")]
     );
-    assert_eq!(na.preferred_during_scheduling_ignored_during_execution.as_ref().expect("preferred").len(), 1);
+    assert_eq!(
+        na.preferred_during_scheduling_ignored_during_execution.as_ref().expect("preferred").len(),
+        1
+    );
     // Twice is once.
     let once = p.clone();
     inject(&w, "subset-a", None, &mut p).expect("injects");
@@ -382,20 +424,31 @@ fn inject_merges_required_term_into_every_term() {
     own.match_expressions.as_mut().expect("exprs")[0].key = "disk".into();
     p.spec.as_mut().expect("spec").affinity = Some(k8s_openapi::api::core::v1::Affinity {
         node_affinity: Some(k8s_openapi::api::core::v1::NodeAffinity {
-            required_during_scheduling_ignored_during_execution: Some(k8s_openapi::api::core::v1::NodeSelector {
-                node_selector_terms: vec![own.clone(), own],
-            }),
+            required_during_scheduling_ignored_during_execution: Some(
+                k8s_openapi::api::core::v1::NodeSelector {
+                    node_selector_terms: vec![own.clone(), own],
+                },
+            ),
             preferred_during_scheduling_ignored_during_execution: None,
         }),
         ..Default::default()
     });
     inject(&w, "subset-a", Some("u1"), &mut p).expect("injects");
-    let terms = &p.spec.as_ref().and_then(|s| s.affinity.as_ref()).and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref()).expect("required")
+    let terms = &p
+        .spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+        .expect("required")
         .node_selector_terms;
     assert_eq!(terms.len(), 2);
     assert!(terms.iter().all(|t| t.match_expressions.as_ref().expect("exprs").len() == 2));
-    assert!(annotation(&p, MATCHED_WORKLOADSPREAD_ANNOTATION).expect("annotation").contains(r#""uid":"u1""#));
+    assert!(
+        annotation(&p, MATCHED_WORKLOADSPREAD_ANNOTATION)
+            .expect("annotation")
+            .contains(r#""uid":"u1""#)
+    );
 }
 
 #[test]
@@ -441,7 +494,8 @@ fn status_counts_pods_and_expires_records() {
     old[0].creating_pods.insert("test-pod-8".into(), Time(now() - secs(3)));
     old[0].deleting_pods.insert("test-pod-0".into(), Time(now() - secs(1)));
     w.status = Some(WorkloadSpreadStatus { subset_statuses: old, ..Default::default() });
-    let pods: Vec<Pod> = (0..3).map(|i| with_subset(pod(&format!("test-pod-{i}")), "subset-a")).collect();
+    let pods: Vec<Pod> =
+        (0..3).map(|i| with_subset(pod(&format!("test-pod-{i}")), "subset-a")).collect();
     let p = plan(&w, &pods, 10, now());
     let a = &p.status.subset_statuses[0];
     // 3 active, one of them being deleted, one still being created: 5 - 3 + 1 - 1.
@@ -450,7 +504,10 @@ fn status_counts_pods_and_expires_records() {
     assert_eq!(a.deleting_pods.keys().collect::<Vec<_>>(), ["test-pod-0"]);
     assert_eq!(p.events.len(), 1);
     assert_eq!(p.events[0].reason, "CreatePodFailed");
-    assert_eq!(p.events[0].message, "Pod default/test-pod-9 was expected to be created but it wasn't");
+    assert_eq!(
+        p.events[0].message,
+        "Pod default/test-pod-9 was expected to be created but it wasn't"
+    );
     // The earliest expiry: the deleting pod at 15 - 1 = 14 s.
     assert_eq!(p.requeue_after, Some(std::time::Duration::from_secs(14)));
     assert_eq!(p.status.observed_generation, 10);
@@ -474,7 +531,8 @@ fn delete_timeout_is_reported() {
 fn deletion_costs_like_upstream() {
     // maxReplicas 1 and 3 pods: two negative, one positive.
     let w = ws(vec![subset("subset-a", Some(IntOrString::Int(1))), subset("subset-b", None)]);
-    let mut pods: Vec<Pod> = (0..3).map(|i| with_subset(pod(&format!("a-{i}")), "subset-a")).collect();
+    let mut pods: Vec<Pod> =
+        (0..3).map(|i| with_subset(pod(&format!("a-{i}")), "subset-a")).collect();
     for (i, p) in pods.iter_mut().enumerate() {
         p.spec.as_mut().expect("spec").node_name = Some("n".into());
         p.status = Some(PodStatus {
@@ -503,7 +561,9 @@ fn deletion_costs_like_upstream() {
 fn apply_patches(pods: &[Pod], plan: &ReconcilePlan) -> Vec<Pod> {
     pods.iter()
         .map(|p| {
-            let Some(patch) = plan.pod_patches.iter().find(|x| Some(&x.name) == p.metadata.name.as_ref()) else {
+            let Some(patch) =
+                plan.pod_patches.iter().find(|x| Some(&x.name) == p.metadata.name.as_ref())
+            else {
                 return p.clone();
             };
             let mut v = serde_json::to_value(p).expect("encode");
@@ -518,22 +578,31 @@ fn old_versions_reverse_the_subset_order() {
     let w = ws(vec![subset("subset-a", Some(IntOrString::Int(3))), subset("subset-b", None)]);
     let mut pods = Vec::new();
     for i in 0..10 {
-        let mut p = with_subset(pod(&format!("test-pod-{i}")), if i < 6 { "subset-a" } else { "subset-b" });
+        let mut p =
+            with_subset(pod(&format!("test-pod-{i}")), if i < 6 { "subset-a" } else { "subset-b" });
         p.metadata.owner_references.as_mut().expect("owners")[0].kind = "ReplicaSet".into();
         let version = if i % 2 == 0 { "oldVersion" } else { "newVersion" };
-        p.metadata.labels.get_or_insert_with(Default::default).insert("pod-template-hash".into(), version.into());
+        p.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("pod-template-hash".into(), version.into());
         pods.push(p);
     }
     let mut input = ReconcileInput::new(&w, &pods, 10, &no_nodes, "Deployment", now());
     input.latest_version = Some("newVersion");
     let p = reconcile(&input);
     let c = costs(&p);
-    for (name, want) in [("test-pod-0", "100"), ("test-pod-6", "200"), ("test-pod-1", "200"), ("test-pod-7", "100")] {
+    for (name, want) in
+        [("test-pod-0", "100"), ("test-pod-6", "200"), ("test-pod-1", "200"), ("test-pod-7", "100")]
+    {
         assert_eq!(c[name], want, "{name}");
     }
     let s = &p.status.versioned_subset_statuses;
     assert_eq!((s["oldVersion"][0].replicas, s["newVersion"][1].replicas), (3, 2));
-    assert_eq!((p.status.subset_statuses[0].replicas, p.status.subset_statuses[1].replicas), (6, 4));
+    assert_eq!(
+        (p.status.subset_statuses[0].replicas, p.status.subset_statuses[1].replicas),
+        (6, 4)
+    );
 }
 
 fn node(name: &str, zone: &str, taints: Vec<Taint>) -> Node {
@@ -552,13 +621,18 @@ fn node(name: &str, zone: &str, taints: Vec<Taint>) -> Node {
 fn subset_score_like_matches_subset() {
     let mut s = demo_subset();
     s.required_node_selector = Some(zone_term("a"));
-    s.preferred_node_selector = vec![PreferredSchedulingTerm { weight: 100, preference: zone_term("a") }];
+    s.preferred_node_selector =
+        vec![PreferredSchedulingTerm { weight: 100, preference: zone_term("a") }];
     s.patch = Some(RawExtension(json!({"metadata": {"labels": {"app": "nginx"}}})));
     let n = node("n1", "a", vec![]);
     assert_eq!(reconcile::subset_score(&pod("p"), &n, &s, 1), Some(10011));
     assert_eq!(reconcile::subset_score(&pod("p"), &n, &s, 0), Some(10010));
     assert_eq!(reconcile::subset_score(&pod("p"), &node("n2", "b", vec![]), &s, 1), None);
-    let tainted = node("n3", "a", vec![Taint { key: "k".into(), effect: "NoSchedule".into(), ..Default::default() }]);
+    let tainted = node(
+        "n3",
+        "a",
+        vec![Taint { key: "k".into(), effect: "NoSchedule".into(), ..Default::default() }],
+    );
     assert_eq!(reconcile::subset_score(&pod("p"), &tainted, &s, 1), None);
 }
 
@@ -571,7 +645,13 @@ fn pods_created_before_the_workloadspread_are_adopted_by_node() {
     b.required_node_selector = Some(zone_term("b"));
     let w = ws(vec![a, b]);
     let nodes = [node("node-a", "a", vec![]), node("node-b", "b", vec![])];
-    let lookup = |name: &str| nodes.iter().find(|n| n.metadata.name.as_deref() == Some(name)).cloned().map(std::sync::Arc::new);
+    let lookup = |name: &str| {
+        nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(name))
+            .cloned()
+            .map(std::sync::Arc::new)
+    };
     let mut pods = Vec::new();
     for (name, node) in [("p0", "node-a"), ("p1", "node-a"), ("p2", "node-b"), ("p3", "")] {
         let mut p = pod(name);
@@ -635,13 +715,20 @@ fn schedulable(p: &ReconcilePlan, i: usize) -> Option<(String, String, jiff::Tim
 
 #[test]
 fn reschedule_marks_and_recovers_subsets() {
-    let w = adaptive(ws(vec![subset("subset-a", Some(IntOrString::Int(5))), subset("subset-b", None)]), 30);
+    let w = adaptive(
+        ws(vec![subset("subset-a", Some(IntOrString::Int(5))), subset("subset-b", None)]),
+        30,
+    );
     // No pods: schedulable.
     let p = plan(&w, &[], 10, now());
     assert_eq!(schedulable(&p, 0), Some(("True".into(), "Sufficient".into(), now())));
     assert_eq!(schedulable(&p, 1), Some(("True".into(), "Sufficient".into(), now())));
     // Two pods pending past the critical time: unschedulable, deleted.
-    let pods = vec![pending("a-0", now() - secs(60)), pending("a-1", now() - secs(40)), pending("a-2", now() - secs(10))];
+    let pods = vec![
+        pending("a-0", now() - secs(60)),
+        pending("a-1", now() - secs(40)),
+        pending("a-2", now() - secs(10)),
+    ];
     let p = plan(&w, &pods, 10, now());
     assert_eq!(schedulable(&p, 0), Some(("False".into(), "PodUnschedulable".into(), now())));
     assert_eq!(p.delete_pods, ["a-0", "a-1"]);
