@@ -24,15 +24,23 @@
 //!   SidecarSets by selector.
 //! - [`workloadspread`]: WorkloadSpread subset selection, reservation and injection at pod
 //!   admission, and its controller's plan.
+//! - [`containerrecreate`]: ContainerRecreateRequest defaulting, the controller's plan, one
+//!   request per pod at a time, and the daemon's recreate plan.
+//! - [`image`]: container image references (docker's normalised grammar).
+//! - [`imagepull`]: ImagePullJob, ImageListPullJob and NodeImage planners, and the daemon's
+//!   image puller plan.
 
 #![forbid(unsafe_code)]
 
 pub mod admission;
 pub mod admission_review;
 pub mod cloneset;
+pub mod containerrecreate;
 pub mod cron;
 pub mod daemonset;
 pub mod expectations;
+pub mod image;
+pub mod imagepull;
 pub mod inplace;
 pub mod intstr;
 pub mod lifecycle;

@@ -16,6 +16,8 @@
 //! - [`pub_budget`]: PodUnavailableBudget validation, both API versions.
 //! - [`sidecarset`]: SidecarSet validation (create and update).
 //! - [`workloadspread`]: WorkloadSpread validation (create and update), both API versions.
+//! - [`imagepulljob`]: ImagePullJob, ImageListPullJob and NodeImage defaulting and validation
+//!   (CRR admission is [`crate::containerrecreate::default_crr`]).
 //! - [`protection`]: the `policy.kruise.io/delete-protection` deletion guard.
 //!
 //! Nothing here reads the clock or the cluster: what a check needs from the cluster (pods
@@ -25,6 +27,7 @@
 pub mod cloneset;
 pub mod daemonset;
 pub mod field;
+pub mod imagepulljob;
 pub mod meta;
 pub mod names;
 pub mod pod_chain;

@@ -315,133 +315,13 @@ pub fn round_up_to_milli(text: &str) -> Option<String> {
 /// Whether Kubernetes defaults a container with this image to `imagePullPolicy: Always`: the
 /// reference parses and its tag is `latest`, or it has neither tag nor digest.
 pub fn pulls_latest(image: &str) -> bool {
-    match parse_image_reference(image) {
-        Some((tag, digest)) => tag == Some("latest") || (tag.is_none() && !digest),
-        None => false,
-    }
-}
-
-/// A light version of the docker reference grammar `ParseNormalizedNamed` accepts: the tag,
-/// and whether there is a digest, or `None` when the reference does not parse.
-fn parse_image_reference(image: &str) -> Option<(Option<&str>, bool)> {
-    if image.is_empty() {
-        return None;
-    }
-    let (name_tag, digest) = match image.split_once('@') {
-        Some((name_tag, digest)) => (name_tag, Some(digest)),
-        None => (image, None),
-    };
-    if let Some(digest) = digest {
-        let (algorithm, hex) = digest.split_once(':')?;
-        let algorithm_ok = algorithm.starts_with(|c: char| c.is_ascii_alphabetic())
-            && algorithm.chars().all(|c| c.is_ascii_alphanumeric() || "-_+.".contains(c));
-        if !algorithm_ok || hex.len() < 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-            return None;
+    match crate::image::ImageRef::parse(image) {
+        Ok(reference) => {
+            reference.tag.as_deref() == Some("latest")
+                || (reference.tag.is_none() && reference.digest.is_none())
         }
+        Err(_) => false,
     }
-    let last_slash = name_tag.rfind('/').map_or(0, |i| i + 1);
-    let (name, tag) = match name_tag[last_slash..].rfind(':') {
-        Some(i) => {
-            let at = last_slash + i;
-            (&name_tag[..at], Some(&name_tag[at + 1..]))
-        }
-        None => (name_tag, None),
-    };
-    if let Some(tag) = tag {
-        let ok_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-';
-        let valid = !tag.is_empty()
-            && tag.len() <= 128
-            && tag.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-            && tag.chars().all(ok_char);
-        if !valid {
-            return None;
-        }
-    }
-    if name.is_empty() || name.len() > 255 {
-        return None;
-    }
-    if name.len() == 64 && name.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) {
-        return None;
-    }
-    let mut components: Vec<&str> = name.split('/').collect();
-    if components.len() > 1 {
-        let first = components[0];
-        if first.contains('.') || first.contains(':') || first == "localhost" {
-            if !valid_domain(first) {
-                return None;
-            }
-            components.remove(0);
-        }
-    }
-    if !components.iter().all(|c| valid_path_component(c)) {
-        return None;
-    }
-    Some((tag, digest.is_some()))
-}
-
-/// `[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*`
-fn valid_path_component(component: &str) -> bool {
-    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let b = component.as_bytes();
-    let mut i = 0;
-    let run = |i: &mut usize| {
-        let start = *i;
-        while *i < b.len() && alnum(b[*i]) {
-            *i += 1;
-        }
-        *i > start
-    };
-    if !run(&mut i) {
-        return false;
-    }
-    while i < b.len() {
-        let start = i;
-        match b[i] {
-            b'.' => i += 1,
-            b'_' => {
-                i += 1;
-                if i < b.len() && b[i] == b'_' {
-                    i += 1;
-                }
-            }
-            b'-' => {
-                while i < b.len() && b[i] == b'-' {
-                    i += 1;
-                }
-            }
-            _ => return false,
-        }
-        if i == start || !run(&mut i) {
-            return false;
-        }
-    }
-    true
-}
-
-/// A registry host with an optional port.
-fn valid_domain(domain: &str) -> bool {
-    let (host, port) = match domain.rsplit_once(':') {
-        Some((host, port)) if !host.starts_with('[') || host.ends_with(']') => (host, Some(port)),
-        _ => (domain, None),
-    };
-    if let Some(port) = port
-        && (port.is_empty() || !port.chars().all(|c| c.is_ascii_digit()))
-    {
-        return false;
-    }
-    if host.starts_with('[') {
-        return host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .is_some_and(|h| h.parse::<std::net::Ipv6Addr>().is_ok());
-    }
-    !host.is_empty()
-        && host.split('.').all(|label| {
-            !label.is_empty()
-                && label.starts_with(|c: char| c.is_ascii_alphanumeric())
-                && label.ends_with(|c: char| c.is_ascii_alphanumeric())
-                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        })
 }
 
 #[cfg(test)]
