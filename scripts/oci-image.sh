@@ -25,7 +25,7 @@ ROOT="$WORK/bundle/rootfs"
 objcopy --strip-all "$BINARY" "$ROOT/$NAME"
 chmod 0755 "$ROOT/$NAME"
 # The dynamic loader and every library the binary links, at their own paths.
-ldd "$BINARY" | awk '/=>/ {print $3} /^\s*\/.*ld-linux/ {print $1}' | while read -r lib; do
+ldd "$BINARY" | awk '/=>/ {print $3} /^[ \t]*\/.*ld-linux/ {print $1}' | while read -r lib; do
   [ -n "$lib" ] && [ -e "$lib" ] || continue
   mkdir -p "$ROOT$(dirname "$lib")"
   cp -L "$lib" "$ROOT$lib"
