@@ -67,6 +67,35 @@ fn json_response(code: u16, v: &Value) -> Response<Body> {
     respond(code, "application/json", serde_json::to_vec(v).unwrap_or_default())
 }
 
+/// `/openapi/v2`, which kubectl reads only to validate the items of a `kind: List` file on the
+/// client (every other request it validates through `/openapi/v3` and the server's field
+/// validation). The document carries no definitions, so kubectl skips the client-side check of
+/// the items; each item is still validated by this server when it is written. In protobuf
+/// (gnostic's `openapi_v2.Document`: `swagger`, `info{title, version}`, empty `paths`) when
+/// asked for, as kubectl asks, else JSON.
+fn openapi_v2(accept: Option<&str>) -> Response<Body> {
+    const TITLE: &str = "Kubernetes";
+    const VERSION: &str = "v1.36.0";
+    if accept.is_some_and(|a| a.contains("protobuf")) {
+        let field = |tag: u8, bytes: &[u8]| {
+            let mut out = vec![tag, bytes.len() as u8];
+            out.extend_from_slice(bytes);
+            out
+        };
+        let mut info = field(0x0a, TITLE.as_bytes());
+        info.extend(field(0x12, VERSION.as_bytes()));
+        let mut doc = field(0x0a, b"2.0");
+        doc.extend(field(0x12, &info));
+        doc.extend(field(0x42, &[]));
+        // kube-openapi answers with the `@` of the asked type as a `.`.
+        return respond(200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf", doc);
+    }
+    json_response(
+        200,
+        &json!({"swagger": "2.0", "info": {"title": TITLE, "version": VERSION}, "paths": {}, "definitions": {}}),
+    )
+}
+
 fn error_response(e: &ApiError) -> Response<Body> {
     json_response(e.code, &e.to_status())
 }
@@ -352,13 +381,15 @@ where
                 paths.extend(vs.iter().map(|v| format!("/apis/{g}/{v}")));
             }
             paths.extend(
-                ["/healthz", "/livez", "/openapi/v3", "/readyz", "/version"].map(String::from),
+                ["/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"]
+                    .map(String::from),
             );
             discovery_get(Some(json!({"paths": paths})))
         }
         ["api"] => discovery_get(Some(discovery::core_versions(&app.server_addr))),
         ["apis"] => discovery_get(Some(discovery::group_list(&defs))),
         ["apis", g] => discovery_get(discovery::group(&defs, g)),
+        ["openapi", "v2"] if method == Method::GET => Ok(openapi_v2(accept.as_deref())),
         ["openapi", "v3"] => discovery_get(Some(discovery::openapi_index(&defs))),
         ["openapi", "v3", "api", v] => discovery_get(discovery::openapi_gv(&defs, "", v)),
         ["openapi", "v3", "apis", g, v] => discovery_get(discovery::openapi_gv(&defs, g, v)),

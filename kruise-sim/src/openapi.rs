@@ -16,8 +16,10 @@
 //!
 //! Works: `kubectl explain` of every built-in kind the server serves and of every served CRD
 //! version, nested fields, `--recursive`, `--api-version`, and kubectl's error for an unknown
-//! field. Not served: `/openapi/v2` (so `kubectl explain --output=plaintext-openapiv2` fails),
-//! schemas of list kinds and of subresources (`Scale`, `Eviction`, `Binding`). The built-in
+//! field. `/openapi/v2` is a document without definitions (kubectl reads it only to check the
+//! items of a `kind: List` file, and then leaves them to the server; `kubectl explain
+//! --output=plaintext-openapiv2` finds nothing). Not served: schemas of list kinds and of
+//! subresources (`Scale`, `Eviction`, `Binding`). The built-in
 //! schemas are those of the Kubernetes version k8s-openapi is built for (the binary's choice,
 //! `latest` under tests), which may be newer than the v1.32 the server reports. CRD schemas
 //! are served as written, not normalized as the API server publishes them.

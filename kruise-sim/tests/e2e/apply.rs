@@ -141,3 +141,23 @@ fn apply_conflicts_on_replicas_owned_by_a_patch() {
     assert_eq!(d["spec"]["replicas"], 5);
     assert!(managers(&d).iter().all(|(n, _, _)| n != "kubectl-patch"));
 }
+
+/// A `kind: List` file: kubectl validates its items through `/openapi/v2` before writing them
+/// one by one, with client-side apply, `create` and server-side apply alike.
+#[test]
+fn a_list_file_applies_item_by_item() {
+    let env = Env::new(Config::default());
+    let list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: first}\n  data: {a: \"1\"}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: second}\n";
+    let out = env.ok_stdin(&["apply", "-f", "-"], list);
+    assert!(
+        out.contains("configmap/first created") && out.contains("configmap/second created"),
+        "{out}"
+    );
+    let out = env.ok_stdin(&["apply", "-f", "-"], list);
+    assert!(out.contains("configmap/first unchanged"), "{out}");
+    assert_eq!(env.json(&["get", "configmap", "first"])["data"]["a"], "1");
+    let out = env.ok_stdin(&["apply", "--server-side", "-f", "-"], list);
+    assert!(out.contains("configmap/second serverside-applied"), "{out}");
+    let o = env.run_with(&["create", "-f", "-"], Some(list), std::time::Duration::from_secs(30));
+    assert!(!o.ok && o.stderr.contains(r#"configmaps "first" already exists"#), "{}", o.stderr);
+}
