@@ -768,10 +768,11 @@ impl Cluster {
                 };
             }
         }
-        let mut warnings = Vec::new();
+        let warnings;
         if def.is_custom() {
             warnings = self.check_custom(def, &mut obj, opts.field_validation)?;
         } else {
+            warnings = check_builtin_fields(def, &mut obj, opts.field_validation)?;
             defaults::apply(&def.group, &def.plural, &mut obj);
             self.validate_builtin(def, &obj, None)?;
             if def.plural == "events" && (def.group.is_empty() || def.group == "events.k8s.io") {
@@ -1059,6 +1060,7 @@ impl Cluster {
         if def.is_custom() {
             warnings.extend(self.check_custom(def, &mut result, opts.field_validation)?);
         } else {
+            warnings.extend(check_builtin_fields(def, &mut result, opts.field_validation)?);
             defaults::apply(&def.group, &def.plural, &mut result);
             if sub == Sub::Main {
                 self.validate_builtin(def, &result, Some(old))?;
@@ -1850,4 +1852,30 @@ fn decode_continue(tok: &str) -> Result<(u64, ObjKey), ApiError> {
     let start = start.trim_end_matches('\u{0}');
     let (ns, name) = start.split_once('/').ok_or_else(|| bad("invalid start key"))?;
     Ok((rv, (ns.to_string(), name.to_string())))
+}
+
+/// Drops the fields a built-in object's schema does not know, as kube-apiserver's decoding
+/// does: refused under `fieldValidation=Strict` with its message, warned about under `Warn`
+/// (the default), dropped silently under `Ignore`.
+fn check_builtin_fields(
+    def: &ResourceDef,
+    obj: &mut Value,
+    fv: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
+    let unknown =
+        crate::openapi::drop_unknown_builtin_fields(&def.group, &def.version, &def.kind, obj);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let listed: Vec<String> = unknown.iter().map(|u| format!("unknown field {u:?}")).collect();
+    match fv {
+        FieldValidation::Strict => Err(ApiError::bad_request(format!(
+            "{kind} in version {v:?} cannot be handled as a {kind}: strict decoding error: {}",
+            listed.join(", "),
+            kind = def.kind,
+            v = def.version
+        ))),
+        FieldValidation::Warn => Ok(listed),
+        FieldValidation::Ignore => Ok(Vec::new()),
+    }
 }

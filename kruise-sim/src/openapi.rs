@@ -363,3 +363,148 @@ mod tests {
         );
     }
 }
+
+/// Drops from a built-in object the fields its kind's schema does not know, as kube-apiserver's
+/// decoding drops them, and returns their paths as it names them (`spec.containers[0].imagee`).
+/// Kinds without a schema here are left alone; so are objects the schema leaves open (maps,
+/// `x-kubernetes-preserve-unknown-fields`, schemas without `properties`).
+pub(crate) fn drop_unknown_builtin_fields(
+    group: &str,
+    version: &str,
+    kind: &str,
+    obj: &mut Value,
+) -> Vec<String> {
+    let schemas = builtin_schemas();
+    let key = (group.to_owned(), version.to_owned(), kind.to_owned());
+    let Some(root) = schemas.kinds.get(&key).and_then(|n| schemas.definitions.get(n)) else {
+        return Vec::new();
+    };
+    let mut unknown = Vec::new();
+    drop_unknown(&schemas.definitions, root, obj, "", &mut unknown, 0);
+    unknown
+}
+
+/// The schema `s` stands for: `$ref`s and one-element `allOf`s followed.
+fn resolve<'a>(defs: &'a Map<String, Value>, mut s: &'a Value) -> &'a Value {
+    for _ in 0..16 {
+        if let Some(name) =
+            s.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix(REF_PREFIX))
+        {
+            match defs.get(name) {
+                Some(d) => s = d,
+                None => return s,
+            }
+        } else if let Some([one]) = s.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
+            s = one;
+        } else {
+            return s;
+        }
+    }
+    s
+}
+
+fn drop_unknown(
+    defs: &Map<String, Value>,
+    schema: &Value,
+    v: &mut Value,
+    path: &str,
+    out: &mut Vec<String>,
+    depth: usize,
+) {
+    if depth > 64 {
+        return;
+    }
+    let schema = resolve(defs, schema);
+    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            match props {
+                Some(props) => {
+                    let mut gone = Vec::new();
+                    for (k, child) in map.iter_mut() {
+                        let at = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                        match props.get(k).or(extra) {
+                            Some(s) => drop_unknown(defs, s, child, &at, out, depth + 1),
+                            None if schema.get("additionalProperties")
+                                == Some(&Value::Bool(true)) => {}
+                            None => {
+                                gone.push(k.clone());
+                                out.push(at);
+                            }
+                        }
+                    }
+                    for k in gone {
+                        map.remove(&k);
+                    }
+                }
+                None => {
+                    if let Some(extra) = extra {
+                        for (k, child) in map.iter_mut() {
+                            let at =
+                                if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                            drop_unknown(defs, extra, child, &at, out, depth + 1);
+                        }
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                for (i, child) in items.iter_mut().enumerate() {
+                    drop_unknown(defs, item, child, &format!("{path}[{i}]"), out, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod unknown_field_tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_of_built_in_kinds_are_named_and_dropped() {
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod", "bogus": 1,
+            "metadata": {"name": "p", "labels": {"any": "x"}, "annotations": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i", "imagee": "x",
+                "resources": {"limits": {"cpu": "1"}}, "ports": [{"containerPort": 80, "nope": 1}]}],
+                "nodeSelector": {"k": "v"}},
+            "status": {"phase": "Pending"}
+        });
+        let unknown = drop_unknown_builtin_fields("", "v1", "Pod", &mut pod);
+        assert_eq!(
+            unknown,
+            ["bogus", "spec.containers[0].imagee", "spec.containers[0].ports[0].nope"]
+        );
+        assert!(pod.get("bogus").is_none());
+        assert!(pod["spec"]["containers"][0].get("imagee").is_none());
+        assert_eq!(pod["metadata"]["labels"]["any"], "x");
+        assert_eq!(pod["spec"]["containers"][0]["resources"]["limits"]["cpu"], "1");
+
+        let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "data": {"a": "1"}, "binaryData": {}, "immutable": false});
+        assert!(drop_unknown_builtin_fields("", "v1", "ConfigMap", &mut cm).is_empty());
+        let mut crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "a.b"},
+            "spec": {"group": "b", "names": {"plural": "a", "kind": "A"}, "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                        "properties": {"spec": {"type": "object", "default": {"x": 1},
+                            "properties": {"n": {"type": "integer", "enum": [1, 2], "example": 1}}}}}}}]}});
+        assert_eq!(
+            drop_unknown_builtin_fields(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+                &mut crd
+            ),
+            Vec::<String>::new()
+        );
+    }
+}

@@ -161,3 +161,49 @@ fn a_list_file_applies_item_by_item() {
     let o = env.run_with(&["create", "-f", "-"], Some(list), std::time::Duration::from_secs(30));
     assert!(!o.ok && o.stderr.contains(r#"configmaps "first" already exists"#), "{}", o.stderr);
 }
+
+/// Unknown fields of built-in kinds, as kube-apiserver's decoding treats them: kubectl's
+/// default (`fieldValidation=Strict`) is refused with its message, `--validate=warn` warns and
+/// drops them, `--validate=false` drops them silently.
+#[test]
+fn unknown_fields_of_built_in_kinds_are_refused_warned_or_dropped() {
+    let env = Env::new(Config::default());
+    let cm = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{a: \"1\"}}\nbogus: 1\n"
+        )
+    };
+    let o = env.run_with(
+        &["apply", "-f", "-"],
+        Some(&cm("strict")),
+        std::time::Duration::from_secs(30),
+    );
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains(
+            r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus""#
+        ),
+        "{}",
+        o.stderr
+    );
+    let o = env.run_with(
+        &["apply", "--validate=warn", "-f", "-"],
+        Some(&cm("warned")),
+        std::time::Duration::from_secs(30),
+    );
+    assert!(o.ok && o.stderr.contains(r#"Warning: unknown field "bogus""#), "{}", o.stderr);
+    assert!(env.json(&["get", "configmap", "warned"]).get("bogus").is_none());
+    env.ok_stdin(&["create", "--validate=false", "-f", "-"], &cm("ignored"));
+    let stored = env.json(&["get", "configmap", "ignored"]);
+    assert!(stored.get("bogus").is_none() && stored["data"]["a"] == "1", "{stored}");
+    // Nested fields are named by their path.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: nginx\n    imagee: typo\n";
+    let o = env.run_with(&["create", "-f", "-"], Some(pod), std::time::Duration::from_secs(30));
+    assert!(
+        !o.ok
+            && o.stderr
+                .contains(r#"strict decoding error: unknown field "spec.containers[0].imagee""#),
+        "{}",
+        o.stderr
+    );
+}
