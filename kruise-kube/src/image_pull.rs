@@ -106,6 +106,27 @@ pub struct NodeImageController {
     nodes: Cache<Node>,
     node_images: Cache<NodeImage>,
     jobs: Cache<ImagePullJob>,
+    /// Which NodeImages carry which job's entries: a deleted job wakes them.
+    index: Arc<RwLock<TagOwnerIndex>>,
+}
+
+/// A [`TagOwnerIndex`] of `node_images`, kept up to date from its events.
+fn owner_index(node_images: &Cache<NodeImage>) -> Arc<RwLock<TagOwnerIndex>> {
+    let index = Arc::new(RwLock::new(TagOwnerIndex::default()));
+    let feed = index.clone();
+    node_images.subscribe(Arc::new(move |change| {
+        feed.write()
+            .unwrap_or_else(|p| p.into_inner())
+            .update(change.old.as_deref(), change.new.as_deref());
+    }));
+    // What the cache held before the subscription (updates are idempotent).
+    {
+        let mut index = index.write().unwrap_or_else(|p| p.into_inner());
+        for ni in node_images.all() {
+            index.update(None, Some(&ni));
+        }
+    }
+    index
 }
 
 impl NodeImageController {
@@ -114,9 +135,11 @@ impl NodeImageController {
             .with_gates(&["KruiseDaemon"]);
 
     fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        let node_images = context.caches.get();
         Arc::new(Self {
             nodes: context.caches.get(),
-            node_images: context.caches.get(),
+            index: owner_index(&node_images),
+            node_images,
             jobs: context.caches.get(),
             context,
         })
@@ -224,8 +247,23 @@ impl NodeImageController {
 
 impl Reconciler for NodeImageController {
     fn watches(&self) -> Vec<Watch> {
+        let index = self.index.clone();
         vec![
             Watch::own(&self.node_images),
+            // A job that goes (without releasing its entries itself, e.g. a completed one)
+            // wakes the NodeImages that carry its entries, which then drop them.
+            Watch::new(&self.jobs, KeyMapping::Custom, move |change| {
+                let (Some(old), None) = (change.old.as_deref(), change.new.as_deref()) else {
+                    return Vec::new();
+                };
+                let uid = old.uid().unwrap_or_default();
+                index
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .nodes_of(&uid)
+                    .map(|n| ObjectKey::new("", n))
+                    .collect()
+            }),
             Watch::new(&self.nodes, KeyMapping::Custom, |change| {
                 let (old, new) = (change.old.as_deref(), change.new.as_deref());
                 // Heartbeats change nothing the NodeImage depends on.
@@ -295,20 +333,7 @@ impl ImagePullJobController {
 
     fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
         let node_images: Cache<NodeImage> = context.caches.get();
-        let index = Arc::new(RwLock::new(TagOwnerIndex::default()));
-        let feed = index.clone();
-        node_images.subscribe(Arc::new(move |change| {
-            feed.write()
-                .unwrap_or_else(|p| p.into_inner())
-                .update(change.old.as_deref(), change.new.as_deref());
-        }));
-        // What the cache held before the subscription (updates are idempotent).
-        {
-            let mut index = index.write().unwrap_or_else(|p| p.into_inner());
-            for ni in node_images.all() {
-                index.update(None, Some(&ni));
-            }
-        }
+        let index = owner_index(&node_images);
         Arc::new(Self {
             jobs: context.caches.get(),
             pods: context.caches.get(),
