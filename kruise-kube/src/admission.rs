@@ -325,7 +325,9 @@ async fn mutate_crr(State(context): State<Arc<AdmissionContext>>, body: Bytes) -
             match old.transpose() {
                 Ok(Some(old)) => match validate_crr_update(&crr, &old) {
                     Ok(()) => AdmissionResponse::allow(&request),
-                    Err(e) => AdmissionResponse::deny(&request, 422, e.to_field_error().to_string()),
+                    Err(e) => {
+                        AdmissionResponse::deny(&request, 422, e.to_field_error().to_string())
+                    }
                 },
                 Ok(None) => AdmissionResponse::allow(&request),
                 Err(message) => AdmissionResponse::deny(&request, 400, message),
@@ -387,7 +389,9 @@ async fn validate_image_list_pull_job(body: Bytes) -> Response {
         let bad = |message: String| (400, message);
         let job = hub_object::<v1alpha1::ImageListPullJob>(request, object, "imagelistpulljob")
             .map_err(bad)?;
-        rules::validate_image_list_pull_job(&job).into_result().map_err(|e| (422, e.to_string()))?;
+        rules::validate_image_list_pull_job(&job)
+            .into_result()
+            .map_err(|e| (422, e.to_string()))?;
         Ok(AdmissionResponse::allow(request))
     })
 }

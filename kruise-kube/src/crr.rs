@@ -17,8 +17,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
 use kruise_core::containerrecreate::{CrrAction, pick_active, plan_crr};
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt as _;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
 use crate::applier::ApplyError;
@@ -85,9 +85,7 @@ impl CrrController {
         let api: Api<ContainerRecreateRequest> =
             Api::namespaced(applier.client().clone(), &namespace);
         let params = PatchParams::default();
-        let finalizers = |list: Vec<String>| {
-            json!({"metadata": {"finalizers": list, "resourceVersion": crr.resource_version()}})
-        };
+        let finalizers = |list: Vec<String>| json!({"metadata": {"finalizers": list, "resourceVersion": crr.resource_version()}});
         let (what, result) = match action {
             CrrAction::PatchStatus { patch } => (
                 "patch status",
@@ -111,7 +109,10 @@ impl CrrController {
                 let patch = finalizers(list);
                 (
                     "add finalizer",
-                    applier.write(api.patch(&name, &params, &Patch::Merge(&patch))).await.map(|_| ()),
+                    applier
+                        .write(api.patch(&name, &params, &Patch::Merge(&patch)))
+                        .await
+                        .map(|_| ()),
                 )
             }
             CrrAction::RemoveFinalizer { finalizer } => {
@@ -120,7 +121,10 @@ impl CrrController {
                 let patch = finalizers(list);
                 (
                     "remove finalizer",
-                    applier.write(api.patch(&name, &params, &Patch::Merge(&patch))).await.map(|_| ()),
+                    applier
+                        .write(api.patch(&name, &params, &Patch::Merge(&patch)))
+                        .await
+                        .map(|_| ()),
                 )
             }
             CrrAction::UpdatePodConditions { pod, patch } => {
@@ -204,7 +208,8 @@ impl CrrController {
         }
         // The one that runs no longer waits.
         if let Some(active) = pick.active.as_deref()
-            && let Some(current) = siblings.iter().find(|c| c.metadata.name.as_deref() == Some(active))
+            && let Some(current) =
+                siblings.iter().find(|c| c.metadata.name.as_deref() == Some(active))
             && let Some(status) = current.status.as_ref()
             && status.phase == ContainerRecreateRequestPhase::Pending
             && status.message.starts_with(WAITING_PREFIX)

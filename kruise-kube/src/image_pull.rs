@@ -75,7 +75,11 @@ fn to_duration(d: Option<jiff::SignedDuration>) -> Option<Duration> {
     d.and_then(|d| Duration::try_from(d).ok())
 }
 
-fn write_error(action: &'static str, target: impl Into<String>, source: ApplyError) -> ReconcileError {
+fn write_error(
+    action: &'static str,
+    target: impl Into<String>,
+    source: ApplyError,
+) -> ReconcileError {
     ReconcileError::Write { action, target: target.into(), source }
 }
 
@@ -177,7 +181,8 @@ impl NodeImageController {
         let ni = self.node_images.get(&node_key);
         let secrets = self.existing_secrets(ni.as_deref()).await;
         let jobs = &self.jobs;
-        let job_uid = |ns: &str, job: &str| jobs.get(&ObjectKey::new(ns, job)).and_then(|j| j.uid());
+        let job_uid =
+            |ns: &str, job: &str| jobs.get(&ObjectKey::new(ns, job)).and_then(|j| j.uid());
         let secret_exists = |ns: &str, s: &str| secrets.contains(&(ns.to_owned(), s.to_owned()));
         let now = jiff::Timestamp::now();
         let plan = core::plan_node_image(
@@ -327,9 +332,12 @@ pub struct ImagePullJobController {
 }
 
 impl ImagePullJobController {
-    const INFO: ControllerInfo =
-        ControllerInfo::new(IMAGE_PULL_JOB_CONTROLLER, "imagepulljob-workers", served("imagepulljobs"))
-            .with_gates(&["KruiseDaemon", "ImagePullJobGate"]);
+    const INFO: ControllerInfo = ControllerInfo::new(
+        IMAGE_PULL_JOB_CONTROLLER,
+        "imagepulljob-workers",
+        served("imagepulljobs"),
+    )
+    .with_gates(&["KruiseDaemon", "ImagePullJobGate"]);
 
     fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
         let node_images: Cache<NodeImage> = context.caches.get();
@@ -359,14 +367,11 @@ impl ImagePullJobController {
                 ..Default::default()
             })
             .collect();
-        let pods: Vec<k8s_openapi::api::core::v1::Pod> = if job.spec.template.pod_selector.is_some() {
+        let pods: Vec<k8s_openapi::api::core::v1::Pod> = if job.spec.template.pod_selector.is_some()
+        {
             let namespace = job.namespace().unwrap_or_default();
-            let mut pods: Vec<_> = self
-                .pods
-                .in_namespace(&namespace)
-                .iter()
-                .filter_map(|p| p.to_pod().ok())
-                .collect();
+            let mut pods: Vec<_> =
+                self.pods.in_namespace(&namespace).iter().filter_map(|p| p.to_pod().ok()).collect();
             pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
             pods
         } else {
@@ -423,7 +428,9 @@ impl ImagePullJobController {
             match got {
                 Ok(Some(s)) => sources.push(s),
                 Ok(None) => {}
-                Err(e) => return Err(write_error("get pull secret", format!("{namespace}/{name}"), e)),
+                Err(e) => {
+                    return Err(write_error("get pull secret", format!("{namespace}/{name}"), e));
+                }
             }
         }
         let copies_api: Api<Secret> =
@@ -450,7 +457,8 @@ impl ImagePullJobController {
         }
         for secret in &plan.update {
             let name = secret.name_any();
-            let written = applier.write(copies_api.replace(&name, &PostParams::default(), secret)).await;
+            let written =
+                applier.write(copies_api.replace(&name, &PostParams::default(), secret)).await;
             gone_ok(written).map_err(|e| write_error("update secret", name.clone(), e))?;
         }
         for name in &plan.delete {
@@ -473,7 +481,9 @@ impl ImagePullJobController {
             Ok(nodes) => nodes,
             Err(e) => {
                 let reference = job.object_ref(&());
-                applier.event(&reference, true, "InvalidSelector", "Reconcile", e.to_string()).await;
+                applier
+                    .event(&reference, true, "InvalidSelector", "Reconcile", e.to_string())
+                    .await;
                 return Ok(None);
             }
         };
@@ -525,9 +535,13 @@ impl ImagePullJobController {
                 "finalizers": list,
                 "resourceVersion": job.resource_version(),
             }});
-            let written =
-                applier.write(api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))).await;
-            if gone_ok(written).map_err(|e| write_error("add finalizer", key.to_string(), e))?.is_none() {
+            let written = applier
+                .write(api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
+                .await;
+            if gone_ok(written)
+                .map_err(|e| write_error("add finalizer", key.to_string(), e))?
+                .is_none()
+            {
                 return Ok(None);
             }
         }
@@ -560,8 +574,9 @@ impl ImagePullJobController {
                 "finalizers": list,
                 "resourceVersion": job.resource_version(),
             }});
-            let written =
-                applier.write(api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))).await;
+            let written = applier
+                .write(api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
+                .await;
             gone_ok(written).map_err(|e| write_error("remove finalizer", key.to_string(), e))?;
         }
         if plan.delete {
@@ -604,7 +619,9 @@ impl Reconciler for ImagePullJobController {
                     keys.extend(
                         jobs.all()
                             .iter()
-                            .filter(|j| j.status.as_ref().is_none_or(|s| s.completion_time.is_none()))
+                            .filter(|j| {
+                                j.status.as_ref().is_none_or(|s| s.completion_time.is_none())
+                            })
                             .map(|j| ObjectKey::of(j.as_ref())),
                     );
                 }
@@ -702,7 +719,10 @@ impl ImageListPullJobController {
                 entry.retain(|_, at| at.elapsed() < CREATE_EXPECTATION);
                 // A child of this image in the cache (even an outdated one being replaced)
                 // means the last creation was seen.
-                if children.iter().any(|c| c.spec.image == image && !plan.delete.contains(&c.name_any())) {
+                if children
+                    .iter()
+                    .any(|c| c.spec.image == image && !plan.delete.contains(&c.name_any()))
+                {
                     entry.remove(&image);
                 }
                 entry.contains_key(&image)
@@ -726,13 +746,18 @@ impl ImageListPullJobController {
         if let Some(status) = &plan.status {
             let patch = json!({ "status": status });
             let written = applier
-                .write(lists.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
+                .write(lists.patch_status(
+                    &key.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                ))
                 .await;
             gone_ok(written).map_err(|e| write_error("update status", key.to_string(), e))?;
         }
         let mut requeue = to_duration(plan.requeue_after);
         if waiting {
-            requeue = Some(requeue.map_or(Duration::from_secs(5), |r| r.min(Duration::from_secs(5))));
+            requeue =
+                Some(requeue.map_or(Duration::from_secs(5), |r| r.min(Duration::from_secs(5))));
         }
         Ok(requeue)
     }

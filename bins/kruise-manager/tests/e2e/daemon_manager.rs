@@ -33,7 +33,13 @@ fn start(cluster: &SimCluster) -> crate::common::Proc {
     // The daemon features' webhooks are registered too.
     wait_for("the NodeImage webhook", MINUTE, || {
         let out = cluster.kubectl.run_with(
-            &["get", "mutatingwebhookconfiguration", "kruise-mutating-webhook-configuration", "-o", "json"],
+            &[
+                "get",
+                "mutatingwebhookconfiguration",
+                "kruise-mutating-webhook-configuration",
+                "-o",
+                "json",
+            ],
             None,
         );
         out.stdout.contains("\"mnodeimage.kb.io\"").then_some(())
@@ -46,10 +52,8 @@ fn node_images(k: &Kubectl) -> Vec<Value> {
 }
 
 fn names(items: &[Value]) -> Vec<String> {
-    let mut names: Vec<String> = items
-        .iter()
-        .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_owned))
-        .collect();
+    let mut names: Vec<String> =
+        items.iter().filter_map(|i| i["metadata"]["name"].as_str().map(str::to_owned)).collect();
     names.sort();
     names
 }
@@ -97,9 +101,9 @@ fn carriers(k: &Kubectl, image: &str, tag: &str) -> Vec<(String, i64, bool)> {
         let version = entry["version"].as_i64().unwrap_or(0);
         let statuses =
             ni["status"]["imageStatuses"][image]["tags"].as_array().cloned().unwrap_or_default();
-        let done = statuses
-            .iter()
-            .any(|s| s["tag"] == tag && s["version"].as_i64() == Some(version) && s["phase"] == "Succeeded");
+        let done = statuses.iter().any(|s| {
+            s["tag"] == tag && s["version"].as_i64() == Some(version) && s["phase"] == "Succeeded"
+        });
         out.push((name, version, done));
     }
     out
@@ -162,7 +166,12 @@ fn image_pull_job_pulls_on_one_node_at_a_time() {
             }]}},
         }});
         k.ok(&[
-            "patch", "nodeimage", &node, "--subresource=status", "--type=merge", "-p",
+            "patch",
+            "nodeimage",
+            &node,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
             &status.to_string(),
         ]);
         pulled.push(node);
@@ -271,7 +280,10 @@ fn container_recreate_requests_one_at_a_time() {
     assert!(!out.ok, "refused");
     assert!(out.stderr.contains("spec.containers[0].name"), "names the field: {}", out.stderr);
 
-    k.ok_stdin(&["create", "-f", "-"], &crr("first", "main", json!({"ttlSecondsAfterFinished": 3})));
+    k.ok_stdin(
+        &["create", "-f", "-"],
+        &crr("first", "main", json!({"ttlSecondsAfterFinished": 3})),
+    );
     let first = get_crr(k, "first");
     let labels = &first["metadata"]["labels"];
     assert_eq!(labels["crr.apps.kruise.io/node-name"], pod["spec"]["nodeName"]);
@@ -283,8 +295,16 @@ fn container_recreate_requests_one_at_a_time() {
 
     // The spec is immutable.
     let out = k.run_with(
-        &["patch", "containerrecreaterequest", "first", "-n", "default", "--type=merge", "-p",
-          r#"{"spec":{"activeDeadlineSeconds":100}}"#],
+        &[
+            "patch",
+            "containerrecreaterequest",
+            "first",
+            "-n",
+            "default",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"activeDeadlineSeconds":100}}"#,
+        ],
         None,
     );
     assert!(!out.ok && out.stderr.contains("immutable"), "{}", out.stderr);
@@ -308,8 +328,15 @@ fn container_recreate_requests_one_at_a_time() {
         "containerRecreateStates": [{"name": "main", "phase": "Succeeded"}],
     }});
     k.ok(&[
-        "patch", "containerrecreaterequest", "first", "-n", "default", "--subresource=status",
-        "--type=merge", "-p", &done.to_string(),
+        "patch",
+        "containerrecreaterequest",
+        "first",
+        "-n",
+        "default",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &done.to_string(),
     ]);
     wait_for("the second request to be next", MINUTE, || {
         let second = get_crr(k, "second");
