@@ -1622,6 +1622,57 @@ mod tests {
     }
 
     #[test]
+    fn daemon_feature_webhooks_are_registered_at_upstreams_paths() {
+        let (mutating, validating) = configs();
+        let find = |config: &Value, name: &str| {
+            config["webhooks"]
+                .as_array()
+                .expect("webhooks")
+                .iter()
+                .find(|w| w["name"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("{name} registered"))
+        };
+        for (config, name, path, resource) in [
+            (
+                &mutating,
+                "mcontainerrecreaterequest.kb.io",
+                CRR_MUTATING_PATH,
+                "containerrecreaterequests",
+            ),
+            (&mutating, "mimagepulljob-v1beta1.kb.io", IMAGEPULLJOB_MUTATING_PATH, "imagepulljobs"),
+            (
+                &validating,
+                "vimagepulljob-v1beta1.kb.io",
+                IMAGEPULLJOB_VALIDATING_PATH,
+                "imagepulljobs",
+            ),
+            (
+                &mutating,
+                "mimagelistpulljob-v1beta1.kb.io",
+                IMAGELISTPULLJOB_MUTATING_PATH,
+                "imagelistpulljobs",
+            ),
+            (
+                &validating,
+                "vimagelistpulljob-v1beta1.kb.io",
+                IMAGELISTPULLJOB_VALIDATING_PATH,
+                "imagelistpulljobs",
+            ),
+            (&mutating, "mnodeimage.kb.io", NODEIMAGE_MUTATING_PATH, "nodeimages"),
+            (&validating, "vnodeimage.kb.io", NODEIMAGE_VALIDATING_PATH, "nodeimages"),
+        ] {
+            let webhook = find(config, name);
+            assert_eq!(webhook["clientConfig"]["url"], format!("https://127.0.0.1:9876{path}"));
+            let rule = &webhook["rules"][0];
+            assert_eq!(rule["resources"], json!([resource]), "{name}");
+            assert_eq!(rule["apiVersions"], json!(["v1alpha1", "v1beta1"]), "{name}");
+            assert_eq!(rule["operations"], json!(["CREATE", "UPDATE"]), "{name}");
+            assert_eq!(webhook["failurePolicy"], "Fail", "{name}");
+        }
+    }
+
+    #[test]
     fn failure_policies_are_checked() {
         let policy =
             WebhookPolicy { pod_failure_policy: "Sometimes".into(), ..WebhookPolicy::default() };
