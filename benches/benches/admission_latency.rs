@@ -566,6 +566,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         pub_budgets: Some(pub_webhook(&client).await),
         sidecar_sets: Some(sidecar_webhook(&client).await),
         workload_spreads: Some(spread_webhook(&client).await),
+        nodes: None,
     };
     let routes = admission::routes(context).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)

@@ -75,6 +75,8 @@ pub struct AdmissionContext {
     pub sidecar_sets: Option<crate::sidecarset::SidecarSetWebhook>,
     /// WorkloadSpread subsets at pod creation and deletion (the `WorkloadSpread` gate).
     pub workload_spreads: Option<crate::workloadspread::WorkloadSpreadWebhook>,
+    /// Nodes: a ContainerRecreateRequest for a pod on a virtual-kubelet node is labelled so.
+    pub nodes: Option<Cache<k8s_openapi::api::core::v1::Node>>,
 }
 
 /// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
@@ -99,6 +101,13 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
         .route(SIDECARSET_MUTATING_PATH, post(mutate_sidecarset))
         .route(SIDECARSET_VALIDATING_PATH, post(validate_sidecarset))
         .route(WORKLOADSPREAD_VALIDATING_PATH, post(validate_workloadspread))
+        .route(CRR_MUTATING_PATH, post(mutate_crr))
+        .route(IMAGEPULLJOB_MUTATING_PATH, post(mutate_image_pull_job))
+        .route(IMAGEPULLJOB_VALIDATING_PATH, post(validate_image_pull_job))
+        .route(IMAGELISTPULLJOB_MUTATING_PATH, post(mutate_image_list_pull_job))
+        .route(IMAGELISTPULLJOB_VALIDATING_PATH, post(validate_image_list_pull_job))
+        .route(NODEIMAGE_MUTATING_PATH, post(mutate_node_image))
+        .route(NODEIMAGE_VALIDATING_PATH, post(validate_node_image))
         .with_state(state)
 }
 
@@ -251,6 +260,162 @@ async fn validate_workloadspread(
             None => validate_workloadspread_create(&ws, &ctx),
         };
         errors.into_result().map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
+}
+
+/// Upstream's paths of the daemon features' webhooks.
+const CRR_MUTATING_PATH: &str = "/mutate-apps-kruise-io-containerrecreaterequest";
+const IMAGEPULLJOB_MUTATING_PATH: &str = "/mutate-apps-kruise-io-imagepulljob";
+const IMAGEPULLJOB_VALIDATING_PATH: &str = "/validate-apps-kruise-io-imagepulljob";
+const IMAGELISTPULLJOB_MUTATING_PATH: &str = "/mutate-apps-kruise-io-imagelistpulljob";
+const IMAGELISTPULLJOB_VALIDATING_PATH: &str = "/validate-apps-kruise-io-imagelistpulljob";
+const NODEIMAGE_MUTATING_PATH: &str = "/mutate-apps-kruise-io-nodeimage";
+const NODEIMAGE_VALIDATING_PATH: &str = "/validate-apps-kruise-io-nodeimage";
+
+/// `mcontainerrecreaterequest.kb.io`: on CREATE, upstream's checks and defaults against the
+/// pod (read from the API server, so a pod that just started is seen with its container IDs)
+/// and its node; on UPDATE, the spec and the pod-uid and node-name labels are immutable.
+async fn mutate_crr(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
+    use kruise_core::containerrecreate::{default_crr, validate_crr_update};
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let Some(object) = request.object.clone() else {
+        return review_response(&AdmissionResponse::allow(&request));
+    };
+    let crr = match hub_object::<v1alpha1::ContainerRecreateRequest>(&request, &object, "crr") {
+        Ok(crr) => crr,
+        Err(message) => return review_response(&AdmissionResponse::deny(&request, 400, message)),
+    };
+    let response = match request.operation {
+        Operation::Create => {
+            let namespace = request.namespace.clone().unwrap_or_default();
+            let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+                kube::Api::namespaced(context.client.clone(), &namespace);
+            let pod = match pods.get_opt(&crr.spec.pod_name).await {
+                Ok(pod) => pod,
+                // The API server did not answer: the cache is the next best view.
+                Err(_) => context
+                    .pods
+                    .get(&ObjectKey::new(namespace.clone(), crr.spec.pod_name.clone()))
+                    .and_then(|p| p.to_pod().ok()),
+            };
+            let node_name = pod.as_ref().and_then(|p| p.spec.as_ref()?.node_name.clone());
+            let node = match (&context.nodes, node_name) {
+                (Some(nodes), Some(name)) => nodes.get(&ObjectKey::new("", name)),
+                _ => None,
+            };
+            match default_crr(&crr, pod.as_ref(), node.as_deref()) {
+                Ok(defaulted) => {
+                    match at_sent_version::<v1alpha1::ContainerRecreateRequest>(&request, defaulted)
+                    {
+                        Ok(value) => AdmissionResponse::mutate(&request, &object, &value),
+                        Err(message) => AdmissionResponse::deny(&request, 400, message),
+                    }
+                }
+                Err(e) => AdmissionResponse::deny(&request, 422, e.to_field_error().to_string()),
+            }
+        }
+        Operation::Update => {
+            let old = old_of(&request).map(|old| {
+                hub_object::<v1alpha1::ContainerRecreateRequest>(&request, old, "old crr")
+            });
+            match old.transpose() {
+                Ok(Some(old)) => match validate_crr_update(&crr, &old) {
+                    Ok(()) => AdmissionResponse::allow(&request),
+                    Err(e) => {
+                        AdmissionResponse::deny(&request, 422, e.to_field_error().to_string())
+                    }
+                },
+                Ok(None) => AdmissionResponse::allow(&request),
+                Err(message) => AdmissionResponse::deny(&request, 400, message),
+            }
+        }
+        _ => AdmissionResponse::allow(&request),
+    };
+    review_response(&response)
+}
+
+/// `mimagepulljob-v1beta1.kb.io`: upstream's defaults.
+async fn mutate_image_pull_job(body: Bytes) -> Response {
+    use kruise_core::admission::imagepulljob as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let mut job =
+            hub_object::<v1alpha1::ImagePullJob>(request, object, "imagepulljob").map_err(bad)?;
+        rules::default_image_pull_job(&mut job);
+        let defaulted = at_sent_version::<v1alpha1::ImagePullJob>(request, job).map_err(bad)?;
+        Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
+}
+
+/// `vimagepulljob-v1beta1.kb.io`: upstream's rules (`pullSecrets` immutable on update).
+async fn validate_image_pull_job(body: Bytes) -> Response {
+    use kruise_core::admission::imagepulljob as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let job =
+            hub_object::<v1alpha1::ImagePullJob>(request, object, "imagepulljob").map_err(bad)?;
+        let old = old_of(request)
+            .map(|old| hub_object::<v1alpha1::ImagePullJob>(request, old, "old imagepulljob"))
+            .transpose()
+            .map_err(bad)?;
+        rules::validate_image_pull_job(&job, old.as_ref())
+            .into_result()
+            .map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
+}
+
+/// `mimagelistpulljob-v1beta1.kb.io`: upstream's defaults.
+async fn mutate_image_list_pull_job(body: Bytes) -> Response {
+    use kruise_core::admission::imagepulljob as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let mut job = hub_object::<v1alpha1::ImageListPullJob>(request, object, "imagelistpulljob")
+            .map_err(bad)?;
+        rules::default_image_list_pull_job(&mut job);
+        let defaulted = at_sent_version::<v1alpha1::ImageListPullJob>(request, job).map_err(bad)?;
+        Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
+}
+
+/// `vimagelistpulljob-v1beta1.kb.io`: upstream's rules.
+async fn validate_image_list_pull_job(body: Bytes) -> Response {
+    use kruise_core::admission::imagepulljob as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let job = hub_object::<v1alpha1::ImageListPullJob>(request, object, "imagelistpulljob")
+            .map_err(bad)?;
+        rules::validate_image_list_pull_job(&job)
+            .into_result()
+            .map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
+}
+
+/// `mnodeimage.kb.io`: `createdAt` and the tag pull policy's defaults.
+async fn mutate_node_image(body: Bytes) -> Response {
+    use kruise_core::admission::imagepulljob as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let mut ni =
+            hub_object::<v1alpha1::NodeImage>(request, object, "nodeimage").map_err(bad)?;
+        rules::default_node_image(&mut ni, jiff::Timestamp::now());
+        let defaulted = at_sent_version::<v1alpha1::NodeImage>(request, ni).map_err(bad)?;
+        Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
+}
+
+/// `vnodeimage.kb.io`: upstream's rules.
+async fn validate_node_image(body: Bytes) -> Response {
+    use kruise_core::admission::imagepulljob as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let ni = hub_object::<v1alpha1::NodeImage>(request, object, "nodeimage").map_err(bad)?;
+        rules::validate_node_image(&ni).into_result().map_err(|e| (422, e.to_string()))?;
         Ok(AdmissionResponse::allow(request))
     })
 }
@@ -1162,11 +1327,35 @@ pub fn configurations(
         vec![rule("apps.kruise.io", &cloneset_versions, "daemonsets", &["CREATE", "UPDATE"])],
         kruise,
     );
+    let kruise_webhook = |name: &str, path: &str, resource: &str| {
+        webhook(
+            name,
+            path,
+            vec![rule("apps.kruise.io", &cloneset_versions, resource, &["CREATE", "UPDATE"])],
+            kruise,
+        )
+    };
+    let mcrr = kruise_webhook(
+        "mcontainerrecreaterequest.kb.io",
+        CRR_MUTATING_PATH,
+        "containerrecreaterequests",
+    );
+    let mimagepulljob =
+        kruise_webhook("mimagepulljob-v1beta1.kb.io", IMAGEPULLJOB_MUTATING_PATH, "imagepulljobs");
+    let mimagelistpulljob = kruise_webhook(
+        "mimagelistpulljob-v1beta1.kb.io",
+        IMAGELISTPULLJOB_MUTATING_PATH,
+        "imagelistpulljobs",
+    );
+    let mnodeimage = kruise_webhook("mnodeimage.kb.io", NODEIMAGE_MUTATING_PATH, "nodeimages");
     let mutating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": MUTATING_CONFIGURATION},
-        "webhooks": [mpod, mcloneset, mstatefulset, msidecarset, mdaemonset]
+        "webhooks": [
+            mpod, mcloneset, mstatefulset, msidecarset, mdaemonset, mcrr, mimagepulljob,
+            mimagelistpulljob, mnodeimage
+        ]
     });
 
     // Reaches only the pods a PodUnavailableBudget covers (the label its controller and the
@@ -1271,6 +1460,17 @@ pub fn configurations(
         vsidecarset,
         vdaemonset,
         vworkloadspread,
+        kruise_webhook(
+            "vimagepulljob-v1beta1.kb.io",
+            IMAGEPULLJOB_VALIDATING_PATH,
+            "imagepulljobs",
+        ),
+        kruise_webhook(
+            "vimagelistpulljob-v1beta1.kb.io",
+            IMAGELISTPULLJOB_VALIDATING_PATH,
+            "imagelistpulljobs",
+        ),
+        kruise_webhook("vnodeimage.kb.io", NODEIMAGE_VALIDATING_PATH, "nodeimages"),
     ];
     if policy.deletion_protection {
         webhooks.extend([
@@ -1419,6 +1619,57 @@ mod tests {
         assert_eq!(rule["resources"], json!(["podunavailablebudgets"]));
         assert_eq!(rule["operations"], json!(["CREATE", "UPDATE"]));
         assert_eq!(webhook["failurePolicy"], "Fail");
+    }
+
+    #[test]
+    fn daemon_feature_webhooks_are_registered_at_upstreams_paths() {
+        let (mutating, validating) = configs();
+        let find = |config: &Value, name: &str| {
+            config["webhooks"]
+                .as_array()
+                .expect("webhooks")
+                .iter()
+                .find(|w| w["name"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("{name} registered"))
+        };
+        for (config, name, path, resource) in [
+            (
+                &mutating,
+                "mcontainerrecreaterequest.kb.io",
+                CRR_MUTATING_PATH,
+                "containerrecreaterequests",
+            ),
+            (&mutating, "mimagepulljob-v1beta1.kb.io", IMAGEPULLJOB_MUTATING_PATH, "imagepulljobs"),
+            (
+                &validating,
+                "vimagepulljob-v1beta1.kb.io",
+                IMAGEPULLJOB_VALIDATING_PATH,
+                "imagepulljobs",
+            ),
+            (
+                &mutating,
+                "mimagelistpulljob-v1beta1.kb.io",
+                IMAGELISTPULLJOB_MUTATING_PATH,
+                "imagelistpulljobs",
+            ),
+            (
+                &validating,
+                "vimagelistpulljob-v1beta1.kb.io",
+                IMAGELISTPULLJOB_VALIDATING_PATH,
+                "imagelistpulljobs",
+            ),
+            (&mutating, "mnodeimage.kb.io", NODEIMAGE_MUTATING_PATH, "nodeimages"),
+            (&validating, "vnodeimage.kb.io", NODEIMAGE_VALIDATING_PATH, "nodeimages"),
+        ] {
+            let webhook = find(config, name);
+            assert_eq!(webhook["clientConfig"]["url"], format!("https://127.0.0.1:9876{path}"));
+            let rule = &webhook["rules"][0];
+            assert_eq!(rule["resources"], json!([resource]), "{name}");
+            assert_eq!(rule["apiVersions"], json!(["v1alpha1", "v1beta1"]), "{name}");
+            assert_eq!(rule["operations"], json!(["CREATE", "UPDATE"]), "{name}");
+            assert_eq!(webhook["failurePolicy"], "Fail", "{name}");
+        }
     }
 
     #[test]

@@ -95,6 +95,9 @@ pub struct ControllerSettings {
     pub scaling_exclude_preparing_delete: bool,
     /// Work-queue backoff.
     pub backoff: Backoff,
+    /// The image controllers' settings (`--nodeimage-creation-delay`,
+    /// `--default-ttlseconds-for-always-nodeimage`, the daemon's config namespace).
+    pub image_pull: kruise_core::imagepull::ImagePullConfig,
 }
 
 impl Default for ControllerSettings {
@@ -105,6 +108,7 @@ impl Default for ControllerSettings {
             expectation_timeout: kruise_core::expectations::DEFAULT_TIMEOUT,
             scaling_exclude_preparing_delete: false,
             backoff: Backoff::default(),
+            image_pull: kruise_core::imagepull::ImagePullConfig::default(),
         }
     }
 }
@@ -248,6 +252,10 @@ pub fn registry() -> Vec<Registration> {
         crate::pub_budget::registration(),
         crate::sidecarset::registration(),
         crate::workloadspread::registration(),
+        crate::crr::registration(),
+        crate::image_pull::node_image_registration(),
+        crate::image_pull::image_pull_job_registration(),
+        crate::image_pull::image_list_pull_job_registration(),
     ]
 }
 

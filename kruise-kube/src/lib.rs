@@ -26,6 +26,8 @@
 //! - [`scale`]: a workload's replicas and selector through its scale subresource.
 //! - [`workloadspread`]: WorkloadSpread: its controller, and the pod webhooks' subset
 //!   reservations.
+//! - [`image_pull`]: the NodeImage, ImagePullJob and ImageListPullJob controllers.
+//! - [`crr`]: the ContainerRecreateRequest controller.
 //! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
 
 pub mod admission;
@@ -35,10 +37,12 @@ pub mod cached_pod;
 pub mod client;
 pub mod cloneset;
 pub mod controller;
+pub mod crr;
 pub mod daemonset;
 pub mod expectations;
 pub mod features;
 pub mod health;
+pub mod image_pull;
 pub mod leader;
 pub mod manager;
 pub mod metrics;

@@ -216,6 +216,7 @@ pub async fn run(
                         &webhook.namespace,
                     )
                 }),
+                nodes: Some(caches.get::<k8s_openapi::api::core::v1::Node>()),
                 sidecar_sets: gates.enabled("PodWebhook").then(|| {
                     crate::sidecarset::SidecarSetWebhook::new(
                         &caches,

@@ -781,7 +781,7 @@ fn group_kind(action: &Action) -> Option<u8> {
     }
 }
 
-fn kube_patch(patch: &kruise_core::workload::Patch) -> Patch<&Value> {
+pub(crate) fn kube_patch(patch: &kruise_core::workload::Patch) -> Patch<&Value> {
     match patch {
         kruise_core::workload::Patch::Strategic(body) => Patch::Strategic(body.as_ref()),
         kruise_core::workload::Patch::Merge(body) => Patch::Merge(body.as_ref()),

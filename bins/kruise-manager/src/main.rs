@@ -143,6 +143,13 @@ struct ManagerFlags {
     /// How long an unobserved create, delete or update is waited for before it is dropped.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     expectation_timeout: Duration,
+    /// How long a node must have been Ready before its NodeImage is created.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    nodeimage_creation_delay: Duration,
+    /// Seconds added to the TTL of the NodeImage tags of ImagePullJobs with completion
+    /// policy Always.
+    #[arg(long = "default-ttlseconds-for-always-nodeimage", default_value_t = 300)]
+    default_ttlseconds_for_always_nodeimage: i32,
     /// Serve webhooks (CRD conversion, admission). Needs the namespace of the certificate
     /// Secret (POD_NAMESPACE, default kruise-system) to exist.
     #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true",
@@ -234,6 +241,17 @@ impl ManagerFlags {
         config.crd_poll_interval = self.crd_check_interval;
         config.controller_settings.scaling_exclude_preparing_delete =
             self.cloneset_scaling_exclude_preparing_delete;
+        let image_pull = &mut config.controller_settings.image_pull;
+        image_pull.node_image_creation_delay =
+            jiff::SignedDuration::try_from(self.nodeimage_creation_delay)
+                .context("--nodeimage-creation-delay")?;
+        image_pull.default_ttl_seconds_for_always_nodeimage =
+            self.default_ttlseconds_for_always_nodeimage;
+        if let Ok(namespace) = std::env::var("KRUISE_DAEMON_CONFIG_NS")
+            && !namespace.is_empty()
+        {
+            image_pull.daemon_config_namespace = namespace;
+        }
         config.feature_gates = gates.clone();
         config.webhook_policy.pod_failure_policy = self.pod_webhook_failure_policy.clone();
         config.webhook_policy.kruise_failure_policy = self.kruise_webhook_failure_policy.clone();

@@ -164,11 +164,14 @@ fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
         assert!(find(&docs, kind, name).is_some(), "{kind} {name} is rendered");
     }
     assert!(find(&docs, "DaemonSet", "kruise-daemon").is_none(), "the daemon is not built yet");
-    // No Secret is readable outside the manager's namespace.
+    // No Secret can be listed or written outside the manager's namespace; with
+    // ImagePullJobGate (on in the default values) one can be read by name, to copy an
+    // ImagePullJob's pullSecrets for the daemon.
     let role = find(&docs, "ClusterRole", "kruise-manager-role").expect("role");
     let rules = role["rules"].as_array().expect("rules");
     assert!(
-        !rules.iter().any(|r| r["resources"].to_string().contains("secrets")
+        !rules.iter().any(|r| (r["resources"].to_string().contains("secrets")
+            && r["verbs"] != serde_json::json!(["get"]))
             || r["resources"].to_string().contains("\"*\"")
                 && r["apiGroups"] == serde_json::json!(["*"])),
         "{role}"
@@ -261,6 +264,10 @@ fn run_with_kubeconfig(cluster: &SimCluster, kubeconfig: &Path, log: &str) -> cr
         "127.0.0.1",
         "--webhook-port",
         "0",
+        "--feature-gates",
+        "ImagePullJobGate=true",
+        "--nodeimage-creation-delay",
+        "0s",
     ]);
     crate::common::Proc { child: cmd.spawn().expect("kruise-manager run starts"), log }
 }
@@ -309,6 +316,31 @@ fn the_manager_runs_with_the_charts_service_account_and_fails_without_one_rule()
     k.ok_stdin(&["apply", "-f", "-"], &alpha);
     wait_for("the v1alpha1 CloneSet's pod", Duration::from_secs(60), || {
         (ready_replicas(&cluster, "alpha")?.0 == 1).then_some(())
+    });
+    // An ImagePullJob with a pull secret: the secret is copied into kruise-daemon-config and
+    // the tag lands on a NodeImage, listing the copy.
+    k.ok(&["create", "secret", "generic", "regcred", "--from-literal=.dockerconfigjson={}"]);
+    let job = serde_json::json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "ImagePullJob",
+        "metadata": {"name": "warm", "namespace": "default"},
+        "spec": {"image": "registry.example/app:v1", "pullSecrets": ["regcred"]},
+    });
+    k.ok_stdin(&["create", "-f", "-"], &job.to_string());
+    let copy = wait_for("the pull secret's copy", Duration::from_secs(60), || {
+        let list = k.json(&["get", "secrets", "-n", "kruise-daemon-config", "-o", "json"]);
+        list["items"].as_array()?.iter().find_map(|s| {
+            let name = s["metadata"]["name"].as_str()?;
+            name.starts_with("regcred-").then(|| name.to_owned())
+        })
+    });
+    wait_for("the tag on a NodeImage with the copy", Duration::from_secs(60), || {
+        let list = k.json(&["get", "nodeimages", "-o", "json"]);
+        list["items"].as_array()?.iter().find_map(|ni| {
+            let image = &ni["spec"]["images"]["registry.example/app"];
+            let secrets = image["pullSecrets"].as_array()?;
+            secrets.iter().any(|s| s["name"] == copy.as_str()).then_some(())
+        })
     });
     let log = std::fs::read_to_string(&manager.log).expect("log");
     assert!(!log.contains("forbidden"), "no 403 under the chart's rules:\n{log}");

@@ -6,6 +6,7 @@ mod common;
 
 mod chart;
 mod crds_cli;
+mod daemon_manager;
 mod daemonset;
 mod image;
 mod leader_failover;

@@ -360,7 +360,12 @@ fn controllers_wait_for_their_crds() {
     let cluster = SimCluster::start(
         kruise_sim::Config::default().with_nodes(kruise_sim::nodes::NodesConfig::new(1)),
     );
-    let manager = start_manager(&cluster, 0, &["--crd-check-interval", "1s"]);
+    // Every controller is enabled (ImagePullJobGate is off by default).
+    let manager = start_manager(
+        &cluster,
+        0,
+        &["--crd-check-interval", "1s", "--feature-gates", "ImagePullJobGate=true"],
+    );
     wait_for("the manager to note the missing CRDs", MINUTE, || {
         let log = manager.log_text();
         (log.contains("statefulsets.apps.kruise.io/v1beta1")
@@ -368,7 +373,11 @@ fn controllers_wait_for_their_crds() {
             && log.contains("daemonsets.apps.kruise.io/v1beta1")
             && log.contains("sidecarsets.apps.kruise.io/v1beta1")
             && log.contains("workloadspreads.apps.kruise.io/v1beta1")
-            && log.contains("podunavailablebudgets.policy.kruise.io/v1beta1"))
+            && log.contains("podunavailablebudgets.policy.kruise.io/v1beta1")
+            && log.contains("nodeimages.apps.kruise.io/v1beta1")
+            && log.contains("imagepulljobs.apps.kruise.io/v1beta1")
+            && log.contains("imagelistpulljobs.apps.kruise.io/v1beta1")
+            && log.contains("containerrecreaterequests.apps.kruise.io/v1beta1"))
         .then_some(())
     });
     std::thread::sleep(Duration::from_secs(3));
