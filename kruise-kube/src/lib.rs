@@ -27,6 +27,8 @@
 //! - [`workloadspread`]: WorkloadSpread: its controller, and the pod webhooks' subset
 //!   reservations.
 //! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
+//! - [`daemon`]: kruise-daemon's per-node workers (containerrecreate, imagepuller,
+//!   containermeta) over a [`kruise_cri::ContainerRuntime`].
 
 pub mod admission;
 pub mod applier;
@@ -35,6 +37,7 @@ pub mod cached_pod;
 pub mod client;
 pub mod cloneset;
 pub mod controller;
+pub mod daemon;
 pub mod daemonset;
 pub mod expectations;
 pub mod features;
