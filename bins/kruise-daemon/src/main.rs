@@ -103,8 +103,7 @@ async fn main() -> anyhow::Result<()> {
     gates.apply_dependencies();
     let addr = kruise_kube::health::parse_listen_addr(&flags.addr).context("--addr")?;
 
-    let socket_file =
-        Some(PathBuf::from(&flags.socket_file)).filter(|p| !p.as_os_str().is_empty());
+    let socket_file = Some(PathBuf::from(&flags.socket_file)).filter(|p| !p.as_os_str().is_empty());
     let candidates = detect_runtime(socket_file.as_deref(), &flags.host_var_run)
         .context("finding the container runtime")?;
     let (client, endpoint, version) = CriClient::connect_first(&candidates)

@@ -39,6 +39,10 @@ use crate::queue::{Backoff, WorkQueue};
 
 type Crr = ContainerRecreateRequest;
 
+/// The resourceVersions a request's cached copy may still show, and the object our last write
+/// returned.
+type Written = (Vec<String>, Arc<Crr>);
+
 /// Why one sync failed (it is retried with backoff).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -84,7 +88,7 @@ struct Inner {
     queue: WorkQueue<ObjectKey>,
     /// Request UID -> (resourceVersions its cached copy may still show, the object our last
     /// write returned).
-    written: Mutex<HashMap<String, (Vec<String>, Arc<Crr>)>>,
+    written: Mutex<HashMap<String, Written>>,
     events: EventSink,
 }
 

@@ -139,12 +139,14 @@ mod tests {
             ".dockerconfigjson",
             serde_json::json!({"auths": {"127.0.0.1:5000": {"auth": auth}}}),
         );
-        let found = credentials_for("127.0.0.1:5000/test/busybox:1", &[s.clone()]);
+        let found = credentials_for("127.0.0.1:5000/test/busybox:1", std::slice::from_ref(&s));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].username, "kruise");
         assert_eq!(found[0].password, "pw:with:colons");
         assert_eq!(found[0].server_address, "127.0.0.1:5000");
-        assert!(credentials_for("127.0.0.1:5001/test/busybox:1", &[s.clone()]).is_empty());
+        assert!(
+            credentials_for("127.0.0.1:5001/test/busybox:1", std::slice::from_ref(&s)).is_empty()
+        );
         assert!(credentials_for("busybox:1", &[s]).is_empty());
     }
 
@@ -158,9 +160,9 @@ mod tests {
                 "reg.example.com": {"username": "any", "password": "c"},
             }}),
         );
-        let hub = credentials_for("nginx:1.25", &[s.clone()]);
+        let hub = credentials_for("nginx:1.25", std::slice::from_ref(&s));
         assert_eq!(hub.iter().map(|a| a.username.as_str()).collect::<Vec<_>>(), ["hub"]);
-        let team = credentials_for("reg.example.com/team/app:1", &[s.clone()]);
+        let team = credentials_for("reg.example.com/team/app:1", std::slice::from_ref(&s));
         assert_eq!(team.iter().map(|a| a.username.as_str()).collect::<Vec<_>>(), ["team", "any"]);
         let other = credentials_for("reg.example.com/teamx/app:1", &[s]);
         assert_eq!(other.iter().map(|a| a.username.as_str()).collect::<Vec<_>>(), ["any"]);

@@ -135,6 +135,9 @@ pub struct Child(pub std::process::Child);
 
 impl Drop for Child {
     fn drop(&mut self) {
+        if let Ok(Some(_)) = self.0.try_wait() {
+            return;
+        }
         let _ = std::process::Command::new("kill").arg(self.0.id().to_string()).status();
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {

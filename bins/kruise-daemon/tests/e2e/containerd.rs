@@ -61,7 +61,11 @@ fn cri() -> Option<Cri> {
     let up = std::env::var_os("KRUISE_CRI_UP").map(PathBuf::from).unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/cri/cri-up.sh")
     });
-    assert!(up.exists(), "{} is missing: set KRUISE_CRI_ENV, KRUISE_CRI_UP or KRUISE_CRI_SKIP=1", up.display());
+    assert!(
+        up.exists(),
+        "{} is missing: set KRUISE_CRI_ENV, KRUISE_CRI_UP or KRUISE_CRI_SKIP=1",
+        up.display()
+    );
     let down = up.with_file_name("cri-down.sh");
     let dir = tempfile::Builder::new().prefix("kruise-daemon-cri-").tempdir().unwrap();
     let base = dir.path().join("base");
@@ -73,7 +77,12 @@ fn cri() -> Option<Cri> {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let mut cri = Cri { sock: base.join("containerd.sock"), base: base.clone(), test_image: String::new(), started: Some((down, dir)) };
+    let mut cri = Cri {
+        sock: base.join("containerd.sock"),
+        base: base.clone(),
+        test_image: String::new(),
+        started: Some((down, dir)),
+    };
     assert!(
         out.status.success(),
         "cri-up.sh failed:\n{}\n{}",
@@ -93,7 +102,10 @@ pub fn spawn_daemon(dir: &Path, kubeconfig: &str, sock: &Path, port: u16) -> Chi
     let kc = dir.join("kubeconfig");
     std::fs::write(&kc, kubeconfig).unwrap();
     let log = std::fs::File::create(dir.join("daemon.log")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_kruise-daemon"))
+    // KRUISE_DAEMON_BIN runs another build (the memory test measures a release build).
+    let bin = std::env::var("KRUISE_DAEMON_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_kruise-daemon").to_owned());
+    let child = Command::new(bin)
         .arg("--kubeconfig")
         .arg(&kc)
         .arg("--host-var-run")
@@ -147,12 +159,16 @@ async fn daemon_binary_on_real_containerd() {
 
     // The Pod object (for its UID), then a host-network sandbox with two busybox containers
     // carrying the kubelet's labels.
-    let placeholder = create_pod(&client, "web-0", &cri.test_image, &[("app", "x"), ("sidecar", "y")]).await;
+    let placeholder =
+        create_pod(&client, "web-0", &cri.test_image, &[("app", "x"), ("sidecar", "y")]).await;
     let uid = placeholder.metadata.uid.clone().unwrap();
     let mut rs = cri_client.runtime_client();
     let config = sandbox_config(&cri.base, "web-0", &uid);
     let sandbox = rs
-        .run_pod_sandbox(pb::RunPodSandboxRequest { config: Some(config.clone()), runtime_handler: String::new() })
+        .run_pod_sandbox(pb::RunPodSandboxRequest {
+            config: Some(config.clone()),
+            runtime_handler: String::new(),
+        })
         .await
         .unwrap()
         .into_inner()
@@ -164,7 +180,10 @@ async fn daemon_binary_on_real_containerd() {
                 pod_sandbox_id: sandbox.clone(),
                 config: Some(pb::ContainerConfig {
                     metadata: Some(pb::ContainerMetadata { name: name.into(), attempt: 0 }),
-                    image: Some(pb::ImageSpec { image: cri.test_image.clone(), ..Default::default() }),
+                    image: Some(pb::ImageSpec {
+                        image: cri.test_image.clone(),
+                        ..Default::default()
+                    }),
                     command: vec!["sh".into(), "-c".into(), "sleep 3600".into()],
                     log_path: format!("{name}.log"),
                     labels: [
@@ -172,7 +191,8 @@ async fn daemon_binary_on_real_containerd() {
                         ("io.kubernetes.pod.uid".to_string(), uid.clone()),
                     ]
                     .into(),
-                    annotations: [("io.kubernetes.container.hash".to_string(), "abc".to_string())].into(),
+                    annotations: [("io.kubernetes.container.hash".to_string(), "abc".to_string())]
+                        .into(),
                     ..Default::default()
                 }),
                 sandbox_config: Some(config.clone()),
@@ -239,7 +259,13 @@ async fn daemon_binary_on_real_containerd() {
     let meta = wait_for("runtime-containers-meta", Duration::from_secs(20), || {
         let pods = pods.clone();
         async move {
-            pods.get("web-0").await.ok()?.metadata.annotations?.get("apps.kruise.io/runtime-containers-meta").cloned()
+            pods.get("web-0")
+                .await
+                .ok()?
+                .metadata
+                .annotations?
+                .get("apps.kruise.io/runtime-containers-meta")
+                .cloned()
         }
     })
     .await;
@@ -286,10 +312,13 @@ async fn daemon_binary_on_real_containerd() {
 
     // Clean up.
     for id in &ids {
-        let _ = rs.stop_container(pb::StopContainerRequest { container_id: id.clone(), timeout: 0 }).await;
+        let _ = rs
+            .stop_container(pb::StopContainerRequest { container_id: id.clone(), timeout: 0 })
+            .await;
         let _ = rs.remove_container(pb::RemoveContainerRequest { container_id: id.clone() }).await;
     }
-    let _ = rs.stop_pod_sandbox(pb::StopPodSandboxRequest { pod_sandbox_id: sandbox.clone() }).await;
+    let _ =
+        rs.stop_pod_sandbox(pb::StopPodSandboxRequest { pod_sandbox_id: sandbox.clone() }).await;
     let _ = rs.remove_pod_sandbox(pb::RemovePodSandboxRequest { pod_sandbox_id: sandbox }).await;
     drop(cri);
     eprintln!("containerd daemon test, wall time: {:?}", started.elapsed());

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod, Secret};
-use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase, NodeImage};
+use kruise_api::apps::v1beta1::{
+    ContainerRecreateRequest, ContainerRecreateRequestPhase, NodeImage,
+};
 use kruise_cri::fake::FakeEvent;
 use kruise_cri::types::{ContainerConfig, PodSandboxConfig};
 use kruise_cri::{AuthConfig, ContainerRuntime, ContainerState, FakeRuntime};
@@ -17,7 +19,13 @@ use serde_json::json;
 use crate::common::*;
 
 /// A sandbox for pod `uid` with these containers, running; returns their IDs.
-pub fn run_pod(fake: &FakeRuntime, name: &str, uid: &str, image: &str, containers: &[&str]) -> Vec<String> {
+pub fn run_pod(
+    fake: &FakeRuntime,
+    name: &str,
+    uid: &str,
+    image: &str,
+    containers: &[&str],
+) -> Vec<String> {
     let labels = |c: Option<&str>| {
         let mut l: kruise_cri::types::StringMap =
             [("io.kubernetes.pod.uid".to_owned(), uid.to_owned())].into();
@@ -77,7 +85,8 @@ async fn crr_stops_one_container_once_and_completes_and_meta_is_reported() {
 
     // The pod object first (for its UID), then its containers in the runtime.
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let placeholder = create_pod(&client, "web-0", "busybox:1", &[("app", "x"), ("sidecar", "y")]).await;
+    let placeholder =
+        create_pod(&client, "web-0", "busybox:1", &[("app", "x"), ("sidecar", "y")]).await;
     let uid = placeholder.metadata.uid.clone().unwrap();
     let ids = run_pod(&fake, "web-0", &uid, "busybox:1", &["app", "sidecar"]);
     set_statuses(&client, "web-0", &[("app", &ids[0]), ("sidecar", &ids[1])]).await;
@@ -160,7 +169,8 @@ async fn crr_stops_one_container_once_and_completes_and_meta_is_reported() {
         let new_id = new_id.clone();
         async move {
             let p = pods.get("web-0").await.ok()?;
-            let m = p.metadata.annotations?.get("apps.kruise.io/runtime-containers-meta").cloned()?;
+            let m =
+                p.metadata.annotations?.get("apps.kruise.io/runtime-containers-meta").cloned()?;
             m.contains(&new_id).then_some(())
         }
     })
@@ -196,7 +206,9 @@ async fn crrs_of_one_pod_run_one_at_a_time() {
     wait_for("a stopped", Duration::from_secs(20), || {
         let fake = fake.clone();
         let a = ids[0].clone();
-        async move { (fake.container_status(&a).await.ok()?.state == ContainerState::Exited).then_some(()) }
+        async move {
+            (fake.container_status(&a).await.ok()?.state == ContainerState::Exited).then_some(())
+        }
     })
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -255,10 +267,8 @@ async fn imagepuller_pulls_with_secret_credentials_and_reports_failures() {
     let app = &status.image_statuses["registry.local:5000/team/app"].tags[0];
     assert!(app.image_id.starts_with("sha256:"), "{app:?}");
     let pulls = fake.pulls();
-    let authed = pulls
-        .iter()
-        .find(|p| p.image == "registry.local:5000/team/app:1" && p.succeeded)
-        .unwrap();
+    let authed =
+        pulls.iter().find(|p| p.image == "registry.local:5000/team/app:1" && p.succeeded).unwrap();
     assert_eq!(authed.username.as_deref(), Some("kruise"));
 
     let events = wait_for("the imagepuller's Events", Duration::from_secs(10), || {
@@ -268,8 +278,11 @@ async fn imagepuller_pulls_with_secret_credentials_and_reports_failures() {
             let ours: Vec<Event> = list
                 .items
                 .into_iter()
-                .filter(|e| e.reporting_component.as_deref() == Some("kruise-daemon-imagepuller")
-                    || e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("kruise-daemon-imagepuller"))
+                .filter(|e| {
+                    e.reporting_component.as_deref() == Some("kruise-daemon-imagepuller")
+                        || e.source.as_ref().and_then(|s| s.component.as_deref())
+                            == Some("kruise-daemon-imagepuller")
+                })
                 .collect();
             (ours.iter().any(|e| e.reason.as_deref() == Some("PullImageSucceed"))
                 && ours.iter().any(|e| e.reason.as_deref() == Some("PullImageFailed")))
@@ -283,7 +296,9 @@ async fn imagepuller_pulls_with_secret_credentials_and_reports_failures() {
     nis.patch(
         NODE,
         &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(json!({"spec": {"images": {"registry.local:5000/team/bad": null}}})),
+        &kube::api::Patch::Merge(
+            json!({"spec": {"images": {"registry.local:5000/team/bad": null}}}),
+        ),
     )
     .await
     .unwrap();
@@ -291,7 +306,8 @@ async fn imagepuller_pulls_with_secret_credentials_and_reports_failures() {
         let nis = nis.clone();
         async move {
             let s = nis.get(NODE).await.ok()?.status?;
-            (!s.image_statuses.contains_key("registry.local:5000/team/bad") && s.desired == 2).then_some(())
+            (!s.image_statuses.contains_key("registry.local:5000/team/bad") && s.desired == 2)
+                .then_some(())
         }
     })
     .await;
