@@ -29,6 +29,8 @@
 //! - [`image_pull`]: the NodeImage, ImagePullJob and ImageListPullJob controllers.
 //! - [`crr`]: the ContainerRecreateRequest controller.
 //! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
+//! - [`daemon`]: kruise-daemon's per-node workers (containerrecreate, imagepuller,
+//!   containermeta) over a [`kruise_cri::ContainerRuntime`].
 
 pub mod admission;
 pub mod applier;
@@ -38,6 +40,7 @@ pub mod client;
 pub mod cloneset;
 pub mod controller;
 pub mod crr;
+pub mod daemon;
 pub mod daemonset;
 pub mod expectations;
 pub mod features;

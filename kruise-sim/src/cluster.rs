@@ -1016,6 +1016,20 @@ impl Cluster {
             Sub::Status => {
                 let mut r = old.clone();
                 copy_status(&new, &mut r);
+                // kube-apiserver's pod status strategy keeps the object meta of the request
+                // (only spec, deletionTimestamp and ownerReferences are reset): kubelets and
+                // kruise-daemon write pod labels and annotations through pods/status.
+                if (def.group.as_str(), def.plural.as_str()) == ("", "pods") {
+                    for key in ["labels", "annotations"] {
+                        let value = new.get("metadata").and_then(|m| m.get(key)).cloned();
+                        if let Some(meta) = meta_mut(&mut r) {
+                            match value {
+                                Some(v) => meta.insert(key.into(), v),
+                                None => meta.remove(key),
+                            };
+                        }
+                    }
+                }
                 r
             }
             Sub::Scale => new,

@@ -1,0 +1,397 @@
+//! The containerrecreate worker (upstream `pkg/daemon/containerrecreate`).
+//!
+//! It watches the ContainerRecreateRequests labelled for its node and still active
+//! (`crr.apps.kruise.io/node-name=<node>,crr.apps.kruise.io/active=true`) and works per pod
+//! (key `namespace/podName`, so one request per pod at a time, as
+//! [`pick_active`] chooses). For the active request it reads the pod's containers from the
+//! runtime (by the kubelet's `io.kubernetes.pod.uid` label), asks [`plan_recreate`], writes the
+//! per-container states (marked `isKilled`) BEFORE it stops anything, then stops each planned
+//! container with its grace period; a failed stop is written with [`stop_failed`].
+//!
+//! The cache may lag the daemon's own writes; the object each write returned is used instead
+//! until the watch has caught up (the resourceVersions it superseded are remembered), so a
+//! container the daemon has marked stopped is never planned for a stop again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
+use kruise_api::well_known::labels;
+use kruise_core::containerrecreate::{
+    ContainerRuntimeState, ContainerSnapshot, pick_active, plan_recreate, stop_failed,
+};
+use kruise_core::workload::Patch as CorePatch;
+use kruise_cri::{ContainerFilter, ContainerRuntime, ContainerState};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::watcher;
+use kube::{Api, Resource};
+use serde_json::json;
+
+use super::{CONTAINER_NAME_LABEL, CRR_REPORTER, DaemonConfig, POD_UID_LABEL, split_container_id};
+use crate::applier::EventSink;
+use crate::cache::{Cache, ObjectKey};
+use crate::cached_pod::CachedPod;
+use crate::queue::{Backoff, WorkQueue};
+
+type Crr = ContainerRecreateRequest;
+
+/// The resourceVersions a request's cached copy may still show, and the object our last write
+/// returned.
+type Written = (Vec<String>, Arc<Crr>);
+
+/// Why one sync failed (it is retried with backoff).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrrSyncError {
+    /// A status write failed.
+    #[error("writing the status of {name}: {source}")]
+    Write {
+        /// The request.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The runtime could not list the pod's containers.
+    #[error("listing the containers of pod {pod}: {source}")]
+    Runtime {
+        /// `namespace/name`.
+        pod: String,
+        /// The runtime error.
+        #[source]
+        source: kruise_cri::CriError,
+    },
+}
+
+/// The containerrecreate worker of one node. Cheap to clone.
+#[derive(Clone)]
+pub struct CrrWorker {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CrrWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CrrWorker").finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    client: kube::Client,
+    runtime: Arc<dyn ContainerRuntime>,
+    runtime_type: String,
+    crrs: Cache<Crr>,
+    pods: Option<Cache<CachedPod>>,
+    queue: WorkQueue<ObjectKey>,
+    /// Request UID -> (resourceVersions its cached copy may still show, the object our last
+    /// write returned).
+    written: Mutex<HashMap<String, Written>>,
+    events: EventSink,
+}
+
+/// The label selector of the requests a daemon on `node` works on.
+pub fn crr_selector(node: &str) -> String {
+    format!("{}={node},{}=true", labels::CRR_NODE_NAME, labels::CRR_ACTIVE)
+}
+
+impl CrrWorker {
+    /// Starts the watch and `config.crr_workers` workers on `tasks`. With `pods` (the node's
+    /// pods), a pod change wakes its requests and the pod's readiness and grace period feed
+    /// the plan; without, the controller's snapshot in the request is used.
+    pub fn start(
+        client: kube::Client,
+        runtime: Arc<dyn ContainerRuntime>,
+        config: &DaemonConfig,
+        pods: Option<Cache<CachedPod>>,
+        tasks: &mut tokio::task::JoinSet<()>,
+    ) -> Self {
+        let crrs = Cache::<Crr>::new();
+        let queue = WorkQueue::new(
+            "crr",
+            Backoff { base: Duration::from_millis(500), max: Duration::from_secs(50) },
+        );
+        let inner = Arc::new(Inner {
+            client: client.clone(),
+            runtime,
+            runtime_type: config.runtime_type.clone(),
+            crrs: crrs.clone(),
+            pods: pods.clone(),
+            queue: queue.clone(),
+            written: Mutex::default(),
+            events: EventSink::start(client.clone(), CRR_REPORTER, None),
+        });
+        {
+            let queue = queue.clone();
+            crrs.subscribe(Arc::new(move |change| {
+                if let Some(crr) = change.new.as_ref().or(change.old.as_ref()) {
+                    queue.add(pod_key(crr));
+                }
+            }));
+        }
+        if let Some(pods) = &pods {
+            let queue = queue.clone();
+            let crrs = crrs.clone();
+            pods.subscribe(Arc::new(move |change| {
+                let Some(pod) = change.new.as_ref().or(change.old.as_ref()) else { return };
+                let key = ObjectKey::of(pod.as_ref());
+                let wanted =
+                    crrs.in_namespace(&key.namespace).iter().any(|c| c.spec.pod_name == key.name);
+                if wanted {
+                    queue.add(key);
+                }
+            }));
+        }
+        let api = Api::<Crr>::all(client);
+        let watch = watcher::Config::default().labels(&crr_selector(&config.node_name));
+        tasks.spawn(crrs.clone().run(
+            api,
+            watch.any_semantic(),
+            crate::cache::strip_managed_fields,
+        ));
+        for _ in 0..config.crr_workers.max(1) {
+            let worker = CrrWorker { inner: inner.clone() };
+            tasks.spawn(async move { worker.work().await });
+        }
+        CrrWorker { inner }
+    }
+
+    /// The requests' cache.
+    pub fn cache(&self) -> &Cache<Crr> {
+        &self.inner.crrs
+    }
+
+    /// Stops handing out work.
+    pub fn shut_down(&self) {
+        self.inner.queue.shut_down();
+    }
+
+    async fn work(&self) {
+        let queue = &self.inner.queue;
+        while let Some(key) = queue.get().await {
+            let result = self.sync(&key).await;
+            queue.done(&key);
+            match result {
+                Ok(requeue) => {
+                    queue.forget(&key);
+                    if let Some(after) = requeue {
+                        queue.add_after(key, after);
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(pod = %key, error = %err, "ContainerRecreateRequest sync failed");
+                    queue.add_rate_limited(key);
+                }
+            }
+        }
+    }
+
+    /// One pass over the requests of the pod `key`; returns when to look again.
+    pub async fn sync(&self, key: &ObjectKey) -> Result<Option<Duration>, CrrSyncError> {
+        let inner = &self.inner;
+        let crrs: Vec<Crr> = inner
+            .crrs
+            .in_namespace(&key.namespace)
+            .into_iter()
+            .filter(|c| c.spec.pod_name == key.name)
+            .map(|c| inner.freshest(c).as_ref().clone())
+            .collect();
+        if crrs.is_empty() {
+            return Ok(None);
+        }
+        let pick = pick_active(&crrs);
+        for waiting in pick.waiting {
+            if let (Some(patch), Some(crr)) = (
+                waiting.patch,
+                crrs.iter().find(|c| c.metadata.name.as_ref() == Some(&waiting.name)),
+            ) {
+                let body = match patch {
+                    CorePatch::Merge(v) | CorePatch::Strategic(v) => v.as_ref().clone(),
+                    _ => continue,
+                };
+                inner.patch_status(crr, body).await?;
+            }
+        }
+        let Some(active) = pick.active else { return Ok(None) };
+        let Some(mut crr) = crrs.into_iter().find(|c| c.metadata.name.as_ref() == Some(&active))
+        else {
+            return Ok(None);
+        };
+        let pod = inner.pods.as_ref().and_then(|p| p.get(key)).and_then(|p| p.to_pod().ok());
+        let pod_uid = crr
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::CRR_POD_UID))
+            .cloned()
+            .or_else(|| pod.as_ref().and_then(|p| p.metadata.uid.clone()))
+            .unwrap_or_default();
+        let runtime_type = runtime_type_of(&crr, pod.as_ref(), &inner.runtime_type);
+        let snapshots = if pod_uid.is_empty() {
+            Vec::new()
+        } else {
+            inner
+                .snapshots(&pod_uid, &runtime_type)
+                .await
+                .map_err(|source| CrrSyncError::Runtime { pod: key.to_string(), source })?
+        };
+        let plan = plan_recreate(&crr, pod.as_ref(), &snapshots, Timestamp::now());
+        tracing::debug!(crr = %active, pod = %key, ?plan, "planned");
+        if let Some(phase) = plan.set_phase {
+            inner.patch_status(&crr, json!({"status": {"phase": phase, "message": ""}})).await?;
+            return Ok(None);
+        }
+        if let Some(states) = &plan.states {
+            // The planner's contract: the states (isKilled) are stored before any stop.
+            crr = inner
+                .patch_status(&crr, json!({"status": {"containerRecreateStates": states}}))
+                .await?;
+        }
+        for stop in &plan.stop {
+            let (_, id) = split_container_id(&stop.id);
+            inner.events.emit(
+                &crr.object_ref(&()),
+                false,
+                "Killing",
+                "StopContainer",
+                format!("Stopping container {} by ContainerRecreateRequest {}", stop.name, active),
+            );
+            tracing::info!(crr = %active, container = %stop.name, id, grace = stop.grace_seconds, "stopping container");
+            if let Err(err) = inner.runtime.stop_container(id, stop.grace_seconds).await {
+                tracing::warn!(crr = %active, container = %stop.name, error = %err, "stop failed");
+                let current = crr
+                    .status
+                    .as_ref()
+                    .map(|s| s.container_recreate_states.clone())
+                    .unwrap_or_default();
+                let states = stop_failed(&current, &stop.name, &err.to_string());
+                crr = inner
+                    .patch_status(&crr, json!({"status": {"containerRecreateStates": states}}))
+                    .await?;
+            }
+        }
+        if let Some(message) = plan.complete {
+            let now =
+                Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_default());
+            inner
+                .patch_status(
+                    &crr,
+                    json!({"status": {
+                        "phase": ContainerRecreateRequestPhase::Completed,
+                        "completionTime": now,
+                        "message": message,
+                    }}),
+                )
+                .await?;
+            return Ok(None);
+        }
+        Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
+    }
+}
+
+impl Inner {
+    /// The cached request, or what our last write returned while the cache lags it.
+    fn freshest(&self, cached: Arc<Crr>) -> Arc<Crr> {
+        let uid = cached.metadata.uid.clone().unwrap_or_default();
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        match written.get(&uid) {
+            Some((stale, obj))
+                if stale
+                    .contains(&cached.metadata.resource_version.clone().unwrap_or_default()) =>
+            {
+                obj.clone()
+            }
+            Some(_) => {
+                written.remove(&uid);
+                cached
+            }
+            None => cached,
+        }
+    }
+
+    async fn patch_status(&self, crr: &Crr, body: serde_json::Value) -> Result<Crr, CrrSyncError> {
+        let name = crr.metadata.name.clone().unwrap_or_default();
+        let ns = crr.metadata.namespace.clone().unwrap_or_default();
+        let api = Api::<Crr>::namespaced(self.client.clone(), &ns);
+        let updated = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&body))
+            .await
+            .map_err(|source| CrrSyncError::Write { name: format!("{ns}/{name}"), source })?;
+        let uid = crr.metadata.uid.clone().unwrap_or_default();
+        let before = crr.metadata.resource_version.clone().unwrap_or_default();
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = written.entry(uid).or_insert_with(|| (Vec::new(), Arc::new(updated.clone())));
+        if !entry.0.contains(&before) {
+            entry.0.push(before);
+        }
+        entry.1 = Arc::new(updated.clone());
+        Ok(updated)
+    }
+
+    /// The pod's containers as the runtime reports them.
+    async fn snapshots(
+        &self,
+        pod_uid: &str,
+        runtime_type: &str,
+    ) -> Result<Vec<ContainerSnapshot>, kruise_cri::CriError> {
+        let filter = ContainerFilter::default().label(POD_UID_LABEL, pod_uid);
+        let containers = self.runtime.list_containers(&filter).await?;
+        let mut out = Vec::with_capacity(containers.len());
+        for c in containers {
+            let started_at = if c.state == ContainerState::Running {
+                match self.runtime.container_status(&c.id).await {
+                    Ok(s) if s.started_at > 0 => {
+                        Timestamp::from_nanosecond(i128::from(s.started_at)).ok()
+                    }
+                    Ok(_) => None,
+                    Err(err) if err.is_not_found() => continue,
+                    Err(err) => return Err(err),
+                }
+            } else {
+                None
+            };
+            let name = c.labels.get(CONTAINER_NAME_LABEL).cloned().unwrap_or(c.name);
+            out.push(ContainerSnapshot {
+                name,
+                id: format!("{runtime_type}://{}", c.id),
+                restart_count: i32::try_from(c.attempt).unwrap_or(i32::MAX),
+                state: match c.state {
+                    ContainerState::Created => ContainerRuntimeState::Created,
+                    ContainerState::Running => ContainerRuntimeState::Running,
+                    ContainerState::Exited => ContainerRuntimeState::Exited,
+                    _ => ContainerRuntimeState::Unknown,
+                },
+                started_at,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// `namespace/podName` of a request.
+fn pod_key(crr: &Crr) -> ObjectKey {
+    ObjectKey::new(crr.metadata.namespace.clone().unwrap_or_default(), crr.spec.pod_name.clone())
+}
+
+/// The runtime type container IDs carry: from the request's status context, else the pod's
+/// container statuses, else the daemon's runtime.
+fn runtime_type_of(crr: &Crr, pod: Option<&Pod>, fallback: &str) -> String {
+    let from_crr = crr
+        .spec
+        .containers
+        .iter()
+        .filter_map(|c| c.status_context.as_ref())
+        .map(|ctx| split_container_id(&ctx.container_id).0)
+        .find(|t| !t.is_empty());
+    let from_pod = || {
+        pod.and_then(|p| p.status.as_ref()?.container_statuses.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.container_id.as_deref())
+            .map(|id| split_container_id(id).0)
+            .find(|t| !t.is_empty())
+    };
+    from_crr.or_else(from_pod).unwrap_or(fallback).to_owned()
+}
