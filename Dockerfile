@@ -1,4 +1,6 @@
-# kruise-rs images: the manager (and, once built, the daemon) from one multi-stage build.
+# kruise-rs image: the manager and the node daemon from one multi-stage build (one image, as
+# upstream's: the chart runs /kruise-manager in the manager Deployment and /kruise-daemon in
+# the daemon DaemonSet).
 #
 #   docker build -t ghcr.io/kruise-rs/kruise-manager:0.1.0 .
 #
@@ -10,11 +12,13 @@ RUN apt-get update && apt-get install -y --no-install-recommends protobuf-compil
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p kruise-manager \
-    && install -D target/release/kruise-manager /out/kruise-manager
+RUN cargo build --release --locked -p kruise-manager -p kruise-daemon \
+    && install -D target/release/kruise-manager /out/kruise-manager \
+    && install -D target/release/kruise-daemon /out/kruise-daemon
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/kruise-manager /kruise-manager
+COPY --from=build /out/kruise-daemon /kruise-daemon
 USER 65532:65532
 ENTRYPOINT ["/kruise-manager"]
 CMD ["run"]
