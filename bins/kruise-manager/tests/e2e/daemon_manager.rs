@@ -12,17 +12,7 @@ use crate::common::{Kubectl, SimCluster, wait_for};
 const MINUTE: Duration = Duration::from_secs(60);
 
 fn cluster(nodes: usize) -> SimCluster {
-    let cluster = SimCluster::start(
-        kruise_sim::Config::default()
-            .with_kruise_crds()
-            .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes))
-            .with_controllers(),
-    );
-    let namespace =
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kruise-system"}});
-    let out = cluster.kubectl.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
-    assert!(out.ok || out.stderr.contains("AlreadyExists"), "{}", out.stderr);
-    cluster
+    crate::pub_budget::cluster_with_nodes(nodes)
 }
 
 fn start(cluster: &SimCluster) -> crate::common::Proc {

@@ -11,10 +11,16 @@ use common::{Kubectl, Proc, SimCluster, cloneset_yaml, wait_for};
 use serde_json::{Value, json};
 
 pub(crate) fn cluster() -> SimCluster {
+    cluster_with_nodes(3)
+}
+
+/// kruise-sim with the Kruise CRDs, `nodes` simulated nodes (`sim-node-<i>`, zones a/b/c by
+/// `i % 3`), the built-in controllers, and the `kruise-system` namespace.
+pub(crate) fn cluster_with_nodes(nodes: usize) -> SimCluster {
     let cluster = SimCluster::start(
         kruise_sim::Config::default()
             .with_kruise_crds()
-            .with_nodes(kruise_sim::nodes::NodesConfig::new(3))
+            .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes))
             .with_controllers(),
     );
     let namespace =

@@ -10,17 +10,26 @@ use serde_json::{Value, json};
 use crate::common::{Kubectl, SimCluster, wait_for};
 
 fn cluster(nodes: usize) -> SimCluster {
-    let cluster = SimCluster::start(
-        kruise_sim::Config::default()
-            .with_kruise_crds()
-            .with_nodes(kruise_sim::nodes::NodesConfig::new(nodes))
-            .with_controllers(),
-    );
-    let namespace =
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kruise-system"}});
-    let out = cluster.kubectl.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
-    assert!(out.ok || out.stderr.contains("AlreadyExists"), "{}", out.stderr);
-    cluster
+    crate::pub_budget::cluster_with_nodes(nodes)
+}
+
+/// The manager, once its WorkloadSpread webhook is registered.
+fn start_manager(cluster: &SimCluster) -> crate::common::Proc {
+    let (manager, _) = crate::pub_budget::start_manager(cluster, &[]);
+    wait_for("the WorkloadSpread webhook registered", Duration::from_secs(60), || {
+        let out = cluster.kubectl.run_with(
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "kruise-validating-webhook-configuration",
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        out.stdout.contains("\"vworkloadspread.kb.io\"").then_some(())
+    });
+    manager
 }
 
 fn zone_subset(name: &str, zone: &str, max: Option<i64>) -> Value {
@@ -114,20 +123,7 @@ fn counts(a: usize, b: usize, c: usize) -> BTreeMap<String, usize> {
 fn a_deployment_spreads_over_zones_and_scales_in_from_the_last_subset() {
     let cluster = cluster(6);
     let k = &cluster.kubectl;
-    let (_manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
-    wait_for("the WorkloadSpread webhook registered", Duration::from_secs(60), || {
-        let out = k.run_with(
-            &[
-                "get",
-                "validatingwebhookconfiguration",
-                "kruise-validating-webhook-configuration",
-                "-o",
-                "json",
-            ],
-            None,
-        );
-        out.stdout.contains("\"vworkloadspread.kb.io\"").then_some(())
-    });
+    let _manager = start_manager(&cluster);
 
     // Bad input is refused, naming the field.
     let duplicate = spread(
@@ -217,20 +213,7 @@ fn an_adaptive_subset_whose_nodes_are_full_spills_to_the_next() {
     let k = &cluster.kubectl;
     // zone-a takes no pods.
     k.ok(&["cordon", "sim-node-0", "sim-node-3"]);
-    let (_manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
-    wait_for("the WorkloadSpread webhook registered", Duration::from_secs(60), || {
-        let out = k.run_with(
-            &[
-                "get",
-                "validatingwebhookconfiguration",
-                "kruise-validating-webhook-configuration",
-                "-o",
-                "json",
-            ],
-            None,
-        );
-        out.stdout.contains("\"vworkloadspread.kb.io\"").then_some(())
-    });
+    let manager = start_manager(&cluster);
     let subsets =
         json!([zone_subset("zone-a", "zone-a", Some(2)), zone_subset("zone-b", "zone-b", None)]);
     let strategy = json!({"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 3}});
@@ -246,7 +229,7 @@ fn an_adaptive_subset_whose_nodes_are_full_spills_to_the_next() {
         if std::time::Instant::now() > deadline {
             let pods = k.run_with(&["get", "pods", "-o", "yaml"], None).stdout;
             let ws = k.run_with(&["get", "workloadspread", "-o", "yaml"], None).stdout;
-            panic!("both pods not running in zone-b:\n{pods}\n{ws}\n{}", _manager.log_text());
+            panic!("both pods not running in zone-b:\n{pods}\n{ws}\n{}", manager.log_text());
         }
         std::thread::sleep(Duration::from_millis(250));
     }
@@ -267,20 +250,7 @@ fn an_adaptive_subset_whose_nodes_are_full_spills_to_the_next() {
 fn a_cloneset_spreads_and_its_scale_in_follows_deletion_costs() {
     let cluster = cluster(6);
     let k = &cluster.kubectl;
-    let (_manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
-    wait_for("the WorkloadSpread webhook registered", Duration::from_secs(60), || {
-        let out = k.run_with(
-            &[
-                "get",
-                "validatingwebhookconfiguration",
-                "kruise-validating-webhook-configuration",
-                "-o",
-                "json",
-            ],
-            None,
-        );
-        out.stdout.contains("\"vworkloadspread.kb.io\"").then_some(())
-    });
+    let _manager = start_manager(&cluster);
     let term = |zone: &str| {
         json!({"matchExpressions": [
             {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}
