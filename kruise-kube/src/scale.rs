@@ -112,22 +112,10 @@ impl ScaleReader {
             return Err(ScaleError::NoScale(format!("{api_version}/{kind}")));
         };
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
-        let scale = match api.get_subresource("scale", name).await {
-            Ok(scale) => scale,
-            Err(kube::Error::Api(e)) if e.code == 404 => {
-                return Err(ScaleError::NotFound {
-                    kind: kind.to_owned(),
-                    namespace: namespace.to_owned(),
-                    name: name.to_owned(),
-                });
-            }
-            Err(source) => {
-                return Err(ScaleError::Read {
-                    what: format!("{kind} {namespace}/{name} scale"),
-                    source,
-                });
-            }
-        };
+        let scale = api
+            .get_subresource("scale", name)
+            .await
+            .map_err(|e| read_error(e, kind, namespace, name, "scale"))?;
         let scale = serde_json::to_value(&scale).unwrap_or(Value::Null);
         Ok(Scale {
             replicas: scale["spec"]["replicas"].as_i64().and_then(|r| i32::try_from(r).ok()),
@@ -152,16 +140,29 @@ impl ScaleReader {
             return Err(ScaleError::NoScale(format!("{api_version}/{kind}")));
         };
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
-        match api.get(name).await {
-            Ok(object) => Ok(serde_json::to_value(&object).unwrap_or(Value::Null)),
-            Err(kube::Error::Api(e)) if e.code == 404 => Err(ScaleError::NotFound {
-                kind: kind.to_owned(),
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            }),
-            Err(source) => {
-                Err(ScaleError::Read { what: format!("{kind} {namespace}/{name}"), source })
-            }
-        }
+        let object = api.get(name).await.map_err(|e| read_error(e, kind, namespace, name, ""))?;
+        Ok(serde_json::to_value(&object).unwrap_or(Value::Null))
+    }
+}
+
+/// A failed read of `kind` `namespace/name` (its `subresource`, when not empty): 404 is
+/// [`ScaleError::NotFound`], anything else [`ScaleError::Read`].
+fn read_error(
+    e: kube::Error,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    subresource: &str,
+) -> ScaleError {
+    match e {
+        kube::Error::Api(ref status) if status.code == 404 => ScaleError::NotFound {
+            kind: kind.to_owned(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        },
+        source => ScaleError::Read {
+            what: format!("{kind} {namespace}/{name} {subresource}").trim_end().to_owned(),
+            source,
+        },
     }
 }
