@@ -567,6 +567,8 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         sidecar_sets: Some(sidecar_webhook(&client).await),
         workload_spreads: Some(spread_webhook(&client).await),
         nodes: None,
+        manager_namespace: NAMESPACE.to_owned(),
+        patch_metadata_defaults_allowed: false,
     };
     let routes = admission::routes(context).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)

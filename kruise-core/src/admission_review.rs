@@ -256,8 +256,8 @@ pub struct AdmissionResponse {
     pub allowed: bool,
     /// The refusal: HTTP code, reason (`Invalid`, `Forbidden`) and message.
     pub status: Option<(u16, String, String)>,
-    /// JSON patch operations to apply (mutating webhooks).
-    pub patch: Option<Value>,
+    /// JSON patch operations to apply (mutating webhooks), as JSON text.
+    pub patch: Option<Vec<u8>>,
     /// Warnings shown to the client.
     pub warnings: Vec<String>,
 }
@@ -294,9 +294,14 @@ impl AdmissionResponse {
         let mut response = Self::allow(request);
         if original != mutated {
             let ops = json_patch::diff(original, mutated);
-            response.patch = serde_json::to_value(ops).ok();
+            response.patch = serde_json::to_vec(&ops).ok();
         }
         response
+    }
+
+    /// Allows `request` with the JSON patch `ops` (JSON text of the operations).
+    pub fn patched(request: &AdmissionRequest, ops: Vec<u8>) -> Self {
+        Self { patch: Some(ops), ..Self::allow(request) }
     }
 
     /// The AdmissionReview to send back.
@@ -310,9 +315,8 @@ impl AdmissionResponse {
             response["status"] = status;
         }
         if let Some(patch) = &self.patch {
-            let bytes = serde_json::to_vec(patch).unwrap_or_default();
             response["patchType"] = json!("JSONPatch");
-            response["patch"] = json!(crate::inplace::base64_encode(&bytes));
+            response["patch"] = json!(crate::inplace::base64_encode(patch));
         }
         if !self.warnings.is_empty() {
             response["warnings"] = json!(self.warnings);

@@ -77,6 +77,11 @@ pub struct AdmissionContext {
     pub workload_spreads: Option<crate::workloadspread::WorkloadSpreadWebhook>,
     /// Nodes: a ContainerRecreateRequest for a pod on a virtual-kubelet node is labelled so.
     pub nodes: Option<Cache<k8s_openapi::api::core::v1::Node>>,
+    /// The manager's namespace, where `kruise-configuration` lives.
+    pub manager_namespace: String,
+    /// `SidecarSetPatchPodMetadataDefaultsAllowed`: `patchPodMetadata` passes when no
+    /// whitelist rule applies.
+    pub patch_metadata_defaults_allowed: bool,
 }
 
 /// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
@@ -455,6 +460,14 @@ async fn validate_sidecarset(
     body: Bytes,
 ) -> Response {
     use kruise_core::admission::sidecarset::{SidecarSetContext, validate_sidecar_set};
+    // Read at every SidecarSet write (they are rare), as upstream does: a change to the
+    // ConfigMap applies to the next write.
+    let whitelist = match patch_metadata_whitelist(&context).await {
+        Ok(whitelist) => whitelist,
+        Err(message) => {
+            return on_write(&body, |_, _| Err((500, message)));
+        }
+    };
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let set = hub_object::<v1alpha1::SidecarSet>(request, object, "sidecarset").map_err(bad)?;
@@ -469,8 +482,8 @@ async fn validate_sidecarset(
         let ctx = SidecarSetContext {
             others: &others,
             revisions: &revisions,
-            whitelist: None,
-            patch_metadata_defaults_allowed: false,
+            whitelist: whitelist.as_ref(),
+            patch_metadata_defaults_allowed: context.patch_metadata_defaults_allowed,
         };
         validate_sidecar_set(&set, old.as_ref(), &ctx)
             .into_result()
@@ -479,42 +492,112 @@ async fn validate_sidecarset(
     })
 }
 
+/// The `SidecarSet_PatchPodMetadata_WhiteList` entry of `kruise-configuration` in the
+/// manager's namespace: `None` when the ConfigMap or the entry is missing; `Err` when it cannot
+/// be read or does not parse (the write is then refused, naming the entry).
+async fn patch_metadata_whitelist(
+    context: &AdmissionContext,
+) -> Result<Option<kruise_core::sidecarset::whitelist::PatchMetadataWhitelist>, String> {
+    use kruise_api::well_known::config;
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(context.client.clone(), &context.manager_namespace);
+    let configmap = api.get_opt(config::KRUISE_CONFIGURATION).await.map_err(|e| {
+        format!("reading {}/{}: {e}", context.manager_namespace, config::KRUISE_CONFIGURATION)
+    })?;
+    let Some(data) = configmap.and_then(|c| c.data) else { return Ok(None) };
+    kruise_core::sidecarset::whitelist::parse_patch_metadata_whitelist(&data)
+        .map_err(|e| e.to_string())
+}
+
 /// The pod mutating webhook: the chain of pod steps ([`kruise_core::admission::pod_chain`]) at
-/// pod CREATE. Steps here: SidecarSet injection, then PodUnavailableBudget's annotation.
+/// pod CREATE. Steps here: PodUnavailableBudget's annotation, SidecarSet injection, then
+/// WorkloadSpread's subset.
 async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
+    if !pod_caches_synced(&context) {
+        let wait = async {
+            if let Some(budgets) = &context.pub_budgets {
+                budgets.wait_synced().await;
+            }
+            if let Some(sets) = &context.sidecar_sets {
+                sets.wait_synced().await;
+            }
+            if let Some(spreads) = &context.workload_spreads {
+                spreads.wait_synced().await;
+            }
+        };
+        if tokio::time::timeout(POD_CACHE_WAIT, wait).await.is_err() {
+            // Not an AdmissionReview: the API server applies the webhook's failure policy.
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the pod webhook's caches (PodUnavailableBudgets, SidecarSets, WorkloadSpreads) \
+                 have not loaded yet",
+            )
+                .into_response();
+        }
+    }
+    let response = match fast_decode(&body) {
+        Some((request, object, _)) => pod_create(&context, &request, object).await,
+        None => {
+            let request = match decode(&body) {
+                Ok(request) => request,
+                Err(response) => return *response,
+            };
+            pod_create(&context, &request, request.object.as_ref().map(Obj::Value)).await
+        }
+    };
+    review_response(&response)
+}
+
+/// How long a pod creation waits for the caches its steps read to load: within the
+/// webhooks' `timeoutSeconds` (5), so the API server gets this answer rather than a timeout.
+const POD_CACHE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// True when every cache the pod creation steps read has loaded (a pod admitted before that
+/// could miss its sidecar, budget annotation or subset).
+fn pod_caches_synced(context: &AdmissionContext) -> bool {
+    context.pub_budgets.as_ref().is_none_or(crate::pub_budget::PubWebhook::is_synced)
+        && context.sidecar_sets.as_ref().is_none_or(crate::sidecarset::SidecarSetWebhook::is_synced)
+        && context
+            .workload_spreads
+            .as_ref()
+            .is_none_or(crate::workloadspread::WorkloadSpreadWebhook::is_synced)
+}
+
+/// The answer to a pod review at `/mutate-pod`; only a CREATE of the pod itself is mutated.
+async fn pod_create(
+    context: &AdmissionContext,
+    request: &AdmissionRequest,
+    object: Option<Obj<'_>>,
+) -> AdmissionResponse {
     use kruise_core::admission::pod_chain::{PodChain, PubAnnotation};
-    let request = match decode(&body) {
-        Ok(request) => request,
-        Err(response) => return *response,
+    let object = match (&request.operation, &request.sub_resource, object) {
+        (Operation::Create, None, Some(object)) => object,
+        _ => return AdmissionResponse::allow(request),
     };
-    let object = match (&request.operation, &request.sub_resource, &request.object) {
-        (Operation::Create, None, Some(object)) => object.clone(),
-        _ => return review_response(&AdmissionResponse::allow(&request)),
-    };
-    let pod: k8s_openapi::api::core::v1::Pod = match typed(&object, "pod") {
+    let mut pod: k8s_openapi::api::core::v1::Pod = match object.typed("pod") {
         Ok(pod) => pod,
-        Err(message) => return review_response(&AdmissionResponse::deny(&request, 400, message)),
+        Err(message) => return AdmissionResponse::deny(request, 400, message),
     };
-    // A pod created by generateName has its namespace only in the request.
-    let mut placed = pod.clone();
-    placed.metadata.namespace = placed.metadata.namespace.or_else(|| request.namespace.clone());
+    // A pod created by generateName has its namespace only in the request. Set on both sides
+    // of the diff, it is never part of the patch.
+    if pod.metadata.namespace.is_none() {
+        pod.metadata.namespace = request.namespace.clone();
+    }
     let covering = match &context.pub_budgets {
-        Some(budgets) => budgets.covering(&placed).await,
+        Some(budgets) => budgets.covering(&pod).await,
         None => None,
     };
     let pub_step = PubAnnotation {
         covering,
         label: Some((crate::pub_budget::COVERED_LABEL.to_owned(), "true".to_owned())),
     };
-    let namespace = placed.metadata.namespace.clone().unwrap_or_default();
-    let sidecar_step = context.sidecar_sets.as_ref().map(|sets| sets.step(&placed, &namespace));
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let sidecar_step = context.sidecar_sets.as_ref().map(|sets| sets.step(&pod, &namespace));
     // A dry run reserves nothing, so it is not placed in a subset either (as upstream).
     let spread_step = match &context.workload_spreads {
-        Some(spreads) if !request.dry_run => match spreads.on_create(&placed, &namespace).await {
+        Some(spreads) if !request.dry_run => match spreads.on_create(&pod, &namespace).await {
             Ok(step) => step,
-            Err(e) => {
-                return review_response(&AdmissionResponse::deny(&request, 500, e.to_string()));
-            }
+            Err(e) => return AdmissionResponse::deny(request, 500, e.to_string()),
         },
         _ => None,
     };
@@ -525,17 +608,16 @@ async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -
     if let Some(step) = &spread_step {
         steps.push(step);
     }
-    let response = match PodChain::new(steps).run(&pod) {
-        Ok(None) => AdmissionResponse::allow(&request),
-        Ok(Some(mutated)) => {
-            // Both sides in the typed form, so the patch holds only what the steps changed.
-            let before = serde_json::to_value(&pod).unwrap_or(Value::Null);
-            let after = serde_json::to_value(&mutated).unwrap_or(Value::Null);
-            AdmissionResponse::mutate(&request, &before, &after)
-        }
-        Err(e) => AdmissionResponse::deny(&request, 500, e.to_string()),
-    };
-    review_response(&response)
+    match PodChain::new(steps).run(&pod) {
+        Ok(None) => AdmissionResponse::allow(request),
+        // Both sides in the typed form, so the patch holds only what the steps changed.
+        Ok(Some(mutated)) => match kruise_core::admission::pod_patch::pod_patch(pod, mutated) {
+            Ok(Some(ops)) => AdmissionResponse::patched(request, ops),
+            Ok(None) => AdmissionResponse::allow(request),
+            Err(e) => AdmissionResponse::deny(request, 500, e.to_string()),
+        },
+        Err(e) => AdmissionResponse::deny(request, 500, e.to_string()),
+    }
 }
 
 /// The pod validating webhook: PodUnavailableBudget's check of pod DELETE and UPDATE and of
@@ -653,7 +735,15 @@ struct FastRequest<'a> {
     kind: FastKind,
     operation: std::borrow::Cow<'a, str>,
     #[serde(default)]
+    name: String,
+    #[serde(default)]
     namespace: Option<String>,
+    #[serde(rename = "subResource", default)]
+    sub_resource: Option<String>,
+    #[serde(rename = "dryRun", default)]
+    dry_run: Option<bool>,
+    #[serde(rename = "userInfo", default)]
+    user_info: Option<FastUser>,
     #[serde(default, borrow)]
     object: Option<&'a serde_json::value::RawValue>,
     #[serde(rename = "oldObject", default, borrow)]
@@ -665,10 +755,17 @@ struct FastKind {
     #[serde(default)]
     group: String,
     version: String,
+    kind: String,
 }
 
-/// A review decoded for the CloneSet handlers: the request (without its objects) and the
-/// objects as raw JSON. `None` when anything is off; [`decode`] then explains what.
+#[derive(serde::Deserialize)]
+struct FastUser {
+    #[serde(default)]
+    username: Option<String>,
+}
+
+/// A review decoded for the hot handlers (CloneSet, pod creation): the request (without its
+/// objects) and the objects as raw JSON, decoded later straight into their typed form. `None` when anything is off; [`decode`] then explains what.
 fn fast_decode(body: &[u8]) -> Option<(AdmissionRequest, Option<Obj<'_>>, Option<Obj<'_>>)> {
     let review: FastReview<'_> = serde_json::from_slice(body).ok()?;
     if review.kind != "AdmissionReview" {
@@ -696,17 +793,17 @@ fn fast_decode(body: &[u8]) -> Option<(AdmissionRequest, Option<Obj<'_>>, Option
         kind: kruise_core::admission_review::GroupVersionName {
             group: r.kind.group,
             version: r.kind.version,
-            name: "CloneSet".into(),
+            name: r.kind.kind,
         },
         resource: Default::default(),
-        sub_resource: None,
-        name: String::new(),
+        sub_resource: r.sub_resource,
+        name: r.name,
         namespace: r.namespace,
         operation,
         object: None,
         old_object: None,
-        dry_run: false,
-        username: None,
+        dry_run: r.dry_run.unwrap_or(false),
+        username: r.user_info.and_then(|u| u.username),
     };
     Some((request, object, old_object))
 }

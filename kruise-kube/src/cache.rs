@@ -12,7 +12,7 @@
 //! stripped once for every reader.
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -91,8 +91,9 @@ struct Inner<K> {
     objects: HashMap<ObjectKey, Arc<K>>,
     /// Controller owner UID -> keys of the objects it controls.
     by_owner: HashMap<String, BTreeSet<ObjectKey>>,
-    /// Namespace -> keys of its objects.
-    by_namespace: HashMap<String, BTreeSet<ObjectKey>>,
+    /// Namespace -> its objects by name (the objects themselves, so listing a namespace
+    /// hashes nothing per object).
+    by_namespace: HashMap<String, BTreeMap<String, Arc<K>>>,
 }
 
 impl<K> Default for Inner<K> {
@@ -178,14 +179,26 @@ where
 
     /// Every object in `namespace`, sorted by key.
     pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        self.select_in_namespace(namespace, |_| true)
+    }
+
+    /// The objects in `namespace` for which `keep` is true, sorted by key. Only those are
+    /// copied out, so a look-up in a namespace of thousands costs one pass of `keep`.
+    pub fn select_in_namespace(&self, namespace: &str, keep: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
         let inner = self.read();
         inner
             .by_namespace
             .get(namespace)
             .into_iter()
-            .flatten()
-            .filter_map(|key| inner.objects.get(key).cloned())
+            .flat_map(BTreeMap::values)
+            .filter(|obj| keep(obj))
+            .cloned()
             .collect()
+    }
+
+    /// True when nothing is cached in `namespace`.
+    pub fn none_in_namespace(&self, namespace: &str) -> bool {
+        !self.read().by_namespace.contains_key(namespace)
     }
 
     /// Every cached object, in no particular order.
@@ -225,15 +238,19 @@ where
         let key = ObjectKey::of(obj.as_ref());
         let new_owner = controller_uid(obj.as_ref());
         let mut inner = self.write();
+        inner
+            .by_namespace
+            .entry(key.namespace.clone())
+            .or_default()
+            .insert(key.name.clone(), obj.clone());
         let old = inner.objects.insert(key.clone(), obj);
         let old_owner = old.as_deref().and_then(controller_uid);
         if let Some(uid) = old_owner.filter(|uid| Some(uid) != new_owner.as_ref()) {
             remove_index(&mut inner.by_owner, &uid, &key);
         }
         if let Some(uid) = new_owner {
-            inner.by_owner.entry(uid).or_default().insert(key.clone());
+            inner.by_owner.entry(uid).or_default().insert(key);
         }
-        inner.by_namespace.entry(key.namespace.clone()).or_default().insert(key);
         old
     }
 
@@ -243,7 +260,12 @@ where
         if let Some(uid) = controller_uid(old.as_ref()) {
             remove_index(&mut inner.by_owner, &uid, key);
         }
-        remove_index(&mut inner.by_namespace, &key.namespace, key);
+        if let Some(named) = inner.by_namespace.get_mut(&key.namespace) {
+            named.remove(&key.name);
+            if named.is_empty() {
+                inner.by_namespace.remove(&key.namespace);
+            }
+        }
         Some(old)
     }
 

@@ -217,6 +217,9 @@ pub async fn run(
                     )
                 }),
                 nodes: Some(caches.get::<k8s_openapi::api::core::v1::Node>()),
+                manager_namespace: webhook.namespace.clone(),
+                patch_metadata_defaults_allowed: gates
+                    .enabled("SidecarSetPatchPodMetadataDefaultsAllowed"),
                 sidecar_sets: gates.enabled("PodWebhook").then(|| {
                     crate::sidecarset::SidecarSetWebhook::new(
                         &caches,

@@ -372,6 +372,16 @@ impl std::fmt::Debug for PubWebhook {
 const RESERVATION_ATTEMPTS: usize = 10;
 
 impl PubWebhook {
+    /// True once the budget cache has loaded (pod creation reads only budgets).
+    pub fn is_synced(&self) -> bool {
+        self.budgets.is_synced()
+    }
+
+    /// Waits until [`Self::is_synced`].
+    pub async fn wait_synced(&self) {
+        self.budgets.wait_synced().await;
+    }
+
     /// The budget covering a new pod, for the mutating chain's PUB step.
     pub async fn covering(&self, pod: &Pod) -> Option<String> {
         if !self.gates.delete_gate && !self.gates.update_gate {

@@ -76,6 +76,19 @@ impl SidecarSetWebhook {
         Self { index, sets, namespaces: caches.get(), revisions: caches.get(), gates }
     }
 
+    /// True once the SidecarSet, Namespace and ControllerRevision caches have loaded: until
+    /// then a pod could miss a sidecar it should get.
+    pub fn is_synced(&self) -> bool {
+        self.sets.is_synced() && self.namespaces.is_synced() && self.revisions.is_synced()
+    }
+
+    /// Waits until [`Self::is_synced`].
+    pub async fn wait_synced(&self) {
+        self.sets.wait_synced().await;
+        self.namespaces.wait_synced().await;
+        self.revisions.wait_synced().await;
+    }
+
     /// Every SidecarSet (for validating one against the others).
     pub fn all(&self) -> Vec<SidecarSet> {
         self.sets.all().iter().map(|s| s.as_ref().clone()).collect()

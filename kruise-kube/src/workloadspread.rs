@@ -238,10 +238,50 @@ impl PodMutator for WorkloadSpreadInjection {
     }
 }
 
+/// WorkloadSpread names by the (namespace, kind, name) of their target.
+#[derive(Default)]
+struct TargetIndex {
+    by_target: HashMap<(String, String, String), std::collections::BTreeSet<String>>,
+}
+
+impl TargetIndex {
+    fn key(ws: &WorkloadSpread) -> Option<(String, String, String)> {
+        let target = ws.spec.target_reference.as_ref()?;
+        Some((ws.namespace().unwrap_or_default(), target.kind.clone(), target.name.clone()))
+    }
+
+    fn insert(&mut self, ws: &WorkloadSpread) {
+        if let Some(key) = Self::key(ws) {
+            self.by_target.entry(key).or_default().insert(ws.name_any());
+        }
+    }
+
+    fn remove(&mut self, ws: &WorkloadSpread) {
+        let Some(key) = Self::key(ws) else { return };
+        if let Some(names) = self.by_target.get_mut(&key) {
+            names.remove(&ws.name_any());
+            if names.is_empty() {
+                self.by_target.remove(&key);
+            }
+        }
+    }
+
+    /// The WorkloadSpreads in `namespace` targeting the workload `kind`/`name`.
+    fn named(&self, namespace: &str, kind: &str, name: &str) -> impl Iterator<Item = &String> {
+        // The key is owned; building it costs three short allocations per look-up.
+        self.by_target
+            .get(&(namespace.to_owned(), kind.to_owned(), name.to_owned()))
+            .into_iter()
+            .flatten()
+    }
+}
+
 /// What the pod webhooks read.
 #[derive(Clone)]
 pub struct WorkloadSpreadWebhook {
     spreads: Cache<WorkloadSpread>,
+    /// The WorkloadSpreads by their target, kept in step with `spreads`.
+    targets: Arc<RwLock<TargetIndex>>,
     replica_sets: Cache<PartialObjectMeta<ReplicaSet>>,
     pods: Cache<CachedPod>,
     client: Client,
@@ -277,14 +317,46 @@ fn controller_of(
 impl WorkloadSpreadWebhook {
     /// Asks `caches` for WorkloadSpreads, ReplicaSets (metadata) and pods.
     pub fn new(caches: &SharedCaches, client: Client, manager_namespace: &str) -> Self {
+        let spreads: Cache<WorkloadSpread> = caches.get();
+        let targets = Arc::new(RwLock::new(TargetIndex::default()));
+        let feed = targets.clone();
+        spreads.subscribe(Arc::new(move |change| {
+            let mut index = feed.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(old) = &change.old {
+                index.remove(old);
+            }
+            if let Some(new) = &change.new {
+                index.insert(new);
+            }
+        }));
+        // After subscribing, so nothing cached meanwhile is missed (inserting is idempotent).
+        {
+            let mut index = targets.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for ws in spreads.all() {
+                index.insert(&ws);
+            }
+        }
         Self {
-            spreads: caches.get(),
+            spreads,
+            targets,
             replica_sets: caches.get(),
             pods: caches.get(),
             client,
             state: caches.shared(),
             manager_namespace: manager_namespace.to_owned(),
         }
+    }
+
+    /// True once the WorkloadSpread and ReplicaSet caches have loaded: until then a pod could
+    /// be created outside the subsets its WorkloadSpread sets.
+    pub fn is_synced(&self) -> bool {
+        self.spreads.is_synced() && self.replica_sets.is_synced()
+    }
+
+    /// Waits until [`Self::is_synced`].
+    pub async fn wait_synced(&self) {
+        self.spreads.wait_synced().await;
+        self.replica_sets.wait_synced().await;
     }
 
     /// The WorkloadSpreads in `namespace` (for validating one against the others).
@@ -321,8 +393,7 @@ impl WorkloadSpreadWebhook {
     /// controller's controller while they are workloads WorkloadSpread knows.
     async fn governing(&self, pod: &Pod, namespace: &str) -> Option<Arc<WorkloadSpread>> {
         let owner = controller_of(pod.owner_references())?;
-        let candidates: Vec<Arc<WorkloadSpread>> = self.spreads.in_namespace(namespace);
-        if candidates.is_empty() {
+        if self.spreads.none_in_namespace(namespace) {
             return None;
         }
         let whitelist = self.whitelist().await;
@@ -334,24 +405,25 @@ impl WorkloadSpreadWebhook {
         for _ in 0..3 {
             // Only the WorkloadSpreads naming a workload of the chain are looked at closely
             // (a namespace may hold many).
-            let mut named: Vec<WorkloadSpread> = candidates
-                .iter()
-                .filter(|w| {
-                    w.spec
-                        .target_reference
-                        .as_ref()
-                        .is_some_and(|t| chain.iter().any(|o| o.name == t.name && o.kind == t.kind))
-                })
-                .map(|w| w.as_ref().clone())
-                .collect();
-            named.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+            let named: Vec<Arc<WorkloadSpread>> = {
+                let index = self.targets.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut names: Vec<&String> =
+                    chain.iter().flat_map(|o| index.named(namespace, &o.kind, &o.name)).collect();
+                names.sort();
+                names.dedup();
+                names
+                    .into_iter()
+                    .filter_map(|n| self.spreads.get(&ObjectKey::new(namespace, n.as_str())))
+                    .collect()
+            };
+            let owned: Vec<WorkloadSpread> = named.iter().map(|w| w.as_ref().clone()).collect();
             let refs: Vec<WorkloadRef<'_>> = chain
                 .iter()
                 .map(|o| WorkloadRef { api_version: &o.api_version, kind: &o.kind, name: &o.name })
                 .collect();
-            if let Some(ws) = core::select_workload_spread(&named, &refs, &labels) {
+            if let Some(ws) = core::select_workload_spread(&owned, &refs, &labels) {
                 let name = ws.name_any();
-                return candidates.iter().find(|c| c.name_any() == name).cloned();
+                return named.iter().find(|c| c.name_any() == name).cloned();
             }
             // Up one level only where a target can sit above the owner: a ReplicaSet's
             // Deployment, or a whitelisted workload above one of its sub-resources.

@@ -32,6 +32,7 @@ pub mod meta;
 pub mod names;
 pub mod pod_chain;
 pub mod pod_defaults;
+pub mod pod_patch;
 pub mod pod_template;
 pub mod protection;
 pub mod pub_budget;

@@ -73,6 +73,28 @@ fn a_sidecarset_injects_into_the_pods_it_selects_and_bad_ones_are_refused() {
         out.stderr
     );
 
+    // `patchPodMetadata` needs a rule of the `kruise-configuration` whitelist, read at each
+    // write: refused without the ConfigMap, then admitted once a rule allows the key.
+    let patcher = sidecarset(
+        "apps.kruise.io/v1beta1",
+        "patcher",
+        "meta",
+        "patcher-agent",
+        "  patchPodMetadata:\n  - annotations:\n      oom-score: '{\"log-agent\": 1}'\n",
+    );
+    let out = k.run_with(&["create", "-f", "-"], Some(&patcher));
+    assert!(
+        !out.ok
+            && out.stderr.contains("spec.patchPodMetadata")
+            && out.stderr.contains("whitelist not found"),
+        "{}",
+        out.stderr
+    );
+    k.ok(&["create", "configmap", "kruise-configuration", "-n", "kruise-system",
+        r#"--from-literal=SidecarSet_PatchPodMetadata_WhiteList={"rules":[{"allowedAnnotationKeyExprs":["^oom-"]}]}"#]);
+    k.ok_stdin(&["create", "-f", "-"], &patcher);
+    k.ok(&["delete", "sidecarset", "patcher"]);
+
     // A good one: defaulted by the mutating webhook, then it injects into new pods.
     let good = sidecarset("apps.kruise.io/v1beta1", "log-agent", "web", "log-agent", "");
     k.ok_stdin(&["apply", "-f", "-"], &good);
