@@ -98,6 +98,9 @@ pub struct ControllerSettings {
     /// The image controllers' settings (`--nodeimage-creation-delay`,
     /// `--default-ttlseconds-for-always-nodeimage`, the daemon's config namespace).
     pub image_pull: kruise_core::imagepull::ImagePullConfig,
+    /// The manager's namespace (`POD_NAMESPACE`, default `kruise-system`), where SidecarSets'
+    /// ControllerRevisions are kept.
+    pub manager_namespace: String,
 }
 
 impl Default for ControllerSettings {
@@ -109,6 +112,7 @@ impl Default for ControllerSettings {
             scaling_exclude_preparing_delete: false,
             backoff: Backoff::default(),
             image_pull: kruise_core::imagepull::ImagePullConfig::default(),
+            manager_namespace: crate::webhook::DEFAULT_NAMESPACE.to_owned(),
         }
     }
 }
@@ -145,6 +149,9 @@ pub enum ReconcileError {
     /// A cached pod could not be read back.
     #[error(transparent)]
     CachedPod(#[from] SpecDecodeError),
+    /// A SidecarSet's ControllerRevision could not be built.
+    #[error(transparent)]
+    SidecarSetRevision(#[from] kruise_core::sidecarset::revision::SidecarSetRevisionError),
 }
 
 /// How changes of one kind map to the keys a controller reconciles.

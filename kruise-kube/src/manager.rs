@@ -228,6 +228,7 @@ pub async fn run(
                                 .enabled("EnableSortSidecarContainerByName"),
                         },
                     )
+                    .with_revision_namespace(&config.controller_settings.manager_namespace)
                 }),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())

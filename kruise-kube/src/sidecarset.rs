@@ -7,7 +7,9 @@
 //! metadata-only Namespace cache; pinned revisions (`injectionStrategy.revision`) from the
 //! ControllerRevision cache.
 //!
-//! Not done here: the SidecarSet controller (status, in-place sidecar upgrades, hot upgrade).
+//! The [`SidecarSetController`] keeps each SidecarSet's ControllerRevisions in the manager's
+//! namespace (planned by [`kruise_core::sidecarset::revision::plan_revisions`]), writes its
+//! status and upgrades the sidecars of the pods it selects in place (hot upgrade included).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -23,7 +25,11 @@ use kube::{Client, ResourceExt as _};
 use crate::cache::{Cache, ObjectKey, SharedCaches, WatchEvents, Watched, cluster_watch};
 
 /// The label upstream puts on a SidecarSet's ControllerRevisions.
-const REVISION_LABEL: &str = "kruise.io/sidecarset-name";
+const REVISION_LABEL: &str = kruise_core::sidecarset::revision::NAME_LABEL;
+
+/// How many names a revision creation tries before giving up for this round (upstream tries
+/// until one is free).
+const MAX_CREATE_ATTEMPTS: usize = 8;
 
 impl Watched for SidecarSet {
     fn watch(client: &Client, _namespace: Option<&str>) -> WatchEvents<Self> {
@@ -45,6 +51,7 @@ pub struct SidecarSetWebhook {
     sets: Cache<SidecarSet>,
     namespaces: Cache<PartialObjectMeta<Namespace>>,
     revisions: Cache<ControllerRevision>,
+    revision_namespace: Option<String>,
     gates: InjectionGates,
 }
 
@@ -73,7 +80,23 @@ impl SidecarSetWebhook {
                 (None, None) => {}
             }
         }));
-        Self { index, sets, namespaces: caches.get(), revisions: caches.get(), gates }
+        Self {
+            index,
+            sets,
+            namespaces: caches.get(),
+            revisions: caches.get(),
+            revision_namespace: None,
+            gates,
+        }
+    }
+
+    /// Reads pinned revisions only from `namespace` (the manager's, where the controller keeps
+    /// them), so that nobody who can write ControllerRevisions elsewhere can pin one; without
+    /// it, revisions in any namespace count.
+    #[must_use]
+    pub fn with_revision_namespace(mut self, namespace: &str) -> Self {
+        self.revision_namespace = Some(namespace.to_owned());
+        self
     }
 
     /// True once the SidecarSet, Namespace and ControllerRevision caches have loaded: until
@@ -94,11 +117,13 @@ impl SidecarSetWebhook {
         self.sets.all().iter().map(|s| s.as_ref().clone()).collect()
     }
 
-    /// The ControllerRevisions of the SidecarSet `name`.
+    /// The ControllerRevisions of the SidecarSet `name` (in the revision namespace, when set).
     pub fn revisions_of(&self, name: &str) -> Vec<ControllerRevision> {
+        let namespace = self.revision_namespace.as_deref();
         self.revisions
             .all()
             .iter()
+            .filter(|r| namespace.is_none_or(|ns| r.metadata.namespace.as_deref() == Some(ns)))
             .filter(|r| r.labels().get(REVISION_LABEL).map(String::as_str) == Some(name))
             .map(|r| r.as_ref().clone())
             .collect()
@@ -140,17 +165,29 @@ impl SidecarSetWebhook {
 /// The controller's name in metrics, Events and logs (upstream's).
 pub const CONTROLLER_NAME: &str = "sidecarset-controller";
 
-/// The SidecarSet controller: status, and in-place sidecar upgrades of the pods a SidecarSet
-/// selects, planned by [`kruise_core::sidecarset::upgrade::plan_upgrade`].
+/// The SidecarSet controller: the SidecarSet's ControllerRevisions (planned by
+/// [`kruise_core::sidecarset::revision::plan_revisions`], kept in the manager's namespace,
+/// `status.latestRevision` naming the latest), its status, and in-place sidecar upgrades of
+/// the pods it selects, planned by [`kruise_core::sidecarset::upgrade::plan_upgrade`].
 ///
-/// Not done: ControllerRevisions of SidecarSets (`status.latestRevision` is the SidecarSet's
-/// hash), the `kruise-configuration` whitelist.
+/// Not done: the `kruise-configuration` whitelist.
 pub struct SidecarSetController {
     context: crate::controller::ControllerContext,
     sets: Cache<SidecarSet>,
     pods: Cache<crate::cached_pod::CachedPod>,
     namespaces: Cache<PartialObjectMeta<Namespace>>,
+    revisions: Cache<ControllerRevision>,
     expectations: crate::expectations::ExpectationStore,
+}
+
+/// The SidecarSet's revisions once registered.
+struct Registered {
+    /// The latest revision's name.
+    latest_revision: String,
+    /// The collision count to record.
+    collision_count: i32,
+    /// The SidecarSet's revisions, oldest first.
+    revisions: Vec<ControllerRevision>,
 }
 
 impl SidecarSetController {
@@ -171,6 +208,7 @@ impl SidecarSetController {
             sets: context.caches.get(),
             pods: context.caches.get(),
             namespaces: context.caches.get(),
+            revisions: context.caches.get(),
             expectations: crate::expectations::ExpectationStore::new(),
             context,
         })
@@ -217,18 +255,14 @@ impl SidecarSetController {
             .iter()
             .map(|p| (p.uid().unwrap_or_default(), p.namespace().unwrap_or_default()))
             .collect();
-        let latest_revision = set
-            .annotations()
-            .get(kruise_api::well_known::annotations::SIDECARSET_HASH)
-            .cloned()
-            .unwrap_or_default();
+        let registered = self.register_revisions(&set, &pods).await?;
         let now = jiff::Timestamp::now();
         let snapshot = UpgradeSnapshot {
             sidecar_set: set.as_ref().clone(),
             pods,
-            latest_revision,
-            collision_count: None,
-            revisions: Vec::new(),
+            latest_revision: registered.latest_revision,
+            collision_count: Some(registered.collision_count),
+            revisions: registered.revisions,
             expectations: self.expectations.get(key),
             gates: UpgradeGates {
                 resize_supported: self.context.settings.gates.enabled("InPlacePodVerticalScaling"),
@@ -285,6 +319,129 @@ impl SidecarSetController {
             return Err(err);
         }
         Ok(plan.requeue_after.and_then(|d| std::time::Duration::try_from(d).ok()))
+    }
+
+    /// Finds or creates the SidecarSet's latest ControllerRevision and deletes old ones beyond
+    /// its history limit (upstream's `registerLatestRevision`). A failure to create or update
+    /// the latest revision fails the reconcile, as upstream; failed deletions are logged.
+    async fn register_revisions(
+        &self,
+        set: &SidecarSet,
+        pods: &[Pod],
+    ) -> Result<Registered, crate::controller::ReconcileError> {
+        use crate::controller::ReconcileError;
+        use kruise_core::sidecarset::revision::{RevisionInput, plan_revisions};
+        use kruise_core::workload::Action;
+        let namespace = self.context.settings.manager_namespace.as_str();
+        let name = set.name_any();
+        let cached: Vec<ControllerRevision> = self
+            .revisions
+            .all()
+            .iter()
+            .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
+            .filter(|r| r.labels().get(REVISION_LABEL) == Some(&name))
+            .map(|r| r.as_ref().clone())
+            .collect();
+        let plan = plan_revisions(&RevisionInput {
+            sidecar_set: set,
+            namespace,
+            revisions: &cached,
+            pods,
+        })?;
+        let mut registered = Registered {
+            latest_revision: plan.latest_revision.clone(),
+            collision_count: plan.collision_count,
+            revisions: plan.revisions.clone(),
+        };
+        let applier = &self.context.applier;
+        for action in &plan.actions {
+            let target = format!("{namespace}/{}", action.target());
+            match action {
+                Action::CreateRevision { revision } => {
+                    let (latest, collision_count) = self
+                        .create_revision(set, namespace, revision, plan.collision_count)
+                        .await?;
+                    registered.latest_revision = latest;
+                    registered.collision_count = collision_count;
+                }
+                Action::DeleteRevision { .. } => {
+                    match crate::workload::write_revision(applier, namespace, action).await {
+                        Some((_, Ok(_) | Err(crate::applier::ApplyError::NotFound(_)))) | None => {}
+                        Some((_, Err(err))) => {
+                            tracing::warn!(sidecarset = %name, revision = %target, error = %err, "deleting an old ControllerRevision");
+                        }
+                    }
+                }
+                _ => {
+                    if let Some((what, Err(source))) =
+                        crate::workload::write_revision(applier, namespace, action).await
+                    {
+                        return Err(ReconcileError::Write { action: what, target, source });
+                    }
+                }
+            }
+        }
+        if plan.over_limit > 0 {
+            tracing::warn!(sidecarset = %name, kept = plan.over_limit, "ControllerRevisions beyond revisionHistoryLimit are kept because pods or injectionStrategy.revision use them");
+        }
+        Ok(registered)
+    }
+
+    /// Creates `revision`; on a name conflict, takes the existing revision when it records
+    /// the same fields, or tries again under a new name with the collision count raised. The
+    /// latest revision's name and the collision count.
+    async fn create_revision(
+        &self,
+        set: &SidecarSet,
+        namespace: &str,
+        revision: &ControllerRevision,
+        collision_count: i32,
+    ) -> Result<(String, i32), crate::controller::ReconcileError> {
+        use crate::applier::ApplyError;
+        use crate::controller::ReconcileError;
+        use kruise_core::revision::CreateConflict;
+        use kruise_core::sidecarset::revision::resolve_create_conflict;
+        use kruise_core::workload::Action;
+        let applier = &self.context.applier;
+        let api: kube::Api<ControllerRevision> =
+            kube::Api::namespaced(applier.client().clone(), namespace);
+        let mut attempt = revision.clone();
+        let mut collision_count = collision_count;
+        for _ in 0..MAX_CREATE_ATTEMPTS {
+            let name = attempt.name_any();
+            let target = format!("{namespace}/{name}");
+            let action = Action::CreateRevision { revision: Box::new(attempt.clone()) };
+            match crate::workload::write_revision(applier, namespace, &action).await {
+                Some((_, Ok(_))) | None => return Ok((name, collision_count)),
+                Some((_, Err(ApplyError::AlreadyExists(_)))) => {}
+                Some((what, Err(source))) => {
+                    return Err(ReconcileError::Write { action: what, target, source });
+                }
+            }
+            let existing = api.get(&name).await.map_err(|err| ReconcileError::Write {
+                action: "read revision",
+                target: target.clone(),
+                source: ApplyError::from_kube(err),
+            })?;
+            match resolve_create_conflict(set, &existing, &attempt, collision_count) {
+                CreateConflict::UseExisting { name } => return Ok((name, collision_count)),
+                CreateConflict::Retry { collision_count: raised, revision } => {
+                    collision_count = raised;
+                    attempt = *revision;
+                }
+                other => {
+                    tracing::error!(conflict = ?other, "a revision name conflict this controller does not know");
+                    break;
+                }
+            }
+        }
+        Err(ReconcileError::Write {
+            action: "create revision",
+            target: format!("{namespace}/{}", attempt.name_any()),
+            source: ApplyError::Conflict(format!(
+                "no free revision name after {MAX_CREATE_ATTEMPTS} attempts"
+            )),
+        })
     }
 
     /// One pod write of the plan, its expectation recorded around it.
@@ -351,6 +508,18 @@ impl crate::controller::Reconciler for SidecarSetController {
                     }
                 }
                 keys.sort();
+                keys.dedup();
+                keys
+            }),
+            // A revision concerns the SidecarSet it is labelled with (one deleted by hand is
+            // written again).
+            Watch::new(&self.revisions, KeyMapping::Custom, move |change| {
+                let mut keys: Vec<ObjectKey> = [change.old.as_deref(), change.new.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r.labels().get(REVISION_LABEL))
+                    .map(|name| ObjectKey::new("", name.as_str()))
+                    .collect();
                 keys.dedup();
                 keys
             }),

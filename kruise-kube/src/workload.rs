@@ -631,18 +631,18 @@ impl<W: WorkloadKind> WorkloadController<W> {
             Err(err) => Err(err),
         };
         match action {
-            Action::CreateRevision { revision } => {
-                created(applier.create(ns, revision.as_ref(), &post).await)
-                    .map_err(fail("create revision"))
-            }
-            Action::PatchRevision { name, patch } => applier
-                .patch::<ControllerRevision, _>(ns, name, None, &pp, &kube_patch(patch))
-                .await
-                .map_err(fail("patch revision")),
-            Action::DeleteRevision { name } => {
-                let dp = DeleteParams::default();
-                let deleted = applier.delete::<ControllerRevision>(ns, name, &dp).await;
-                ignore_not_found(deleted).map_err(fail("delete revision"))
+            Action::CreateRevision { .. }
+            | Action::PatchRevision { .. }
+            | Action::DeleteRevision { .. } => {
+                let Some((what, result)) = write_revision(applier, ns, action).await else {
+                    return Ok(None);
+                };
+                let result = match action {
+                    Action::CreateRevision { .. } => created(result),
+                    Action::DeleteRevision { .. } => ignore_not_found(result),
+                    _ => result,
+                };
+                result.map_err(fail(what))
             }
             Action::CreatePvc { pvc } => {
                 created(applier.create(ns, pvc.as_ref(), &post).await).map_err(fail("create pvc"))
@@ -689,6 +689,7 @@ impl<W: WorkloadKind> WorkloadController<W> {
             ReconcileError::Write { source: ApplyError::NotLeader, .. } => return,
             ReconcileError::Write { action, .. } => *action,
             ReconcileError::CachedPod(_) => "read pods",
+            ReconcileError::SidecarSetRevision(_) => "build revision",
         };
         let reason = match action {
             "create pod" | "create pvc" | "create revision" => "FailedCreate",
@@ -696,6 +697,38 @@ impl<W: WorkloadKind> WorkloadController<W> {
             _ => "FailedUpdate",
         };
         self.event(workload, true, reason, action, err.to_string()).await;
+    }
+}
+
+/// Sends a plan's ControllerRevision write (`CreateRevision`, `PatchRevision` or
+/// `DeleteRevision`) to `ns`: what it was (`create revision`, `patch revision`, `delete
+/// revision`, for errors) and the server's answer as is (an `AlreadyExists` or `NotFound` is
+/// the caller's to judge). `None` for any other action.
+pub(crate) async fn write_revision(
+    applier: &Applier,
+    ns: &str,
+    action: &Action,
+) -> Option<(&'static str, Result<Option<String>, ApplyError>)> {
+    match action {
+        Action::CreateRevision { revision } => {
+            let post =
+                PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+            Some(("create revision", applier.create(ns, revision.as_ref(), &post).await))
+        }
+        Action::PatchRevision { name, patch } => {
+            let pp =
+                PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+            let result = applier
+                .patch::<ControllerRevision, _>(ns, name, None, &pp, &kube_patch(patch))
+                .await;
+            Some(("patch revision", result))
+        }
+        Action::DeleteRevision { name } => {
+            let dp = DeleteParams::default();
+            let result = applier.delete::<ControllerRevision>(ns, name, &dp).await.map(|()| None);
+            Some(("delete revision", result))
+        }
+        _ => None,
     }
 }
 

@@ -252,6 +252,11 @@ impl ManagerFlags {
         {
             image_pull.daemon_config_namespace = namespace;
         }
+        if let Ok(namespace) = std::env::var("POD_NAMESPACE")
+            && !namespace.is_empty()
+        {
+            config.controller_settings.manager_namespace = namespace;
+        }
         config.feature_gates = gates.clone();
         config.webhook_policy.pod_failure_policy = self.pod_webhook_failure_policy.clone();
         config.webhook_policy.kruise_failure_policy = self.kruise_webhook_failure_policy.clone();

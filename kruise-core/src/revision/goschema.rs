@@ -10,6 +10,9 @@
 //! `PodTemplateSpec` and `PersistentVolumeClaim`, what Go would write. Fields are listed in Go
 //! struct order, which matters where Go marshals a typed struct directly.
 //!
+//! It also records the `apps.kruise.io/v1beta1` SidecarSet types a SidecarSet's
+//! ControllerRevision holds ([`SIDECAR_CONTAINER`], [`SIDECAR_SET_PATCH_POD_METADATA`]).
+//!
 //! The table follows k8s.io/api 1.32-1.34. Fields it does not list are handled by a
 //! heuristic (see [`super::gojson`]).
 
@@ -119,7 +122,8 @@ pub const LABEL_SELECTOR: &[Field] = &[
 
 // ---- small shared core/v1 types ----
 
-const LOCAL_OBJECT_REFERENCE: &[Field] = &[o("name", Str)];
+/// `v1.LocalObjectReference`.
+pub const LOCAL_OBJECT_REFERENCE: &[Field] = &[o("name", Str)];
 
 const OBJECT_FIELD_SELECTOR: &[Field] = &[o("apiVersion", Str), r("fieldPath", Str)];
 
@@ -551,7 +555,8 @@ const EPHEMERAL: &[Field] = &[o("volumeClaimTemplate", Ptr(&Struct(PVC_TEMPLATE)
 
 const IMAGE_VOLUME: &[Field] = &[o("reference", Str), o("pullPolicy", Str)];
 
-const VOLUME: &[Field] = &[
+/// `v1.Volume`.
+pub const VOLUME: &[Field] = &[
     r("name", Str),
     o("hostPath", Ptr(&Struct(HOST_PATH))),
     o("emptyDir", Ptr(&Struct(EMPTY_DIR))),
@@ -735,3 +740,70 @@ pub const POD_SPEC: &[Field] = &[
 /// `v1.PodTemplateSpec`.
 pub const POD_TEMPLATE_SPEC: &[Field] =
     &[o("metadata", Struct(OBJECT_META)), o("spec", Struct(POD_SPEC))];
+
+// ---- apps.kruise.io/v1beta1 SidecarSet ----
+
+const SHARE_VOLUME_POLICY: &[Field] = &[o("type", Str)];
+
+const SIDECAR_CONTAINER_UPGRADE_STRATEGY: &[Field] =
+    &[o("upgradeType", Str), o("hotUpgradeEmptyImage", Str)];
+
+const SOURCE_CONTAINER_NAME_SOURCE: &[Field] =
+    &[o("fieldRef", Ptr(&Struct(OBJECT_FIELD_SELECTOR)))];
+
+const TRANSFER_ENV_VAR: &[Field] = &[
+    o("sourceContainerName", Str),
+    o("sourceContainerNameFrom", Ptr(&Struct(SOURCE_CONTAINER_NAME_SOURCE))),
+    o("envName", Str),
+    o("envNames", STRINGS),
+];
+
+/// `ResourceExprLimits` and `ResourceExprRequests` (the same fields).
+const RESOURCE_EXPR_VALUES: &[Field] = &[o("cpu", Str), o("memory", Str)];
+
+const RESOURCES_EXPR: &[Field] = &[
+    o("limits", Ptr(&Struct(RESOURCE_EXPR_VALUES))),
+    o("requests", Ptr(&Struct(RESOURCE_EXPR_VALUES))),
+];
+
+const RESOURCES_POLICY: &[Field] = &[
+    r("targetContainersMode", Str),
+    o("targetContainersNameRegex", Str),
+    r("resourcesExpr", Struct(RESOURCES_EXPR)),
+];
+
+/// The fields `SidecarContainer` adds to the `v1.Container` it embeds.
+const SIDECAR_CONTAINER_OWN: &[Field] = &[
+    o("podInjectPolicy", Str),
+    o("upgradeStrategy", Struct(SIDECAR_CONTAINER_UPGRADE_STRATEGY)),
+    o("shareVolumePolicy", Struct(SHARE_VOLUME_POLICY)),
+    o("shareVolumeDevicePolicy", Ptr(&Struct(SHARE_VOLUME_POLICY))),
+    o("transferEnv", Slice(&Struct(TRANSFER_ENV_VAR))),
+    o("resourcesPolicy", Ptr(&Struct(RESOURCES_POLICY))),
+];
+
+/// `a` followed by `b`, as an array of length `N` (which must be `a.len() + b.len()`).
+const fn concat_fields<const N: usize>(a: &[Field], b: &[Field]) -> [Field; N] {
+    let mut out = [Field { name: "", ty: Str, omitempty: true }; N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < b.len() {
+        out[i + j] = b[j];
+        j += 1;
+    }
+    out
+}
+
+const SIDECAR_CONTAINER_FIELDS: [Field; CONTAINER.len() + SIDECAR_CONTAINER_OWN.len()] =
+    concat_fields(CONTAINER, SIDECAR_CONTAINER_OWN);
+
+/// `v1beta1.SidecarContainer`: the embedded `v1.Container`'s fields inline, then its own.
+pub const SIDECAR_CONTAINER: &[Field] = &SIDECAR_CONTAINER_FIELDS;
+
+/// `v1beta1.SidecarSetPatchPodMetadata`.
+pub const SIDECAR_SET_PATCH_POD_METADATA: &[Field] =
+    &[o("annotations", STRING_MAP), o("patchPolicy", Str)];

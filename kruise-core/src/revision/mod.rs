@@ -69,7 +69,8 @@ k8s_openapi::k8s_if_le_1_36! {
         revision.revision = number;
     }
 
-    fn build_revision(metadata: ObjectMeta, data: Value, number: i64) -> ControllerRevision {
+    /// A ControllerRevision with this metadata, data and number.
+    pub fn build_revision(metadata: ObjectMeta, data: Value, number: i64) -> ControllerRevision {
         ControllerRevision { metadata, data: Some(RawExtension(data)), revision: number }
     }
 }
@@ -90,7 +91,8 @@ k8s_openapi::k8s_if_ge_1_37! {
         revision.revision = Some(number);
     }
 
-    fn build_revision(metadata: ObjectMeta, data: Value, number: i64) -> ControllerRevision {
+    /// A ControllerRevision with this metadata, data and number.
+    pub fn build_revision(metadata: ObjectMeta, data: Value, number: i64) -> ControllerRevision {
         ControllerRevision { metadata, data: RawExtension(data), revision: Some(number) }
     }
 }

@@ -50,6 +50,7 @@ pub mod hash;
 pub mod index;
 pub mod matching;
 pub mod resources;
+pub mod revision;
 pub mod upgrade;
 pub mod whitelist;
 

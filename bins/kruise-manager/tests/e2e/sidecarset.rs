@@ -1,7 +1,8 @@
 //! SidecarSet on the playground with kubectl: a SidecarSet's sidecar is injected into the
 //! pods a Deployment creates (and only those it selects), a v1alpha1 SidecarSet is served, and
 //! a SidecarSet with a bad regex or a container name another SidecarSet injects into the same
-//! pods is refused, naming the field.
+//! pods is refused, naming the field; each version of a SidecarSet is kept as a
+//! ControllerRevision that `injectionStrategy.revision` can pin injection to.
 
 use std::time::Duration;
 
@@ -289,4 +290,151 @@ fn a_manager_killed_mid_upgrade_converges() {
         let st = k.json(&["get", "sidecarset", "log-agent", "-o", "json"])["status"].clone();
         (st["updatedReadyPods"] == 4).then_some(())
     });
+}
+
+/// The sidecar image the pod webhook would inject into a new pod labelled `app: <app>` (a
+/// server-side dry-run creation), if any.
+fn injected_image(k: &crate::common::Kubectl, app: &str, container: &str) -> Option<String> {
+    let probe = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  labels: {{app: {app}}}\nspec:\n  containers:\n  - name: main\n    image: nginx:1\n"
+    );
+    let out = k.run_with(&["create", "--dry-run=server", "-o", "json", "-f", "-"], Some(&probe));
+    let pod: Value = serde_json::from_str(&out.stdout).ok()?;
+    pod["spec"]["containers"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == container)
+        .and_then(|c| c["image"].as_str().map(str::to_owned))
+}
+
+/// The SidecarSet's ControllerRevisions (label `kruise.io/sidecarset-name`, in the manager's
+/// namespace), oldest first.
+fn revisions(k: &crate::common::Kubectl, name: &str) -> Vec<Value> {
+    let selector = format!("kruise.io/sidecarset-name={name}");
+    let list = k.json(&[
+        "get",
+        "controllerrevisions",
+        "-n",
+        "kruise-system",
+        "-l",
+        &selector,
+        "-o",
+        "json",
+    ]);
+    let mut items = list["items"].as_array().cloned().unwrap_or_default();
+    items.sort_by_key(|r| r["revision"].as_i64());
+    items
+}
+
+fn latest_revision(k: &crate::common::Kubectl, name: &str) -> String {
+    k.json(&["get", "sidecarset", name, "-o", "json"])["status"]["latestRevision"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Each version of a SidecarSet is kept as a ControllerRevision that `status.latestRevision`
+/// names, and `injectionStrategy.revision` (by name or custom version) injects an older one.
+#[test]
+fn controller_revisions_record_each_version_and_pin_injection() {
+    let cluster = crate::pub_budget::cluster();
+    let k = &cluster.kubectl;
+    let (_manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
+    let v1 = "registry.example/log-agent:v1";
+    let v2 = "registry.example/log-agent:v2";
+    let yaml = format!(
+        "{}  customVersion: v1\n",
+        sidecarset("apps.kruise.io/v1beta1", "pinned-agent", "pinned", "log-agent", "")
+    );
+    k.ok_stdin(&["apply", "-f", "-"], &yaml);
+
+    // The first revision: named by the status, labelled, owned, recording the v1 container.
+    let first = wait_for("the first revision", Duration::from_secs(30), || {
+        let latest = latest_revision(k, "pinned-agent");
+        let revs = revisions(k, "pinned-agent");
+        (!latest.is_empty() && revs.len() == 1 && revs[0]["metadata"]["name"] == latest.as_str())
+            .then(|| revs[0].clone())
+    });
+    let first_name = first["metadata"]["name"].as_str().expect("name").to_owned();
+    assert!(first_name.starts_with("pinned-agent-"), "{first_name}");
+    assert_eq!(first["revision"], 1, "{first}");
+    assert_eq!(first["metadata"]["labels"]["apps.kruise.io/sidecarset-custom-version"], "v1");
+    let owner = &first["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (owner["kind"].as_str(), owner["name"].as_str()),
+        (Some("SidecarSet"), Some("pinned-agent")),
+        "{first}"
+    );
+    assert_eq!(owner["controller"], true, "{first}");
+    assert_eq!(first["data"]["spec"]["containers"][0]["image"], v1, "{first}");
+    assert!(first["metadata"]["annotations"]["kruise.io/sidecarset-hash"].is_string(), "{first}");
+
+    // A new image: a second revision, which becomes the latest.
+    k.ok(&["patch", "sidecarset", "pinned-agent", "--type=json", "-p",
+        &format!(r#"[{{"op": "replace", "path": "/spec/containers/0/image", "value": "{v2}"}}, {{"op": "replace", "path": "/spec/customVersion", "value": "v2"}}]"#)]);
+    let second = wait_for("the second revision", Duration::from_secs(30), || {
+        let latest = latest_revision(k, "pinned-agent");
+        let revs = revisions(k, "pinned-agent");
+        (revs.len() == 2 && latest != first_name && revs[1]["metadata"]["name"] == latest.as_str())
+            .then(|| revs[1].clone())
+    });
+    assert_eq!(second["revision"], 2, "{second}");
+    assert_eq!(second["data"]["spec"]["containers"][0]["image"], v2, "{second}");
+    assert_eq!(second["metadata"]["labels"]["apps.kruise.io/sidecarset-custom-version"], "v2");
+    wait_for("v2 injected", Duration::from_secs(30), || {
+        (injected_image(k, "pinned", "log-agent").as_deref() == Some(v2)).then_some(())
+    });
+
+    // Pinned to the first revision by name: new pods get v1 (admission checks it exists).
+    let pin = format!(
+        r#"{{"spec": {{"updateStrategy": {{"paused": true}}, "injectionStrategy": {{"revision": {{"revisionName": "{first_name}"}}}}}}}}"#
+    );
+    k.ok(&["patch", "sidecarset", "pinned-agent", "--type=merge", "-p", &pin]);
+    wait_for("v1 injected again", Duration::from_secs(30), || {
+        (injected_image(k, "pinned", "log-agent").as_deref() == Some(v1)).then_some(())
+    });
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: pinned-0\n  labels: {app: pinned}\nspec:\n  containers:\n  - name: main\n    image: nginx:1\n";
+    k.ok_stdin(&["create", "-f", "-"], pod);
+    let created = k.json(&["get", "pod", "pinned-0", "-o", "json"]);
+    let sidecar = created["spec"]["containers"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == "log-agent").cloned())
+        .expect("the sidecar");
+    assert_eq!(sidecar["image"], v1, "{created}");
+    let hashes: Value = serde_json::from_str(
+        created["metadata"]["annotations"]["kruise.io/sidecarset-hash"].as_str().expect("hash"),
+    )
+    .expect("json");
+    assert_eq!(hashes["pinned-agent"]["controllerRevision"], first_name.as_str(), "{hashes}");
+    // A revision that does not exist is refused.
+    let out = k.run_with(
+        &["patch", "sidecarset", "pinned-agent", "--type=merge", "-p",
+          r#"{"spec": {"injectionStrategy": {"revision": {"revisionName": "pinned-agent-nope"}}}}"#],
+        None,
+    );
+    assert!(!out.ok && out.stderr.contains("pinned-agent-nope"), "{}", out.stderr);
+
+    // Pinned by custom version: the revision labelled with it.
+    k.ok(&["patch", "sidecarset", "pinned-agent", "--type=merge", "-p",
+        r#"{"spec": {"injectionStrategy": {"revision": {"revisionName": null, "customVersion": "v2"}}}}"#]);
+    wait_for("v2 pinned by custom version", Duration::from_secs(30), || {
+        (injected_image(k, "pinned", "log-agent").as_deref() == Some(v2)).then_some(())
+    });
+    k.ok(&[
+        "patch",
+        "sidecarset",
+        "pinned-agent",
+        "--type=merge",
+        "-p",
+        r#"{"spec": {"injectionStrategy": {"revision": {"customVersion": "v1"}}}}"#,
+    ]);
+    wait_for("v1 pinned by custom version", Duration::from_secs(30), || {
+        (injected_image(k, "pinned", "log-agent").as_deref() == Some(v1)).then_some(())
+    });
+    // Neither pin change nor pause made a new revision.
+    assert_eq!(revisions(k, "pinned-agent").len(), 2);
+    assert_eq!(
+        latest_revision(k, "pinned-agent"),
+        second["metadata"]["name"].as_str().unwrap_or_default()
+    );
 }
