@@ -252,8 +252,9 @@ mod tests {
             },
             "status": {"phase": "Pending"}
         }))
-        .unwrap();
-        let bare: Pod = serde_json::from_value(json!({"metadata": {"name": "bare"}})).unwrap();
+        .expect("a pod");
+        let bare: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "bare"}})).expect("a pod");
         let patches = [
             json!({"metadata": {"labels": {"zone": "a", "app": null}}}),
             json!({"metadata": {"labels": {"zone": "a"}, "annotations": {"a": null, "b": "x"}}}),
