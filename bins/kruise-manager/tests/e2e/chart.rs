@@ -188,6 +188,11 @@ fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
     // The daemon on (KruiseDaemon=true), kept off virtual-kubelet nodes.
     let docs = render(&["--set", "featureGates=KruiseDaemon=true"]);
     let daemon = find(&docs, "DaemonSet", "kruise-daemon").expect("the daemon renders");
+    // Root for the runtime's socket, but without capabilities and on a read-only root.
+    let security = &daemon["spec"]["template"]["spec"]["containers"][0]["securityContext"];
+    assert_eq!(security["runAsUser"], 0, "{security}");
+    assert_eq!(security["capabilities"]["drop"][0], "ALL", "{security}");
+    assert_eq!(security["readOnlyRootFilesystem"], true, "{security}");
     let affinity = daemon["spec"]["template"]["spec"]["affinity"].to_string();
     assert!(affinity.contains("virtual-kubelet") && affinity.contains("NotIn"), "{affinity}");
     assert!(find(&docs, "ServiceAccount", "kruise-daemon").is_some());
