@@ -9,7 +9,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase, NodeImage};
+use kruise_api::apps::v1beta1::{
+    ContainerRecreateRequest, ContainerRecreateRequestPhase, NodeImage,
+};
 use kruise_cri::FakeRuntime;
 use kube::Api;
 use kube::api::PostParams;
@@ -73,9 +75,15 @@ fn install_daemon_rbac(dir: &Path, admin: &str, token: &str, drop_rule: Option<&
         ],
         None,
     );
-    kubectl(&admin_path, &["apply", "--server-side", "-f", "-"], Some(&rendered));
+    // Forced: the narrowed role of an earlier run was written by `kubectl replace`.
+    kubectl(
+        &admin_path,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&rendered),
+    );
     if let Some(resource) = drop_rule {
-        let role = kubectl(&admin_path, &["get", "clusterrole", "kruise-daemon-role", "-o", "json"], None);
+        let role =
+            kubectl(&admin_path, &["get", "clusterrole", "kruise-daemon-role", "-o", "json"], None);
         let mut role: serde_json::Value = serde_json::from_str(&role).unwrap();
         let rules = role["rules"].as_array_mut().unwrap();
         for rule in rules.iter_mut() {
@@ -91,11 +99,8 @@ fn install_daemon_rbac(dir: &Path, admin: &str, token: &str, drop_rule: Option<&
         rules.retain(|r| r["resources"].as_array().is_some_and(|r| !r.is_empty()));
         kubectl(&admin_path, &["replace", "-f", "-"], Some(&role.to_string()));
     }
-    let scoped_token = kubectl(
-        &admin_path,
-        &["create", "token", "kruise-daemon", "-n", "kruise-system"],
-        None,
-    );
+    let scoped_token =
+        kubectl(&admin_path, &["create", "token", "kruise-daemon", "-n", "kruise-system"], None);
     let scoped = admin.replace(token, scoped_token.trim());
     assert_ne!(scoped, admin, "the admin token is in the kubeconfig");
     scoped
