@@ -55,6 +55,11 @@ enum Command {
         /// would.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
         builtin_controllers: bool,
+        /// Run kruise-daemon's workers (ContainerRecreateRequests, image pulls for NodeImages,
+        /// container meta) on every simulated node, over that node's simulated container
+        /// runtime. Only with the KruiseDaemon feature gate (on by default).
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        daemon: bool,
         #[command(flatten)]
         flags: ManagerFlags,
     },
@@ -335,8 +340,8 @@ fn main() -> anyhow::Result<()> {
             crds(out, &webhook)
         }
         Command::Run { kubeconfig, flags } => runtime()?.block_on(run(kubeconfig, flags, workers)),
-        Command::Playground { nodes, kubeconfig_out, addr, builtin_controllers, flags } => {
-            let cluster = PlaygroundCluster { nodes, addr, builtin_controllers };
+        Command::Playground { nodes, kubeconfig_out, addr, builtin_controllers, daemon, flags } => {
+            let cluster = PlaygroundCluster { nodes, addr, builtin_controllers, daemon };
             runtime()?.block_on(playground(cluster, kubeconfig_out, flags, workers))
         }
     }
@@ -389,6 +394,8 @@ struct PlaygroundCluster {
     nodes: usize,
     addr: SocketAddr,
     builtin_controllers: bool,
+    /// Run kruise-daemon's workers on the simulated nodes (with the KruiseDaemon gate).
+    daemon: bool,
 }
 
 async fn playground(
@@ -397,7 +404,7 @@ async fn playground(
     mut flags: ManagerFlags,
     workers: BTreeMap<String, usize>,
 ) -> anyhow::Result<()> {
-    let PlaygroundCluster { nodes, addr, builtin_controllers } = cluster;
+    let PlaygroundCluster { nodes, addr, builtin_controllers, daemon } = cluster;
     flags.init_logging();
     // One manager, so no election; webhooks are reached by URL on loopback.
     flags.enable_leader_election = false;
@@ -438,14 +445,28 @@ async fn playground(
         &kube::config::KubeConfigOptions::default(),
     )
     .await?;
-    let client = client_from_config(kube_config, flags.rest_config_qps, flags.rest_config_burst)?;
+    let client =
+        client_from_config(kube_config.clone(), flags.rest_config_qps, flags.rest_config_burst)?;
     // What a Helm install would create: the manager's namespace (for the webhook Secret).
     if let Some(webhook) = &config.webhook {
         create_namespace(&client, &webhook.namespace).await?;
     }
 
+    // kruise-daemon on every simulated node, with its own client (its own rate limit), as
+    // the DaemonSet's pods would have.
+    let (daemon_stop, daemon_stop_rx) = tokio::sync::watch::channel(false);
+    let daemons = match server.nodes() {
+        Some(sim) if daemon && config.feature_gates.enabled("KruiseDaemon") => {
+            let daemon_client =
+                client_from_config(kube_config, flags.rest_config_qps, flags.rest_config_burst)?;
+            Some(start_daemons(sim, daemon_client, &config.feature_gates, daemon_stop_rx))
+        }
+        _ => None,
+    };
+
     let path = std::fs::canonicalize(&kubeconfig_out).unwrap_or(kubeconfig_out);
     println!("kruise playground: API server at {}, {nodes} nodes", server.url());
+    println!("  kruise-daemon {}", if daemons.is_some() { "on every node" } else { "off" });
     let shown = |addr: Option<SocketAddr>, path: &str| {
         addr.map_or_else(|| "off".to_owned(), |a| format!("http://{a}{path}"))
     };
@@ -461,9 +482,72 @@ async fn playground(
     println!("Stop with Ctrl-C.");
     let _ = std::io::stdout().flush();
 
-    kruise_kube::manager::run(client, config, shutdown_signal(), None).await?;
+    let result = kruise_kube::manager::run(client, config, shutdown_signal(), None).await;
+    let _ = daemon_stop.send(true);
+    if let Some(daemons) = daemons {
+        let _ = tokio::time::timeout(Duration::from_secs(5), daemons).await;
+    }
     server.shutdown();
+    result?;
     Ok(())
+}
+
+/// Runs kruise-daemon's workers ([`kruise_kube::daemon::Daemon`]) for every simulated node of
+/// `sim`, over the node's simulated runtime, and for nodes added later, until `stop` turns
+/// true. The returned task ends when every daemon has stopped.
+fn start_daemons(
+    sim: &kruise_sim::nodes::NodeSim,
+    client: kube::Client,
+    gates: &FeatureGates,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let mut gates = gates.clone();
+    gates.apply_dependencies();
+    // Subscribe before listing, so that a node added in between is not missed (a node both
+    // listed and announced is started once).
+    let mut added = sim.subscribe_added();
+    let existing = sim.runtimes();
+    tokio::spawn(async move {
+        let mut daemons = tokio::task::JoinSet::new();
+        let mut started = std::collections::HashSet::new();
+        let mut start = |node: kruise_sim::nodes::NodeRuntime,
+                         daemons: &mut tokio::task::JoinSet<()>| {
+            if !started.insert(node.node().to_owned()) {
+                return;
+            }
+            let mut config = kruise_kube::daemon::DaemonConfig::new(node.node());
+            config.feature_gates = gates.clone();
+            tracing::info!(node = node.node(), "starting kruise-daemon on simulated node");
+            let runtime = std::sync::Arc::new(kruise_sim::nodes::cri::SimCri::new(node));
+            let daemon = kruise_kube::daemon::Daemon::new(client.clone(), runtime, config);
+            let mut stop = stop.clone();
+            daemons.spawn(daemon.run(kruise_kube::health::Health::new(), async move {
+                let _ = stop.wait_for(|s| *s).await;
+            }));
+        };
+        for node in existing {
+            start(node, &mut daemons);
+        }
+        let mut stopping = stop.clone();
+        loop {
+            tokio::select! {
+                // The watch's guard is not Send: drop it inside the branch's future.
+                () = async { let _ = stopping.wait_for(|s| *s).await; } => break,
+                node = added.recv() => match node {
+                    Ok(node) => start(node, &mut daemons),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "missed added simulated nodes; no daemon on them");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        // The simulator stopped; the running daemons go on until shutdown.
+                        let _ = stop.clone().wait_for(|s| *s).await.map(|_| ());
+                        break;
+                    }
+                },
+            }
+        }
+        while daemons.join_next().await.is_some() {}
+    })
 }
 
 /// `port` on 127.0.0.1 when it is free now, else a free one the system picks. (Another

@@ -13,8 +13,14 @@
 //! taking [`Delays::start`] (`PodResizeInProgress` meanwhile), or by restarting the
 //! container when its `resizePolicy` says `RestartContainer` for a changed resource.
 //! `containerStatuses[].resources` shows what is applied.
+//!
+//! Containers are created with the labels and annotations a real kubelet gives them in the
+//! CRI (`io.kubernetes.pod.uid`, `io.kubernetes.container.name`, the container hash, …), the
+//! restart count as their attempt. On every sync the kubelet asks the runtime for the state
+//! of each container it runs (its PLEG): one stopped from outside (kruise-daemon recreating
+//! it) exits, and the restart policy brings it back.
 
-use super::runtime::ContainerRuntime;
+use super::runtime::{ContainerMeta, ContainerRuntime, ContainerState};
 use super::scheduler::{Resources, parse_quantity, spec_requests};
 use super::script::{self, Ending};
 use crate::util::now_rfc3339;
@@ -183,6 +189,51 @@ struct Ctr {
     restart: Restart,
     /// The back-off before the next restart; none before the first.
     backoff: Option<Duration>,
+    /// CRI labels and annotations of its containers.
+    cri: Arc<CriMeta>,
+}
+
+/// The CRI labels and annotations the kubelet gives a container's instances.
+#[derive(Debug, Default)]
+struct CriMeta {
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+}
+
+impl CriMeta {
+    /// What a real kubelet labels a container of `pod` with (pod UID, name, namespace,
+    /// container name) and its hash annotation: FNV-1a (32 bits) of the container spec's JSON,
+    /// in hex, as the kubelet's `HashContainer` formats it.
+    fn of(pod: &Pod, c: &Container) -> Arc<CriMeta> {
+        use kruise_api::well_known::kubernetes::cri;
+        let meta = &pod.metadata;
+        let labels = [
+            (cri::POD_UID, meta.uid.as_deref().unwrap_or_default()),
+            (cri::POD_NAME, meta.name.as_deref().unwrap_or_default()),
+            (cri::POD_NAMESPACE, meta.namespace.as_deref().unwrap_or_default()),
+            (cri::CONTAINER_NAME, c.name.as_str()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let json = serde_json::to_vec(c).unwrap_or_default();
+        let hash =
+            json.iter().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
+        let annotations = [(cri::CONTAINER_HASH.to_owned(), format!("{hash:x}"))].into();
+        Arc::new(CriMeta { labels, annotations })
+    }
+
+    /// The metadata of instance `attempt`.
+    fn for_attempt(&self, attempt: i64) -> ContainerMeta {
+        use kruise_api::well_known::kubernetes::cri;
+        let mut annotations = self.annotations.clone();
+        annotations.insert(cri::CONTAINER_RESTART_COUNT.to_owned(), attempt.to_string());
+        ContainerMeta {
+            attempt: u32::try_from(attempt).unwrap_or(0),
+            labels: self.labels.clone(),
+            annotations,
+        }
+    }
 }
 
 impl Ctr {
@@ -226,7 +277,14 @@ impl Ctr {
             allocated: Res::of(c),
             actual: Res::of(c),
             resize_at: None,
+            cri: Arc::default(),
         }
+    }
+
+    /// Sets the CRI labels and annotations for the containers of `pod`.
+    fn in_pod(mut self, pod: &Pod, c: &Container) -> Ctr {
+        self.cri = CriMeta::of(pod, c);
+        self
     }
 
     fn running(&self) -> bool {
@@ -525,6 +583,9 @@ impl Kubelet {
             c.resize_at = None;
             return true;
         }
+        if self.exited_outside(c, now) {
+            return true;
+        }
         match c.stage.clone() {
             Stage::Pulling(t) if now >= t => {
                 match self.runtime.pull_image(&c.image) {
@@ -546,7 +607,7 @@ impl Kubelet {
             Stage::Creating(t) if now >= t => {
                 let id = self
                     .runtime
-                    .create_container(uid, &c.name, &c.image)
+                    .create_container(uid, &c.name, &c.image, c.cri.for_attempt(c.restart_count))
                     .and_then(|id| self.runtime.start_container(&id).map(|()| id));
                 match id {
                     Ok(id) => {
@@ -603,6 +664,26 @@ impl Kubelet {
             }
             _ => false,
         }
+    }
+
+    /// The PLEG's part: a running container that the runtime shows exited (stopped by someone
+    /// else, e.g. kruise-daemon recreating it) becomes exited with the runtime's exit code.
+    fn exited_outside(&self, c: &mut Ctr, now: Instant) -> bool {
+        let Stage::Running { since, started, .. } = &c.stage else { return false };
+        let Some(id) = &c.container_id else { return false };
+        let Some(ContainerState::Exited(code)) = self.runtime.container_state(id) else {
+            return false;
+        };
+        if now.duration_since(*started) >= self.delays.restart_backoff * 60 {
+            c.backoff = None;
+        }
+        c.stage = Stage::Exited {
+            code,
+            reason: if code == 0 { "Completed" } else { "Error" },
+            started: Some(since.clone()),
+            finished: now_rfc3339(),
+        };
+        true
     }
 
     /// Restarts an exited container that its restart policy brings back: at once the first
@@ -678,9 +759,13 @@ impl Kubelet {
                     .init_containers
                     .iter()
                     .flatten()
-                    .map(|c| Ctr::new(c, true, restart, d))
+                    .map(|c| Ctr::new(c, true, restart, d).in_pod(pod, c))
                     .collect(),
-                main: spec.containers.iter().map(|c| Ctr::new(c, false, restart, d)).collect(),
+                main: spec
+                    .containers
+                    .iter()
+                    .map(|c| Ctr::new(c, false, restart, d).in_pod(pod, c))
+                    .collect(),
                 restart,
                 ephemeral: Vec::new(),
                 conds: BTreeMap::new(),
@@ -766,6 +851,9 @@ impl Kubelet {
                 }
                 c.image = want;
                 c.resize_at = None;
+                if let Some(spec) = specs.get(c.name.as_str()) {
+                    c.cri = CriMeta::of(pod, spec);
+                }
                 self.begin(c, now);
             }
             self.resize(pod, &uid, &mut st, &specs, now);
@@ -775,7 +863,7 @@ impl Kubelet {
                 pod.metadata.namespace.as_deref().unwrap_or_default()
             );
             self.run_containers(&uid, &pod_ref, &mut st, now);
-            self.run_ephemeral(&uid, spec, &mut st, now);
+            self.run_ephemeral(pod, spec, &mut st, now);
         }
         let status = self.status(pod, &mut st, now, terminating);
         let all_stopped =
@@ -876,7 +964,7 @@ impl Kubelet {
     /// them; they are never restarted, and count for neither readiness nor the phase.
     fn run_ephemeral(
         &self,
-        uid: &str,
+        pod: &Pod,
         spec: &k8s_openapi::api::core::v1::PodSpec,
         st: &mut PodState,
         now: Instant,
@@ -891,7 +979,8 @@ impl Kubelet {
             else {
                 continue;
             };
-            let mut c = Ctr::new(&container, false, Restart::Always, &self.delays);
+            let mut c =
+                Ctr::new(&container, false, Restart::Always, &self.delays).in_pod(pod, &container);
             c.restart = Restart::Never;
             st.ephemeral.push(c);
         }
@@ -901,7 +990,7 @@ impl Kubelet {
                 self.begin(c, now);
             }
             for _ in 0..4 {
-                if !self.advance(uid, c, now) {
+                if !self.advance(pod_uid(pod), c, now) {
                     break;
                 }
             }
@@ -1227,6 +1316,45 @@ mod tests {
                 None => return (r.status.expect("status"), now),
             }
         }
+    }
+
+    #[test]
+    fn a_container_stopped_outside_is_seen_exited_and_restarted() {
+        use kruise_api::well_known::kubernetes::cri;
+        let mut k = kubelet();
+        let p = pod(
+            json!({"containers": [{"name": "app", "image": "nginx:1"}, {"name": "side", "image": "redis"}]}),
+        );
+        let (s, t1) = run_until_settled(&mut k, &p, Instant::now());
+        assert_eq!(s["status"]["phase"], "Running");
+        let rt = k.runtime().clone();
+        let app = rt
+            .list_containers(Some("u1"))
+            .into_iter()
+            .find(|c| c.name == "app")
+            .expect("app container");
+        assert_eq!(app.meta.attempt, 0);
+        assert_eq!(app.meta.labels[cri::POD_NAME], "p");
+        assert_eq!(app.meta.labels[cri::POD_NAMESPACE], "default");
+        assert_eq!(app.meta.labels[cri::CONTAINER_NAME], "app");
+        assert!(!app.meta.annotations[cri::CONTAINER_HASH].is_empty());
+
+        rt.stop_container(&app.id, 143).expect("stop");
+        let (s, _) = run_until_settled(&mut k, &p, t1);
+        let statuses = &s["status"]["containerStatuses"];
+        assert_eq!(statuses[0]["restartCount"], 1, "{s}");
+        assert_eq!(statuses[0]["lastState"]["terminated"]["exitCode"], 143);
+        assert!(statuses[0]["state"]["running"].is_object());
+        assert_eq!(statuses[1]["restartCount"], 0);
+        let newest = rt
+            .list_containers(Some("u1"))
+            .into_iter()
+            .filter(|c| c.name == "app")
+            .max_by_key(|c| c.meta.attempt)
+            .expect("app container");
+        assert_eq!(newest.meta.attempt, 1);
+        assert_ne!(newest.id, app.id);
+        assert_eq!(statuses[0]["containerID"], newest.id.as_str());
     }
 
     #[test]

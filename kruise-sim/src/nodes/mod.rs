@@ -7,11 +7,15 @@
 //! - [`kubelet`]: the per-pod state machine (phases, conditions, container statuses, in-place
 //!   image updates, graceful termination).
 //! - [`runtime`]: the CRI-shaped [`runtime::ContainerRuntime`] trait and its in-memory fake.
+//! - `cri` (feature `cri`): kruise-cri's `ContainerRuntime` over a node's runtime, so that
+//!   kruise-daemon's workers run on simulated nodes.
 //!
 //! [`NodeSim::start`] creates the nodes and runs one task that watches pods and nodes,
 //! binds pending pods, drives the kubelets, renews leases and applies [`NodeOp`]s (add,
 //! cordon, fail, recover, remove nodes) while running.
 
+#[cfg(feature = "cri")]
+pub mod cri;
 pub mod kubelet;
 pub mod runtime;
 pub mod scheduler;
@@ -28,7 +32,7 @@ use runtime::{ContainerRuntime, FakeRuntime};
 use scheduler::{Placed, View};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot, watch as tokio_watch};
 use tokio::time::Instant;
@@ -224,10 +228,49 @@ pub enum NodeOp {
 
 type Reply = oneshot::Sender<Result<(), NodeError>>;
 
+/// A simulated node's container runtime, as its kubelet uses it, for callers outside the
+/// simulator (kruise-daemon's workers through [`cri`] with the `cri` feature). Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct NodeRuntime {
+    node: String,
+    runtime: Arc<dyn ContainerRuntime>,
+    changed: Arc<Notify>,
+}
+
+impl std::fmt::Debug for NodeRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeRuntime").field("node", &self.node).finish_non_exhaustive()
+    }
+}
+
+impl NodeRuntime {
+    /// The node's name.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The runtime the node's kubelet runs its containers on.
+    pub fn runtime(&self) -> &Arc<dyn ContainerRuntime> {
+        &self.runtime
+    }
+
+    /// Tells the kubelets that containers changed outside them (say, one was stopped), so
+    /// they sync now rather than at their next timer: a real kubelet's PLEG event.
+    pub fn notify_changed(&self) {
+        self.changed.notify_one();
+    }
+}
+
+/// The runtimes of the simulated nodes by node name, shared by the simulator and its handle.
+type Runtimes = Arc<RwLock<BTreeMap<String, NodeRuntime>>>;
+
 /// The running node simulator. Dropping it stops the simulation (the Node objects stay).
 pub struct NodeSim {
     ops: mpsc::Sender<(NodeOp, Reply)>,
     stop: tokio_watch::Sender<bool>,
+    runtimes: Runtimes,
+    added: tokio::sync::broadcast::Sender<NodeRuntime>,
 }
 
 impl Drop for NodeSim {
@@ -254,6 +297,8 @@ impl NodeSim {
         let notify = Arc::new(Notify::new());
         let (pods, pods_w) = reflector::store::<Pod>();
         let (nodes, nodes_w) = reflector::store::<Node>();
+        let runtimes = Runtimes::default();
+        let (added, _) = tokio::sync::broadcast::channel(64);
         spawn_reflector(Api::<Pod>::all(client.clone()), pods_w, notify.clone(), stop_rx.clone());
         spawn_reflector(Api::<Node>::all(client.clone()), nodes_w, notify.clone(), stop_rx.clone());
         let mut sim = Sim {
@@ -270,12 +315,31 @@ impl NodeSim {
             written: HashMap::new(),
             marked: HashSet::new(),
             retry_at: None,
+            notify: notify.clone(),
+            runtimes: runtimes.clone(),
+            added: added.clone(),
         };
         for spec in config.nodes {
             sim.add(spec).await?;
         }
         tokio::spawn(sim.run(ops_rx, notify, stop_rx, config.lease_renew));
-        Ok(NodeSim { ops, stop })
+        Ok(NodeSim { ops, stop, runtimes, added })
+    }
+
+    /// The container runtime of simulated node `name`, while it is simulated.
+    pub fn runtime(&self, name: &str) -> Option<NodeRuntime> {
+        self.runtimes.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+    }
+
+    /// The container runtimes of every simulated node, by node name.
+    pub fn runtimes(&self) -> Vec<NodeRuntime> {
+        self.runtimes.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+
+    /// The runtimes of nodes added from now on ([`NodeOp::Add`]). A receiver more than 64
+    /// nodes behind loses the oldest.
+    pub fn subscribe_added(&self) -> tokio::sync::broadcast::Receiver<NodeRuntime> {
+        self.added.subscribe()
     }
 
     /// Applies a change, from async code.
@@ -360,6 +424,10 @@ struct Sim {
     /// Pods marked NotReady because their node failed.
     marked: HashSet<String>,
     retry_at: Option<Instant>,
+    /// Wakes the loop (watch events, and runtime changes from outside).
+    notify: Arc<Notify>,
+    runtimes: Runtimes,
+    added: tokio::sync::broadcast::Sender<NodeRuntime>,
 }
 
 enum Write {
@@ -492,6 +560,11 @@ impl Sim {
         self.next_index += 1;
         let prefix = format!("10.{}.{}", 244 + (i / 256) % 12, i % 256);
         let runtime: Arc<dyn ContainerRuntime> = Arc::new(FakeRuntime::new(&spec.name));
+        let handle = NodeRuntime {
+            node: spec.name.clone(),
+            runtime: runtime.clone(),
+            changed: self.notify.clone(),
+        };
         let ip = format!("172.18.{}.{}", i / 250, i % 250 + 2);
         let mut node = SimNode {
             kubelet: Kubelet::new(&spec.name, &ip, &prefix, runtime, self.delays)
@@ -524,6 +597,12 @@ impl Sim {
         .await?;
         self.renew_lease(&node, true).await?;
         self.nodes.insert(node.spec.name.clone(), node);
+        self.runtimes
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(handle.node.clone(), handle.clone());
+        // Nobody listening is fine.
+        let _ = self.added.send(handle);
         Ok(())
     }
 
@@ -614,6 +693,7 @@ impl Sim {
     /// pods.
     async fn forget(&mut self, n: &str, delete_node: bool) -> Result<(), NodeError> {
         self.nodes.remove(n);
+        self.runtimes.write().unwrap_or_else(|p| p.into_inner()).remove(n);
         if delete_node {
             let api: Api<Node> = Api::all(self.client.clone());
             match api.delete(n, &DeleteParams::default()).await {

@@ -2,7 +2,10 @@
 //!
 //! The kubelet talks to it only through [`ContainerRuntime`], so `kruise-cri`'s fake runtime
 //! can take the place of [`FakeRuntime`] later. The runtime is instantaneous; the kubelet
-//! owns the simulated delays.
+//! owns the simulated delays. Others may change it too (kruise-daemon stopping a container,
+//! through [`super::cri`] with the `cri` feature): the kubelet polls each running container's
+//! state on every sync, as a real kubelet's PLEG relists, and
+//! [`NodeRuntime::notify_changed`](super::NodeRuntime::notify_changed) makes it sync at once.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -34,6 +37,18 @@ pub enum ContainerState {
     Exited(i32),
 }
 
+/// What the kubelet tells the runtime about a container beyond pod, name and image (CRI
+/// `ContainerConfig`'s metadata attempt, labels and annotations).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerMeta {
+    /// Creation attempt: the kubelet's restart count for this container name.
+    pub attempt: u32,
+    /// Labels (the kubelet's `io.kubernetes.pod.uid`, `io.kubernetes.container.name`, …).
+    pub labels: BTreeMap<String, String>,
+    /// Annotations (the kubelet's `io.kubernetes.container.hash`, …).
+    pub annotations: BTreeMap<String, String>,
+}
+
 /// A container as the runtime reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContainerInfo {
@@ -49,6 +64,14 @@ pub struct ContainerInfo {
     pub image_id: String,
     /// Its state.
     pub state: ContainerState,
+    /// Attempt, labels and annotations given at creation.
+    pub meta: ContainerMeta,
+    /// Creation time, nanoseconds since the epoch.
+    pub created_at: i64,
+    /// Start time, nanoseconds since the epoch (0 if never started).
+    pub started_at: i64,
+    /// Exit time, nanoseconds since the epoch (0 unless exited).
+    pub finished_at: i64,
 }
 
 /// The operations the kubelet needs from a container runtime.
@@ -65,17 +88,33 @@ pub trait ContainerRuntime: Send + Sync {
         pod_uid: &str,
         name: &str,
         image: &str,
+        meta: ContainerMeta,
     ) -> Result<String, RuntimeError>;
     /// Starts a created container.
     fn start_container(&self, id: &str) -> Result<(), RuntimeError>;
-    /// Stops a container with an exit code.
+    /// Stops a container with an exit code. Stopping an exited container succeeds and keeps
+    /// the code it exited with.
     fn stop_container(&self, id: &str, exit_code: i32) -> Result<(), RuntimeError>;
     /// Removes a container.
     fn remove_container(&self, id: &str) -> Result<(), RuntimeError>;
     /// A container's status.
     fn container_status(&self, id: &str) -> Option<ContainerInfo>;
+    /// A container's state alone: what the kubelet polls for every running container on each
+    /// sync (its PLEG), so cheaper than [`container_status`](Self::container_status) where the
+    /// runtime can make it so.
+    fn container_state(&self, id: &str) -> Option<ContainerState> {
+        self.container_status(id).map(|c| c.state)
+    }
     /// The containers of a pod (all pods when `None`).
     fn list_containers(&self, pod_uid: Option<&str>) -> Vec<ContainerInfo>;
+}
+
+/// Now, in nanoseconds since the epoch (0 before 1970, saturating far after).
+pub fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 /// The SHA-256 of `data` in hex.
@@ -140,6 +179,7 @@ impl ContainerRuntime for FakeRuntime {
         pod_uid: &str,
         name: &str,
         image: &str,
+        meta: ContainerMeta,
     ) -> Result<String, RuntimeError> {
         let mut st = self.state();
         let Some(image_id) = st.images.get(image).cloned() else {
@@ -157,6 +197,10 @@ impl ContainerRuntime for FakeRuntime {
                 image: image.to_string(),
                 image_id,
                 state: ContainerState::Created,
+                meta,
+                created_at: now_nanos(),
+                started_at: 0,
+                finished_at: 0,
             },
         );
         Ok(id)
@@ -169,6 +213,7 @@ impl ContainerRuntime for FakeRuntime {
             .get_mut(id)
             .ok_or_else(|| RuntimeError::ContainerNotFound(id.to_string()))?;
         c.state = ContainerState::Running;
+        c.started_at = now_nanos();
         Ok(())
     }
 
@@ -178,7 +223,10 @@ impl ContainerRuntime for FakeRuntime {
             .containers
             .get_mut(id)
             .ok_or_else(|| RuntimeError::ContainerNotFound(id.to_string()))?;
-        c.state = ContainerState::Exited(exit_code);
+        if !matches!(c.state, ContainerState::Exited(_)) {
+            c.state = ContainerState::Exited(exit_code);
+            c.finished_at = now_nanos();
+        }
         Ok(())
     }
 
@@ -192,6 +240,10 @@ impl ContainerRuntime for FakeRuntime {
 
     fn container_status(&self, id: &str) -> Option<ContainerInfo> {
         self.state().containers.get(id).cloned()
+    }
+
+    fn container_state(&self, id: &str) -> Option<ContainerState> {
+        self.state().containers.get(id).map(|c| c.state)
     }
 
     fn list_containers(&self, pod_uid: Option<&str>) -> Vec<ContainerInfo> {
@@ -212,14 +264,14 @@ mod tests {
     fn lifecycle() {
         let rt = FakeRuntime::new("n1");
         assert!(matches!(
-            rt.create_container("u", "c", "nginx:1"),
+            rt.create_container("u", "c", "nginx:1", ContainerMeta::default()),
             Err(RuntimeError::ImageNotPresent(_))
         ));
         let id1 = rt.pull_image("nginx:1").expect("pull");
         let id2 = rt.pull_image("nginx:2").expect("pull");
         assert_ne!(id1, id2);
         assert!(id1.starts_with("docker-pullable://nginx:1@sha256:"));
-        let c = rt.create_container("u", "c", "nginx:1").expect("create");
+        let c = rt.create_container("u", "c", "nginx:1", ContainerMeta::default()).expect("create");
         rt.start_container(&c).expect("start");
         assert_eq!(rt.container_status(&c).map(|c| c.state), Some(ContainerState::Running));
         rt.stop_container(&c, 0).expect("stop");

@@ -7,6 +7,7 @@ mod common;
 mod chart;
 mod crds_cli;
 mod daemon_manager;
+mod daemon_playground;
 mod daemonset;
 mod image;
 mod leader_failover;
