@@ -46,11 +46,14 @@
 //! - an in-place update does not move the pod's lifecycle state (upstream's DaemonSet runs no
 //!   in-place hook either); image pre-download jobs are out of scope (kruise-kube's).
 
+pub mod backoff;
 pub mod eligibility;
 mod nodes;
+mod predownload;
 mod round;
 mod snapshot;
 
+pub use backoff::{BackoffKey, FailedPodBackoff};
 pub use nodes::{NodeFacts, SnapshotNode};
 pub use snapshot::{DaemonSetObject, DaemonSetSnapshot, FeatureGates, PlannerOptions};
 
@@ -93,3 +96,6 @@ pub enum SpecError {
     #[error("{0}")]
     Revision(String),
 }
+
+#[cfg(test)]
+mod tests;
