@@ -2,8 +2,10 @@
 //! [`kruise_core::daemonset::plan`] as its planner. It reads every node whole (labels, taints,
 //! `unschedulable`), and any node's change looks at every Advanced DaemonSet again.
 //!
-//! Not done: image pre-download before an update (ImagePullJob, with the node daemon), and
-//! the per-node back-off for failed pods.
+//! A failed daemon pod is deleted with upstream's per-node back-off (1 s doubling to 15 min,
+//! kept in the controller, see [`WorkloadKind::FAILED_POD_BACKOFF`]). With
+//! `PreDownloadImageForDaemonSetUpdate` on, a partitioned or progressive update first gets
+//! ImagePullJobs for its changed images (`kruise_core::daemonset`'s pre-download step).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::apps::v1beta1::{DaemonSet, DaemonSetStatus};
@@ -13,6 +15,9 @@ use serde_json::Value;
 
 use crate::controller::{ControllerInfo, ControllerSettings, Registration, ServedResource};
 use crate::workload::{WorkloadController, WorkloadInputs, WorkloadKind};
+
+/// The gate that turns image pre-download for Advanced DaemonSet updates on.
+const PRE_DOWNLOAD_GATE: &str = "PreDownloadImageForDaemonSetUpdate";
 
 /// The controller's name in metrics, Events and logs (upstream's).
 pub const CONTROLLER_NAME: &str = "daemonset-controller";
@@ -27,6 +32,12 @@ impl WorkloadKind for DaemonSet {
     );
 
     const READS_NODES: bool = true;
+
+    const FAILED_POD_BACKOFF: bool = true;
+
+    fn reads_image_pull_jobs(settings: &ControllerSettings) -> bool {
+        settings.gates.enabled(PRE_DOWNLOAD_GATE)
+    }
 
     fn selector(&self) -> Option<&LabelSelector> {
         self.spec.selector.as_ref()
@@ -47,6 +58,8 @@ impl WorkloadKind for DaemonSet {
         snapshot.pods = inputs.pods.into_iter().map(SnapshotPod::from).collect();
         snapshot.revisions = inputs.revisions;
         snapshot.expectations = inputs.expectations;
+        snapshot.failed_pod_backoff = inputs.failed_pod_backoff;
+        snapshot.image_pull_jobs = inputs.image_pull_jobs;
         let mut gates = FeatureGates::default();
         gates.daemon_set_prune_ineligible_nodes =
             settings.gates.enabled("DaemonSetPruneIneligibleNodes");
@@ -54,6 +67,7 @@ impl WorkloadKind for DaemonSet {
             settings.gates.enabled("InPlaceWorkloadVerticalScaling");
         gates.in_place_update_env_from_metadata =
             settings.gates.enabled("InPlaceUpdateEnvFromMetadata");
+        gates.pre_download_image_for_daemon_set_update = settings.gates.enabled(PRE_DOWNLOAD_GATE);
         snapshot.feature_gates = gates;
         let mut options = PlannerOptions::default();
         options.expectation_timeout = settings.expectation_timeout;

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -31,8 +31,12 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use kruise_api::apps::v1beta1::ImagePullJob;
+use kruise_core::daemonset::{BackoffKey, FailedPodBackoff};
 use kruise_core::expectations::{ControllerExpectations, Expectation};
-use kruise_core::workload::{Action, Blocked, EventType, WorkloadPlan};
+use kruise_core::workload::{
+    Action, Blocked, DeletePurpose, EventType, PodPatchPurpose, WorkloadPlan,
+};
 use kube::api::{DeleteParams, PartialObjectMeta, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Resource};
 use serde::Serialize;
@@ -71,6 +75,12 @@ pub struct WorkloadInputs {
     /// Every node, whole (filled for kinds that place a pod per node, see
     /// [`WorkloadKind::READS_NODES`]).
     pub nodes: Vec<Arc<Node>>,
+    /// Nodes in failed-pod back-off, each with the instant it ends (filled for kinds with
+    /// [`WorkloadKind::FAILED_POD_BACKOFF`]).
+    pub failed_pod_backoff: BTreeMap<String, jiff::Timestamp>,
+    /// Names of the ImagePullJobs the workload controls (filled for kinds that read them, see
+    /// [`WorkloadKind::reads_image_pull_jobs`]).
+    pub image_pull_jobs: Vec<String>,
 }
 
 /// A workload kind the shared [`WorkloadController`] runs.
@@ -93,6 +103,17 @@ pub trait WorkloadKind:
     /// Whether [`WorkloadInputs::nodes`] is filled; a node's change then concerns every
     /// workload of the kind.
     const READS_NODES: bool = false;
+
+    /// Whether deleting a failed pod is held back per node with exponential back-off, as
+    /// upstream's DaemonSet controllers do: the controller remembers, per (workload UID,
+    /// `status.observedGeneration`, node), when the failed pod there was last deleted, and
+    /// hands the planner [`WorkloadInputs::failed_pod_backoff`].
+    const FAILED_POD_BACKOFF: bool = false;
+
+    /// Whether [`WorkloadInputs::image_pull_jobs`] is filled under these settings.
+    fn reads_image_pull_jobs(_settings: &ControllerSettings) -> bool {
+        false
+    }
 
     /// Whether [`WorkloadInputs::storage_classes`] is filled under these settings.
     fn reads_storage_classes(_settings: &ControllerSettings) -> bool {
@@ -141,7 +162,19 @@ struct Caches<W: WorkloadKind> {
     nodes: Cache<PartialObjectMeta<Node>>,
     full_nodes: Option<Cache<Node>>,
     storage_classes: Option<Cache<StorageClass>>,
+    image_pull_jobs: Option<Cache<ImagePullJob>>,
 }
+
+/// The failed-pod back-off of a kind with [`WorkloadKind::FAILED_POD_BACKOFF`], with when its
+/// stale entries were last collected.
+#[derive(Default)]
+struct FailedPods {
+    backoff: FailedPodBackoff,
+    collected: Option<jiff::Timestamp>,
+}
+
+/// How often stale back-off entries are dropped (upstream's one minute).
+const BACKOFF_GC_INTERVAL: jiff::SignedDuration = jiff::SignedDuration::from_mins(1);
 
 /// The controller of a [`WorkloadKind`].
 pub struct WorkloadController<W: WorkloadKind> {
@@ -149,6 +182,7 @@ pub struct WorkloadController<W: WorkloadKind> {
     expectations: ExpectationStore,
     applier: Applier,
     settings: ControllerSettings,
+    failed_pods: Mutex<FailedPods>,
     kind: PhantomData<fn() -> W>,
 }
 
@@ -164,12 +198,15 @@ impl<W: WorkloadKind> WorkloadController<W> {
             full_nodes: W::READS_NODES.then(|| context.caches.get::<Node>()),
             storage_classes: W::reads_storage_classes(&context.settings)
                 .then(|| context.caches.get::<StorageClass>()),
+            image_pull_jobs: W::reads_image_pull_jobs(&context.settings)
+                .then(|| context.caches.get::<ImagePullJob>()),
         };
         Self {
             caches,
             expectations: ExpectationStore::new(),
             applier: context.applier,
             settings: context.settings,
+            failed_pods: Mutex::new(FailedPods::default()),
             kind: PhantomData,
         }
     }
@@ -303,8 +340,18 @@ impl<W: WorkloadKind> WorkloadController<W> {
             return Ok(Some(Duration::from_secs(1)));
         }
 
-        let inputs = self.inputs(key, &workload, &uid)?;
+        let mut inputs = self.inputs(key, &workload, &uid)?;
+        let generation = observed_generation(workload.as_ref());
+        let failed = if W::FAILED_POD_BACKOFF {
+            inputs.failed_pod_backoff = self.backoff_of(&uid, generation, now);
+            failed_pod_nodes(&inputs.pods)
+        } else {
+            BTreeMap::new()
+        };
         let plan = workload.plan(inputs, &self.settings, now);
+        if W::FAILED_POD_BACKOFF {
+            self.record_failed_pod_deletions(&uid, generation, &failed, &plan, now);
+        }
         self.expectations.set(key, plan.expectations.clone());
         if let Some(Blocked::Invalid { message }) = &plan.blocked {
             self.event(&workload, true, "InvalidSpec", "Reconcile", message.clone()).await;
@@ -370,7 +417,61 @@ impl<W: WorkloadKind> WorkloadController<W> {
             node_labels,
             expectations: self.expectations.get(key),
             nodes: caches.full_nodes.as_ref().map(Cache::all).unwrap_or_default(),
+            failed_pod_backoff: BTreeMap::new(),
+            image_pull_jobs: caches
+                .image_pull_jobs
+                .iter()
+                .flat_map(|jobs| jobs.controlled_by(uid))
+                .filter_map(|job| job.metadata.name.clone())
+                .collect(),
         })
+    }
+
+    fn failed_pods(&self) -> std::sync::MutexGuard<'_, FailedPods> {
+        self.failed_pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The nodes of the workload `uid` at `generation` in back-off at `now`; stale entries
+    /// of every workload are dropped at most once a minute.
+    fn backoff_of(
+        &self,
+        uid: &str,
+        generation: i64,
+        now: jiff::Timestamp,
+    ) -> BTreeMap<String, jiff::Timestamp> {
+        let mut failed = self.failed_pods();
+        let due = failed.collected.is_none_or(|at| now.duration_since(at) >= BACKOFF_GC_INTERVAL);
+        if due {
+            failed.backoff.gc(now);
+            failed.collected = Some(now);
+        }
+        failed.backoff.not_before_by_node(uid, generation, now)
+    }
+
+    /// Starts or lengthens the back-off of every node whose failed pod `plan` deletes (or
+    /// moves to `PreparingDelete` first), as upstream does when it decides to delete one.
+    fn record_failed_pod_deletions(
+        &self,
+        uid: &str,
+        generation: i64,
+        failed: &BTreeMap<String, String>,
+        plan: &WorkloadPlan<W::Status>,
+        now: jiff::Timestamp,
+    ) {
+        if failed.is_empty() {
+            return;
+        }
+        let mut state = self.failed_pods();
+        for action in &plan.actions {
+            let name = match action {
+                Action::DeletePod { name, purpose: DeletePurpose::Finished, .. }
+                | Action::PatchPod { name, purpose: PodPatchPurpose::Lifecycle, .. } => name,
+                _ => continue,
+            };
+            if let Some(node) = failed.get(name) {
+                state.backoff.next(BackoffKey::new(uid, generation, node.clone()), now);
+            }
+        }
     }
 
     /// Adopts live orphan pods in the namespace that the workload's selector matches, and
@@ -670,6 +771,15 @@ impl<W: WorkloadKind> WorkloadController<W> {
                 ignore_not_found(applier.delete::<Pod>(ns, name, &dp).await)
                     .map_err(fail("delete pod"))
             }
+            Action::CreateImagePullJob { job } => {
+                created(applier.create(ns, job.as_ref(), &post).await)
+                    .map_err(fail("create imagepulljob"))
+            }
+            Action::DeleteImagePullJob { name } => {
+                let dp = DeleteParams::default();
+                ignore_not_found(applier.delete::<ImagePullJob>(ns, name, &dp).await)
+                    .map_err(fail("delete imagepulljob"))
+            }
             Action::PatchWorkload { patch } => {
                 let name = workload.meta().name.clone().unwrap_or_default();
                 applier
@@ -692,8 +802,11 @@ impl<W: WorkloadKind> WorkloadController<W> {
             ReconcileError::SidecarSetRevision(_) => "build revision",
         };
         let reason = match action {
+            "create imagepulljob" => "FailedCreateImagePullJob",
             "create pod" | "create pvc" | "create revision" => "FailedCreate",
-            "delete pod" | "delete pvc" | "delete revision" => "FailedDelete",
+            "delete pod" | "delete pvc" | "delete revision" | "delete imagepulljob" => {
+                "FailedDelete"
+            }
             _ => "FailedUpdate",
         };
         self.event(workload, true, reason, action, err.to_string()).await;
@@ -799,6 +912,23 @@ fn batch_sizes(count: usize, burst: usize) -> impl Iterator<Item = usize> {
         batch = batch.saturating_mul(2);
         Some(size)
     })
+}
+
+/// `status.observedGeneration` of a workload (0 when unset).
+fn observed_generation<W: WorkloadKind>(workload: &W) -> i64 {
+    workload.status_json().get("observedGeneration").and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// The node of each pod in phase `Failed` that is not being deleted, by pod name.
+fn failed_pod_nodes(pods: &[Pod]) -> BTreeMap<String, String> {
+    pods.iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed"))
+        .filter_map(|pod| {
+            let node = pod.spec.as_ref()?.node_name.clone()?;
+            Some((pod.metadata.name.clone()?, node))
+        })
+        .collect()
 }
 
 /// Which actions may run together: independent writes of the same kind.

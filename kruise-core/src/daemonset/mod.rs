@@ -14,7 +14,8 @@
 //! 3. **Nodes.** Each node is judged as kube-controller-manager judges it
 //!    ([`eligibility`]): a node that should run a pod and has none gets one (at most
 //!    `burstReplicas` per round; with `scaleStrategy.partitionedScaling` only as many as the
-//!    partition leaves); pods on nodes that must not keep one, failed pods, extra pods (the
+//!    partition leaves); pods on nodes that must not keep one, failed pods (unless their
+//!    node is in back-off, see [`backoff`]), extra pods (the
 //!    oldest is kept; with surge, the oldest old and oldest new ones) and pods whose preDelete
 //!    hook has let go are deleted. A pod the preDelete hook holds goes to `PreparingDelete`
 //!    first. If this step changed anything, the round ends here, as upstream's does.
@@ -27,6 +28,9 @@
 //!    the old one within `maxSurge`, and the old one deleted once the new one is available.
 //! 6. **History**: old revisions beyond `revisionHistoryLimit` that no pod uses are deleted.
 //! 7. **Status.**
+//! 8. **Image pre-download** (gate `PreDownloadImageForDaemonSetUpdate`): ImagePullJobs for
+//!    the update revision's changed images, or their deletion once the update is over,
+//!    decided on the last written status as upstream does.
 //!
 //! The snapshot carries each pod with its [`PodFacts`](crate::workload::PodFacts) and each
 //! node with its [`NodeFacts`] ([`SnapshotNode`]), computed when they enter a cache, so
@@ -37,20 +41,23 @@
 //! - a revision this planner creates is named by the FNV hash of its data (as CloneSet
 //!   revisions are) rather than by Kubernetes' `ComputeHash` of the Go template; revisions
 //!   upstream created are found by content and keep their names and hashes;
-//! - a failed pod is deleted at once (with a Warning Event) rather than after upstream's
-//!   per-node back-off, which is controller memory, not cluster state;
 //! - pods are created with a name (`<daemonset>-<5 characters>`, derived from the node and
 //!   revision) rather than `generateName`, so that expectations can name them;
 //! - candidates of a rolling update are taken in node-name order where upstream walks a Go
 //!   map in random order;
 //! - an in-place update does not move the pod's lifecycle state (upstream's DaemonSet runs no
-//!   in-place hook either); image pre-download jobs are out of scope (kruise-kube's).
+//!   in-place hook either);
+//! - a failed ImagePullJob creation is retried on the next round (the revision is marked
+//!   only once every job exists) where upstream records an Event and marks it anyway.
 
+pub mod backoff;
 pub mod eligibility;
 mod nodes;
+mod predownload;
 mod round;
 mod snapshot;
 
+pub use backoff::{BackoffKey, FailedPodBackoff};
 pub use nodes::{NodeFacts, SnapshotNode};
 pub use snapshot::{DaemonSetObject, DaemonSetSnapshot, FeatureGates, PlannerOptions};
 
@@ -93,3 +100,6 @@ pub enum SpecError {
     #[error("{0}")]
     Revision(String),
 }
+
+#[cfg(test)]
+mod tests;

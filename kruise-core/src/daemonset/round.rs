@@ -13,6 +13,7 @@ use kruise_api::apps::v1beta1::{
 };
 
 use super::eligibility::{self, Eligibility};
+use super::predownload;
 use super::{DEFAULT_BURST_REPLICAS, DaemonSetPlan, DaemonSetSnapshot, SnapshotNode, SpecError};
 use crate::admission::meta::{Selector, label_selector_as_selector};
 use crate::inplace::{self, UpdateOptions};
@@ -515,6 +516,8 @@ impl<'a> Round<'a> {
             observed = true;
         }
         let status = self.status(observed, collision_count);
+        // Last, so that a job the API server refuses holds up nothing else.
+        self.pre_download();
         DaemonSetPlan {
             actions: self.actions,
             status,
@@ -523,6 +526,29 @@ impl<'a> Round<'a> {
             expectations,
             blocked: None,
         }
+    }
+
+    /// Image pre-download for the update revision, with the gate on
+    /// ([`predownload`](super::predownload)).
+    fn pre_download(&mut self) {
+        let snapshot = self.snapshot;
+        if !snapshot.feature_gates.pre_download_image_for_daemon_set_update {
+            return;
+        }
+        let Some(update) = self.update_revision.as_ref() else { return };
+        let update_name = update.metadata.name.as_deref();
+        let inputs = predownload::Inputs {
+            ds: self.spec.ds,
+            update,
+            hash: &self.hash,
+            old: snapshot
+                .revisions
+                .iter()
+                .filter(|r| r.metadata.name.as_deref() != update_name)
+                .collect(),
+            jobs: &snapshot.image_pull_jobs,
+        };
+        predownload::plan(&inputs, &mut self.actions, &mut self.events);
     }
 
     /// A plan waiting on expectations still carries the status.
@@ -580,6 +606,17 @@ impl<'a> Round<'a> {
                         continue;
                     }
                     if self.views[i].failed {
+                        // Deleting a failed pod and creating another in a tight loop fights
+                        // the kubelet that keeps rejecting it: within the node's back-off
+                        // the failed pod stays, and the round looks again when it ends.
+                        let node = self.nodes[n].name;
+                        if let Some(&until) = self.snapshot.failed_pod_backoff.get(node)
+                            && until > self.now
+                        {
+                            let left = workload::round_up_seconds(until.duration_since(self.now));
+                            wait = Some(wait.map_or(left, |w| w.min(left)));
+                            continue;
+                        }
                         let event = Event {
                             type_: EventType::Warning,
                             reason: "FailedDaemonPod".into(),

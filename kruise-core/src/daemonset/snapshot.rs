@@ -1,7 +1,9 @@
 //! What the Advanced DaemonSet planner reads: the DaemonSet, the nodes, its pods and
 //! revisions, the expectations in flight and the feature gates, all read before planning.
 
-use jiff::SignedDuration;
+use std::collections::BTreeMap;
+
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use serde::{Deserialize, Serialize};
@@ -34,6 +36,9 @@ pub struct FeatureGates {
     /// `InPlaceUpdateEnvFromMetadata`: env vars taken from labels and annotations update in
     /// place (on).
     pub in_place_update_env_from_metadata: bool,
+    /// `PreDownloadImageForDaemonSetUpdate`: ImagePullJobs pull a new revision's images onto
+    /// the nodes still running old pods before a partitioned or progressive update (off).
+    pub pre_download_image_for_daemon_set_update: bool,
 }
 
 impl Default for FeatureGates {
@@ -42,6 +47,7 @@ impl Default for FeatureGates {
             daemon_set_prune_ineligible_nodes: false,
             in_place_workload_vertical_scaling: false,
             in_place_update_env_from_metadata: true,
+            pre_download_image_for_daemon_set_update: false,
         }
     }
 }
@@ -50,6 +56,12 @@ impl FeatureGates {
     /// The gates with `DaemonSetPruneIneligibleNodes` set to `on`.
     pub fn with_prune_ineligible_nodes(mut self, on: bool) -> Self {
         self.daemon_set_prune_ineligible_nodes = on;
+        self
+    }
+
+    /// The gates with `PreDownloadImageForDaemonSetUpdate` set to `on`.
+    pub fn with_pre_download_image(mut self, on: bool) -> Self {
+        self.pre_download_image_for_daemon_set_update = on;
         self
     }
 
@@ -105,6 +117,15 @@ pub struct DaemonSetSnapshot {
     /// Flag-level settings.
     #[serde(default)]
     pub options: PlannerOptions,
+    /// Nodes whose failed pod must not be deleted yet, each with the instant its back-off
+    /// ends (from the controller's [`FailedPodBackoff`](super::FailedPodBackoff)); a node
+    /// not listed is not in back-off.
+    #[serde(default)]
+    pub failed_pod_backoff: BTreeMap<String, Timestamp>,
+    /// Names of the ImagePullJobs the DaemonSet controls (read only with
+    /// `PreDownloadImageForDaemonSetUpdate` on).
+    #[serde(default)]
+    pub image_pull_jobs: Vec<String>,
 }
 
 impl DaemonSetSnapshot {
@@ -119,6 +140,8 @@ impl DaemonSetSnapshot {
             expectations: ControllerExpectations::default(),
             feature_gates: FeatureGates::default(),
             options: PlannerOptions::default(),
+            failed_pod_backoff: BTreeMap::new(),
+            image_pull_jobs: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kruise_api::apps::v1beta1::ImagePullJob;
 use serde::Serialize;
 
 use crate::expectations::{ControllerExpectations, Expectation, ScaleAction};
@@ -215,6 +216,19 @@ pub enum Action {
         /// Why.
         purpose: DeletePurpose,
     },
+    /// Create an ImagePullJob (image pre-download before an update). Already existing counts
+    /// as done.
+    #[serde(rename_all = "camelCase")]
+    CreateImagePullJob {
+        /// The job to create, with name, labels and ownerReference set.
+        job: Box<ImagePullJob>,
+    },
+    /// Delete an ImagePullJob the workload controls (its update is over).
+    #[serde(rename_all = "camelCase")]
+    DeleteImagePullJob {
+        /// Its name.
+        name: String,
+    },
     /// Patch the workload itself (for example, drop names from a CloneSet's
     /// `scaleStrategy.podsToDelete` that no longer exist). The patch carries the
     /// resourceVersion it was computed from.
@@ -235,6 +249,7 @@ impl Action {
             Self::CreateRevision { revision } => name_of(&revision.metadata),
             Self::CreatePvc { pvc } => name_of(&pvc.metadata),
             Self::CreatePod { pod } => name_of(&pod.metadata),
+            Self::CreateImagePullJob { job } => name_of(&job.metadata),
             Self::PatchRevision { name, .. }
             | Self::DeleteRevision { name }
             | Self::PatchPvc { name, .. }
@@ -242,7 +257,8 @@ impl Action {
             | Self::PatchPod { name, .. }
             | Self::PatchPodStatus { name, .. }
             | Self::PatchPodResize { name, .. }
-            | Self::DeletePod { name, .. } => name,
+            | Self::DeletePod { name, .. }
+            | Self::DeleteImagePullJob { name } => name,
             Self::PatchWorkload { .. } => "",
         }
     }

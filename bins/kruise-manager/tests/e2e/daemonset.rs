@@ -147,3 +147,54 @@ fn a_partitioned_rollout_survives_a_killed_manager() {
         (late.1 == "registry.example/agent:v2" && late.2).then_some(())
     });
 }
+
+/// With `PreDownloadImageForDaemonSetUpdate` on, a partitioned update gets an ImagePullJob
+/// for its new image (owned by the DaemonSet, named after the revision and container, aimed
+/// at the pods of other revisions) and the revision is marked; once every pod is updated the
+/// job goes.
+#[test]
+fn a_partitioned_update_pre_downloads_its_image() {
+    let pg = Playground::start(3, &["--feature-gates", "PreDownloadImageForDaemonSetUpdate=true"]);
+    let k = &pg.kubectl;
+    let strategy = "  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      rollingUpdateType: Standard\n      maxUnavailable: 1\n      partition: 2\n";
+    k.ok_stdin(&["apply", "-f", "-"], &daemonset(strategy));
+    wait_for("3 ready pods, all updated", Duration::from_secs(60), || {
+        let st =
+            k.json(&["get", "daemonset.apps.kruise.io", "agent", "-o", "json"])["status"].clone();
+        (st["numberReady"] == 3 && st["updatedNumberScheduled"] == 3).then_some(())
+    });
+    let jobs = || k.json(&["get", "imagepulljobs.apps.kruise.io", "-o", "json"])["items"].clone();
+    assert_eq!(jobs(), serde_json::json!([]), "no job for the first revision");
+
+    let patch = r#"{"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "registry.example/agent:v2"}]}}}}"#;
+    k.ok(&["patch", "daemonset.apps.kruise.io", "agent", "--type=merge", "-p", patch]);
+    let job = wait_for("an ImagePullJob for v2", Duration::from_secs(60), || {
+        jobs()
+            .as_array()?
+            .iter()
+            .find(|j| j["spec"]["image"] == "registry.example/agent:v2")
+            .cloned()
+    });
+    let name = job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+    let revision = name.strip_suffix("-main").expect("named <revision>-<container>").to_owned();
+    let owner = &job["metadata"]["ownerReferences"][0];
+    assert_eq!((&owner["kind"], &owner["name"]), (&"DaemonSet".into(), &"agent".into()));
+    let expression = &job["spec"]["podSelector"]["matchExpressions"][0];
+    assert_eq!(expression["key"], "controller-revision-hash");
+    assert_eq!(expression["operator"], "NotIn");
+    wait_for("the revision marked", Duration::from_secs(30), || {
+        let rev = k.json(&["get", "controllerrevision", &revision, "-o", "json"]);
+        (rev["metadata"]["labels"]["apps.kruise.io/pre-predownload-created"] == "true")
+            .then_some(())
+    });
+
+    // The rest of the rollout: every pod updated, the job goes.
+    let patch = r#"{"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}}"#;
+    k.ok(&["patch", "daemonset.apps.kruise.io", "agent", "--type=merge", "-p", patch]);
+    wait_for("the job deleted after the rollout", Duration::from_secs(120), || {
+        let gone = !jobs().as_array()?.iter().any(|j| j["metadata"]["name"] == name.as_str());
+        gone.then_some(())
+    });
+    let p = placed(k);
+    assert!(p.values().all(|v| v.1 == "registry.example/agent:v2"), "{p:?}");
+}
