@@ -99,6 +99,28 @@ fn an_advanced_daemonset_runs_per_node_and_updates_only_selected_nodes_in_place(
             k.json(&["get", "daemonset.apps.kruise.io", "agent", "-o", "json"])["status"].clone();
         (st["desiredNumberScheduled"] == 2).then_some(())
     });
+
+    // A node that joins (a simulated kubelet registering against the playground, as
+    // `kruise-sim nodes --kubeconfig` runs it) gets its pod.
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let kubeconfig = std::fs::read_to_string(&k.kubeconfig).expect("the kubeconfig");
+    let _joined = runtime.block_on(async {
+        let client =
+            kruise_sim::nodes::client_from_kubeconfig(&kubeconfig).await.expect("a client");
+        let mut config = kruise_sim::nodes::NodesConfig::new(0)
+            .with_nodes(vec![kruise_sim::nodes::NodeSpec::new("joined-node")]);
+        config.scheduler = false;
+        kruise_sim::nodes::NodeSim::start(client, config).await.expect("the node joins")
+    });
+    wait_for("a ready pod on the joined node", Duration::from_secs(60), || {
+        let p = placed(k);
+        p.get("joined-node").is_some_and(|v| v.2).then_some(())
+    });
+    wait_for("desiredNumberScheduled 3", Duration::from_secs(30), || {
+        let st =
+            k.json(&["get", "daemonset.apps.kruise.io", "agent", "-o", "json"])["status"].clone();
+        (st["desiredNumberScheduled"] == 3).then_some(())
+    });
 }
 
 /// A recreate rollout with `partition: 1` over three nodes, the manager killed (SIGKILL) in
