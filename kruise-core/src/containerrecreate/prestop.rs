@@ -132,6 +132,8 @@ pub fn format_pod(name: &str, namespace: &str, uid: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
     use k8s_openapi::api::core::v1::{ExecAction, HTTPHeader, TCPSocketAction};
 

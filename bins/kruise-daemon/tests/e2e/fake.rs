@@ -314,6 +314,9 @@ async fn imagepuller_pulls_with_secret_credentials_and_reports_failures() {
     .await;
 }
 
+/// An exec the fake runtime ran: container ID, command, its state then, its last stop's grace.
+type ExecSeen = (String, Vec<String>, ContainerState, Option<i64>);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crr_runs_the_pre_stop_hook_before_the_stop_and_a_failed_hook_does_not_block_it() {
     let (_server, client) = sim().await;
@@ -321,8 +324,7 @@ async fn crr_runs_the_pre_stop_hook_before_the_stop_and_a_failed_hook_does_not_b
     fake.add_image("busybox:1", 1000);
     fake.set_auto_restart(true);
     // The exec handler records each command with what the runtime said of the container then.
-    let execs: Arc<std::sync::Mutex<Vec<(String, Vec<String>, ContainerState, Option<i64>)>>> =
-        Arc::default();
+    let execs: Arc<std::sync::Mutex<Vec<ExecSeen>>> = Arc::default();
     {
         let execs = execs.clone();
         let rt = fake.clone();
