@@ -28,6 +28,7 @@
 
 mod controller;
 mod daemon;
+mod prestop;
 mod queue;
 mod webhook;
 
@@ -47,6 +48,10 @@ pub use controller::{CrrAction, CrrPlan, plan_crr, sync_container_snapshot};
 pub use daemon::{
     ContainerRuntimeState, ContainerSnapshot, RecreatePlan, RecreateWait, StopContainer,
     plan_recreate, stop_failed,
+};
+pub use prestop::{
+    HttpGetRequest, MIN_STOP_GRACE_SECONDS, PreStopAction, format_pod, http_get_request,
+    pre_stop_action, pre_stop_budget, resolve_port, stop_grace_after_hook,
 };
 pub use queue::{ActivePick, WaitingCrr, pick_active};
 pub use webhook::{default_crr, validate_crr_update};

@@ -17,12 +17,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerPort, HTTPGetAction, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
 use kruise_api::well_known::labels;
 use kruise_core::containerrecreate::{
-    ContainerRuntimeState, ContainerSnapshot, pick_active, plan_recreate, stop_failed,
+    ContainerRuntimeState, ContainerSnapshot, PreStopAction, format_pod, http_get_request,
+    pick_active, plan_recreate, pre_stop_action, pre_stop_budget, stop_failed,
+    stop_grace_after_hook,
 };
 use kruise_core::workload::Patch as CorePatch;
 use kruise_cri::{ContainerFilter, ContainerRuntime, ContainerState};
@@ -258,8 +260,10 @@ impl CrrWorker {
                 "StopContainer",
                 format!("Stopping container {} by ContainerRecreateRequest {}", stop.name, active),
             );
-            tracing::info!(crr = %active, container = %stop.name, id, grace = stop.grace_seconds, "stopping container");
-            if let Err(err) = inner.runtime.stop_container(id, stop.grace_seconds).await {
+            let grace =
+                inner.run_pre_stop(&crr, pod.as_ref(), &stop.name, id, stop.grace_seconds).await;
+            tracing::info!(crr = %active, container = %stop.name, id, grace, "stopping container");
+            if let Err(err) = inner.runtime.stop_container(id, grace).await {
                 tracing::warn!(crr = %active, container = %stop.name, error = %err, "stop failed");
                 let current = crr
                     .status
@@ -292,6 +296,109 @@ impl CrrWorker {
 }
 
 impl Inner {
+    /// Runs the preStop hook the request carries for `container` (the webhook copied the pod's)
+    /// within `grace_seconds`; a failure is logged and reported as a `FailedPreStopHook`
+    /// warning on the pod, and never blocks the stop. Returns the stop's grace period.
+    async fn run_pre_stop(
+        &self,
+        crr: &Crr,
+        pod: Option<&Pod>,
+        container: &str,
+        id: &str,
+        grace_seconds: i64,
+    ) -> i64 {
+        let spec = crr.spec.containers.iter().find(|c| c.name == container);
+        let action = pre_stop_action(spec.and_then(|c| c.pre_stop.as_ref()));
+        let (Some(action), Some(budget)) = (action, pre_stop_budget(grace_seconds)) else {
+            return stop_grace_after_hook(grace_seconds, None);
+        };
+        let ns = crr.metadata.namespace.clone().unwrap_or_default();
+        let pod_uid = crr
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::CRR_POD_UID))
+            .cloned()
+            .or_else(|| pod.and_then(|p| p.metadata.uid.clone()))
+            .unwrap_or_default();
+        let pod_name = format_pod(&crr.spec.pod_name, &ns, &pod_uid);
+        let ports = spec.map(|c| c.ports.as_slice()).unwrap_or(&[]);
+        let pod_ip = pod.and_then(|p| p.status.as_ref()?.pod_ip.as_deref());
+        tracing::debug!(container, id, "running preStop hook");
+        let start = std::time::Instant::now();
+        let hook = async {
+            match action {
+                PreStopAction::Exec(cmd) => self.exec_hook(id, cmd, budget).await.map_err(|(err, out)| {
+                    format!(
+                        "Exec lifecycle hook ({:?}) for Container {container:?} in Pod {pod_name:?} failed - error: {err}, message: {out:?}",
+                        spec.and_then(|c| c.pre_stop.as_ref()?.exec.as_ref()?.command.clone()).unwrap_or_default(),
+                    )
+                }),
+                PreStopAction::HttpGet(get) => {
+                    let path = get.path.clone().unwrap_or_default();
+                    http_hook(&get, ports, pod_ip).await.map_err(|err| {
+                        format!(
+                            "HTTP lifecycle hook ({path}) for Container {container:?} in Pod {pod_name:?} failed - error: {err}"
+                        )
+                    })
+                }
+                PreStopAction::Invalid(message) => Err(message),
+                _ => Err("Cannot run handler: invalid handler".to_owned()),
+            }
+        };
+        match tokio::time::timeout(budget, hook).await {
+            Ok(Ok(())) => tracing::debug!(container, id, "preStop hook completed"),
+            Ok(Err(message)) => {
+                tracing::warn!(container, id, %message, "preStop hook failed");
+                let regarding = ObjectReference {
+                    api_version: Some("v1".to_owned()),
+                    kind: Some("Pod".to_owned()),
+                    namespace: Some(ns.clone()),
+                    name: Some(crr.spec.pod_name.clone()),
+                    uid: Some(pod_uid.clone()).filter(|u| !u.is_empty()),
+                    field_path: Some(format!("spec.containers{{{container}}}")),
+                    ..ObjectReference::default()
+                };
+                self.events.emit(&regarding, true, "FailedPreStopHook", "PreStopHook", message);
+            }
+            Err(_) => {
+                tracing::info!(
+                    container,
+                    id,
+                    grace_seconds,
+                    "preStop hook did not complete in time"
+                );
+            }
+        }
+        stop_grace_after_hook(grace_seconds, Some(start.elapsed()))
+    }
+
+    /// An exec hook: a non-zero exit code is a failure, as the kubelet's runtime client makes
+    /// it. The error comes with the command's output.
+    async fn exec_hook(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout: Duration,
+    ) -> Result<(), (String, String)> {
+        let joined = cmd.join(" ");
+        let result = self
+            .runtime
+            .exec_sync(id, cmd, timeout)
+            .await
+            .map_err(|e| (e.to_string(), String::new()))?;
+        let mut output = String::from_utf8_lossy(&result.stdout).into_owned();
+        output.push_str(&String::from_utf8_lossy(&result.stderr));
+        if result.exit_code != 0 {
+            let stderr = String::from_utf8_lossy(&result.stderr);
+            return Err((
+                format!("command '{joined}' exited with {}: {stderr}", result.exit_code),
+                output,
+            ));
+        }
+        Ok(())
+    }
+
     /// The cached request, or what our last write returned while the cache lags it.
     fn freshest(&self, cached: Arc<Crr>) -> Arc<Crr> {
         let uid = cached.metadata.uid.clone().unwrap_or_default();
@@ -368,6 +475,37 @@ impl Inner {
         }
         Ok(out)
     }
+}
+
+/// An httpGet hook: any response counts (the kubelet does not look at the status code); a
+/// request that cannot be built or sent is a failure. Plain HTTP only.
+async fn http_hook(
+    action: &HTTPGetAction,
+    ports: &[ContainerPort],
+    pod_ip: Option<&str>,
+) -> Result<(), String> {
+    use http_body_util::Empty;
+    use hyper::body::Bytes;
+
+    let req = http_get_request(action, ports, pod_ip)?;
+    if req.scheme != "http" {
+        return Err(format!(
+            "scheme {:?} is not supported for lifecycle hooks by kruise-daemon",
+            req.scheme
+        ));
+    }
+    let uri: http::Uri = req.url.parse().map_err(|e| format!("invalid URL {:?}: {e}", req.url))?;
+    let mut builder = http::Request::get(uri);
+    for (name, value) in &req.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let request = builder.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Empty<Bytes>>();
+    let response = client.request(request).await.map_err(|e| format!("{e:?}"))?;
+    // Read (and discard) the body so that the server sees the request through.
+    let _ = http_body_util::BodyExt::collect(response.into_body()).await;
+    Ok(())
 }
 
 /// `namespace/podName` of a request.

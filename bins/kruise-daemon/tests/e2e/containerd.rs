@@ -231,8 +231,8 @@ async fn daemon_binary_on_real_containerd() {
     assert_eq!(code, 200);
     assert!(metrics.contains("# EOF"), "{metrics}");
 
-    // A request for app: app is stopped with the 1 s grace (sleep as PID 1 ignores SIGTERM,
-    // so it is killed), sidecar stays, the states are written.
+    // A request for app: app is stopped with the 2 s minimum grace (the request asks 1 s;
+    // sleep as PID 1 ignores SIGTERM, so it is killed), sidecar stays, the states are written.
     let t = Instant::now();
     create_crr(&client, "recreate-app", &pod, "app", &ids[0]).await;
     let st = wait_for("app exited", Duration::from_secs(30), || {

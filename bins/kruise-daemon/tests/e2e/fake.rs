@@ -128,7 +128,8 @@ async fn crr_stops_one_container_once_and_completes_and_meta_is_reported() {
     })
     .await;
     eprintln!("container stopped {:?} after the request", t.elapsed());
-    assert_eq!(fake.last_stop_timeout(&ids[0]), Some(1), "stopped with the grace period");
+    // The request's grace period is 1 s; a stop never gets less than the kubelet's 2 s.
+    assert_eq!(fake.last_stop_timeout(&ids[0]), Some(2), "stopped with the grace period");
     let crr = crrs.get("recreate-app").await.unwrap();
     let states = &crr.status.as_ref().unwrap().container_recreate_states;
     assert_eq!(states.len(), 1);
@@ -311,4 +312,130 @@ async fn imagepuller_pulls_with_secret_credentials_and_reports_failures() {
         }
     })
     .await;
+}
+
+/// An exec the fake runtime ran: container ID, command, its state then, its last stop's grace.
+type ExecSeen = (String, Vec<String>, ContainerState, Option<i64>);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crr_runs_the_pre_stop_hook_before_the_stop_and_a_failed_hook_does_not_block_it() {
+    let (_server, client) = sim().await;
+    let fake = FakeRuntime::new("node-a");
+    fake.add_image("busybox:1", 1000);
+    fake.set_auto_restart(true);
+    // The exec handler records each command with what the runtime said of the container then.
+    let execs: Arc<std::sync::Mutex<Vec<ExecSeen>>> = Arc::default();
+    {
+        let execs = execs.clone();
+        let rt = fake.clone();
+        fake.set_exec_handler(move |status, cmd| {
+            let stopped = rt.last_stop_timeout(&status.id);
+            execs.lock().unwrap().push((status.id.clone(), cmd.to_vec(), status.state, stopped));
+            kruise_cri::types::ExecSyncResult::default()
+        });
+    }
+    let placeholder =
+        create_pod(&client, "web-2", "busybox:1", &[("app", "x"), ("web", "y")]).await;
+    let uid = placeholder.metadata.uid.clone().unwrap();
+    let ids = run_pod(&fake, "web-2", &uid, "busybox:1", &["app", "web"]);
+    set_statuses(&client, "web-2", &[("app", &ids[0]), ("web", &ids[1])]).await;
+
+    // As the webhook fills it: app has an exec hook; web an httpGet on a port it lacks.
+    let crr: ContainerRecreateRequest = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "ContainerRecreateRequest",
+        "metadata": {"name": "with-hooks", "namespace": "default", "labels": {
+            "crr.apps.kruise.io/node-name": NODE,
+            "crr.apps.kruise.io/active": "true",
+            "crr.apps.kruise.io/pod-uid": uid,
+        }},
+        "spec": {
+            "podName": "web-2",
+            "containers": [
+                {"name": "app",
+                 "preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 0; echo bye"]}},
+                 "statusContext": {"containerID": format!("containerd://{}", ids[0]), "restartCount": 0}},
+                {"name": "web",
+                 "preStop": {"httpGet": {"host": "127.0.0.1", "port": "metrics", "path": "/quit"}},
+                 "ports": [{"name": "http", "containerPort": 8080}],
+                 "statusContext": {"containerID": format!("containerd://{}", ids[1]), "restartCount": 0}},
+            ],
+            "strategy": {"terminationGracePeriodSeconds": 3, "failurePolicy": "Fail"},
+        },
+    }))
+    .unwrap();
+    let crrs = Api::<ContainerRecreateRequest>::namespaced(client.clone(), "default");
+    crrs.create(&PostParams::default(), &crr).await.unwrap();
+    let _stop = start_daemon(&client, &fake);
+
+    // Both containers stopped (and restarted by the fake kubelet).
+    let new_ids = wait_for("both containers restarted", Duration::from_secs(20), || {
+        let fake = fake.clone();
+        let ids = ids.clone();
+        async move {
+            let listed = fake.list_containers(&Default::default()).await.ok()?;
+            let mut out = Vec::new();
+            for (name, old) in [("app", &ids[0]), ("web", &ids[1])] {
+                (fake.container_status(old).await.ok()?.state == ContainerState::Exited)
+                    .then_some(())?;
+                out.push(
+                    listed
+                        .iter()
+                        .find(|c| {
+                            c.name == name && &c.id != old && c.state == ContainerState::Running
+                        })?
+                        .id
+                        .clone(),
+                );
+            }
+            Some(out)
+        }
+    })
+    .await;
+
+    // The exec hook ran once, in the running app container, before any stop of it.
+    let execs = execs.lock().unwrap().clone();
+    assert_eq!(execs.len(), 1, "{execs:?}");
+    assert_eq!(execs[0].0, ids[0]);
+    assert_eq!(execs[0].1, ["/bin/sh", "-c", "sleep 0; echo bye"]);
+    assert_eq!(execs[0].2, ContainerState::Running);
+    assert_eq!(execs[0].3, None, "the hook ran before the stop");
+    // The stop got what was left of the grace period (the hook took under a second).
+    assert_eq!(fake.last_stop_timeout(&ids[0]), Some(3));
+    // The failed hook did not block web's stop, and it is reported on the pod.
+    assert_eq!(fake.last_stop_timeout(&ids[1]), Some(3));
+    let failed = wait_for("the FailedPreStopHook Event", Duration::from_secs(10), || {
+        let client = client.clone();
+        async move {
+            let list = Api::<Event>::all(client).list(&ListParams::default()).await.ok()?;
+            list.items.into_iter().find(|e| e.reason.as_deref() == Some("FailedPreStopHook"))
+        }
+    })
+    .await;
+    let note = failed.message.clone().unwrap_or_default();
+    assert!(note.contains("HTTP lifecycle hook (/quit)") && note.contains("metrics"), "{note}");
+    let regarding = failed.involved_object.clone();
+    assert_eq!(regarding.kind.as_deref(), Some("Pod"));
+    assert_eq!(regarding.name.as_deref(), Some("web-2"));
+    assert_eq!(regarding.field_path.as_deref(), Some("spec.containers{web}"));
+
+    // The kubelet reports the new instances ready: the request completes.
+    set_statuses(&client, "web-2", &[("app", &new_ids[0]), ("web", &new_ids[1])]).await;
+    let done = wait_for("the request completed", Duration::from_secs(20), || {
+        let crrs = crrs.clone();
+        async move {
+            let c = crrs.get("with-hooks").await.ok()?;
+            c.status.as_ref()?.completion_time.is_some().then_some(c)
+        }
+    })
+    .await;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, ContainerRecreateRequestPhase::Completed);
+    assert!(
+        status
+            .container_recreate_states
+            .iter()
+            .all(|s| s.phase == ContainerRecreateRequestPhase::Succeeded),
+        "{status:?}"
+    );
 }
