@@ -157,7 +157,7 @@ mod tests {
                         "imagePullSecrets": [{"name": "regcred"}]
                     }
                 },
-                "updateStrategy": {"type": "ReCreate", "rollingUpdate": rolling}
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}
             }
         }))
         .expect("cloneset")

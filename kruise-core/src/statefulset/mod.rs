@@ -25,7 +25,7 @@
 //!    the update revision in place or by recreation, within `maxUnavailable`.
 //! 7. **Status** and revision history.
 //! 8. **Image pre-download** (gate `PreDownloadImageForInPlaceUpdate`): ImagePullJobs for a
-//!    partitioned or progressive in-place update's changed images ([`predownload`]).
+//!    partitioned or progressive in-place update's changed images (`predownload`).
 //!
 //! Differences from upstream, on purpose:
 //!
@@ -44,6 +44,8 @@
 //! - a labelled pod already terminating is not deleted again, and the status is written
 //!   whenever any field of it changes;
 //! - a pod whose name has a zero-padded ordinal (`web-01`) is removed rather than kept;
+//! - a failed ImagePullJob creation is retried on the next round (the revision is marked
+//!   only once every job exists) where upstream records an Event and marks it anyway;
 //! - a pod released because its labels no longer match the selector keeps its name, so its
 //!   ordinal cannot get a new pod until someone deletes it (as upstream); the round that
 //!   releases it says so in a Warning Event instead of trying to create the pod.
