@@ -73,6 +73,8 @@ fn a_partitioned_in_place_update_pre_downloads_its_image() {
         let gone = !jobs().as_array()?.iter().any(|j| j["metadata"]["name"] == name.as_str());
         gone.then_some(())
     });
-    let st = status();
-    assert_eq!((st["updatedReplicas"].clone(), st["readyReplicas"].clone()), (4.into(), 4.into()));
+    wait_for("every pod updated and ready", Duration::from_secs(60), || {
+        let st = status();
+        (st["updatedReplicas"] == 4 && st["readyReplicas"] == 4).then_some(())
+    });
 }
