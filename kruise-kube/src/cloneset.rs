@@ -1,5 +1,8 @@
 //! The CloneSet controller: the shared [`WorkloadController`](crate::workload) with
-//! [`kruise_core::cloneset::plan`] as its planner.
+//! [`kruise_core::cloneset::plan`] as its planner. With `PreDownloadImageForInPlaceUpdate` on,
+//! it also reads the ImagePullJobs it controls, and a partitioned or progressive in-place
+//! update first gets ImagePullJobs for its changed images (`kruise_core::cloneset`'s
+//! pre-download step).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetStatus};
@@ -12,6 +15,9 @@ use crate::workload::{WorkloadController, WorkloadInputs, WorkloadKind};
 /// The controller's name in metrics, Events and logs (upstream's).
 pub const CONTROLLER_NAME: &str = "cloneset-controller";
 
+/// The gate that turns image pre-download for CloneSet in-place updates on.
+const PRE_DOWNLOAD_GATE: &str = "PreDownloadImageForInPlaceUpdate";
+
 impl WorkloadKind for CloneSet {
     type Status = CloneSetStatus;
 
@@ -20,6 +26,10 @@ impl WorkloadKind for CloneSet {
         "cloneset-workers",
         Some(ServedResource { group: "apps.kruise.io", version: "v1beta1", plural: "clonesets" }),
     );
+
+    fn reads_image_pull_jobs(settings: &ControllerSettings) -> bool {
+        settings.gates.enabled(PRE_DOWNLOAD_GATE)
+    }
 
     fn selector(&self) -> Option<&LabelSelector> {
         self.spec.selector.as_ref()
@@ -41,6 +51,7 @@ impl WorkloadKind for CloneSet {
         snapshot.revisions = inputs.revisions;
         snapshot.node_labels = inputs.node_labels;
         snapshot.expectations = inputs.expectations;
+        snapshot.image_pull_jobs = inputs.image_pull_jobs;
         snapshot.feature_gates = settings.gates.to_cloneset_gates();
         snapshot.options = planner_options(settings);
         kruise_core::cloneset::plan(&snapshot, now)

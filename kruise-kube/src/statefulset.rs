@@ -1,5 +1,7 @@
 //! The Advanced StatefulSet controller: the shared [`WorkloadController`](crate::workload)
-//! with [`kruise_core::statefulset::plan`] as its planner.
+//! with [`kruise_core::statefulset::plan`] as its planner. With
+//! `PreDownloadImageForInPlaceUpdate` on, it also reads the ImagePullJobs it controls, and a
+//! partitioned or progressive in-place update first gets ImagePullJobs for its changed images.
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -36,6 +38,10 @@ impl WorkloadKind for StatefulSet {
 
     fn reads_storage_classes(settings: &ControllerSettings) -> bool {
         settings.gates.enabled("StatefulSetAutoResizePVCGate")
+    }
+
+    fn reads_image_pull_jobs(settings: &ControllerSettings) -> bool {
+        settings.gates.enabled("PreDownloadImageForInPlaceUpdate")
     }
 
     fn claim_owners(claim: &PersistentVolumeClaim) -> Vec<String> {
@@ -90,6 +96,7 @@ impl WorkloadKind for StatefulSet {
         snapshot.revisions = inputs.revisions;
         snapshot.storage_classes = inputs.storage_classes;
         snapshot.expectations = inputs.expectations;
+        snapshot.image_pull_jobs = inputs.image_pull_jobs;
         snapshot.feature_gates = settings.gates.to_statefulset_gates();
         let mut options = PlannerOptions::default();
         options.expectation_timeout = settings.expectation_timeout;

@@ -36,12 +36,19 @@
 //!   counted as kept at the old revision, so the partition holds for the pods that stay;
 //! - the minReadySeconds requeue is the time until the next pod becomes available, not the
 //!   full minReadySeconds;
-//! - PodUnavailableBudgets and image pre-download jobs are out of scope (kruise-kube's).
+//! - PodUnavailableBudgets are out of scope (kruise-kube's);
+//! - a failed ImagePullJob creation is retried on the next round (the revision is marked
+//!   only once every job exists) where upstream records an Event and marks it anyway.
+//!
+//! With `PreDownloadImageForInPlaceUpdate` on, a partitioned or progressive in-place update
+//! also gets ImagePullJobs for its changed images, planned last in the round
+//! (`predownload`).
 
 mod diffs;
 mod inplace_glue;
 mod newpods;
 mod podinfo;
+mod predownload;
 mod revisions;
 mod round;
 mod scale;

@@ -256,6 +256,8 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         &update_name,
     );
     round.actions.extend(history);
+    // Last, so that a job the API server refuses holds up nothing else.
+    super::predownload::plan(&mut round);
 
     let old_status = cs.status.clone().unwrap_or_default();
     let status = status::differs(&old_status, &new_status).then_some(new_status);

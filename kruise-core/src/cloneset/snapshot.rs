@@ -45,6 +45,10 @@ pub struct FeatureGates {
     /// `InPlaceUpdateEnvFromMetadata` (on by default): env vars taken from labels/annotations
     /// may be updated in place.
     pub in_place_update_env_from_metadata: bool,
+    /// `PreDownloadImageForInPlaceUpdate`: ImagePullJobs pull a new revision's images onto
+    /// the nodes of the pods still at other revisions before a partitioned or progressive
+    /// in-place update (off).
+    pub pre_download_image_for_in_place_update: bool,
 }
 
 impl Default for FeatureGates {
@@ -56,6 +60,7 @@ impl Default for FeatureGates {
             in_place_workload_vertical_scaling: false,
             recreate_pod_when_change_vct: false,
             in_place_update_env_from_metadata: true,
+            pre_download_image_for_in_place_update: false,
         }
     }
 }
@@ -119,6 +124,10 @@ pub struct CloneSetSnapshot {
     /// Flag-level settings.
     #[serde(default)]
     pub options: PlannerOptions,
+    /// Names of the ImagePullJobs the CloneSet controls (read only with
+    /// `PreDownloadImageForInPlaceUpdate` on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_jobs: Vec<String>,
 }
 
 impl CloneSetSnapshot {
@@ -133,6 +142,7 @@ impl CloneSetSnapshot {
             expectations: ControllerExpectations::default(),
             feature_gates: FeatureGates::default(),
             options: PlannerOptions::default(),
+            image_pull_jobs: Vec::new(),
         }
     }
 }

@@ -24,6 +24,8 @@
 //!    or by priority when unordered, leaving `partition` pods at the current revision) move to
 //!    the update revision in place or by recreation, within `maxUnavailable`.
 //! 7. **Status** and revision history.
+//! 8. **Image pre-download** (gate `PreDownloadImageForInPlaceUpdate`): ImagePullJobs for a
+//!    partitioned or progressive in-place update's changed images (`predownload`).
 //!
 //! Differences from upstream, on purpose:
 //!
@@ -42,7 +44,8 @@
 //! - a labelled pod already terminating is not deleted again, and the status is written
 //!   whenever any field of it changes;
 //! - a pod whose name has a zero-padded ordinal (`web-01`) is removed rather than kept;
-//! - image pre-download jobs are out of scope (kruise-kube's);
+//! - a failed ImagePullJob creation is retried on the next round (the revision is marked
+//!   only once every job exists) where upstream records an Event and marks it anyway;
 //! - a pod released because its labels no longer match the selector keeps its name, so its
 //!   ordinal cannot get a new pod until someone deletes it (as upstream); the round that
 //!   releases it says so in a Warning Event instead of trying to create the pod.
@@ -50,6 +53,7 @@
 mod claims;
 mod identity;
 pub mod ordinals;
+mod predownload;
 mod round;
 mod snapshot;
 mod spec;

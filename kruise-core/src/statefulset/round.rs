@@ -624,6 +624,20 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
     status.volume_claims = volume_claims(&round);
     let history = truncate_history(&round, snapshot);
     round.actions.extend(history);
+    // Last, so that a job the API server refuses holds up nothing else.
+    if snapshot.feature_gates.pre_download_image_for_in_place_update {
+        let inputs = super::predownload::Inputs {
+            set: &set,
+            replicas: spec.replicas,
+            current_name: &round.current.name,
+            update_name: &round.update.name,
+            current: round.current.object.as_ref(),
+            update: round.update.object.as_ref(),
+            in_place: &round.in_place,
+            jobs: &snapshot.image_pull_jobs,
+        };
+        super::predownload::plan(&inputs, &mut round.actions, &mut round.events);
+    }
 
     let old = set.status.clone().unwrap_or_default();
     let status = (old != status).then_some(status);

@@ -45,6 +45,10 @@ pub struct FeatureGates {
     /// `InPlaceUpdateEnvFromMetadata`: env vars taken from labels and annotations update in
     /// place (on).
     pub in_place_update_env_from_metadata: bool,
+    /// `PreDownloadImageForInPlaceUpdate`: ImagePullJobs pull a new revision's images onto
+    /// the nodes of the pods still at other revisions before a partitioned or progressive
+    /// in-place update (off).
+    pub pre_download_image_for_in_place_update: bool,
 }
 
 impl Default for FeatureGates {
@@ -57,6 +61,7 @@ impl Default for FeatureGates {
             preparing_update_as_update: false,
             in_place_workload_vertical_scaling: false,
             in_place_update_env_from_metadata: true,
+            pre_download_image_for_in_place_update: false,
         }
     }
 }
@@ -111,6 +116,10 @@ pub struct StatefulSetSnapshot {
     /// Flag-level settings.
     #[serde(default)]
     pub options: PlannerOptions,
+    /// Names of the ImagePullJobs the set controls (read only with
+    /// `PreDownloadImageForInPlaceUpdate` on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_jobs: Vec<String>,
 }
 
 impl StatefulSetSnapshot {
@@ -125,6 +134,7 @@ impl StatefulSetSnapshot {
             expectations: ControllerExpectations::default(),
             feature_gates: FeatureGates::default(),
             options: PlannerOptions::default(),
+            image_pull_jobs: Vec::new(),
         }
     }
 }

@@ -9,6 +9,7 @@
 mod facts;
 pub mod inplace;
 mod plan;
+pub(crate) mod predownload;
 pub mod revisions;
 
 use std::collections::BTreeMap;

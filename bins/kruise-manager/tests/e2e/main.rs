@@ -5,6 +5,7 @@
 mod common;
 
 mod chart;
+mod cloneset;
 mod crds_cli;
 mod daemon_manager;
 mod daemon_playground;

@@ -550,3 +550,76 @@ fn a_set_created_again_adopts_its_orphaned_pods_and_revision() {
     assert_eq!(revisions.trim(), format!("controllerrevision.apps/{revision}"), "one revision");
     drop(manager);
 }
+
+/// With `PreDownloadImageForInPlaceUpdate` on, a partitioned in-place update of an Advanced
+/// StatefulSet gets an ImagePullJob for its new image and the revision is marked; once every
+/// pod is updated the job goes.
+#[test]
+fn a_partitioned_in_place_update_pre_downloads_its_image() {
+    const SET: &str = r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: StatefulSet
+metadata:
+  name: store
+spec:
+  replicas: 4
+  serviceName: store
+  podManagementPolicy: Parallel
+  selector:
+    matchLabels: {app: store}
+  template:
+    metadata:
+      labels: {app: store}
+    spec:
+      readinessGates:
+      - conditionType: InPlaceUpdateReady
+      containers:
+      - name: main
+        image: registry.example/store:v1
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      podUpdatePolicy: InPlaceIfPossible
+      maxUnavailable: 1
+      partition: 2
+"#;
+    let pg = Playground::start(2, &["--feature-gates", "PreDownloadImageForInPlaceUpdate=true"]);
+    let k = &pg.kubectl;
+    k.ok_stdin(&["apply", "-f", "-"], SET);
+    let status = || {
+        k.json(&["get", "statefulsets.v1beta1.apps.kruise.io", "store", "-o", "json"])["status"]
+            .clone()
+    };
+    wait_for("4 ready pods", Duration::from_secs(60), || {
+        let st = status();
+        (st["readyReplicas"] == 4 && st["updatedReplicas"] == 4).then_some(())
+    });
+    let jobs = || k.json(&["get", "imagepulljobs.apps.kruise.io", "-o", "json"])["items"].clone();
+    assert_eq!(jobs(), serde_json::json!([]), "no job for the first revision");
+
+    let patch = r#"{"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "registry.example/store:v2"}]}}}}"#;
+    k.ok(&["patch", "statefulsets.v1beta1.apps.kruise.io", "store", "--type=merge", "-p", patch]);
+    let job = wait_for("an ImagePullJob for v2", Duration::from_secs(60), || {
+        jobs()
+            .as_array()?
+            .iter()
+            .find(|j| j["spec"]["image"] == "registry.example/store:v2")
+            .cloned()
+    });
+    let name = job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+    let revision = name.strip_suffix("-main").expect("named <revision>-<container>").to_owned();
+    let owner = &job["metadata"]["ownerReferences"][0];
+    assert_eq!((&owner["kind"], &owner["name"]), (&"StatefulSet".into(), &"store".into()));
+    wait_for("the revision marked", Duration::from_secs(30), || {
+        let rev = k.json(&["get", "controllerrevision", &revision, "-o", "json"]);
+        (rev["metadata"]["labels"]["apps.kruise.io/pre-predownload-created"] == "true")
+            .then_some(())
+    });
+
+    let patch = r#"{"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}}"#;
+    k.ok(&["patch", "statefulsets.v1beta1.apps.kruise.io", "store", "--type=merge", "-p", patch]);
+    wait_for("the job deleted after the rollout", Duration::from_secs(120), || {
+        let gone = !jobs().as_array()?.iter().any(|j| j["metadata"]["name"] == name.as_str());
+        gone.then_some(())
+    });
+}
