@@ -21,10 +21,10 @@
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::DaemonSet;
-use kruise_api::well_known::{annotations, labels};
+use kruise_api::well_known::labels;
 
 use crate::intstr::{Rounding, scaled_value};
-use crate::workload::predownload::{self as shared, DEFAULT_PULL_TIMEOUT_SECONDS};
+use crate::workload::predownload as shared;
 use crate::workload::{Action, Event};
 
 /// What the pre-download step reads.
@@ -74,18 +74,7 @@ pub(super) fn plan(input: &Inputs<'_>, actions: &mut Vec<Action>, events: &mut V
         return;
     }
 
-    let ds_annotations = ds.metadata.annotations.as_ref();
-    let annotated = |key: &str| ds_annotations.and_then(|a| a.get(key));
-    let settings = shared::PullSettings {
-        parallelism: IntOrString::Int(
-            annotated(annotations::IMAGE_PREDOWNLOAD_PARALLELISM)
-                .and_then(|v| v.parse::<i32>().ok())
-                .unwrap_or(1),
-        ),
-        timeout_seconds: annotated(annotations::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS)
-            .and_then(|v| v.parse::<i32>().ok())
-            .unwrap_or(DEFAULT_PULL_TIMEOUT_SECONDS),
-    };
+    let settings = shared::PullSettings::from_annotations(ds.metadata.annotations.as_ref());
     let owner = shared::Owner {
         kind: "DaemonSet",
         metadata: &ds.metadata,

@@ -30,7 +30,7 @@ use kruise_api::well_known::{annotations, labels};
 use crate::inplace::UpdateOptions;
 use crate::intstr::{Rounding, fractional_value, lenient_value};
 use crate::revision::HASH_LABEL;
-use crate::workload::predownload::{self as shared, DEFAULT_PULL_TIMEOUT_SECONDS};
+use crate::workload::predownload as shared;
 use crate::workload::{Action, Event};
 
 /// At most this many replicas, no image is pre-downloaded (upstream's
@@ -105,16 +105,7 @@ pub(super) fn plan(input: &Inputs<'_>, actions: &mut Vec<Action>, events: &mut V
         return ignore(actions);
     }
 
-    let settings = shared::PullSettings {
-        parallelism: IntOrString::Int(
-            annotated(annotations::IMAGE_PREDOWNLOAD_PARALLELISM)
-                .and_then(|v| v.parse::<i32>().ok())
-                .unwrap_or(1),
-        ),
-        timeout_seconds: annotated(annotations::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS)
-            .and_then(|v| v.parse::<i32>().ok())
-            .unwrap_or(DEFAULT_PULL_TIMEOUT_SECONDS),
-    };
+    let settings = shared::PullSettings::from_annotations(set.metadata.annotations.as_ref());
     let owner = shared::Owner {
         kind: "StatefulSet",
         metadata: &set.metadata,

@@ -56,6 +56,23 @@ pub(crate) struct PullSettings {
     pub timeout_seconds: i32,
 }
 
+impl PullSettings {
+    /// Read from the workload's `apps.kruise.io/image-predownload-parallelism` and
+    /// `-timeout-seconds` annotations (how the DaemonSet and the StatefulSet set them); a
+    /// missing or unparsable one is the default (1 node; [`DEFAULT_PULL_TIMEOUT_SECONDS`]).
+    pub(crate) fn from_annotations(
+        annotations: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> Self {
+        use kruise_api::well_known::annotations as keys;
+        let number = |key: &str| annotations.and_then(|a| a.get(key)?.parse::<i32>().ok());
+        PullSettings {
+            parallelism: IntOrString::Int(number(keys::IMAGE_PREDOWNLOAD_PARALLELISM).unwrap_or(1)),
+            timeout_seconds: number(keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS)
+                .unwrap_or(DEFAULT_PULL_TIMEOUT_SECONDS),
+        }
+    }
+}
+
 /// Whether `update` was handled already (labelled created or ignored).
 pub(crate) fn handled(update: &ControllerRevision) -> bool {
     let revision_labels = update.metadata.labels.as_ref();
