@@ -128,7 +128,9 @@ fn a_daemonset_runs_one_ready_pod_per_node_and_rolls_out_within_max_unavailable(
     });
     assert_eq!(nodes.len(), 3);
     let seen = seen.lock().expect("seen").clone();
-    assert!(seen.len() > 3, "the watcher looked: {seen:?}");
+    // At least two looks during the rollout: each is a kubectl call, and on a loaded machine
+    // a 3-node rollout leaves room for only a few.
+    assert!(seen.len() >= 2, "the watcher looked: {seen:?}");
     assert!(seen.iter().all(|&ready| ready >= 2), "maxUnavailable 1 of 3: {seen:?}");
 
     let set = env.json(&["get", "daemonset", "agent", "-o", "json"]);
@@ -226,7 +228,9 @@ fn a_surging_rollout_keeps_every_node_available_and_on_delete_waits_for_deletion
         settled_on(&env, "nginx:2").filter(|nodes| nodes.len() == 3)
     });
     let seen = seen.lock().expect("seen").clone();
-    assert!(seen.len() > 3, "the watcher looked: {seen:?}");
+    // At least two looks during the rollout: each is a kubectl call, and on a loaded machine
+    // a 3-node rollout leaves room for only a few.
+    assert!(seen.len() >= 2, "the watcher looked: {seen:?}");
     assert!(
         seen.iter().all(|&(live, ready)| live <= 4 && ready == 3),
         "maxSurge 1, maxUnavailable 0: {seen:?}"
