@@ -257,10 +257,10 @@ impl ManagerFlags {
         {
             image_pull.daemon_config_namespace = namespace;
         }
-        if let Ok(namespace) = std::env::var("POD_NAMESPACE")
-            && !namespace.is_empty()
-        {
-            config.controller_settings.manager_namespace = namespace;
+        // The manager's namespace, read once for the controllers and the webhook.
+        let pod_namespace = std::env::var("POD_NAMESPACE").ok();
+        if let Some(namespace) = pod_namespace.as_ref().filter(|ns| !ns.is_empty()) {
+            config.controller_settings.manager_namespace = namespace.clone();
         }
         config.feature_gates = gates.clone();
         config.webhook_policy.pod_failure_policy = self.pod_webhook_failure_policy.clone();
@@ -279,7 +279,7 @@ impl ManagerFlags {
                 webhook = webhook.with_host(host.clone());
             }
             webhook.cert_dir = self.webhook_cert_dir.clone();
-            if let Ok(namespace) = std::env::var("POD_NAMESPACE") {
+            if let Some(namespace) = pod_namespace {
                 webhook.namespace = namespace;
             }
             config.webhook = Some(webhook);
