@@ -82,6 +82,21 @@ impl CachedPod {
         })
     }
 
+    /// `spec.nodeName` (empty while unscheduled), read from the kept spec text without
+    /// decoding the rest of it.
+    pub fn node_name(&self) -> String {
+        #[derive(Deserialize)]
+        struct NodeOnly {
+            #[serde(rename = "nodeName", default)]
+            node_name: Option<String>,
+        }
+        self.spec
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<NodeOnly>(text).ok())
+            .and_then(|spec| spec.node_name)
+            .unwrap_or_default()
+    }
+
     /// A Pod with this pod's metadata and status but no spec: enough for checks that read
     /// only those (phase, conditions, deletion), without decoding the spec.
     pub fn without_spec(&self) -> Pod {

@@ -21,7 +21,7 @@
 //! selects and nothing about other jobs. A NodeImage that appears (or whose labels change)
 //! wakes the unfinished jobs, which may select it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -600,8 +600,34 @@ impl ImagePullJobController {
 impl Reconciler for ImagePullJobController {
     fn watches(&self) -> Vec<Watch> {
         let jobs = self.jobs.clone();
+        let pod_jobs = self.jobs.clone();
         vec![
             Watch::own(&self.jobs),
+            // A pod scheduled, relabelled or deleted wakes the active podSelector jobs of its
+            // namespace it may concern (upstream's pod event handler). The pod's node is read
+            // only when its namespace has such a job.
+            Watch::new(&self.pods, KeyMapping::Custom, move |change| {
+                let (old, new) = (change.old.as_deref(), change.new.as_deref());
+                let Some(namespace) = new.or(old).and_then(|p| p.metadata.namespace.as_deref())
+                else {
+                    return Vec::new();
+                };
+                let candidates = pod_jobs
+                    .select_in_namespace(namespace, |j| j.spec.template.pod_selector.is_some());
+                if candidates.is_empty() {
+                    return Vec::new();
+                }
+                let empty = BTreeMap::new();
+                let nodes = (old.map(CachedPod::node_name), new.map(CachedPod::node_name));
+                core::pod_selector_jobs_to_wake(
+                    placement(old, nodes.0.as_deref(), &empty),
+                    placement(new, nodes.1.as_deref(), &empty),
+                    candidates.iter().map(AsRef::as_ref),
+                )
+                .into_iter()
+                .map(ObjectKey::of)
+                .collect()
+            }),
             // A NodeImage change wakes the jobs with an entry on it; a NodeImage that appears or
             // changes labels wakes every unfinished job (it may select it).
             Watch::new(&self.node_images, KeyMapping::Custom, move |change| {
@@ -640,6 +666,20 @@ impl Reconciler for ImagePullJobController {
     ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
         Box::pin(self.reconcile_job(key))
     }
+}
+
+/// What a pod event tells the podSelector jobs, when there is a pod.
+fn placement<'a>(
+    pod: Option<&'a CachedPod>,
+    node: Option<&'a str>,
+    no_labels: &'a BTreeMap<String, String>,
+) -> Option<core::PodPlacement<'a>> {
+    let (pod, node) = pod.zip(node)?;
+    Some(core::PodPlacement {
+        labels: pod.metadata.labels.as_ref().unwrap_or(no_labels),
+        node,
+        deleting: pod.metadata.deletion_timestamp.is_some(),
+    })
 }
 
 /// The ImagePullJob controller's registration.

@@ -459,7 +459,12 @@ async fn playground(
         Some(sim) if daemon && config.feature_gates.enabled("KruiseDaemon") => {
             let daemon_client =
                 client_from_config(kube_config, flags.rest_config_qps, flags.rest_config_burst)?;
-            Some(start_daemons(sim, daemon_client, &config.feature_gates, daemon_stop_rx))
+            Some(kruise_kube::daemon::on_sim_nodes::run_on_sim_nodes(
+                sim,
+                daemon_client,
+                &config.feature_gates,
+                daemon_stop_rx,
+            ))
         }
         _ => None,
     };
@@ -490,64 +495,6 @@ async fn playground(
     server.shutdown();
     result?;
     Ok(())
-}
-
-/// Runs kruise-daemon's workers ([`kruise_kube::daemon::Daemon`]) for every simulated node of
-/// `sim`, over the node's simulated runtime, and for nodes added later, until `stop` turns
-/// true. The returned task ends when every daemon has stopped.
-fn start_daemons(
-    sim: &kruise_sim::nodes::NodeSim,
-    client: kube::Client,
-    gates: &FeatureGates,
-    stop: tokio::sync::watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<()> {
-    let mut gates = gates.clone();
-    gates.apply_dependencies();
-    // Subscribe before listing, so that a node added in between is not missed (a node both
-    // listed and announced is started once).
-    let mut added = sim.subscribe_added();
-    let existing = sim.runtimes();
-    tokio::spawn(async move {
-        let mut daemons = tokio::task::JoinSet::new();
-        let mut started = std::collections::HashSet::new();
-        let mut start = |node: kruise_sim::nodes::NodeRuntime,
-                         daemons: &mut tokio::task::JoinSet<()>| {
-            if !started.insert(node.node().to_owned()) {
-                return;
-            }
-            let mut config = kruise_kube::daemon::DaemonConfig::new(node.node());
-            config.feature_gates = gates.clone();
-            tracing::info!(node = node.node(), "starting kruise-daemon on simulated node");
-            let runtime = std::sync::Arc::new(kruise_sim::nodes::cri::SimCri::new(node));
-            let daemon = kruise_kube::daemon::Daemon::new(client.clone(), runtime, config);
-            let mut stop = stop.clone();
-            daemons.spawn(daemon.run(kruise_kube::health::Health::new(), async move {
-                let _ = stop.wait_for(|s| *s).await;
-            }));
-        };
-        for node in existing {
-            start(node, &mut daemons);
-        }
-        let mut stopping = stop.clone();
-        loop {
-            tokio::select! {
-                // The watch's guard is not Send: drop it inside the branch's future.
-                () = async { let _ = stopping.wait_for(|s| *s).await; } => break,
-                node = added.recv() => match node {
-                    Ok(node) => start(node, &mut daemons),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::warn!(missed, "missed added simulated nodes; no daemon on them");
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                        // The simulator stopped; the running daemons go on until shutdown.
-                        let _ = stop.clone().wait_for(|s| *s).await.map(|_| ());
-                        break;
-                    }
-                },
-            }
-        }
-        while daemons.join_next().await.is_some() {}
-    })
 }
 
 /// `port` on 127.0.0.1 when it is free now, else a free one the system picks. (Another

@@ -63,7 +63,7 @@ pub use puller::{
     record_outcome,
 };
 pub use secrets::{SecretPlan, plan_pull_secrets};
-pub use select::select_nodes;
+pub use select::{PodPlacement, pod_selector_jobs_to_wake, select_nodes};
 
 /// Settings shared by the image controllers (manager flags).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Which nodes a job pulls on.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{ImagePullJob, NodeImage};
@@ -70,4 +70,62 @@ pub fn select_nodes(
     names.sort();
     names.dedup();
     Ok(names)
+}
+
+/// What a pod event tells the `podSelector` jobs: the pod's labels and node (empty until it is
+/// scheduled), before or after the change.
+#[derive(Clone, Copy, Debug)]
+pub struct PodPlacement<'a> {
+    /// The pod's labels.
+    pub labels: &'a BTreeMap<String, String>,
+    /// `spec.nodeName`; empty while unscheduled.
+    pub node: &'a str,
+    /// Whether `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+}
+
+/// Which of `jobs` (the active ones of the pod's namespace) a pod event may give or take a node,
+/// as upstream's pod event handler decides:
+///
+/// - an unscheduled pod (after the event) concerns no job;
+/// - a created or deleted pod, or one being deleted, concerns the `podSelector` jobs matching
+///   its labels;
+/// - a pod just scheduled concerns those matching its new labels;
+/// - otherwise a change of labels concerns the jobs that match the pod before or after, not
+///   both (a changed node alone concerns none, as upstream's).
+///
+/// Jobs without a `podSelector`, finished ones (`completionTime` set) and ones whose selector
+/// does not parse are never returned. In `jobs`' order.
+pub fn pod_selector_jobs_to_wake<'a>(
+    old: Option<PodPlacement<'_>>,
+    new: Option<PodPlacement<'_>>,
+    jobs: impl IntoIterator<Item = &'a ImagePullJob>,
+) -> Vec<&'a ImagePullJob> {
+    let matching = |pod: &PodPlacement<'_>, job: &ImagePullJob| {
+        let Some(pod_selector) = &job.spec.template.pod_selector else {
+            return false;
+        };
+        label_selector_as_selector(Some(&pod_selector.label_selector))
+            .is_ok_and(|selector| selector.matches(pod.labels))
+    };
+    let active = jobs
+        .into_iter()
+        .filter(|j| j.spec.template.pod_selector.is_some())
+        .filter(|j| j.status.as_ref().is_none_or(|s| s.completion_time.is_none()));
+    match (old, new) {
+        (_, Some(new)) if new.node.is_empty() => Vec::new(),
+        (Some(old), Some(new)) if !new.deleting && !old.node.is_empty() => {
+            if old.labels == new.labels {
+                return Vec::new();
+            }
+            active.filter(|j| matching(&old, j) != matching(&new, j)).collect()
+        }
+        (_, Some(pod)) | (Some(pod), None) => {
+            if pod.node.is_empty() {
+                return Vec::new();
+            }
+            active.filter(|j| matching(&pod, j)).collect()
+        }
+        (None, None) => Vec::new(),
+    }
 }

@@ -477,9 +477,62 @@ impl Inner {
     }
 }
 
+/// The client httpGet hooks are sent with: `http` and `https`, HTTP/1.1, and for `https` the
+/// certificate verified against the node's trust store (as upstream's daemon, whose Go
+/// `http.Client{}` uses the system roots). Redirects are not followed: any response counts.
+type HookClient = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    http_body_util::Empty<hyper::body::Bytes>,
+>;
+
+/// Builds a [`HookClient`] trusting `roots`.
+fn hook_client(roots: rustls::RootCertStore) -> Result<HookClient, String> {
+    let config = rustls::ClientConfig::builder_with_provider(crate::webhook::certs::provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(connector))
+}
+
+/// The daemon's [`HookClient`], built at the first hook: the node's trust store is read once
+/// (`SSL_CERT_FILE`/`SSL_CERT_DIR` override it, as for Go). Certificates that fail to parse
+/// are skipped; with none at all, `https` hooks fail verification and plain `http` works.
+fn node_hook_client() -> Result<&'static HookClient, String> {
+    static CLIENT: std::sync::OnceLock<Result<HookClient, String>> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            for err in &found.errors {
+                tracing::debug!(error = %err, "preStop hooks: a trust store entry was not read");
+            }
+            let mut roots = rustls::RootCertStore::empty();
+            let (added, ignored) = roots.add_parsable_certificates(found.certs);
+            tracing::debug!(added, ignored, "preStop hooks: trust store loaded");
+            hook_client(roots)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
 /// An httpGet hook: any response counts (the kubelet does not look at the status code); a
-/// request that cannot be built or sent is a failure. Plain HTTP only.
+/// request that cannot be built or sent (an unverified certificate included) is a failure.
 async fn http_hook(
+    action: &HTTPGetAction,
+    ports: &[ContainerPort],
+    pod_ip: Option<&str>,
+) -> Result<(), String> {
+    send_hook(node_hook_client()?, action, ports, pod_ip).await
+}
+
+async fn send_hook(
+    client: &HookClient,
     action: &HTTPGetAction,
     ports: &[ContainerPort],
     pod_ip: Option<&str>,
@@ -488,11 +541,8 @@ async fn http_hook(
     use hyper::body::Bytes;
 
     let req = http_get_request(action, ports, pod_ip)?;
-    if req.scheme != "http" {
-        return Err(format!(
-            "scheme {:?} is not supported for lifecycle hooks by kruise-daemon",
-            req.scheme
-        ));
+    if req.scheme != "http" && req.scheme != "https" {
+        return Err(format!("unsupported scheme {:?} for lifecycle hook", req.scheme));
     }
     let uri: http::Uri = req.url.parse().map_err(|e| format!("invalid URL {:?}: {e}", req.url))?;
     let mut builder = http::Request::get(uri);
@@ -500,12 +550,22 @@ async fn http_hook(
         builder = builder.header(name.as_str(), value.as_str());
     }
     let request = builder.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http::<Empty<Bytes>>();
-    let response = client.request(request).await.map_err(|e| format!("{e:?}"))?;
+    let response = client.request(request).await.map_err(|e| error_chain(&e))?;
     // Read (and discard) the body so that the server sees the request through.
     let _ = http_body_util::BodyExt::collect(response.into_body()).await;
     Ok(())
+}
+
+/// An error with its sources, `: `-separated (a TLS failure sits a few levels down).
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(next) = source {
+        out.push_str(": ");
+        out.push_str(&next.to_string());
+        source = next.source();
+    }
+    out
 }
 
 /// `namespace/podName` of a request.
@@ -532,4 +592,129 @@ fn runtime_type_of(crr: &Crr, pod: Option<&Pod>, fallback: &str) -> String {
             .find(|t| !t.is_empty())
     };
     from_crr.or_else(from_pod).unwrap_or(fallback).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use hyper::body::Incoming;
+    use hyper_util::rt::TokioIo;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    use tokio::net::TcpListener;
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::webhook::certs::{CertBundle, Lifetimes};
+    use crate::webhook::server::{SwapResolver, tls_config};
+
+    const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+    /// A loopback HTTP/1.1 server (over TLS when `tls` is given) answering 500 to everything,
+    /// sending each request's path and `User-Agent` on the channel.
+    async fn server(
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> (u16, mpsc::UnboundedReceiver<(String, String)>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (seen, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { return };
+                let (tls, seen) = (tls.clone(), seen.clone());
+                tokio::spawn(async move {
+                    let service =
+                        hyper::service::service_fn(move |req: http::Request<Incoming>| {
+                            let agent = req
+                                .headers()
+                                .get("user-agent")
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or_default()
+                                .to_owned();
+                            let _ = seen.send((req.uri().to_string(), agent));
+                            async {
+                                http::Response::builder()
+                                    .status(500)
+                                    .body(http_body_util::Full::new(hyper::body::Bytes::from("no")))
+                            }
+                        });
+                    let http = hyper::server::conn::http1::Builder::new();
+                    match tls {
+                        Some(acceptor) => {
+                            // A refused handshake ends this connection only.
+                            if let Ok(stream) = acceptor.accept(tcp).await {
+                                let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                            }
+                        }
+                        None => {
+                            let _ = http.serve_connection(TokioIo::new(tcp), service).await;
+                        }
+                    }
+                });
+            }
+        });
+        (port, rx)
+    }
+
+    fn bundle() -> CertBundle {
+        let lifetimes = Lifetimes { cert_validity: DAY, ca_validity: DAY, rotate_before: DAY / 2 };
+        CertBundle::issue(&["127.0.0.1".to_owned()], None, lifetimes, SystemTime::now()).unwrap()
+    }
+
+    fn acceptor(bundle: &CertBundle) -> tokio_rustls::TlsAcceptor {
+        let resolver = Arc::new(SwapResolver::new(bundle.certified_key().unwrap()));
+        tokio_rustls::TlsAcceptor::from(Arc::new(tls_config(resolver).unwrap()))
+    }
+
+    fn action(scheme: &str, port: u16) -> HTTPGetAction {
+        HTTPGetAction {
+            host: Some("127.0.0.1".into()),
+            path: Some("/quit?now=1".into()),
+            port: IntOrString::Int(i32::from(port)),
+            scheme: Some(scheme.into()),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn an_http_hook_is_sent_once_and_any_status_counts() {
+        let (port, mut seen) = server(None).await;
+        http_hook(&action("HTTP", port), &[], None).await.unwrap();
+        let (path, agent) = seen.recv().await.unwrap();
+        assert_eq!(path, "/quit?now=1");
+        assert_eq!(agent, "kube-lifecycle/kruise-daemon");
+        assert!(seen.try_recv().is_err(), "one request");
+    }
+
+    #[tokio::test]
+    async fn an_https_hook_verifies_the_certificate() {
+        let bundle = bundle();
+        let (port, mut seen) = server(Some(acceptor(&bundle))).await;
+
+        // Trusted: the request goes through (the 500 still counts as delivered).
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in crate::webhook::certs::certs(&bundle.ca_cert_pem).unwrap() {
+            roots.add(ca).unwrap();
+        }
+        let trusting = hook_client(roots).unwrap();
+        send_hook(&trusting, &action("HTTPS", port), &[], None).await.unwrap();
+        assert_eq!(seen.recv().await.unwrap().0, "/quit?now=1");
+
+        // The node's trust store does not know this CA: a failure that says why, and the
+        // server never sees the request.
+        let err = http_hook(&action("HTTPS", port), &[], None).await.unwrap_err();
+        eprintln!("unverified https hook: {err}");
+        assert!(err.to_lowercase().contains("certificate"), "{err}");
+        // A plain request to the TLS port is not a success either.
+        assert!(http_hook(&action("HTTP", port), &[], None).await.is_err());
+        assert!(seen.try_recv().is_err(), "nothing unverified was delivered");
+    }
+
+    #[tokio::test]
+    async fn a_hook_with_another_scheme_fails_without_a_request() {
+        let (port, mut seen) = server(None).await;
+        let err = http_hook(&action("ftp", port), &[], None).await.unwrap_err();
+        assert!(err.contains("\"ftp\""), "{err}");
+        assert!(seen.try_recv().is_err());
+    }
 }

@@ -22,6 +22,8 @@ pub mod containermeta;
 pub mod containerrecreate;
 pub mod credentials;
 pub mod imagepuller;
+#[cfg(feature = "sim")]
+pub mod on_sim_nodes;
 
 use std::future::Future;
 use std::sync::Arc;

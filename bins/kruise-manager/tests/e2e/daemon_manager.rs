@@ -184,6 +184,78 @@ fn image_pull_job_pulls_on_one_node_at_a_time() {
     eprintln!("image_pull_job_pulls_on_one_node_at_a_time took {:?}", started.elapsed());
 }
 
+/// A podSelector job is woken by the pods it selects: one scheduled after the job was created
+/// gets the tag on its node at once, not at the 60 s resync.
+#[test]
+fn pod_selector_job_follows_pods_as_they_are_scheduled() {
+    let started = std::time::Instant::now();
+    let cluster = cluster(2);
+    let k = &cluster.kubectl;
+    let _manager = start(&cluster);
+    wait_for("a NodeImage per node", MINUTE, || (node_images(k).len() == 2).then_some(()));
+    let job = json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "ImagePullJob",
+        "metadata": {"name": "follow", "namespace": "default"},
+        "spec": {
+            "image": "registry.example/web:v2",
+            "podSelector": {"matchLabels": {"app": "web"}},
+            "parallelism": 2,
+            "completionPolicy": {"type": "Never"},
+        },
+    });
+    k.ok_stdin(&["create", "-f", "-"], &job.to_string());
+    wait_for("the job's first status", MINUTE, || {
+        let job = k.json(&["get", "imagepulljob", "follow", "-n", "default", "-o", "json"]);
+        (job["status"]["desired"] == 0 && job["status"]["startTime"].is_string()).then_some(())
+    });
+    // Let the first reconciles pass, so that only the pod's events can wake the job now.
+    std::thread::sleep(Duration::from_secs(2));
+
+    let pod = |name: &str, app: &str, node: &str| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox:1"}]},
+        })
+        .to_string()
+    };
+    let image = "registry.example/web";
+    let created = std::time::Instant::now();
+    k.ok_stdin(&["create", "-f", "-"], &pod("web-1", "web", "sim-node-1"));
+    k.ok_stdin(&["create", "-f", "-"], &pod("db-0", "db", "sim-node-0"));
+    let nodes = wait_for("sim-node-1 to get the tag", MINUTE, || {
+        let nodes: Vec<String> = carriers(k, image, "v2").into_iter().map(|c| c.0).collect();
+        (!nodes.is_empty()).then_some(nodes)
+    });
+    let woken_after = created.elapsed();
+    assert_eq!(nodes, ["sim-node-1"], "only the selected pod's node");
+    assert!(
+        woken_after < Duration::from_secs(30),
+        "woken by the pod, not the resync: {woken_after:?}"
+    );
+
+    // Relabelling the other pod into the selector brings its node in too.
+    k.ok(&["label", "pod", "db-0", "-n", "default", "app=web", "--overwrite"]);
+    let relabelled = std::time::Instant::now();
+    wait_for("sim-node-0 to get the tag", MINUTE, || {
+        (carriers(k, image, "v2").len() == 2).then_some(())
+    });
+    let woken_after_label = relabelled.elapsed();
+    assert!(woken_after_label < Duration::from_secs(30), "{woken_after_label:?}");
+    let status = wait_for("desired 2", MINUTE, || {
+        let job = k.json(&["get", "imagepulljob", "follow", "-n", "default", "-o", "json"]);
+        (job["status"]["desired"] == 2).then(|| job["status"].clone())
+    });
+    assert_eq!(status["active"], 2, "{status}");
+    eprintln!(
+        "pod_selector_job_follows_pods_as_they_are_scheduled: tag on the node {woken_after:?} \
+         after the pod's creation, {woken_after_label:?} after the relabel; took {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn image_list_pull_job_creates_a_job_per_image() {
     let started = std::time::Instant::now();
