@@ -595,6 +595,7 @@ fn runtime_type_of(crr: &Crr, pod: Option<&Pod>, fallback: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::time::SystemTime;
 
