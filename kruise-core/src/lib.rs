@@ -44,6 +44,7 @@ pub mod imagepull;
 pub mod inplace;
 pub mod intstr;
 pub mod lifecycle;
+pub mod merge_patch;
 pub mod ordering;
 pub mod pod;
 pub mod pub_budget;

@@ -485,3 +485,34 @@ fn resources_only_change_is_a_resize_when_supported() {
         serde_json::from_str(&notes["kruise.io/sidecarset-hash-without-image"]).expect("fixture");
     assert_eq!(without[SET]["hash"], "without-bbb");
 }
+
+/// A resize recorded in the in-place state has finished once the sidecar's status reports the
+/// spec's resources; the app container (which asks for none and whose status reports none) is
+/// not part of it.
+#[test]
+fn a_resize_completes_when_the_sidecar_reports_its_resources() {
+    use kruise_core::sidecarset::upgrade::facts::sidecar_update_completed;
+    use std::collections::BTreeSet;
+
+    let mut pod = pod(0, V1, "bbb", "without-bbb");
+    pod.metadata.annotations.as_mut().expect("fixture").insert(
+        "kruise.io/sidecarset-inplace-update-state".into(),
+        json!({ SET: { "revision": "bbb", "updateTimestamp": "2023-11-14T22:13:20Z",
+            "lastContainerStatuses": {}, "updateResources": true } })
+        .to_string(),
+    );
+    pod.spec.as_mut().expect("fixture").containers[1].resources = Some(resources("200m"));
+    let sets = BTreeSet::from([SET]);
+    let names = BTreeSet::from([SIDECAR.to_owned()]);
+    let report = |pod: &mut Pod, cpu: &str| {
+        let statuses = pod.status.as_mut().and_then(|s| s.container_statuses.as_mut());
+        let sidecar = statuses.expect("fixture").iter_mut().find(|s| s.name == SIDECAR);
+        sidecar.expect("fixture").resources = Some(resources(cpu));
+    };
+    report(&mut pod, "100m");
+    assert!(!sidecar_update_completed(&pod, &sets, &names), "still the old resources");
+    report(&mut pod, "200m");
+    assert!(sidecar_update_completed(&pod, &sets, &names), "the sidecar reports 200m");
+    // The app container's status reports no resources, and its spec asks for none: equal.
+    assert!(kruise_core::inplace::resources_applied(&pod).is_ok());
+}

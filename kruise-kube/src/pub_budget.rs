@@ -216,10 +216,9 @@ impl PubController {
             Err(_) => return Ok(Some(Duration::from_secs(5))),
         };
         if outcome.changed {
-            let patch = json!({
-                "metadata": {"resourceVersion": budget.resource_version()},
-                "status": outcome.status,
-            });
+            // Entries gone from the maps are removed (`null`), not left in place.
+            let mut patch = crate::workload::status_patch(budget.status.as_ref(), &outcome.status);
+            patch["metadata"] = json!({"resourceVersion": budget.resource_version()});
             let written = self
                 .context
                 .applier
@@ -496,10 +495,8 @@ impl PubWebhook {
                 Ok(Decision::AllowWithReservation { status, .. }) => status,
                 Ok(_) => return PodVerdict::Allow,
             };
-            let patch = json!({
-                "metadata": {"resourceVersion": budget.resource_version()},
-                "status": status,
-            });
+            let mut patch = crate::workload::status_patch(budget.status.as_ref(), &status);
+            patch["metadata"] = json!({"resourceVersion": budget.resource_version()});
             match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                 Ok(written) => {
                     *last_written = Some(written);

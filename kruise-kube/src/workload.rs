@@ -628,9 +628,8 @@ impl<W: WorkloadKind> WorkloadController<W> {
         }
 
         if let Some(status) = &plan.status {
-            let old = workload.status_json();
             let new = serde_json::to_value(status).unwrap_or(Value::Null);
-            let patch = json!({ "status": merge_patch_replacing(&old, &new) });
+            let patch = json!({ "status": kruise_core::merge_patch::replacing(&workload.status_json(), &new) });
             let name = workload.meta().name.clone().unwrap_or_default();
             let params = PatchParams::default();
             let result = self
@@ -966,16 +965,15 @@ fn ignore_not_found<T>(result: Result<T, ApplyError>) -> Result<Option<String>, 
     }
 }
 
-/// A JSON merge patch turning `old` into `new` at the top level: `new`'s fields, and `null`
-/// for fields only `old` has.
-fn merge_patch_replacing(old: &Value, new: &Value) -> Value {
-    let mut patch = new.clone();
-    if let (Value::Object(old), Value::Object(patch)) = (old, &mut patch) {
-        for key in old.keys() {
-            patch.entry(key.clone()).or_insert(Value::Null);
-        }
-    }
-    patch
+/// `{"status": ...}` as a JSON merge patch writing the status `new` over the cached `old`:
+/// all of `new`, and `null` for what `new` no longer has (a counter gone to zero and omitted,
+/// an emptied list, a map entry that went away), which a merge patch of the new status alone
+/// would leave in place ([`kruise_core::merge_patch::replacing`]).
+pub(crate) fn status_patch<S: serde::Serialize>(old: Option<&S>, new: &S) -> Value {
+    let old = old.and_then(|o| serde_json::to_value(o).ok()).unwrap_or(Value::Null);
+    // Serialising a typed status to a Value cannot fail (string keys, plain values).
+    let new = serde_json::to_value(new).unwrap_or(Value::Null);
+    json!({ "status": kruise_core::merge_patch::replacing(&old, &new) })
 }
 
 #[cfg(test)]
@@ -1029,12 +1027,24 @@ mod tests {
     }
 
     #[test]
-    fn merge_patch_clears_dropped_fields() {
-        let old = json!({"replicas": 3, "conditions": [{"type": "A"}], "readyReplicas": 2});
-        let new = json!({"replicas": 4, "readyReplicas": 2});
+    fn status_patch_clears_dropped_fields() {
+        #[derive(serde::Serialize)]
+        struct Status {
+            replicas: i32,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            ready_replicas: Option<i32>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            conditions: Vec<String>,
+        }
+        let old = Status { replicas: 3, ready_replicas: Some(2), conditions: vec!["A".into()] };
+        let new = Status { replicas: 4, ready_replicas: Some(2), conditions: vec![] };
         assert_eq!(
-            merge_patch_replacing(&old, &new),
-            json!({"replicas": 4, "readyReplicas": 2, "conditions": null})
+            status_patch(Some(&old), &new),
+            json!({"status": {"replicas": 4, "ready_replicas": 2, "conditions": null}})
+        );
+        assert_eq!(
+            status_patch(None, &new),
+            json!({"status": {"replicas": 4, "ready_replicas": 2}})
         );
     }
 

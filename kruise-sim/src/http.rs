@@ -9,7 +9,7 @@ use crate::faults::FaultAction;
 use crate::rbac::Identity;
 use crate::resources::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::store::{Event, EventType, TooOld};
+use crate::store::{EncodedObject, Event, EventType, TooOld};
 use crate::table::{self, IncludeObject};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -897,6 +897,37 @@ impl WatchCtx {
         }
     }
 
+    /// The line for the event `ev` whose object this watcher serves as `obj`. A JSON watcher
+    /// sending the stored object itself shares its encoding with every other such watcher of
+    /// the event; any other rendering is this watcher's own.
+    fn event_line(&mut self, ev: &Event, t: &str, obj: &Arc<Value>) -> Bytes {
+        if matches!(self.out, Output::Json) && Arc::ptr_eq(obj, &ev.object) {
+            let api_version = self.def.api_version();
+            let encoded = ev.encoded.get_or_init(|| {
+                let presented =
+                    Presented { kind: &self.def.kind, api_version: &api_version, object: obj };
+                // Writing JSON values into memory cannot fail; should it, the object reads as
+                // null, as in `event_line`.
+                let json = serde_json::to_vec(&presented).unwrap_or_else(|_| b"null".to_vec());
+                EncodedObject {
+                    kind: self.def.kind.clone(),
+                    api_version: api_version.clone(),
+                    json: Bytes::from(json),
+                }
+            });
+            if encoded.kind == self.def.kind && encoded.api_version == api_version {
+                let mut v = Vec::with_capacity(encoded.json.len() + 32);
+                v.extend_from_slice(b"{\"type\":\"");
+                v.extend_from_slice(t.as_bytes());
+                v.extend_from_slice(b"\",\"object\":");
+                v.extend_from_slice(&encoded.json);
+                v.extend_from_slice(b"}\n");
+                return Bytes::from(v);
+            }
+        }
+        self.line(t, obj)
+    }
+
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
         let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
         if initial_end {
@@ -976,7 +1007,7 @@ async fn serve_watch(
                 for ev in &start.replay {
                     if let Some((t, o)) = ctx.filter(ev) {
                         let o = app.cluster.served_shared(&def, o).await?;
-                        first.push(ctx.line(t, &o));
+                        first.push(ctx.event_line(ev, t, &o));
                     }
                 }
                 let r = start.replay.last().map(|e| e.rv).unwrap_or(from);
@@ -1043,7 +1074,7 @@ async fn serve_watch(
                         last_rv = ev.rv;
                         if let Some((t, o)) = ctx.filter(&ev) {
                             let line = match cluster.served_shared(&ctx.def, o).await {
-                                Ok(o) => ctx.line(t, &o),
+                                Ok(o) => ctx.event_line(&ev, t, &o),
                                 Err(e) => {
                                     let _ = tx.send(error_line(&e)).await;
                                     break;
@@ -1063,7 +1094,7 @@ async fn serve_watch(
                         last_rv = ev.rv;
                         if let Some((t, o)) = ctx.filter(&ev) {
                             let line = match cluster.served_shared(&ctx.def, o).await {
-                                Ok(o) => ctx.line(t, &o),
+                                Ok(o) => ctx.event_line(&ev, t, &o),
                                 Err(e) => error_line(&e),
                             };
                             if tx.send(line).await.is_err() { return; }
@@ -1075,7 +1106,7 @@ async fn serve_watch(
                         last_rv = ev.rv;
                         if let Some((t, o)) = ctx.filter(&ev) {
                             let line = match cluster.served_shared(&ctx.def, o).await {
-                                Ok(o) => ctx.line(t, &o),
+                                Ok(o) => ctx.event_line(&ev, t, &o),
                                 Err(e) => error_line(&e),
                             };
                             if tx.send(line).await.is_err() { return; }

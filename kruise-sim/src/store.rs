@@ -53,6 +53,20 @@ pub struct Event {
     pub object: Arc<Value>,
     /// The object before the change, if it existed.
     pub prev: Option<Arc<Value>>,
+    /// `object` as JSON, encoded by the first watcher that sends it as stored, for the others
+    /// (kube-apiserver's watch cache likewise serializes an event once per encoding).
+    pub(crate) encoded: std::sync::OnceLock<EncodedObject>,
+}
+
+/// An event's object encoded once for every watcher that serves it as stored.
+#[derive(Clone, Debug)]
+pub(crate) struct EncodedObject {
+    /// The `kind` and `apiVersion` it was presented with (watchers of another version of the
+    /// resource encode their own).
+    pub kind: String,
+    pub api_version: String,
+    /// The object's JSON.
+    pub json: bytes::Bytes,
 }
 
 /// What a write closure decides.
@@ -262,8 +276,13 @@ impl Store {
                 (Arc::new(last), EventType::Deleted)
             }
         };
-        let ev =
-            Arc::new(Event { rv: next_rv, type_: event, object: object.clone(), prev: current });
+        let ev = Arc::new(Event {
+            rv: next_rv,
+            type_: event,
+            object: object.clone(),
+            prev: current,
+            encoded: std::sync::OnceLock::new(),
+        });
         t.history.push_back(ev.clone());
         while t.history.len() > self.history_limit {
             if let Some(dropped) = t.history.pop_front() {

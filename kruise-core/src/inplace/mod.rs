@@ -54,7 +54,7 @@ pub use condition::{
 };
 pub use patch::{InPlaceUpdatePlan, PodUpdate, container_priority, plan_in_place_update};
 pub use refresh::{RefreshAction, refresh};
-pub use vertical::{pod_qos_class, resources_applied};
+pub use vertical::{pod_qos_class, resources_applied, resources_applied_to};
 
 /// Pod condition type (and readiness gate) Kruise holds False while a pod updates in place.
 pub const IN_PLACE_UPDATE_READY: &str = well_known::readiness_gates::IN_PLACE_UPDATE_READY;

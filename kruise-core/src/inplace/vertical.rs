@@ -85,26 +85,32 @@ fn lists_equal(
 }
 
 /// Whether every container's status reports the resources of its spec (the kubelet has
-/// finished resizing); `Err` names the first container that has not.
+/// finished resizing); `Err` names the first container that has not. A status without
+/// `resources` reports none (as for a container that asks for none).
 pub fn resources_applied(pod: &Pod) -> Result<(), String> {
+    resources_applied_to(pod, |_| true)
+}
+
+/// [`resources_applied`] for the containers whose names `wanted` accepts only.
+pub fn resources_applied_to(pod: &Pod, wanted: impl Fn(&str) -> bool) -> Result<(), String> {
     let containers = pod.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or(&[]);
     let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or(&[]);
     if statuses.len() != containers.len() {
         return Err("some container status is not reported".to_owned());
     }
-    for status in statuses {
+    for status in statuses.iter().filter(|s| wanted(&s.name)) {
         let container = containers.iter().find(|c| c.name == status.name);
-        let applied = match (container, status.resources.as_ref()) {
-            (Some(c), Some(actual)) => {
-                let wanted = c.resources.as_ref();
-                lists_equal(wanted.and_then(|r| r.limits.as_ref()), actual.limits.as_ref())
-                    && lists_equal(
-                        wanted.and_then(|r| r.requests.as_ref()),
-                        actual.requests.as_ref(),
-                    )
-            }
-            _ => false,
-        };
+        let actual = status.resources.as_ref();
+        let applied = container.is_some_and(|c| {
+            let spec = c.resources.as_ref();
+            lists_equal(
+                spec.and_then(|r| r.limits.as_ref()),
+                actual.and_then(|r| r.limits.as_ref()),
+            ) && lists_equal(
+                spec.and_then(|r| r.requests.as_ref()),
+                actual.and_then(|r| r.requests.as_ref()),
+            )
+        });
         if !applied {
             return Err(format!("container {} resources not changed", status.name));
         }

@@ -238,3 +238,52 @@ async fn watcher_with_paging_and_selectors() {
     driver.abort();
     assert_eq!(reader.state().len(), 6);
 }
+
+/// Watchers of one resource share each event's encoding (as kube-apiserver's watch cache does);
+/// what each receives is still its own view: every watcher, live or resuming from a
+/// resourceVersion, sees the same objects, and a selector transition still reads as the event
+/// type that watcher should see.
+#[tokio::test]
+async fn watchers_sharing_an_events_encoding_each_see_their_own_view() {
+    let server = Server::start(Config::default()).await.expect("server");
+    let c = client(&server).await;
+    let api: Api<Pod> = Api::namespaced(c.clone(), "default");
+    let start = api.list(&ListParams::default()).await.expect("list").metadata.resource_version;
+    let start = start.expect("a resourceVersion");
+    let everything = WatchParams::default().timeout(5);
+    let selected = WatchParams::default().labels("app=p").timeout(5);
+    let mut all_a = api.watch(&everything, &start).await.expect("watch").boxed();
+    let mut all_b = api.watch(&everything, &start).await.expect("watch").boxed();
+    let mut only_p = api.watch(&selected, &start).await.expect("watch").boxed();
+
+    api.create(&PostParams::default(), &pod("w")).await.expect("create");
+    let relabel = json!({"metadata": {"labels": {"app": "q"}}});
+    api.patch("w", &PatchParams::default(), &Patch::Merge(&relabel)).await.expect("patch");
+
+    let next =
+        async |stream: &mut futures::stream::BoxStream<'_, kube::Result<WatchEvent<Pod>>>| {
+            let event = tokio::time::timeout(T, stream.try_next()).await.expect("in time");
+            event.expect("an event").expect("not the end")
+        };
+    let describe = |event: WatchEvent<Pod>| match event {
+        WatchEvent::Added(p) => ("ADDED", serde_json::to_value(p).expect("pod")),
+        WatchEvent::Modified(p) => ("MODIFIED", serde_json::to_value(p).expect("pod")),
+        WatchEvent::Deleted(p) => ("DELETED", serde_json::to_value(p).expect("pod")),
+        other => panic!("unexpected {other:?}"),
+    };
+    let a = [describe(next(&mut all_a).await), describe(next(&mut all_a).await)];
+    let b = [describe(next(&mut all_b).await), describe(next(&mut all_b).await)];
+    let p = [describe(next(&mut only_p).await), describe(next(&mut only_p).await)];
+    assert_eq!(a, b, "two JSON watchers see the same events");
+    assert_eq!((a[0].0, a[1].0), ("ADDED", "MODIFIED"));
+    assert_eq!(a[1].1["metadata"]["labels"]["app"], "q");
+    // The selected watcher saw the pod leave its selector: a DELETED of the new state.
+    assert_eq!((p[0].0, p[1].0), ("ADDED", "DELETED"));
+    assert_eq!(p[0].1, a[0].1);
+    assert_eq!(p[1].1, a[1].1);
+
+    // A watch resuming from the start replays the same events, from the same encodings.
+    let mut resumed = api.watch(&everything, &start).await.expect("watch").boxed();
+    let r = [describe(next(&mut resumed).await), describe(next(&mut resumed).await)];
+    assert_eq!(r, a);
+}

@@ -438,3 +438,61 @@ fn controller_revisions_record_each_version_and_pin_injection() {
         second["metadata"]["name"].as_str().unwrap_or_default()
     );
 }
+
+/// Beyond upstream (openkruise#1272, #928): a change of a sidecar's resources is rolled out in
+/// place through the pods' `resize` subresource (gate `InPlacePodVerticalScaling`): the pods
+/// are kept, nothing restarts, and their container statuses report the new resources.
+#[test]
+fn a_sidecar_resources_change_is_resized_in_place() {
+    let pg = Playground::start(1, &["--feature-gates", "InPlacePodVerticalScaling=true"]);
+    let k = &pg.kubectl;
+    let resources = "    resources:\n      requests: {cpu: 100m, memory: 32Mi}\n      limits: {cpu: 200m, memory: 64Mi}\n";
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &sidecarset("apps.kruise.io/v1beta1", "log-agent", "web", "log-agent", resources),
+    );
+    wait_until_injected(k, "web", "log-agent");
+    k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=2"]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    let before: Vec<Value> =
+        pods(k, "app=web").iter().map(|p| p["metadata"]["uid"].clone()).collect();
+    assert_eq!(before.len(), 2);
+    let sidecar = |p: &Value, part: &str| {
+        p[part]["containers"]
+            .as_array()
+            .or_else(|| p[part]["containerStatuses"].as_array())
+            .and_then(|cs| cs.iter().find(|c| c["name"] == "log-agent").cloned())
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(sidecar(&pods(k, "app=web")[0], "spec")["resources"]["requests"]["cpu"], "100m");
+
+    k.ok(&["patch", "sidecarset", "log-agent", "--type=json", "-p",
+        r#"[{"op": "replace", "path": "/spec/containers/0/resources", "value": {"requests": {"cpu": "150m", "memory": "32Mi"}, "limits": {"cpu": "300m", "memory": "64Mi"}}}]"#]);
+    let resized = wait_for("both sidecars resized", Duration::from_secs(60), || {
+        // Mid-rollout the status never counts more updated-and-ready pods than updated ones
+        // (a count gone down is written, not left from the last rollout).
+        let st = k.json(&["get", "sidecarset", "log-agent", "-o", "json"])["status"].clone();
+        let count = |f: &str| st[f].as_i64().unwrap_or(0);
+        assert!(count("updatedReadyPods") <= count("updatedPods"), "{st}");
+        let now = pods(k, "app=web");
+        (now.len() == 2
+            && now.iter().all(|p| {
+                let spec = sidecar(p, "spec");
+                let status = sidecar(p, "status");
+                spec["resources"]["requests"]["cpu"] == "150m"
+                    && spec["resources"]["limits"]["cpu"] == "300m"
+                    && status["resources"]["requests"]["cpu"] == "150m"
+            }))
+        .then_some(now)
+    });
+    for pod in &resized {
+        assert!(before.contains(&pod["metadata"]["uid"]), "no pod was replaced: {pod}");
+        for status in pod["status"]["containerStatuses"].as_array().into_iter().flatten() {
+            assert_eq!(status["restartCount"], 0, "{status}");
+        }
+    }
+    wait_for("the status", Duration::from_secs(30), || {
+        let st = k.json(&["get", "sidecarset", "log-agent", "-o", "json"])["status"].clone();
+        (st["updatedPods"] == 2 && st["updatedReadyPods"] == 2).then_some(())
+    });
+}

@@ -139,7 +139,8 @@ pub fn sidecar_update_completed(
             return false;
         }
     }
-    !resized || crate::inplace::resources_applied(pod).is_ok()
+    // Only the sidecars were resized: an app container's resources are not this update's.
+    !resized || crate::inplace::resources_applied_to(pod, |name| names.contains(name)).is_ok()
 }
 
 /// Whether the containers in `names` (every sidecar of `set` when empty) run what the pod's
