@@ -44,17 +44,6 @@ pub struct CriClient {
     request_timeout: Duration,
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        s.push_str(": ");
-        s.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    s
-}
-
 async fn channel(path: &Path) -> CriResult<Channel> {
     let target = path.to_path_buf();
     // The URI is not used to connect: the connector dials the socket.
@@ -67,7 +56,7 @@ async fn channel(path: &Path) -> CriResult<Channel> {
         .await
         .map_err(|e| CriError::Connect {
             endpoint: path.display().to_string(),
-            message: error_chain(&e),
+            message: crate::error_chain(&e),
         })
 }
 

@@ -88,3 +88,16 @@ impl CriError {
         self.kind() == ErrorKind::NotFound
     }
 }
+
+/// An error and its sources, `: `-separated (a transport or TLS failure sits a few levels
+/// below the error a call returns).
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
+}

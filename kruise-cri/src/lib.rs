@@ -29,7 +29,7 @@ pub mod types;
 #[cfg(feature = "grpc")]
 pub use client::{CriClient, DEFAULT_REQUEST_TIMEOUT, PULLING_IMAGE_BY_ANNOTATION};
 pub use detect::{DetectError, HOST_VAR_RUN, RuntimeEndpoint, RuntimeKind, detect_runtime};
-pub use error::{CriError, ErrorKind};
+pub use error::{CriError, ErrorKind, error_chain};
 pub use fake::FakeRuntime;
 /// The CRI v1 protobuf messages, clients and server traits (from the `k8s-cri` crate).
 #[cfg(feature = "grpc")]

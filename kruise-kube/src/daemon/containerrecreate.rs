@@ -550,22 +550,10 @@ async fn send_hook(
         builder = builder.header(name.as_str(), value.as_str());
     }
     let request = builder.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
-    let response = client.request(request).await.map_err(|e| error_chain(&e))?;
+    let response = client.request(request).await.map_err(|e| kruise_cri::error_chain(&e))?;
     // Read (and discard) the body so that the server sees the request through.
     let _ = http_body_util::BodyExt::collect(response.into_body()).await;
     Ok(())
-}
-
-/// An error with its sources, `: `-separated (a TLS failure sits a few levels down).
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(next) = source {
-        out.push_str(": ");
-        out.push_str(&next.to_string());
-        source = next.source();
-    }
-    out
 }
 
 /// `namespace/podName` of a request.
