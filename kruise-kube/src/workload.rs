@@ -348,7 +348,9 @@ impl<W: WorkloadKind> WorkloadController<W> {
         } else {
             BTreeMap::new()
         };
+        let planning = std::time::Instant::now();
         let plan = workload.plan(inputs, &self.settings, now);
+        let planned_in = planning.elapsed();
         if W::FAILED_POD_BACKOFF {
             self.record_failed_pod_deletions(&uid, generation, &failed, &plan, now);
         }
@@ -363,7 +365,17 @@ impl<W: WorkloadKind> WorkloadController<W> {
         for event in plan.events.iter().filter(|e| e.reason == "ExpectationTimeout") {
             tracing::warn!(%key, message = %event.message, "expectations timed out and were dropped");
         }
-        self.execute(key, &workload, &plan, now).await?;
+        let executing = std::time::Instant::now();
+        let executed = self.execute(key, &workload, &plan, now).await;
+        tracing::debug!(
+            %key,
+            actions = plan.actions.len(),
+            ?planned_in,
+            executed_in = ?executing.elapsed(),
+            ok = executed.is_ok(),
+            "reconciled"
+        );
+        executed?;
         Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
     }
 
