@@ -1,5 +1,6 @@
 //! Plans one workload many times, for profilers:
-//! `profile_plan [cloneset|statefulset|statefulset-in-place] [pods] [rounds]`.
+//! `profile_plan [cloneset|cloneset-scale-out|statefulset|statefulset-in-place] [pods] [rounds]`
+//! (`cloneset-scale-out`: the same CloneSet with no pods yet, so the plan creates `pods`).
 //!
 //! Instruction counts are steadier than times on a shared machine: run it under
 //! `valgrind --tool=callgrind` with 0 and with N rounds, and divide the difference by N.
@@ -17,6 +18,13 @@ fn main() {
                 kruise_core::cloneset::plan(std::hint::black_box(&snapshot), now).actions.len()
             })
         }
+        "cloneset-scale-out" => {
+            let mut snapshot = benches::snapshot(n);
+            snapshot.pods.clear();
+            Box::new(move || {
+                kruise_core::cloneset::plan(std::hint::black_box(&snapshot), now).actions.len()
+            })
+        }
         "statefulset" | "statefulset-in-place" => {
             let snapshot = benches::statefulset_snapshot(n, kind == "statefulset-in-place");
             Box::new(move || {
@@ -24,7 +32,10 @@ fn main() {
             })
         }
         other => {
-            eprintln!("unknown kind {other:?}: use cloneset, statefulset or statefulset-in-place");
+            eprintln!(
+                "unknown kind {other:?}: use cloneset, cloneset-scale-out, statefulset or \
+                 statefulset-in-place"
+            );
             std::process::exit(2);
         }
     };
