@@ -469,6 +469,17 @@ impl EventSink {
     }
 }
 
+/// `{"status": ...}` as a JSON merge patch writing the status `new` over the cached `old`:
+/// all of `new`, and `null` for what `new` no longer has (a counter gone to zero and omitted,
+/// an emptied list, a map entry that went away), which a merge patch of the new status alone
+/// would leave in place ([`kruise_core::merge_patch::replacing`]).
+pub(crate) fn status_patch<S: serde::Serialize>(old: Option<&S>, new: &S) -> serde_json::Value {
+    let old = old.and_then(|o| serde_json::to_value(o).ok()).unwrap_or(serde_json::Value::Null);
+    // Serialising a typed status to a Value cannot fail (string keys, plain values).
+    let new = serde_json::to_value(new).unwrap_or(serde_json::Value::Null);
+    serde_json::json!({ "status": kruise_core::merge_patch::replacing(&old, &new) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,5 +534,27 @@ mod tests {
         assert!(matches!(server, ApplyError::Server { code: 500, .. }));
         assert!(server.is_transient());
         assert!(!ApplyError::from_kube(api_error(422, "Invalid")).is_transient());
+    }
+
+    #[test]
+    fn status_patch_clears_dropped_fields() {
+        #[derive(serde::Serialize)]
+        struct Status {
+            replicas: i32,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            ready_replicas: Option<i32>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            conditions: Vec<String>,
+        }
+        let old = Status { replicas: 3, ready_replicas: Some(2), conditions: vec!["A".into()] };
+        let new = Status { replicas: 4, ready_replicas: Some(2), conditions: vec![] };
+        assert_eq!(
+            status_patch(Some(&old), &new),
+            serde_json::json!({"status": {"replicas": 4, "ready_replicas": 2, "conditions": null}})
+        );
+        assert_eq!(
+            status_patch(None, &new),
+            serde_json::json!({"status": {"replicas": 4, "ready_replicas": 2}})
+        );
     }
 }

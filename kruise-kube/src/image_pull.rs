@@ -555,7 +555,7 @@ impl ImagePullJobController {
             return Err(err);
         }
         if let Some(status) = &plan.status {
-            let patch = crate::workload::status_patch(job.status.as_ref(), status);
+            let patch = crate::applier::status_patch(job.status.as_ref(), status);
             let written = applier
                 .write(api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
                 .await;
@@ -784,7 +784,7 @@ impl ImageListPullJobController {
             }
         }
         if let Some(status) = &plan.status {
-            let patch = crate::workload::status_patch(list.status.as_ref(), status);
+            let patch = crate::applier::status_patch(list.status.as_ref(), status);
             let written = applier
                 .write(lists.patch_status(
                     &key.name,

@@ -217,7 +217,7 @@ impl PubController {
         };
         if outcome.changed {
             // Entries gone from the maps are removed (`null`), not left in place.
-            let mut patch = crate::workload::status_patch(budget.status.as_ref(), &outcome.status);
+            let mut patch = crate::applier::status_patch(budget.status.as_ref(), &outcome.status);
             patch["metadata"] = json!({"resourceVersion": budget.resource_version()});
             let written = self
                 .context
@@ -495,7 +495,7 @@ impl PubWebhook {
                 Ok(Decision::AllowWithReservation { status, .. }) => status,
                 Ok(_) => return PodVerdict::Allow,
             };
-            let mut patch = crate::workload::status_patch(budget.status.as_ref(), &status);
+            let mut patch = crate::applier::status_patch(budget.status.as_ref(), &status);
             patch["metadata"] = json!({"resourceVersion": budget.resource_version()});
             match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                 Ok(written) => {

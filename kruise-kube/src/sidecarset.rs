@@ -298,7 +298,7 @@ impl SidecarSetController {
             }
         }
         if let Some(status) = &plan.status {
-            let patch = crate::workload::status_patch(set.status.as_ref(), status);
+            let patch = crate::applier::status_patch(set.status.as_ref(), status);
             let api: kube::Api<SidecarSet> = kube::Api::all(applier.client().clone());
             let params = kube::api::PatchParams::default();
             let written = applier

@@ -151,7 +151,7 @@ async fn puller_loop(
                 next = plan.requeue_after.and_then(|d| Duration::try_from(d).ok());
                 let current = ni.status.clone().unwrap_or_default();
                 if plan.status != current {
-                    let body = status_patch(&current, &plan.status);
+                    let body = crate::applier::status_patch(Some(&current), &plan.status);
                     let written = api
                         .patch_status(&node, &PatchParams::default(), &Patch::Merge(&body))
                         .await;
@@ -199,22 +199,6 @@ fn needs_runtime_images(ni: &NodeImage, state: &PullerState) -> bool {
             state.get(&format!("{image}:{}", t.tag)).is_none_or(|w| w.version != t.version)
         })
     })
-}
-
-/// A merge patch from `old` to `new` status (images that went away are removed).
-fn status_patch(old: &NodeImageStatus, new: &NodeImageStatus) -> serde_json::Value {
-    let mut status = serde_json::to_value(new).unwrap_or_default();
-    if let Some(obj) = status.as_object_mut() {
-        let images = obj
-            .entry("imageStatuses")
-            .or_insert_with(|| serde_json::Value::Object(Default::default()));
-        if let Some(images) = images.as_object_mut() {
-            for gone in old.image_statuses.keys().filter(|k| !new.image_statuses.contains_key(*k)) {
-                images.insert(gone.clone(), serde_json::Value::Null);
-            }
-        }
-    }
-    serde_json::json!({ "status": status })
 }
 
 /// The reference to pull: `image:tag`, or `image@digest`.
@@ -320,7 +304,7 @@ mod tests {
             ImageStatus { tags: vec![ImageTagStatus { tag: "1".into(), ..Default::default() }] },
         );
         let new = NodeImageStatus::default();
-        let patch = status_patch(&old, &new);
+        let patch = crate::applier::status_patch(Some(&old), &new);
         assert_eq!(patch["status"]["imageStatuses"]["gone"], serde_json::Value::Null);
         assert_eq!(patch["status"]["desired"], 0);
     }
