@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
-use kruise_api::apps::v1beta1::{NodeImage, NodeImageStatus, ReferenceObject};
+use kruise_api::apps::v1beta1::{NodeImage, ReferenceObject};
 use kruise_core::imagepull::{
     PullOutcome, PullTask, PullerLimits, PullerState, plan_pulls, record_outcome,
 };
@@ -288,7 +288,7 @@ fn report(events: &EventSink, ni: &NodeImage, f: &Finished) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kruise_api::apps::v1beta1::{ImageStatus, ImageTagStatus};
+    use kruise_api::apps::v1beta1::{ImageStatus, ImageTagStatus, NodeImageStatus};
 
     #[test]
     fn references_by_tag_and_digest() {
