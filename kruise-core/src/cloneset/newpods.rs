@@ -36,45 +36,50 @@ pub(crate) fn available_ids<'p>(
     active_ids: &BTreeSet<&str>,
     taken_names: &BTreeSet<&str>,
 ) -> Vec<String> {
-    let mut existing: BTreeSet<String> = active_ids.iter().map(|s| (*s).to_owned()).collect();
     let mut reusable = BTreeSet::new();
+    let mut pvc_held = BTreeSet::new();
     for id in pvc_ids.filter(|id| !id.is_empty()) {
-        existing.insert(id.to_owned());
+        pvc_held.insert(id);
         if !active_ids.contains(id) {
             reusable.insert(id.to_owned());
         }
     }
     let mut ids: Vec<String> = reusable.into_iter().take(count).collect();
+    // A generated id is free unless a pod or PVC has it, or a pod has the name it gives.
+    let prefix = format!("{}-", spec.name);
+    let named: BTreeSet<&str> =
+        taken_names.iter().filter_map(|name| name.strip_prefix(prefix.as_str())).collect();
+    let taken = |id: &str| active_ids.contains(id) || pvc_held.contains(id) || named.contains(id);
+    let mut generated = std::collections::HashSet::new();
     let seed = if spec.uid.is_empty() { spec.name } else { spec.uid };
     let mut attempt: u64 = 0;
     while ids.len() < count {
         let id = generated_id(seed, attempt);
         attempt += 1;
-        let name = format!("{}-{id}", spec.name);
-        if existing.contains(&id) || taken_names.contains(name.as_str()) {
+        // The alphabet is ASCII, so the bytes are always a str.
+        let Ok(text) = std::str::from_utf8(&id) else { continue };
+        if taken(text) || !generated.insert(id) {
             continue;
         }
-        existing.insert(id.clone());
-        ids.push(id);
+        ids.push(text.to_owned());
     }
     ids
 }
 
-/// The `n`-th id derived from `seed` (FNV-1a, then base-27 digits).
-fn generated_id(seed: &str, n: u64) -> String {
+/// The `n`-th id derived from `seed` (FNV-1a, then base-27 digits), as ASCII bytes.
+fn generated_id(seed: &str, n: u64) -> [u8; ID_LEN] {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in seed.bytes().chain(n.to_le_bytes()) {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     let base = ID_ALPHABET.len() as u64;
-    (0..ID_LEN)
-        .map(|_| {
-            let c = ID_ALPHABET[(hash % base) as usize];
-            hash /= base;
-            char::from(c)
-        })
-        .collect()
+    let mut id = [0u8; ID_LEN];
+    for byte in &mut id {
+        *byte = ID_ALPHABET[(hash % base) as usize];
+        hash /= base;
+    }
+    id
 }
 
 /// The PVC name for template `template` and instance `id`.
@@ -117,67 +122,85 @@ pub(crate) fn revision_labels(revision: &str, short_hash_gate: bool) -> [(String
     ]
 }
 
-/// A new pod of instance `id` from `template` at `revision`, in lifecycle state
-/// `PreparingNormal`.
-pub(crate) fn new_pod(
-    spec: &Spec<'_>,
-    template: &PodTemplateSpec,
-    revision: &str,
-    id: &str,
-    short_hash_gate: bool,
-    now: Timestamp,
-) -> Pod {
-    let template_meta = template.metadata.as_ref();
-    let mut pod_labels = template_meta.and_then(|m| m.labels.clone()).unwrap_or_default();
-    pod_labels.extend(revision_labels(revision, short_hash_gate));
-    pod_labels.insert(labels::CLONESET_INSTANCE_ID.into(), id.to_owned());
-    let mut pod_annotations = template_meta.and_then(|m| m.annotations.clone()).unwrap_or_default();
-    let lifecycle = LifecyclePatch::for_state(&LifecycleState::PreparingNormal, now);
-    pod_labels.extend(lifecycle.labels);
-    pod_annotations.extend(lifecycle.annotations);
+/// What every new pod of one revision shares, built once per plan: the template's labels
+/// and annotations with the revision and lifecycle ones, its spec with the readiness gate,
+/// and the controller reference. [`PodPrototype::instantiate`] adds what is the instance's
+/// own (name, instance id, claim volumes).
+pub(crate) struct PodPrototype {
+    pod: Pod,
+}
 
-    let mut pod_spec = template.spec.clone().unwrap_or_default();
-    let gates = pod_spec.readiness_gates.get_or_insert_with(Vec::new);
-    if !gates.iter().any(|g| g.condition_type == readiness_gates::IN_PLACE_UPDATE_READY) {
-        gates.push(PodReadinessGate {
-            condition_type: readiness_gates::IN_PLACE_UPDATE_READY.into(),
-        });
-    }
-    // Volumes for the claims first (in template order), then the template's other volumes.
-    let claims = claims_for(spec, id);
-    if !claims.is_empty() {
-        let mut volumes: Vec<Volume> = claims
-            .iter()
-            .map(|(volume, claim)| Volume {
-                name: volume.clone(),
-                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                    claim_name: claim.metadata.name.clone().unwrap_or_default(),
-                    read_only: Some(false),
-                }),
-                ..Default::default()
-            })
-            .collect();
-        for volume in pod_spec.volumes.take().unwrap_or_default() {
-            if !claims.iter().any(|(name, _)| *name == volume.name) {
-                volumes.push(volume);
-            }
+impl PodPrototype {
+    /// The new pods from `template` at `revision`, in lifecycle state `PreparingNormal`.
+    pub(crate) fn new(
+        spec: &Spec<'_>,
+        template: &PodTemplateSpec,
+        revision: &str,
+        short_hash_gate: bool,
+        now: Timestamp,
+    ) -> Self {
+        let template_meta = template.metadata.as_ref();
+        let mut pod_labels = template_meta.and_then(|m| m.labels.clone()).unwrap_or_default();
+        pod_labels.extend(revision_labels(revision, short_hash_gate));
+        let mut pod_annotations =
+            template_meta.and_then(|m| m.annotations.clone()).unwrap_or_default();
+        let lifecycle = LifecyclePatch::for_state(&LifecycleState::PreparingNormal, now);
+        pod_labels.extend(lifecycle.labels);
+        pod_annotations.extend(lifecycle.annotations);
+
+        let mut pod_spec = template.spec.clone().unwrap_or_default();
+        let gates = pod_spec.readiness_gates.get_or_insert_with(Vec::new);
+        if !gates.iter().any(|g| g.condition_type == readiness_gates::IN_PLACE_UPDATE_READY) {
+            gates.push(PodReadinessGate {
+                condition_type: readiness_gates::IN_PLACE_UPDATE_READY.into(),
+            });
         }
-        pod_spec.volumes = Some(volumes);
+        let pod = Pod {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{}-", spec.name)),
+                namespace: Some(spec.namespace.to_owned()),
+                labels: Some(pod_labels),
+                annotations: Some(pod_annotations),
+                finalizers: template_meta.and_then(|m| m.finalizers.clone()),
+                owner_references: Some(vec![controller_ref(spec)]),
+                ..Default::default()
+            },
+            spec: Some(pod_spec),
+            status: None,
+        };
+        PodPrototype { pod }
     }
 
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(format!("{}-{id}", spec.name)),
-            generate_name: Some(format!("{}-", spec.name)),
-            namespace: Some(spec.namespace.to_owned()),
-            labels: Some(pod_labels),
-            annotations: Some(pod_annotations),
-            finalizers: template_meta.and_then(|m| m.finalizers.clone()),
-            owner_references: Some(vec![controller_ref(spec)]),
-            ..Default::default()
-        },
-        spec: Some(pod_spec),
-        status: None,
+    /// The new pod of instance `id`: named after it, labelled with it, and with a volume for
+    /// each of its claims (in template order) ahead of the template's other volumes.
+    pub(crate) fn instantiate(&self, spec: &Spec<'_>, id: &str) -> Pod {
+        let mut pod = self.pod.clone();
+        pod.metadata.name = Some(format!("{}-{id}", spec.name));
+        pod.metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(labels::CLONESET_INSTANCE_ID.into(), id.to_owned());
+        let claims = claims_for(spec, id);
+        if let (false, Some(pod_spec)) = (claims.is_empty(), pod.spec.as_mut()) {
+            let mut volumes: Vec<Volume> = claims
+                .iter()
+                .map(|(volume, claim)| Volume {
+                    name: volume.clone(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: claim.metadata.name.clone().unwrap_or_default(),
+                        read_only: Some(false),
+                    }),
+                    ..Default::default()
+                })
+                .collect();
+            for volume in pod_spec.volumes.take().unwrap_or_default() {
+                if !claims.iter().any(|(name, _)| *name == volume.name) {
+                    volumes.push(volume);
+                }
+            }
+            pod_spec.volumes = Some(volumes);
+        }
+        pod
     }
 }
 
@@ -192,6 +215,6 @@ mod tests {
         assert_ne!(a, generated_id("uid-1", 1));
         assert_ne!(a, generated_id("uid-2", 0));
         assert_eq!(a.len(), ID_LEN);
-        assert!(a.bytes().all(|b| ID_ALPHABET.contains(&b)));
+        assert!(a.iter().all(|b| ID_ALPHABET.contains(b)));
     }
 }

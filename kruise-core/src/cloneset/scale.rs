@@ -170,10 +170,13 @@ fn create_pods(r: &mut Round<'_, '_>, expected: i32, expected_current: i32) -> u
         usize::try_from(expected_current).unwrap_or(0)
     };
     let short_hash = r.gates.clone_set_short_hash;
+    let prototype = |revision: &super::revisions::Revision| {
+        newpods::PodPrototype::new(r.spec, &revision.template, &revision.name, short_hash, r.now)
+    };
+    let (current, update) = (prototype(&r.current), prototype(&r.update));
     for (n, id) in ids.iter().enumerate() {
-        let revision = if n < current_count { &r.current } else { &r.update };
-        let pod =
-            newpods::new_pod(r.spec, &revision.template, &revision.name, id, short_hash, r.now);
+        let prototype = if n < current_count { &current } else { &update };
+        let pod = prototype.instantiate(r.spec, id);
         for (_, claim) in newpods::claims_for(r.spec, id) {
             if claim.metadata.name.as_ref().is_some_and(|name| existing_pvcs.contains(name)) {
                 continue;
