@@ -145,9 +145,18 @@ fn multiplexing_builder(config: &kube::Config) -> Result<ClientBuilder<HttpServi
         None => https,
     };
     let connector = https.enable_all_versions().wrap_connector(http);
-    let client: hyper_util::client::legacy::Client<_, kube::client::Body> =
+    let pool = || -> hyper_util::client::legacy::Client<_, kube::client::Body> {
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(connector);
+            .build(connector.clone())
+    };
+    // Watches get connections of their own: a watch streaming a burst of events (a scale-out's
+    // pods) shares neither its TCP window and TLS stream nor the server's per-connection stream
+    // limit with the writes that caused them.
+    let (writes, watches) = (pool(), pool());
+    let client = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let pool = if is_watch(request.uri()) { &watches } else { &writes };
+        pool.request(request)
+    });
     let service = tower::ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(config.auth_layer()?)
@@ -162,6 +171,17 @@ fn multiplexing_builder(config: &kube::Config) -> Result<ClientBuilder<HttpServi
         })
         .boxed();
     Ok(ClientBuilder::new(service, config.default_namespace.clone()))
+}
+
+/// Whether `uri` asks for a watch: a `watch` parameter that Go's `strconv.ParseBool`, which
+/// the API server uses, reads as true.
+fn is_watch(uri: &http::Uri) -> bool {
+    uri.query().is_some_and(|query| {
+        query
+            .split('&')
+            .filter_map(|pair| pair.strip_prefix("watch="))
+            .any(|value| matches!(value, "1" | "t" | "T" | "true" | "TRUE" | "True"))
+    })
 }
 
 /// A token bucket: `burst` tokens, refilled at `qps` per second.
@@ -265,6 +285,17 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watches_are_told_apart_by_their_query() {
+        let watch = |uri: &str| is_watch(&uri.parse().expect("uri"));
+        assert!(watch("https://k/api/v1/pods?watch=true&resourceVersion=5"));
+        assert!(watch("https://k/api/v1/pods?labelSelector=a&watch=1"));
+        assert!(!watch("https://k/api/v1/pods?watch=false"));
+        assert!(!watch("https://k/api/v1/pods?labelSelector=watch%3Dtrue"));
+        assert!(!watch("https://k/api/v1/namespaces/default/pods"));
+        assert!(!watch("https://k/api/v1/pods?allowWatchBookmarks=true"));
+    }
 
     #[test]
     fn bucket_allows_burst_then_paces() {

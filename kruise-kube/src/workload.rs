@@ -322,6 +322,7 @@ impl<W: WorkloadKind> Reconciler for WorkloadController<W> {
 impl<W: WorkloadKind> WorkloadController<W> {
     /// Reconciles one workload; `Ok(Some(d))` asks to look again after `d`.
     pub async fn reconcile_key(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
+        tracing::trace!(%key, "reconciling");
         let Some(workload) = self.caches.workloads.get(key) else {
             self.expectations.remove(key);
             return Ok(None);
