@@ -574,10 +574,12 @@ async fn pod_create(
         (Operation::Create, None, Some(object)) => object,
         _ => return AdmissionResponse::allow(request),
     };
-    let mut pod: k8s_openapi::api::core::v1::Pod = match object.typed("pod") {
-        Ok(pod) => pod,
-        Err(message) => return AdmissionResponse::deny(request, 400, message),
-    };
+    // Without managedFields: no step reads them, and the patch never touches them.
+    let mut pod: k8s_openapi::api::core::v1::Pod =
+        match object.typed::<crate::cached_pod::PodWithoutManagedFields>("pod") {
+            Ok(pod) => pod.into(),
+            Err(message) => return AdmissionResponse::deny(request, 400, message),
+        };
     // A pod created by generateName has its namespace only in the request. Set on both sides
     // of the diff, it is never part of the patch.
     if pod.metadata.namespace.is_none() {

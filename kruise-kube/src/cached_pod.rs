@@ -117,6 +117,25 @@ struct WirePod {
     status: Option<PodStatus>,
 }
 
+/// A whole Pod as it arrives but without `managedFields`, skipped undecoded: for the pod
+/// admission steps, which never read or patch them (they are most of a created pod's
+/// metadata). `apiVersion` and `kind` are not checked.
+#[derive(Deserialize)]
+pub(crate) struct PodWithoutManagedFields {
+    #[serde(default)]
+    metadata: WireMeta,
+    #[serde(default)]
+    spec: Option<PodSpec>,
+    #[serde(default)]
+    status: Option<PodStatus>,
+}
+
+impl From<PodWithoutManagedFields> for Pod {
+    fn from(pod: PodWithoutManagedFields) -> Self {
+        Pod { metadata: pod.metadata.into(), spec: pod.spec, status: pod.status }
+    }
+}
+
 /// `ObjectMeta` without `managedFields`.
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -305,6 +324,17 @@ mod tests {
         json["spec"] = serde_json::Value::Null;
         let cached: CachedPod = serde_json::from_value(json).expect("decodes");
         assert_eq!(cached.to_pod().expect("no spec").spec, None);
+    }
+
+    #[test]
+    fn admission_decode_is_the_pod_without_managed_fields() {
+        let mut value = serde_json::to_value(full_pod()).expect("encodes");
+        value["metadata"]["managedFields"] =
+            serde_json::json!([{"manager": "kubectl", "operation": "Update"}]);
+        let mut whole: Pod = serde_json::from_value(value.clone()).expect("pod");
+        assert!(whole.metadata.managed_fields.take().is_some());
+        let lean: PodWithoutManagedFields = serde_json::from_value(value).expect("lean pod");
+        assert_eq!(Pod::from(lean), whole);
     }
 
     #[test]

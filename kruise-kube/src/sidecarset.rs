@@ -133,11 +133,10 @@ impl SidecarSetWebhook {
     pub fn step(&self, pod: &Pod, namespace: &str) -> SidecarSetInjection {
         let namespace_labels: Option<BTreeMap<String, String>> =
             self.namespaces.get(&ObjectKey::new("", namespace)).map(|ns| ns.labels().clone());
-        let labels = pod.labels().clone();
         let candidates: Vec<SidecarSetCandidate> = {
             let index = self.index.read().unwrap_or_else(|p| p.into_inner());
             index
-                .candidates(namespace, &labels)
+                .candidates(namespace, pod.labels())
                 .into_iter()
                 .map(|set| {
                     let pinned = set.spec.injection_strategy.revision.is_some();

@@ -31,7 +31,9 @@ enum Scope {
 #[derive(Clone, Debug, Default)]
 pub struct SidecarSetIndex {
     sets: BTreeMap<String, SidecarSet>,
-    by_label: BTreeMap<(Scope, String, String), BTreeSet<String>>,
+    /// Per scope: label key, then value, then the names of the SidecarSets filed there
+    /// (nested so that a pod's labels are looked up without copying them).
+    by_label: BTreeMap<Scope, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>>,
     scan: BTreeMap<Scope, BTreeSet<String>>,
 }
 
@@ -70,7 +72,14 @@ impl SidecarSetIndex {
         for scope in scopes(&set) {
             match label_key(&set) {
                 Some((k, v)) => {
-                    self.by_label.entry((scope, k, v)).or_default().insert(name.clone());
+                    self.by_label
+                        .entry(scope)
+                        .or_default()
+                        .entry(k)
+                        .or_default()
+                        .entry(v)
+                        .or_default()
+                        .insert(name.clone());
                 }
                 None => {
                     self.scan.entry(scope).or_default().insert(name.clone());
@@ -86,12 +95,20 @@ impl SidecarSetIndex {
         for scope in scopes(&set) {
             match label_key(&set) {
                 Some((k, v)) => {
-                    let key = (scope, k, v);
-                    if let Some(names) = self.by_label.get_mut(&key) {
-                        names.remove(name);
-                        if names.is_empty() {
-                            self.by_label.remove(&key);
+                    let Some(keys) = self.by_label.get_mut(&scope) else { continue };
+                    if let Some(values) = keys.get_mut(&k) {
+                        if let Some(names) = values.get_mut(&v) {
+                            names.remove(name);
+                            if names.is_empty() {
+                                values.remove(&v);
+                            }
                         }
+                        if values.is_empty() {
+                            keys.remove(&k);
+                        }
+                    }
+                    if keys.is_empty() {
+                        self.by_label.remove(&scope);
                     }
                 }
                 None => {
@@ -127,9 +144,11 @@ impl SidecarSetIndex {
         let namespace = if namespace.is_empty() { super::DEFAULT_NAMESPACE } else { namespace };
         let mut names = BTreeSet::new();
         for scope in [Scope::Namespace(namespace.to_owned()), Scope::Cluster] {
-            for (k, v) in pod_labels {
-                if let Some(found) = self.by_label.get(&(scope.clone(), k.clone(), v.clone())) {
-                    names.extend(found.iter().map(String::as_str));
+            if let Some(keys) = self.by_label.get(&scope) {
+                for (k, v) in pod_labels {
+                    if let Some(found) = keys.get(k).and_then(|values| values.get(v)) {
+                        names.extend(found.iter().map(String::as_str));
+                    }
                 }
             }
             if let Some(found) = self.scan.get(&scope) {
