@@ -123,7 +123,7 @@ type HttpService = tower::util::BoxService<
 /// stack offers only HTTP/1.1, where every request in flight needs a connection of its own:
 /// a scale-out with hundreds of creations in flight would open hundreds of TLS connections.
 /// Over HTTP/2 they share one, up to the server's stream limit (kube-apiserver: 100 by
-/// default), and the rest wait for a stream.
+/// default), and the rest wait for a stream; watches share another.
 fn multiplexing_builder(config: &kube::Config) -> Result<ClientBuilder<HttpService>, ClientError> {
     use hyper_util::client::legacy::connect::HttpConnector;
     use kube::client::ConfigExt as _;
