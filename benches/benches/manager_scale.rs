@@ -124,14 +124,8 @@ fn planned_pods(cloneset: &CloneSet) -> Vec<Pod> {
     let mut scaled = cloneset.clone();
     scaled.spec.replicas = Some(PODS as i32);
     // The first plan creates the revision; the second, with it, the pods.
-    let revision = plan(&CloneSetSnapshot::new(scaled.clone()), now)
-        .actions
-        .into_iter()
-        .find_map(|a| match a {
-            Action::CreateRevision { revision } => Some(*revision),
-            _ => None,
-        })
-        .expect("a revision is planned");
+    let revision =
+        benches::planned_revision(scaled.clone(), Vec::new()).expect("a revision is planned");
     let name = revision.metadata.name.clone().unwrap_or_default();
     let status = scaled.status.get_or_insert_with(Default::default);
     status.current_revision = name.clone();

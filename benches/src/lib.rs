@@ -47,20 +47,26 @@ fn cloneset(replicas: usize, image: &str, current: &str, update: &str) -> CloneS
     serde_json::from_value(value).unwrap_or_default()
 }
 
+/// The ControllerRevision the CloneSet planner creates for `cs` (its template's revision) when
+/// it has `revisions` so far; `None` when it plans none.
+pub fn planned_revision(
+    cs: CloneSet,
+    revisions: Vec<k8s_openapi::api::apps::v1::ControllerRevision>,
+) -> Option<k8s_openapi::api::apps::v1::ControllerRevision> {
+    let mut s = CloneSetSnapshot::new(cs);
+    s.revisions = revisions;
+    plan(&s, now()).actions.into_iter().find_map(|a| match a {
+        Action::CreateRevision { revision } => Some(*revision),
+        _ => None,
+    })
+}
+
 /// A CloneSet with `n` running, ready pods, a third of them already at the new revision, a
 /// few not ready, spread over zones and nodes, with weight priorities and a scatter term:
 /// a rolling update in progress.
 pub fn snapshot(n: usize) -> CloneSetSnapshot {
-    let first = |cs: CloneSet, revisions| {
-        let mut s = CloneSetSnapshot::new(cs);
-        s.revisions = revisions;
-        plan(&s, now()).actions.into_iter().find_map(|a| match a {
-            Action::CreateRevision { revision } => Some(*revision),
-            _ => None,
-        })
-    };
-    let old = first(cloneset(n, "app:v1", "", ""), Vec::new());
-    let new = first(cloneset(n, "app:v2", "", ""), old.clone().into_iter().collect());
+    let old = planned_revision(cloneset(n, "app:v1", "", ""), Vec::new());
+    let new = planned_revision(cloneset(n, "app:v2", "", ""), old.clone().into_iter().collect());
     let name = |r: &Option<k8s_openapi::api::apps::v1::ControllerRevision>| {
         r.as_ref().and_then(|r| r.metadata.name.clone()).unwrap_or_default()
     };

@@ -172,15 +172,20 @@ impl PodPrototype {
     }
 
     /// The new pod of instance `id`: named after it, labelled with it, and with a volume for
-    /// each of its claims (in template order) ahead of the template's other volumes.
-    pub(crate) fn instantiate(&self, spec: &Spec<'_>, id: &str) -> Pod {
+    /// each of its `claims` ([`claims_for`] the id; in template order) ahead of the
+    /// template's other volumes.
+    pub(crate) fn instantiate(
+        &self,
+        spec: &Spec<'_>,
+        id: &str,
+        claims: &[(String, PersistentVolumeClaim)],
+    ) -> Pod {
         let mut pod = self.pod.clone();
         pod.metadata.name = Some(format!("{}-{id}", spec.name));
         pod.metadata
             .labels
             .get_or_insert_with(BTreeMap::new)
             .insert(labels::CLONESET_INSTANCE_ID.into(), id.to_owned());
-        let claims = claims_for(spec, id);
         if let (false, Some(pod_spec)) = (claims.is_empty(), pod.spec.as_mut()) {
             let mut volumes: Vec<Volume> = claims
                 .iter()

@@ -176,8 +176,9 @@ fn create_pods(r: &mut Round<'_, '_>, expected: i32, expected_current: i32) -> u
     let (current, update) = (prototype(&r.current), prototype(&r.update));
     for (n, id) in ids.iter().enumerate() {
         let prototype = if n < current_count { &current } else { &update };
-        let pod = prototype.instantiate(r.spec, id);
-        for (_, claim) in newpods::claims_for(r.spec, id) {
+        let claims = newpods::claims_for(r.spec, id);
+        let pod = prototype.instantiate(r.spec, id, &claims);
+        for (_, claim) in claims {
             if claim.metadata.name.as_ref().is_some_and(|name| existing_pvcs.contains(name)) {
                 continue;
             }

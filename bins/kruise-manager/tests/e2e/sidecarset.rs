@@ -38,6 +38,20 @@ fn container_names(pod: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Applies the SidecarSet `log-agent` (selecting `app=web`; `extra` is appended to its
+/// container), waits until it injects, then rolls out the Deployment `web` with `replicas`
+/// pods; returns their UIDs.
+fn web_with_log_agent(k: &crate::common::Kubectl, extra: &str, replicas: usize) -> Vec<Value> {
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &sidecarset("apps.kruise.io/v1beta1", "log-agent", "web", "log-agent", extra),
+    );
+    wait_until_injected(k, "web", "log-agent");
+    k.ok(&["create", "deployment", "web", "--image=nginx:1", &format!("--replicas={replicas}")]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    pods(k, "app=web").iter().map(|p| p["metadata"]["uid"].clone()).collect()
+}
+
 /// Waits until the pod webhook injects `container` into a pod labelled `app: <app>` (its
 /// SidecarSet cache has caught up), trying with server-side dry-run creations.
 fn wait_until_injected(k: &crate::common::Kubectl, app: &str, container: &str) {
@@ -249,15 +263,7 @@ fn a_manager_killed_mid_upgrade_converges() {
     let (mut manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
     // A slow rollout: pods become ready 1.5 s after a restart (readiness probe on the sidecar).
     let probe = "    readinessProbe:\n      exec: {command: [\"true\"]}\n      periodSeconds: 1\n";
-    k.ok_stdin(
-        &["apply", "-f", "-"],
-        &sidecarset("apps.kruise.io/v1beta1", "log-agent", "web", "log-agent", probe),
-    );
-    wait_until_injected(k, "web", "log-agent");
-    k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=4"]);
-    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
-    let before: Vec<Value> =
-        pods(k, "app=web").iter().map(|p| p["metadata"]["uid"].clone()).collect();
+    let before = web_with_log_agent(k, probe, 4);
     assert_eq!(before.len(), 4);
     assert!(pods(k, "app=web").iter().all(|p| container_names(p)[0] == "log-agent"));
 
@@ -447,15 +453,7 @@ fn a_sidecar_resources_change_is_resized_in_place() {
     let pg = Playground::start(1, &["--feature-gates", "InPlacePodVerticalScaling=true"]);
     let k = &pg.kubectl;
     let resources = "    resources:\n      requests: {cpu: 100m, memory: 32Mi}\n      limits: {cpu: 200m, memory: 64Mi}\n";
-    k.ok_stdin(
-        &["apply", "-f", "-"],
-        &sidecarset("apps.kruise.io/v1beta1", "log-agent", "web", "log-agent", resources),
-    );
-    wait_until_injected(k, "web", "log-agent");
-    k.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=2"]);
-    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
-    let before: Vec<Value> =
-        pods(k, "app=web").iter().map(|p| p["metadata"]["uid"].clone()).collect();
+    let before = web_with_log_agent(k, resources, 2);
     assert_eq!(before.len(), 2);
     let sidecar = |p: &Value, part: &str| {
         p[part]["containers"]
