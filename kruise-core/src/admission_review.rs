@@ -6,7 +6,8 @@
 //! [`AdmissionResponse::allow`], [`AdmissionResponse::deny`] and [`AdmissionResponse::mutate`]
 //! (which turns the mutated object into a JSON patch against the original).
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// The AdmissionReview version a request came in (and its answer goes out) as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -306,32 +307,73 @@ impl AdmissionResponse {
 
     /// The AdmissionReview to send back.
     pub fn to_review(&self) -> Value {
-        let mut response = json!({"uid": self.uid, "allowed": self.allowed});
-        if let Some((code, reason, message)) = &self.status {
-            let mut status = json!({"code": code, "message": message, "status": "Failure"});
-            if !reason.is_empty() {
-                status["reason"] = json!(reason);
-            }
-            response["status"] = status;
-        }
-        if let Some(patch) = &self.patch {
-            response["patchType"] = json!("JSONPatch");
-            response["patch"] = json!(crate::inplace::base64_encode(patch));
-        }
-        if !self.warnings.is_empty() {
-            response["warnings"] = json!(self.warnings);
-        }
-        json!({
-            "apiVersion": self.version.api_version(),
-            "kind": "AdmissionReview",
-            "response": response,
-        })
+        // Invariant: the wire form holds only strings, numbers and bools, which always encode.
+        serde_json::to_value(self.wire()).unwrap_or(Value::Null)
     }
+
+    /// The AdmissionReview to send back, as JSON text (without building a JSON tree).
+    pub fn to_review_bytes(&self) -> Vec<u8> {
+        // Invariant: as in `to_review`.
+        serde_json::to_vec(&self.wire()).unwrap_or_default()
+    }
+
+    fn wire(&self) -> ReviewWire<'_> {
+        ReviewWire {
+            api_version: self.version.api_version(),
+            kind: "AdmissionReview",
+            response: ResponseWire {
+                uid: &self.uid,
+                allowed: self.allowed,
+                status: self.status.as_ref().map(|(code, reason, message)| StatusWire {
+                    code: *code,
+                    message,
+                    reason,
+                    status: "Failure",
+                }),
+                patch_type: self.patch.as_ref().map(|_| "JSONPatch"),
+                patch: self.patch.as_deref().map(crate::inplace::base64_encode),
+                warnings: &self.warnings,
+            },
+        }
+    }
+}
+
+/// The AdmissionReview answer as sent.
+#[derive(Serialize)]
+struct ReviewWire<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    response: ResponseWire<'a>,
+}
+
+#[derive(Serialize)]
+struct ResponseWire<'a> {
+    uid: &'a str,
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<StatusWire<'a>>,
+    #[serde(rename = "patchType", skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct StatusWire<'a> {
+    code: u16,
+    message: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    reason: &'a str,
+    status: &'static str,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn review(api_version: &str, request: Value) -> Vec<u8> {
         serde_json::to_vec(
@@ -420,5 +462,26 @@ mod tests {
         assert_eq!(ops, json!([{"op": "add", "path": "/spec/b", "value": 2}]));
         let same = AdmissionResponse::mutate(&req, &original, &original).to_review();
         assert!(same["response"].get("patch").is_none());
+    }
+
+    #[test]
+    fn the_answer_as_text_is_the_answer_as_a_tree() {
+        let req = decode_review(&review("admission.k8s.io/v1", pod_request())).expect("decodes");
+        let mut refused = AdmissionResponse::deny(&req, 403, "no room");
+        refused.status = Some((403, "Forbidden".into(), "no \"room\"".into()));
+        refused.warnings = vec!["spec.a: deprecated".into()];
+        let patched =
+            AdmissionResponse::patched(&req, br#"[{"op":"remove","path":"/a"}]"#.to_vec());
+        for answer in [AdmissionResponse::allow(&req), refused, patched] {
+            let text: Value =
+                serde_json::from_slice(&answer.to_review_bytes()).expect("the text is JSON");
+            assert_eq!(text, answer.to_review());
+        }
+        let tree = AdmissionResponse::patched(&req, b"[]".to_vec()).to_review();
+        assert_eq!(
+            tree,
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+                "uid": "u-1", "allowed": true, "patchType": "JSONPatch", "patch": "W10="}})
+        );
     }
 }

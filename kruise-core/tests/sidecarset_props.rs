@@ -151,7 +151,11 @@ fn build_pod(labels: &BTreeSet<usize>, apps: usize) -> Pod {
 
 fn candidates(sets: &[SidecarSet]) -> Vec<SidecarSetCandidate> {
     sets.iter()
-        .map(|s| SidecarSetCandidate { sidecar_set: s.clone(), revisions: Vec::new(), draw: 0.5 })
+        .map(|s| SidecarSetCandidate {
+            sidecar_set: s.clone().into(),
+            revisions: Vec::new(),
+            draw: 0.5,
+        })
         .collect()
 }
 

@@ -117,7 +117,7 @@ pub fn routes(context: AdmissionContext) -> axum::Router {
 }
 
 fn review_response(response: &AdmissionResponse) -> Response {
-    let body = serde_json::to_vec(&response.to_review()).unwrap_or_default();
+    let body = response.to_review_bytes();
     (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
@@ -613,13 +613,24 @@ async fn pod_create(
     match PodChain::new(steps).run(&pod) {
         Ok(None) => AdmissionResponse::allow(request),
         // Both sides in the typed form, so the patch holds only what the steps changed.
-        Ok(Some(mutated)) => match kruise_core::admission::pod_patch::pod_patch(pod, mutated) {
-            Ok(Some(ops)) => AdmissionResponse::patched(request, ops),
-            Ok(None) => AdmissionResponse::allow(request),
-            Err(e) => AdmissionResponse::deny(request, 500, e.to_string()),
-        },
+        Ok(Some(mut mutated)) => {
+            let patch = kruise_core::admission::pod_patch::pod_patch_of(&mut pod, &mut mutated);
+            drop_after_answer((mutated, std::mem::take(&mut pod)));
+            match patch {
+                Ok(Some(ops)) => AdmissionResponse::patched(request, ops),
+                Ok(None) => AdmissionResponse::allow(request),
+                Err(e) => AdmissionResponse::deny(request, 500, e.to_string()),
+            }
+        }
         Err(e) => AdmissionResponse::deny(request, 500, e.to_string()),
     }
+}
+
+/// Frees `value` in a task of its own, which runs once the current task yields: big values
+/// a handler no longer needs (a decoded pod and its mutated copy) are then freed after the
+/// answer is written, not before.
+fn drop_after_answer<T: Send + 'static>(value: T) {
+    tokio::spawn(async move { drop(value) });
 }
 
 /// The pod validating webhook: PodUnavailableBudget's check of pod DELETE and UPDATE and of

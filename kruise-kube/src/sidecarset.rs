@@ -66,14 +66,12 @@ impl SidecarSetWebhook {
     /// in step with the SidecarSet cache.
     pub fn new(caches: &SharedCaches, gates: InjectionGates) -> Self {
         let sets = caches.get::<SidecarSet>();
-        let index = Arc::new(RwLock::new(SidecarSetIndex::new(
-            sets.all().iter().map(|s| s.as_ref().clone()),
-        )));
+        let index = Arc::new(RwLock::new(SidecarSetIndex::new(sets.all())));
         let feed = index.clone();
         sets.subscribe(Arc::new(move |change| {
             let mut index = feed.write().unwrap_or_else(|p| p.into_inner());
             match (&change.old, &change.new) {
-                (_, Some(new)) => index.insert(new.as_ref().clone()),
+                (_, Some(new)) => index.insert(new.clone()),
                 (Some(old), None) => {
                     index.remove(&old.name_any());
                 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::well_known::annotations;
 
-use crate::sidecarset::{InjectionGates, SidecarSetCandidate, inject_pod};
+use crate::sidecarset::{InjectionGates, SidecarSetCandidate, inject_in_place};
 
 /// The steps of the pod mutating webhook, in the order upstream runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -116,7 +116,7 @@ impl PodMutator for SidecarSetInjection {
     }
 
     fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
-        let injection = inject_pod(
+        let outcome = inject_in_place(
             pod,
             self.namespace_labels.as_ref(),
             &self.sidecar_sets,
@@ -127,10 +127,7 @@ impl PodMutator for SidecarSetInjection {
             step: PodStep::SidecarSet,
             message: err.to_string(),
         })?;
-        if injection.changed {
-            *pod = injection.pod;
-        }
-        Ok(injection.changed)
+        Ok(outcome.changed)
     }
 }
 
@@ -207,7 +204,7 @@ mod tests {
         use kruise_api::apps::v1beta1::{SidecarContainer, SidecarSet, SidecarSetSpec};
 
         let set = |name: &str| SidecarSetCandidate {
-            sidecar_set: SidecarSet::new(
+            sidecar_set: std::sync::Arc::new(SidecarSet::new(
                 name,
                 SidecarSetSpec {
                     selector: Some(LabelSelector {
@@ -224,7 +221,7 @@ mod tests {
                     }],
                     ..Default::default()
                 },
-            ),
+            )),
             revisions: Vec::new(),
             draw: 0.0,
         };

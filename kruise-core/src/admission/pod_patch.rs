@@ -30,6 +30,15 @@ pub enum PodPatchError {
 /// # Errors
 /// When a part of either pod does not encode as JSON.
 pub fn pod_patch(mut before: Pod, mut after: Pod) -> Result<Option<Vec<u8>>, PodPatchError> {
+    pod_patch_of(&mut before, &mut after)
+}
+
+/// [`pod_patch`] without taking the pods, so that the caller chooses when to free them.
+/// Both pods are as they were when this returns.
+///
+/// # Errors
+/// As [`pod_patch`].
+pub fn pod_patch_of(before: &mut Pod, after: &mut Pod) -> Result<Option<Vec<u8>>, PodPatchError> {
     if before == after {
         return Ok(None);
     }
@@ -39,29 +48,27 @@ pub fn pod_patch(mut before: Pod, mut after: Pod) -> Result<Option<Vec<u8>>, Pod
         let mut after_parts = SpecParts::take(a);
         let rest_equal = before.spec == after.spec
             && before.status == after.status
-            && metadata_equal_but_maps(&before, &after);
+            && metadata_equal_but_maps(before, after);
         if rest_equal {
-            map_ops(
-                &mut ops,
-                "/metadata/labels",
-                before.metadata.labels.as_ref(),
-                after.metadata.labels.as_ref(),
-            )?;
-            map_ops(
-                &mut ops,
-                "/metadata/annotations",
-                before.metadata.annotations.as_ref(),
-                after.metadata.annotations.as_ref(),
-            )?;
-            parts.ops(&after_parts, &mut ops)?;
+            let (b, a) = (&before.metadata, &after.metadata);
+            let written =
+                map_ops(&mut ops, "/metadata/labels", b.labels.as_ref(), a.labels.as_ref())
+                    .and_then(|()| {
+                        let (b, a) = (b.annotations.as_ref(), a.annotations.as_ref());
+                        map_ops(&mut ops, "/metadata/annotations", b, a)
+                    })
+                    .and_then(|()| parts.ops(&after_parts, &mut ops));
+            parts.restore(before.spec.get_or_insert_with(Default::default));
+            after_parts.restore(after.spec.get_or_insert_with(Default::default));
+            written?;
             return Ok(Some(ops.finish()));
         }
         // Put the parts back for the whole-pod diff.
         parts.restore(before.spec.get_or_insert_with(Default::default));
         after_parts.restore(after.spec.get_or_insert_with(Default::default));
     }
-    let before = serde_json::to_value(&before)?;
-    let after = serde_json::to_value(&after)?;
+    let before = serde_json::to_value(&*before)?;
+    let after = serde_json::to_value(&*after)?;
     for op in json_patch::diff(&before, &after).0 {
         ops.op(&op)?;
     }

@@ -14,6 +14,7 @@
 //! matches those candidates exactly, which gives the same answer as matching every SidecarSet.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::well_known::kubernetes::labels::NAMESPACE_METADATA_NAME;
@@ -30,7 +31,7 @@ enum Scope {
 /// An index of SidecarSets by namespace and selector label.
 #[derive(Clone, Debug, Default)]
 pub struct SidecarSetIndex {
-    sets: BTreeMap<String, SidecarSet>,
+    sets: BTreeMap<String, Arc<SidecarSet>>,
     /// Per scope: label key, then value, then the names of the SidecarSets filed there
     /// (nested so that a pod's labels are looked up without copying them).
     by_label: BTreeMap<Scope, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>>,
@@ -57,7 +58,7 @@ fn label_key(set: &SidecarSet) -> Option<(String, String)> {
 
 impl SidecarSetIndex {
     /// An index of `sets` (a later SidecarSet of the same name replaces an earlier one).
-    pub fn new(sets: impl IntoIterator<Item = SidecarSet>) -> Self {
+    pub fn new<S: Into<Arc<SidecarSet>>>(sets: impl IntoIterator<Item = S>) -> Self {
         let mut index = Self::default();
         for set in sets {
             index.insert(set);
@@ -65,8 +66,9 @@ impl SidecarSetIndex {
         index
     }
 
-    /// Adds or replaces a SidecarSet.
-    pub fn insert(&mut self, set: SidecarSet) {
+    /// Adds or replaces a SidecarSet (shared, not copied, when given as an `Arc`).
+    pub fn insert(&mut self, set: impl Into<Arc<SidecarSet>>) {
+        let set: Arc<SidecarSet> = set.into();
         let name = set.metadata.name.clone().unwrap_or_default();
         self.remove(&name);
         for scope in scopes(&set) {
@@ -90,7 +92,7 @@ impl SidecarSetIndex {
     }
 
     /// Removes a SidecarSet by name; the removed one, if any.
-    pub fn remove(&mut self, name: &str) -> Option<SidecarSet> {
+    pub fn remove(&mut self, name: &str) -> Option<Arc<SidecarSet>> {
         let set = self.sets.remove(name)?;
         for scope in scopes(&set) {
             match label_key(&set) {
@@ -140,7 +142,7 @@ impl SidecarSetIndex {
         &self,
         namespace: &str,
         pod_labels: &BTreeMap<String, String>,
-    ) -> Vec<&SidecarSet> {
+    ) -> Vec<&Arc<SidecarSet>> {
         let namespace = if namespace.is_empty() { super::DEFAULT_NAMESPACE } else { namespace };
         let mut names = BTreeSet::new();
         for scope in [Scope::Namespace(namespace.to_owned()), Scope::Cluster] {
@@ -173,6 +175,7 @@ impl SidecarSetIndex {
         self.candidates(namespace, pod_labels)
             .into_iter()
             .filter(|s| pod_matches(s, pod_labels, namespace_labels).unwrap_or(false))
+            .map(Arc::as_ref)
             .collect()
     }
 }

@@ -86,8 +86,9 @@ pub const DEFAULT_NAMESPACE: &str = "default";
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SidecarSetCandidate {
-    /// The SidecarSet (v1beta1; convert v1alpha1 objects first).
-    pub sidecar_set: SidecarSet,
+    /// The SidecarSet (v1beta1; convert v1alpha1 objects first), shared with the caller's
+    /// cache.
+    pub sidecar_set: std::sync::Arc<SidecarSet>,
     /// The SidecarSet's ControllerRevisions (label `kruise.io/sidecarset-name`), needed only
     /// when `injectionStrategy.revision` pins one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -266,7 +267,15 @@ pub fn read_hash_annotation(
     pod: &Pod,
     key: &str,
 ) -> Result<BTreeMap<String, SidecarSetUpgradeSpec>, InjectionError> {
-    let Some(text) = pod.metadata.annotations.as_ref().and_then(|a| a.get(key)) else {
+    read_hash_from(pod.metadata.annotations.as_ref(), key)
+}
+
+/// [`read_hash_annotation`] from an annotation map.
+fn read_hash_from(
+    notes: Option<&BTreeMap<String, String>>,
+    key: &str,
+) -> Result<BTreeMap<String, SidecarSetUpgradeSpec>, InjectionError> {
+    let Some(text) = notes.and_then(|a| a.get(key)) else {
         return Ok(BTreeMap::new());
     };
     if text.is_empty() {
@@ -374,8 +383,8 @@ pub fn is_active_pod(pod: &Pod) -> bool {
 }
 
 /// A SidecarSet chosen for the pod, at the revision to inject.
-struct Chosen {
-    set: SidecarSet,
+struct Chosen<'a> {
+    set: std::borrow::Cow<'a, SidecarSet>,
     hash: String,
     hash_without_image: String,
     controller_revision: String,
@@ -409,17 +418,44 @@ pub fn inject_pod(
     gates: InjectionGates,
     now: Timestamp,
 ) -> Result<Injection, InjectionError> {
-    let unchanged = |matched: Vec<String>| Injection {
-        pod: original.clone(),
-        changed: false,
-        matched,
-        injected: Vec::new(),
-    };
-    if !is_active_pod(original) {
-        return Ok(unchanged(Vec::new()));
+    let mut pod = original.clone();
+    let outcome = inject_in_place(&mut pod, namespace_labels, sidecar_sets, gates, now)?;
+    Ok(Injection {
+        pod,
+        changed: outcome.changed,
+        matched: outcome.matched,
+        injected: outcome.injected,
+    })
+}
+
+/// What [`inject_in_place`] did to a pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InjectionOutcome {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// The SidecarSets that selected the pod (after canaries replaced their bases), by name.
+    pub matched: Vec<String>,
+    /// The SidecarSets that injected at least one container, by name.
+    pub injected: Vec<String>,
+}
+
+/// [`inject_pod`] on the pod itself, without a copy: the pod changes only when the whole
+/// injection succeeds (every error is found before anything is written).
+///
+/// # Errors
+/// As [`inject`].
+pub fn inject_in_place(
+    pod: &mut Pod,
+    namespace_labels: Option<&BTreeMap<String, String>>,
+    sidecar_sets: &[SidecarSetCandidate],
+    gates: InjectionGates,
+    now: Timestamp,
+) -> Result<InjectionOutcome, InjectionError> {
+    if !is_active_pod(pod) {
+        return Ok(InjectionOutcome::default());
     }
     let empty = BTreeMap::new();
-    let pod_labels = original.metadata.labels.as_ref().unwrap_or(&empty);
+    let pod_labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
 
     // Matching, revision choice and canaries.
     let mut candidates: Vec<&SidecarSetCandidate> = sidecar_sets.iter().collect();
@@ -451,7 +487,7 @@ pub fn inject_pod(
     chosen.retain(|c| !bases.contains(&name_of(&c.set)));
     let matched: Vec<String> = chosen.iter().map(|c| name_of(&c.set)).collect();
     if chosen.is_empty() {
-        return Ok(unchanged(matched));
+        return Ok(InjectionOutcome { changed: false, matched, injected: Vec::new() });
     }
 
     // Two SidecarSets must not inject the same container name.
@@ -472,16 +508,35 @@ pub fn inject_pod(
         }
     }
 
-    let mut pod = original.clone();
-    for c in &chosen {
-        patch_pod_metadata(&mut pod, &c.set)?;
-    }
-    let build = build_sidecars(&pod, original, &chosen, now)?;
+    // The pod's annotations after the metadata patches, worked out on a copy (and only when
+    // some SidecarSet has patches), so that a failure leaves the pod as it was.
+    let patched = if chosen.iter().any(|c| !c.set.spec.patch_pod_metadata.is_empty()) {
+        let mut notes = pod.metadata.annotations.clone().unwrap_or_default();
+        for c in &chosen {
+            apply_metadata_patches_to(
+                &mut notes,
+                &name_of(&c.set),
+                &c.set.spec.patch_pod_metadata,
+            )?;
+        }
+        Some(notes)
+    } else {
+        None
+    };
+    let build =
+        build_sidecars(pod, patched.as_ref().or(pod.metadata.annotations.as_ref()), &chosen, now)?;
     if build.containers.is_empty() && build.init_containers.is_empty() {
-        let changed = pod != *original;
-        return Ok(Injection { pod, changed, matched, injected: Vec::new() });
+        let changed =
+            patched.as_ref().is_some_and(|p| pod.metadata.annotations.as_ref() != Some(p));
+        if changed {
+            pod.metadata.annotations = patched;
+        }
+        return Ok(InjectionOutcome { changed, matched, injected: Vec::new() });
     }
 
+    if patched.is_some() {
+        pod.metadata.annotations = patched;
+    }
     let mut init = build.init_containers;
     init.sort_by(|a, b| a.0.name.cmp(&b.0.name));
     let mut containers = build.containers;
@@ -511,8 +566,8 @@ pub fn inject_pod(
     spec.image_pull_secrets = (!secrets.is_empty()).then_some(secrets);
     let notes = pod.metadata.annotations.get_or_insert_with(Default::default);
     notes.extend(build.annotations);
-    let changed = pod != *original;
-    Ok(Injection { pod, changed, matched, injected: build.injected })
+    // At least one container was added (one not in the pod already), so the pod changed.
+    Ok(InjectionOutcome { changed: true, matched, injected: build.injected })
 }
 
 fn name_of(set: &SidecarSet) -> String {
@@ -521,13 +576,13 @@ fn name_of(set: &SidecarSet) -> String {
 
 /// The SidecarSet at the revision to inject into this pod (upstream's
 /// `getSuitableRevisionSidecarSet` at CREATE).
-fn choose_revision(
-    candidate: &SidecarSetCandidate,
+fn choose_revision<'a>(
+    candidate: &'a SidecarSetCandidate,
     pod_labels: &BTreeMap<String, String>,
-) -> Result<Chosen, InjectionError> {
-    let set = &candidate.sidecar_set;
+) -> Result<Chosen<'a>, InjectionError> {
+    let set: &'a SidecarSet = &candidate.sidecar_set;
     let latest = || Chosen {
-        set: set.clone(),
+        set: std::borrow::Cow::Borrowed(set),
         hash: current_hash(set),
         hash_without_image: current_hash_without_image(set),
         controller_revision: set
@@ -613,7 +668,7 @@ pub fn pinned_revision<'r>(
 fn restore_revision(
     set: &SidecarSet,
     revision: &ControllerRevision,
-) -> Result<Chosen, InjectionError> {
+) -> Result<Chosen<'static>, InjectionError> {
     let revision_name = revision.metadata.name.clone().unwrap_or_default();
     let invalid = |message: String| InjectionError::InvalidRevision {
         sidecar_set: name_of(set),
@@ -654,13 +709,8 @@ fn restore_revision(
         hash_without_image: note(annotations::SIDECARSET_HASH_WITHOUT_IMAGE)
             .unwrap_or_else(|| sidecar_set_hash_without_image(&restored.spec)),
         controller_revision: revision_name,
-        set: restored,
+        set: std::borrow::Cow::Owned(restored),
     })
-}
-
-/// Applies a SidecarSet's `patchPodMetadata` to the pod's annotations.
-fn patch_pod_metadata(pod: &mut Pod, set: &SidecarSet) -> Result<(), InjectionError> {
-    apply_metadata_patches(pod, &name_of(set), &set.spec.patch_pod_metadata)
 }
 
 /// Applies metadata patches with their policies: Retain (the default) keeps a value the pod
@@ -678,6 +728,15 @@ pub fn apply_metadata_patches(
         return Ok(());
     }
     let notes = pod.metadata.annotations.get_or_insert_with(Default::default);
+    apply_metadata_patches_to(notes, sidecar_set, patches)
+}
+
+/// [`apply_metadata_patches`] on an annotation map.
+fn apply_metadata_patches_to(
+    notes: &mut BTreeMap<String, String>,
+    sidecar_set: &str,
+    patches: &[SidecarSetPatchPodMetadata],
+) -> Result<(), InjectionError> {
     for patch in patches {
         for (key, value) in &patch.annotations {
             match patch.patch_policy.as_ref().unwrap_or(&SidecarSetPatchPolicyType::Retain) {
@@ -745,36 +804,30 @@ pub fn is_injected_container(c: &Container) -> bool {
         .any(|e| e.name == env::container::IS_INJECTED && e.value.as_deref() == Some("true"))
 }
 
+/// What the chosen SidecarSets add to `pod` (as created); `notes` are the pod's annotations
+/// after the SidecarSets' metadata patches, where the hash and list annotations are read.
 fn build_sidecars(
     pod: &Pod,
-    original: &Pod,
-    chosen: &[Chosen],
+    notes: Option<&BTreeMap<String, String>>,
+    chosen: &[Chosen<'_>],
     now: Timestamp,
 ) -> Result<Built, InjectionError> {
     let mut out = Built::default();
-    let mut hashes = read_hash_annotation(pod, annotations::SIDECARSET_HASH)?;
-    let mut hashes_no_image =
-        read_hash_annotation(pod, annotations::SIDECARSET_HASH_WITHOUT_IMAGE)?;
-    let mut working: BTreeMap<String, String> = pod
-        .metadata
-        .annotations
-        .as_ref()
+    let mut hashes = read_hash_from(notes, annotations::SIDECARSET_HASH)?;
+    let mut hashes_no_image = read_hash_from(notes, annotations::SIDECARSET_HASH_WITHOUT_IMAGE)?;
+    let mut working: BTreeMap<String, String> = notes
         .and_then(|a| a.get(annotations::SIDECARSET_WORKING_HOTUPGRADE_CONTAINER))
         .and_then(|t| serde_json::from_str(t).ok())
         .unwrap_or_default();
-    let mut set_names: BTreeSet<String> = pod
-        .metadata
-        .annotations
-        .as_ref()
+    let mut set_names: BTreeSet<String> = notes
         .and_then(|a| a.get(annotations::SIDECARSET_INJECTED_LIST))
         .filter(|t| !t.is_empty())
         .map(|t| t.split(',').map(str::to_owned).collect())
         .unwrap_or_default();
-    let spec = pod.spec.clone().unwrap_or_default();
+    let spec = pod.spec.as_ref();
     let existing: BTreeSet<&str> = spec
-        .containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten())
+        .into_iter()
+        .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()))
         .map(|c| c.name.as_str())
         .collect();
     let present = |sidecar: &SidecarContainer, hot: bool| {
@@ -816,7 +869,7 @@ fn build_sidecars(
                         if init { "initContainers" } else { "containers" }
                     );
                     container.resources =
-                        Some(resources::apply(policy, original, &all_sidecar_names).map_err(
+                        Some(resources::apply(policy, pod, &all_sidecar_names).map_err(
                             |message| InjectionError::ResourcesPolicy {
                                 sidecar_set: set_name.clone(),
                                 field,
@@ -824,8 +877,8 @@ fn build_sidecars(
                             },
                         )?);
                 }
-                let (mounts, mount_envs) = shared_volume_mounts(sidecar, original);
-                let mut transfer = transfer_envs(sidecar, original);
+                let (mounts, mount_envs) = shared_volume_mounts(sidecar, pod);
+                let mut transfer = transfer_envs(sidecar, pod);
                 merge_env(&mut transfer, mount_envs);
                 for name in container
                     .volume_mounts
@@ -842,7 +895,7 @@ fn build_sidecars(
                 let envs = container.env.get_or_insert_with(Vec::new);
                 merge_env(envs, [env_var(env::container::IS_INJECTED, "true")]);
                 merge_env(envs, transfer);
-                merge_volume_devices(&mut container, shared_volume_devices(sidecar, original));
+                merge_volume_devices(&mut container, shared_volume_devices(sidecar, pod));
                 injecting = true;
                 let default_policy = if init {
                     PodInjectPolicyType::AfterAppContainer

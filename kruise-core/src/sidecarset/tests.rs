@@ -63,7 +63,7 @@ fn pod() -> Pod {
 }
 
 fn candidate(set: SidecarSet) -> SidecarSetCandidate {
-    SidecarSetCandidate { sidecar_set: set, revisions: Vec::new(), draw: 0.5 }
+    SidecarSetCandidate { sidecar_set: set.into(), revisions: Vec::new(), draw: 0.5 }
 }
 
 fn run(pod: &Pod, sets: Vec<SidecarSet>) -> Injection {
@@ -303,8 +303,11 @@ fn injection_strategy_revision_injects_the_pinned_revision() {
         revision("sidecarset1-stable", "sidecarset1", Some("stable"), 2, "sidecar-image:stable"),
         revision("other-set", "other", Some("stable"), 3, "wrong"),
     ];
-    let cand =
-        SidecarSetCandidate { sidecar_set: set.clone(), revisions: revisions.clone(), draw: 0.5 };
+    let cand = SidecarSetCandidate {
+        sidecar_set: set.clone().into(),
+        revisions: revisions.clone(),
+        draw: 0.5,
+    };
     let out = run_with(&pod(), vec![cand], InjectionGates::default());
     let sidecar = &spec(&out.pod).containers[0];
     assert_eq!(sidecar.image.as_deref(), Some("sidecar-image:stable"));
@@ -320,7 +323,7 @@ fn injection_strategy_revision_injects_the_pinned_revision() {
         revision_name: Some("sidecarset1-old".into()),
         ..Default::default()
     });
-    let cand = SidecarSetCandidate { sidecar_set: by_name, revisions, draw: 0.5 };
+    let cand = SidecarSetCandidate { sidecar_set: by_name.into(), revisions, draw: 0.5 };
     let out = run_with(&pod(), vec![cand], InjectionGates::default());
     assert_eq!(spec(&out.pod).containers[0].image.as_deref(), Some("sidecar-image:older"));
 
@@ -357,7 +360,8 @@ fn partial_revision_policy() {
         s
     };
     let image = |p: &Pod, s: SidecarSet, draw: f64| -> Result<String, InjectionError> {
-        let cand = SidecarSetCandidate { sidecar_set: s, revisions: revisions.clone(), draw };
+        let cand =
+            SidecarSetCandidate { sidecar_set: s.into(), revisions: revisions.clone(), draw };
         let out = inject_pod(p, None, &[cand], InjectionGates::default(), now())?;
         Ok(spec(&out.pod).containers[0].image.clone().unwrap_or_default())
     };
@@ -699,12 +703,27 @@ fn resources_policy_is_applied_and_refuses_pods_without_targets() {
         .as_mut()
         .expect("policy")
         .target_containers_name_regex = "^db$".into();
-    let err = inject_pod(&p, None, &[candidate(other)], InjectionGates::default(), now())
+    let err = inject_pod(&p, None, &[candidate(other.clone())], InjectionGates::default(), now())
         .expect_err("no target");
     assert_eq!(
         err.to_string(),
         "sidecarSet sidecarset1: spec.containers[0].resourcesPolicy: no containers match the regex pattern \"^db$\""
     );
+    // In place, a refused injection leaves the pod as it was, metadata patches included.
+    other.spec.patch_pod_metadata = vec![SidecarSetPatchPodMetadata {
+        annotations: labels(&[("added", "set")]),
+        patch_policy: Some(SidecarSetPatchPolicyType::Overwrite),
+    }];
+    let mut in_place = p.clone();
+    let refused = super::inject_in_place(
+        &mut in_place,
+        None,
+        &[candidate(other)],
+        InjectionGates::default(),
+        now(),
+    );
+    assert!(refused.is_err());
+    assert_eq!(in_place, p);
 }
 
 #[test]

@@ -372,7 +372,7 @@ fn a_pinned_revision_injects_what_it_recorded() {
         pod,
         namespace_labels: Some(BTreeMap::new()),
         sidecar_sets: vec![SidecarSetCandidate {
-            sidecar_set: s,
+            sidecar_set: s.into(),
             revisions: vec![first.clone()],
             draw: 0.5,
         }],
