@@ -136,7 +136,7 @@ fn planned_pods(cloneset: &CloneSet) -> Vec<Pod> {
         .actions
         .into_iter()
         .filter_map(|a| match a {
-            Action::CreatePod { pod } => Some(*pod),
+            Action::CreatePod { pod } => Some(pod.build().into_owned()),
             _ => None,
         })
         .collect();

@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kruise_api::well_known::{kubernetes, labels, readiness_gates};
 
 use crate::lifecycle::{LifecyclePatch, LifecycleState};
+use crate::workload::NewPod;
 
 use super::spec::Spec;
 use crate::revision::short_hash;
@@ -127,7 +128,7 @@ pub(crate) fn revision_labels(revision: &str, short_hash_gate: bool) -> [(String
 /// and the controller reference. [`PodPrototype::instantiate`] adds what is the instance's
 /// own (name, instance id, claim volumes).
 pub(crate) struct PodPrototype {
-    pod: Pod,
+    pod: std::sync::Arc<Pod>,
 }
 
 impl PodPrototype {
@@ -168,44 +169,35 @@ impl PodPrototype {
             spec: Some(pod_spec),
             status: None,
         };
-        PodPrototype { pod }
+        PodPrototype { pod: std::sync::Arc::new(pod) }
     }
 
     /// The new pod of instance `id`: named after it, labelled with it, and with a volume for
     /// each of its `claims` ([`claims_for`] the id; in template order) ahead of the
-    /// template's other volumes.
+    /// template's other volumes. It shares the prototype and is built when sent.
     pub(crate) fn instantiate(
         &self,
         spec: &Spec<'_>,
         id: &str,
         claims: &[(String, PersistentVolumeClaim)],
-    ) -> Pod {
-        let mut pod = self.pod.clone();
-        pod.metadata.name = Some(format!("{}-{id}", spec.name));
-        pod.metadata
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert(labels::CLONESET_INSTANCE_ID.into(), id.to_owned());
-        if let (false, Some(pod_spec)) = (claims.is_empty(), pod.spec.as_mut()) {
-            let mut volumes: Vec<Volume> = claims
-                .iter()
-                .map(|(volume, claim)| Volume {
-                    name: volume.clone(),
-                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                        claim_name: claim.metadata.name.clone().unwrap_or_default(),
-                        read_only: Some(false),
-                    }),
-                    ..Default::default()
-                })
-                .collect();
-            for volume in pod_spec.volumes.take().unwrap_or_default() {
-                if !claims.iter().any(|(name, _)| *name == volume.name) {
-                    volumes.push(volume);
-                }
-            }
-            pod_spec.volumes = Some(volumes);
-        }
-        pod
+    ) -> NewPod {
+        let volumes: Vec<Volume> = claims
+            .iter()
+            .map(|(volume, claim)| Volume {
+                name: volume.clone(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.metadata.name.clone().unwrap_or_default(),
+                    read_only: Some(false),
+                }),
+                ..Default::default()
+            })
+            .collect();
+        NewPod::instance(
+            self.pod.clone(),
+            format!("{}-{id}", spec.name),
+            (labels::CLONESET_INSTANCE_ID.into(), id.to_owned()),
+            volumes,
+        )
     }
 }
 

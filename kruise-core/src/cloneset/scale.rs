@@ -184,8 +184,8 @@ fn create_pods(r: &mut Round<'_, '_>, expected: i32, expected_current: i32) -> u
             }
             r.actions.push(Action::CreatePvc { pvc: Box::new(claim) });
         }
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        r.actions.push(Action::CreatePod { pod: Box::new(pod) });
+        let name = pod.name().to_owned();
+        r.actions.push(Action::CreatePod { pod });
         r.event(
             EventType::Normal,
             "SuccessfulCreate",

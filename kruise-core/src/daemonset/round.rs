@@ -739,7 +739,7 @@ impl<'a> Round<'a> {
         for &n in create.iter().take(burst) {
             let pod = self.new_pod(n);
             let name = pod.metadata.name.clone().unwrap_or_default();
-            self.actions.push(Action::CreatePod { pod: Box::new(pod) });
+            self.actions.push(Action::CreatePod { pod: pod.into() });
             self.events.push(Event {
                 type_: EventType::Normal,
                 reason: "SuccessfulCreate".into(),

@@ -742,7 +742,7 @@ fn scale_one(round: &mut Round<'_, '_>, index: usize, consume: &mut impl FnMut()
         let revision = if at_current { &round.current } else { &round.update };
         let new = new_pod(spec, &revision.template, &revision.name, ordinal, round.now);
         let name = name_of(&new).to_owned();
-        round.actions.push(Action::CreatePod { pod: Box::new(new) });
+        round.actions.push(Action::CreatePod { pod: new.into() });
         let message = format!("create Pod {name} in StatefulSet {} successful", spec.name);
         round.event(EventType::Normal, "SuccessfulCreate", message, true);
         if spec.monotonic {

@@ -22,8 +22,8 @@ use serde_json::json;
 pub(crate) use facts::LabelLookup;
 pub use facts::{PodFacts, SnapshotPod};
 pub use plan::{
-    Action, Blocked, DeletePurpose, Event, EventType, Patch, PodPatchPurpose, PodStatusPurpose,
-    WorkloadPlan,
+    Action, Blocked, DeletePurpose, Event, EventType, NewPod, Patch, PodPatchPurpose,
+    PodStatusPurpose, WorkloadPlan,
 };
 
 use crate::expectations::{ControllerExpectations, ExpectationState, ScaleAction};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use kruise_api::apps::v1beta1::ImagePullJob;
 use serde::Serialize;
 
@@ -169,7 +169,7 @@ pub enum Action {
     #[serde(rename_all = "camelCase")]
     CreatePod {
         /// The pod to create, with name, labels and ownerReference set.
-        pod: Box<Pod>,
+        pod: NewPod,
     },
     /// Patch a pod's metadata or spec.
     #[serde(rename_all = "camelCase")]
@@ -239,6 +239,124 @@ pub enum Action {
     },
 }
 
+/// A pod to create ([`Action::CreatePod`]).
+///
+/// The pods a plan creates together differ in little: a CloneSet's new pods of one revision
+/// differ only in their name, their instance-id label and their claim volumes. Such a pod is
+/// kept as the pod it shares with the others plus what is its own, and built in full only
+/// when needed ([`NewPod::build`]): when it is sent, so that the first of 1,000 new pods does
+/// not wait for the other 999 to be built. It reads as the whole pod (`Deref`, equality,
+/// serialization), built once on first read.
+#[derive(Clone)]
+pub struct NewPod {
+    shared: Arc<Pod>,
+    own: Option<Box<PodInstance>>,
+}
+
+/// What a [`NewPod`] adds to the pod it shares.
+#[derive(Clone)]
+struct PodInstance {
+    name: String,
+    label: (String, String),
+    /// Put ahead of the shared pod's volumes, replacing those of the same name.
+    volumes: Vec<Volume>,
+    /// The whole pod, once read through `Deref`.
+    built: std::sync::OnceLock<Pod>,
+}
+
+impl NewPod {
+    /// One pod of `shared`'s kind: `shared` named `name`, with the label `label` added and
+    /// `volumes` ahead of its own volumes (replacing those of the same name).
+    pub fn instance(
+        shared: Arc<Pod>,
+        name: String,
+        label: (String, String),
+        volumes: Vec<Volume>,
+    ) -> Self {
+        let built = std::sync::OnceLock::new();
+        Self { shared, own: Some(Box::new(PodInstance { name, label, volumes, built })) }
+    }
+
+    /// The pod's name.
+    pub fn name(&self) -> &str {
+        match &self.own {
+            Some(own) => &own.name,
+            None => self.shared.metadata.name.as_deref().unwrap_or_default(),
+        }
+    }
+
+    /// The whole pod: borrowed when it is already whole, else built (and not kept).
+    pub fn build(&self) -> std::borrow::Cow<'_, Pod> {
+        match &self.own {
+            None => std::borrow::Cow::Borrowed(&self.shared),
+            Some(own) => match own.built.get() {
+                Some(built) => std::borrow::Cow::Borrowed(built),
+                None => std::borrow::Cow::Owned(own.build(&self.shared)),
+            },
+        }
+    }
+}
+
+impl PodInstance {
+    fn build(&self, shared: &Pod) -> Pod {
+        let mut pod = shared.clone();
+        pod.metadata.name = Some(self.name.clone());
+        let (key, value) = &self.label;
+        pod.metadata.labels.get_or_insert_with(Default::default).insert(key.clone(), value.clone());
+        if let (false, Some(spec)) = (self.volumes.is_empty(), pod.spec.as_mut()) {
+            let mut volumes = self.volumes.clone();
+            for volume in spec.volumes.take().unwrap_or_default() {
+                if !self.volumes.iter().any(|own| own.name == volume.name) {
+                    volumes.push(volume);
+                }
+            }
+            spec.volumes = Some(volumes);
+        }
+        pod
+    }
+}
+
+impl From<Pod> for NewPod {
+    fn from(pod: Pod) -> Self {
+        Self { shared: Arc::new(pod), own: None }
+    }
+}
+
+impl std::ops::Deref for NewPod {
+    type Target = Pod;
+
+    fn deref(&self) -> &Pod {
+        match &self.own {
+            None => &self.shared,
+            Some(own) => own.built.get_or_init(|| own.build(&self.shared)),
+        }
+    }
+}
+
+impl AsRef<Pod> for NewPod {
+    fn as_ref(&self) -> &Pod {
+        self
+    }
+}
+
+impl PartialEq for NewPod {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for NewPod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl Serialize for NewPod {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.build().serialize(serializer)
+    }
+}
+
 impl Action {
     /// The name of the object the action changes.
     pub fn target(&self) -> &str {
@@ -248,7 +366,7 @@ impl Action {
         match self {
             Self::CreateRevision { revision } => name_of(&revision.metadata),
             Self::CreatePvc { pvc } => name_of(&pvc.metadata),
-            Self::CreatePod { pod } => name_of(&pod.metadata),
+            Self::CreatePod { pod } => pod.name(),
             Self::CreateImagePullJob { job } => name_of(&job.metadata),
             Self::PatchRevision { name, .. }
             | Self::DeleteRevision { name }
@@ -379,5 +497,60 @@ impl<S> WorkloadPlan<S> {
     /// True when the plan changes nothing in the cluster (no actions and no status write).
     pub fn is_noop(&self) -> bool {
         self.actions.is_empty() && self.status.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{EmptyDirVolumeSource, PodSpec};
+
+    fn volume(name: &str, medium: &str) -> Volume {
+        Volume {
+            name: name.into(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                medium: Some(medium.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_new_pod_reads_as_the_whole_pod_whether_built_or_not() {
+        let mut shared = Pod::default();
+        shared.metadata.generate_name = Some("web-".into());
+        shared.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+        shared.spec = Some(PodSpec {
+            volumes: Some(vec![volume("data", "template"), volume("logs", "template")]),
+            ..Default::default()
+        });
+        let shared = Arc::new(shared);
+        let new = NewPod::instance(
+            shared.clone(),
+            "web-abcde".into(),
+            ("id".into(), "abcde".into()),
+            vec![volume("data", "claim")],
+        );
+        assert_eq!(new.name(), "web-abcde");
+        let built = new.build().into_owned();
+        assert_eq!(built.metadata.name.as_deref(), Some("web-abcde"));
+        let labels = built.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("id").map(String::as_str), Some("abcde"));
+        assert_eq!(labels.get("app").map(String::as_str), Some("web"));
+        // The claim volume comes first and replaces the template's volume of its name.
+        let volumes = built.spec.clone().and_then(|s| s.volumes).unwrap_or_default();
+        assert_eq!(volumes, [volume("data", "claim"), volume("logs", "template")]);
+        // Deref, equality and serialization all see that same pod; the shared one is untouched.
+        assert_eq!(*new, built);
+        assert_eq!(new, NewPod::from(built.clone()));
+        assert_eq!(
+            serde_json::to_value(&new).expect("encodes"),
+            serde_json::to_value(&built).expect("encodes")
+        );
+        assert_eq!(shared.metadata.name, None);
+        let whole = NewPod::from(built.clone());
+        assert_eq!(whole.name(), "web-abcde");
+        assert!(matches!(whole.build(), std::borrow::Cow::Borrowed(_)));
     }
 }
