@@ -333,12 +333,6 @@ impl std::ops::Deref for NewPod {
     }
 }
 
-impl AsRef<Pod> for NewPod {
-    fn as_ref(&self) -> &Pod {
-        self
-    }
-}
-
 impl PartialEq for NewPod {
     fn eq(&self, other: &Self) -> bool {
         **self == **other

@@ -177,7 +177,7 @@ impl Sim {
                     self.snapshot.revisions.retain(|r| r.metadata.name.as_deref() != Some(name))
                 }
                 Action::CreatePod { pod } => {
-                    let mut pod = pod.as_ref().clone();
+                    let mut pod = pod.build().into_owned();
                     let name = pod.metadata.name.clone().expect("name");
                     let node = eligibility::target_node_name(&pod).expect("pinned").to_owned();
                     pod.metadata.uid = Some(format!("uid-{name}"));
