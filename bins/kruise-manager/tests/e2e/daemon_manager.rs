@@ -59,10 +59,15 @@ fn node_images_follow_nodes() {
         (items.len() == 3).then_some(items)
     });
     assert_eq!(names(&items), ["sim-node-0", "sim-node-1", "sim-node-2"]);
-    for item in &items {
-        let name = item["metadata"]["name"].as_str().unwrap_or_default();
-        let node = k.json(&["get", "node", name, "-o", "json"]);
-        assert_eq!(item["metadata"]["labels"], node["metadata"]["labels"], "labels of {name}");
+    // A NodeImage is created without labels (as upstream's); the next reconcile copies the
+    // node's.
+    for name in names(&items) {
+        let node = k.json(&["get", "node", &name, "-o", "json"]);
+        let labels = wait_for("the node's labels on its NodeImage", MINUTE, || {
+            let ni = k.json(&["get", "nodeimage", &name, "-o", "json"]);
+            (!ni["metadata"]["labels"].is_null()).then(|| ni["metadata"]["labels"].clone())
+        });
+        assert_eq!(labels, node["metadata"]["labels"], "labels of {name}");
     }
 
     // A label added to a node reaches its NodeImage.
