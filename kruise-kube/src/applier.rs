@@ -336,17 +336,28 @@ impl Applier {
     /// Creates `object` in `ns`; the created object's resourceVersion. Unlike
     /// [`Api::create`], the answer is not decoded beyond it, which matters when a
     /// scale-out creates hundreds of pods at once.
-    pub async fn create<K>(
-        &self,
+    ///
+    /// The request is encoded when this is called, and the future holds only its bytes: a
+    /// caller may free `object` before awaiting (a slow-start batch of 500 creations then
+    /// keeps 500 request bodies alive, not 500 pods as well).
+    pub fn create<'a, K>(
+        &'a self,
         ns: &str,
         object: &K,
         params: &PostParams,
-    ) -> Result<Option<String>, ApplyError>
+    ) -> impl std::future::Future<Output = Result<Option<String>, ApplyError>> + use<'a, K>
     where
         K: Resource<DynamicType = ()> + serde::Serialize,
     {
-        let body = serde_json::to_vec(object).map_err(|e| ApplyError::Invalid(e.to_string()))?;
-        self.write_lean(request_for::<K>(ns).create(params, body)).await
+        let request = serde_json::to_vec(object)
+            .map_err(|e| ApplyError::Invalid(e.to_string()))
+            .map(|body| request_for::<K>(ns).create(params, body));
+        async move {
+            match request {
+                Ok(request) => self.write_lean(request).await,
+                Err(e) => Err(e),
+            }
+        }
     }
 
     /// Patches `name` (or its `subresource`) in `ns`; the patched object's resourceVersion.

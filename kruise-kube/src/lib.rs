@@ -29,6 +29,7 @@
 //! - [`image_pull`]: the NodeImage, ImagePullJob and ImageListPullJob controllers.
 //! - [`crr`]: the ContainerRecreateRequest controller.
 //! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
+//! - [`runtime`]: the tokio runtime the binaries run on, its threads' heaps warmed at start.
 //! - [`daemon`]: kruise-daemon's per-node workers (containerrecreate, imagepuller,
 //!   containermeta) over a [`kruise_cri::ContainerRuntime`].
 
@@ -51,6 +52,7 @@ pub mod manager;
 pub mod metrics;
 pub mod pub_budget;
 pub mod queue;
+pub mod runtime;
 pub mod scale;
 pub mod sidecarset;
 pub mod statefulset;

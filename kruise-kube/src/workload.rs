@@ -770,9 +770,10 @@ impl<W: WorkloadKind> WorkloadController<W> {
                 ignore_not_found(deleted.await).map_err(fail("delete pvc"))
             }
             Action::CreatePod { pod } => {
-                // Built now (not kept): the first pod of a big scale-out goes out at once.
-                let pod = pod.build();
-                created(applier.create(ns, pod.as_ref(), &post).await).map_err(fail("create pod"))
+                // Built now, and freed once encoded: the first pod of a big scale-out goes
+                // out at once, and a batch in flight holds request bodies, not pods.
+                let create = applier.create(ns, pod.build().as_ref(), &post);
+                created(create.await).map_err(fail("create pod"))
             }
             Action::PatchPod { .. }
             | Action::PatchPodStatus { .. }

@@ -348,7 +348,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")
+    kruise_kube::runtime::runtime().context("starting tokio")
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
