@@ -39,9 +39,6 @@ pub fn pod_patch(mut before: Pod, mut after: Pod) -> Result<Option<Vec<u8>>, Pod
 /// # Errors
 /// As [`pod_patch`].
 pub fn pod_patch_of(before: &mut Pod, after: &mut Pod) -> Result<Option<Vec<u8>>, PodPatchError> {
-    if before == after {
-        return Ok(None);
-    }
     let mut ops = PatchWriter::default();
     if let (Some(b), Some(a)) = (before.spec.as_mut(), after.spec.as_mut()) {
         let mut parts = SpecParts::take(b);
@@ -61,18 +58,22 @@ pub fn pod_patch_of(before: &mut Pod, after: &mut Pod) -> Result<Option<Vec<u8>>
             parts.restore(before.spec.get_or_insert_with(Default::default));
             after_parts.restore(after.spec.get_or_insert_with(Default::default));
             written?;
-            return Ok(Some(ops.finish()));
+            // Every part compared on its own: no operation means the pods are equal.
+            return Ok(ops.finish());
         }
         // Put the parts back for the whole-pod diff.
         parts.restore(before.spec.get_or_insert_with(Default::default));
         after_parts.restore(after.spec.get_or_insert_with(Default::default));
+    }
+    if before == after {
+        return Ok(None);
     }
     let before = serde_json::to_value(&*before)?;
     let after = serde_json::to_value(&*after)?;
     for op in json_patch::diff(&before, &after).0 {
         ops.op(&op)?;
     }
-    Ok(Some(ops.finish()))
+    Ok(Some(ops.finish().unwrap_or_else(|| b"[]".to_vec())))
 }
 
 /// Whether the pods' metadata are equal apart from their labels and annotations.
@@ -176,11 +177,12 @@ fn map_ops(
 ) -> Result<(), serde_json::Error> {
     match (before, after) {
         (Some(b), Some(a)) => {
+            let mut at = String::with_capacity(path.len() + 64);
             for key in b.keys().filter(|k| !a.contains_key(*k)) {
-                ops.remove(&format!("{path}/{}", escape(key)))?;
+                ops.remove(pointer_to(&mut at, path, key))?;
             }
             for (key, value) in a.iter().filter(|(k, v)| b.get(*k) != Some(*v)) {
-                ops.add(&format!("{path}/{}", escape(key)), value)?;
+                ops.add(pointer_to(&mut at, path, key), value)?;
             }
             Ok(())
         }
@@ -265,19 +267,32 @@ fn diff_ops<T: Serialize + ?Sized>(
     Ok(())
 }
 
-/// A JSON pointer token: `~` and `/` escaped.
-fn escape(key: &str) -> std::borrow::Cow<'_, str> {
-    if key.contains(['~', '/']) {
-        key.replace('~', "~0").replace('/', "~1").into()
-    } else {
-        key.into()
+/// Writes into `buffer` the JSON pointer of `key` under `path` (`~` and `/` in the key escaped
+/// as `~0` and `~1`), and returns it.
+fn pointer_to<'b>(buffer: &'b mut String, path: &str, key: &str) -> &'b str {
+    buffer.clear();
+    buffer.push_str(path);
+    buffer.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => buffer.push_str("~0"),
+            '/' => buffer.push_str("~1"),
+            c => buffer.push(c),
+        }
     }
+    buffer
 }
 
 /// The patch's JSON text, written one operation at a time.
-#[derive(Default)]
 struct PatchWriter {
     out: Vec<u8>,
+}
+
+impl Default for PatchWriter {
+    fn default() -> Self {
+        // Room for a typical injection's patch (one sidecar, its volume, a few annotations).
+        Self { out: Vec::with_capacity(2048) }
+    }
 }
 
 impl PatchWriter {
@@ -321,12 +336,13 @@ impl PatchWriter {
         self.out.push(if self.out.is_empty() { b'[' } else { b',' });
     }
 
-    fn finish(mut self) -> Vec<u8> {
+    /// The patch; `None` when no operation was written.
+    fn finish(mut self) -> Option<Vec<u8>> {
         if self.out.is_empty() {
-            self.out.push(b'[');
+            return None;
         }
         self.out.push(b']');
-        self.out
+        Some(self.out)
     }
 }
 

@@ -60,6 +60,19 @@ fn labels_change_key_by_key() {
 }
 
 #[test]
+fn annotation_keys_are_escaped_in_their_paths() {
+    let mut after = pod();
+    let notes = after.metadata.annotations.as_mut().expect("annotations");
+    notes.remove("x~y");
+    notes.insert("kruise.io/a~b".into(), "3".into());
+    let patch = String::from_utf8(check(&pod(), &after).expect("a patch")).expect("utf-8");
+    assert_eq!(
+        patch,
+        r#"[{"op":"remove","path":"/metadata/annotations/x~0y"},{"op":"add","path":"/metadata/annotations/kruise.io~1a~0b","value":"3"}]"#
+    );
+}
+
+#[test]
 fn a_sidecar_is_one_add_and_the_app_containers_are_not_rewritten() {
     let mut after = pod();
     after.spec.as_mut().expect("spec").containers.insert(0, container("sidecar"));
