@@ -29,7 +29,7 @@
 //! - [`image_pull`]: the NodeImage, ImagePullJob and ImageListPullJob controllers.
 //! - [`crr`]: the ContainerRecreateRequest controller.
 //! - [`manager`]: runs every registered controller with leadership, metrics and shutdown.
-//! - [`runtime`]: the tokio runtime the binaries run on, its threads' heaps warmed at start.
+//! - [`runtime`]: the tokio runtime kruise-manager runs on, its threads' heaps warmed at start.
 //! - [`daemon`]: kruise-daemon's per-node workers (containerrecreate, imagepuller,
 //!   containermeta) over a [`kruise_cri::ContainerRuntime`].
 

@@ -1,17 +1,17 @@
-//! The async runtime the binaries run on.
+//! The tokio runtime kruise-manager runs on.
 //!
 //! [`runtime`] builds the multi-thread tokio runtime with [`warm_thread_heap`] run on each of
 //! its threads as it starts.
 //!
 //! Why: glibc gives each thread its own heap (an "arena"), and the first time that heap reaches
 //! a size it grows it by just what the allocation needs (a page, for small ones), with an
-//! `mprotect` call each time. A scale-out
-//! of 1,000 pods grows the manager's heaps by about 15 MiB at once (its pod cache, the
-//! creations in flight), and those calls took 10–15% of its CPU during the scale-out.
-//! Warming a thread's heap once at start moves that cost to the start: the memory is given
-//! back at once (glibc returns freed pages at the top of a heap with `MADV_DONTNEED`, which
-//! keeps them mapped), so the resident size does not grow. Under another allocator it is a
-//! few allocations and frees, and changes nothing.
+//! `mprotect` call each time. A scale-out of 1,000 pods grows the manager's heaps by about
+//! 15 MiB at once (its pod cache, the creations in flight), and those calls took 10–15% of its
+//! CPU during the scale-out. Warming a thread's heap once at start moves that cost to the
+//! start (about 1.6 ms per thread): the memory is given back at once (glibc returns freed pages
+//! at the top of a heap with `MADV_DONTNEED`, which keeps them mapped), so the resident size
+//! does not grow. Where glibc unmaps them instead (`vm.overcommit_memory` 2) or under another
+//! allocator, it is a few allocations and frees, and changes nothing.
 
 /// How much of each runtime thread's heap [`runtime`] warms: above the 15 MiB a scale-out of
 /// 1,000 pods grows the manager's heaps by, and within the 64 MiB glibc reserves per heap.
