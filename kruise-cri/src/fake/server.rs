@@ -5,7 +5,6 @@
 //! (streaming exec/attach, stats, metrics, events, checkpoint) answer `UNIMPLEMENTED`.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use k8s_cri::v1 as pb;
 use k8s_cri::v1::image_service_server::{ImageService, ImageServiceServer};
@@ -254,9 +253,14 @@ impl RuntimeService for Service {
 
     async fn exec_sync(&self, request: Request<pb::ExecSyncRequest>) -> Rpc<pb::ExecSyncResponse> {
         let req = request.into_inner();
-        let timeout = Duration::from_secs(u64::try_from(req.timeout).unwrap_or(0));
-        let r = ContainerRuntime::exec_sync(&self.rt, &req.container_id, req.cmd, timeout)
+        // The command runs on a blocking thread, as a real runtime runs it outside its gRPC
+        // server: a handler that takes long (a test's, sleeping) then never holds up the
+        // runtime the server shares, nor the timers of a client on it. The fake has no
+        // deadline of its own (`req.timeout` is not enforced).
+        let rt = self.rt.clone();
+        let r = tokio::task::spawn_blocking(move || rt.exec(&req.container_id, &req.cmd))
             .await
+            .map_err(|e| Status::internal(format!("the exec handler failed: {e}")))?
             .map_err(convert::status_from_error)?;
         ok(pb::ExecSyncResponse { stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code })
     }
