@@ -104,11 +104,13 @@ struct Settings {
     only: Option<Vec<String>>,
 }
 
+/// The environment variable `name` parsed, or `default`.
+fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 impl Settings {
     fn from_env() -> Self {
-        fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
-            std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-        }
         Settings {
             rps: var("KRUISE_BENCH_RPS", 1000u32).max(1),
             warmup: Duration::from_secs_f64(var("KRUISE_BENCH_WARMUP_SECS", 1.0)),
@@ -540,7 +542,7 @@ fn delete_review(uid: &str, pod: Value, dry_run: bool) -> Value {
     review
 }
 
-async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Client) {
+async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Client, axum::Router) {
     let sim = kruise_sim::Server::start(kruise_sim::Config::default().with_kruise_crds())
         .await
         .expect("kruise-sim starts");
@@ -572,11 +574,11 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
     };
     let routes = admission::routes(context).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)
-        .routes(routes)
+        .routes(routes.clone())
         .start(client.clone(), Health::new(), std::future::pending())
         .await
         .expect("webhook server starts");
-    (sim, handle, client)
+    (sim, handle, client, routes)
 }
 
 /// SidecarSets installed for the `pod-create-sidecarsets` scenario; one of them selects the
@@ -706,6 +708,72 @@ async fn pub_webhook(client: &kube::Client) -> kruise_kube::pub_budget::PubWebho
 /// The baseline: reads the body, answers a fixed review.
 async fn noop(_body: Bytes) -> impl IntoResponse {
     ([(CONTENT_TYPE, "application/json")], NOOP_RESPONSE)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The handlers alone.
+
+/// Requests per round of [`handler_costs`].
+const HANDLER_REQUESTS: u32 = 1000;
+
+/// Calls the routes in process, one request at a time on one task (no TLS, no connection, no
+/// other thread's work), and prints each scenario's time per request: the median of
+/// `KRUISE_BENCH_HANDLER_ROUNDS` (7) rounds, in alternation so that a change in the machine's speed hits
+/// every scenario alike. Comparable between builds, which the latencies above are only
+/// through their ratio to the no-op.
+fn handler_costs(
+    server_rt: &tokio::runtime::Runtime,
+    routes: &axum::Router,
+    scenarios: &[Scenario],
+    selected: &[usize],
+) {
+    use tower::ServiceExt as _;
+    let selected: Vec<&Scenario> = selected
+        .iter()
+        .map(|&i| &scenarios[i])
+        // Each of its requests is a status write through the API server.
+        .filter(|s| s.name != "pub-reserve")
+        .collect();
+    let handler_rounds = var("KRUISE_BENCH_HANDLER_ROUNDS", 7usize).max(1);
+    let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); selected.len()];
+    server_rt.block_on(async {
+        for _ in 0..handler_rounds {
+            for (scenario, times) in selected.iter().zip(&mut rounds) {
+                let start = Instant::now();
+                for i in 0..HANDLER_REQUESTS {
+                    let body = scenario.bodies[i as usize % scenario.bodies.len()].clone();
+                    let request = http::Request::post(scenario.path)
+                        .header(CONTENT_TYPE, "application/json")
+                        .body(axum::body::Body::from(body))
+                        .expect("a request");
+                    let response = routes.clone().oneshot(request).await.expect("an answer");
+                    assert!(
+                        response.status().is_success(),
+                        "{}: {}",
+                        scenario.name,
+                        response.status()
+                    );
+                    let body = response.into_body().collect().await.expect("the answer's body");
+                    std::hint::black_box(body);
+                }
+                times.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(HANDLER_REQUESTS));
+            }
+        }
+    });
+    println!(
+        "handlers in process (no TLS, no connection), us per request, median of {handler_rounds} rounds of {HANDLER_REQUESTS}:"
+    );
+    let noop = rounds.first().map(|t| median(t)).unwrap_or(0.0);
+    for (scenario, times) in selected.iter().zip(&rounds) {
+        let m = median(times);
+        println!("  {:<28} {m:7.1}  (+{:.1} over noop)", scenario.name, m - noop);
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1010,7 +1078,7 @@ fn main() {
         .build()
         .expect("client runtime");
 
-    let (sim, handle, client) = server_rt.block_on(start_server());
+    let (sim, handle, client, routes) = server_rt.block_on(start_server());
     let budgets: Api<kruise_api::policy::v1alpha1::PodUnavailableBudget> =
         Api::namespaced(client, "default");
     let mut roots = rustls::RootCertStore::empty();
@@ -1192,6 +1260,7 @@ fn main() {
         .collect();
     let stats = run(&settings, &scenarios, &selected, &jobs_tx, &results_rx);
     print_table(&settings, &stats);
+    handler_costs(&server_rt, &routes, &scenarios, &selected);
 
     if settings.only.is_none() {
         status_writes(&client_rt, &target, &scenarios);

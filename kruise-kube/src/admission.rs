@@ -27,7 +27,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::{v1alpha1, v1beta1};
 use kruise_core::admission::cloneset as rules;
@@ -535,15 +535,23 @@ async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -
                 .into_response();
         }
     }
-    let response = match fast_decode(&body) {
-        Some((request, object, _)) => pod_create(&context, &request, object).await,
-        None => {
-            let request = match decode(&body) {
-                Ok(request) => request,
-                Err(response) => return *response,
-            };
-            pod_create(&context, &request, request.object.as_ref().map(Obj::Value)).await
-        }
+    use crate::cached_pod::PodWithoutManagedFields as LeanPod;
+    // The pod without managedFields (no step reads them, and the patch never touches them),
+    // decoded with the review in one pass; when that fails, by the slower paths, which explain
+    // what is off.
+    let typed = |object: Option<Obj<'_>>| object.map(|o| o.typed::<LeanPod>("pod").map(Pod::from));
+    let response = match fast_decode_as::<LeanPod, serde::de::IgnoredAny>(&body) {
+        Some((request, pod, _)) => pod_create(&context, &request, pod.map(|p| Ok(p.into()))).await,
+        None => match fast_decode(&body) {
+            Some((request, object, _)) => pod_create(&context, &request, typed(object)).await,
+            None => {
+                let request = match decode(&body) {
+                    Ok(request) => request,
+                    Err(response) => return *response,
+                };
+                pod_create(&context, &request, typed(request.object.as_ref().map(Obj::Value))).await
+            }
+        },
     };
     review_response(&response)
 }
@@ -567,19 +575,17 @@ fn pod_caches_synced(context: &AdmissionContext) -> bool {
 async fn pod_create(
     context: &AdmissionContext,
     request: &AdmissionRequest,
-    object: Option<Obj<'_>>,
+    pod: Option<Result<Pod, String>>,
 ) -> AdmissionResponse {
     use kruise_core::admission::pod_chain::{PodChain, PubAnnotation};
-    let object = match (&request.operation, &request.sub_resource, object) {
-        (Operation::Create, None, Some(object)) => object,
+    let pod = match (&request.operation, &request.sub_resource, pod) {
+        (Operation::Create, None, Some(pod)) => pod,
         _ => return AdmissionResponse::allow(request),
     };
-    // Without managedFields: no step reads them, and the patch never touches them.
-    let mut pod: k8s_openapi::api::core::v1::Pod =
-        match object.typed::<crate::cached_pod::PodWithoutManagedFields>("pod") {
-            Ok(pod) => pod.into(),
-            Err(message) => return AdmissionResponse::deny(request, 400, message),
-        };
+    let mut pod = match pod {
+        Ok(pod) => pod,
+        Err(message) => return AdmissionResponse::deny(request, 400, message),
+    };
     // A pod created by generateName has its namespace only in the request. Set on both sides
     // of the diff, it is never part of the patch.
     if pod.metadata.namespace.is_none() {
@@ -610,27 +616,19 @@ async fn pod_create(
     if let Some(step) = &spread_step {
         steps.push(step);
     }
-    match PodChain::new(steps).run(&pod) {
-        Ok(None) => AdmissionResponse::allow(request),
-        // Both sides in the typed form, so the patch holds only what the steps changed.
-        Ok(Some(mut mutated)) => {
-            let patch = kruise_core::admission::pod_patch::pod_patch_of(&mut pod, &mut mutated);
-            drop_after_answer((mutated, std::mem::take(&mut pod)));
-            match patch {
-                Ok(Some(ops)) => AdmissionResponse::patched(request, ops),
-                Ok(None) => AdmissionResponse::allow(request),
-                Err(e) => AdmissionResponse::deny(request, 500, e.to_string()),
-            }
-        }
+    let response = match PodChain::new(steps).run(&mut pod) {
+        // The edit recorded what the steps changed: the patch holds only that.
+        Ok(mut edit) => match edit.patch() {
+            Ok(Some(ops)) => AdmissionResponse::patched(request, ops),
+            Ok(None) => AdmissionResponse::allow(request),
+            Err(e) => AdmissionResponse::deny(request, 500, e.to_string()),
+        },
         Err(e) => AdmissionResponse::deny(request, 500, e.to_string()),
-    }
-}
-
-/// Frees `value` in a task of its own, which runs once the current task yields: big values
-/// a handler no longer needs (a decoded pod and its mutated copy) are then freed after the
-/// answer is written, not before.
-fn drop_after_answer<T: Send + 'static>(value: T) {
-    tokio::spawn(async move { drop(value) });
+    };
+    // Freed here rather than in a task of its own: spawning one cost more (waking another
+    // runtime thread) than freeing the pod saves.
+    drop(pod);
+    response
 }
 
 /// The pod validating webhook: PodUnavailableBudget's check of pod DELETE and UPDATE and of
@@ -732,18 +730,21 @@ impl Obj<'_> {
     }
 }
 
-/// The parts of a review the CloneSet handlers need, with the objects left as raw JSON.
+/// The parts of a review the hot handlers need, with the objects as `O` and `P`: raw JSON
+/// (decoded later, straight into their typed form), or the typed form itself.
 #[derive(serde::Deserialize)]
-struct FastReview<'a> {
+#[serde(bound(deserialize = "O: serde::Deserialize<'de>, P: serde::Deserialize<'de>"))]
+struct FastReview<'a, O, P> {
     #[serde(rename = "apiVersion")]
     api_version: std::borrow::Cow<'a, str>,
     kind: std::borrow::Cow<'a, str>,
     #[serde(borrow)]
-    request: FastRequest<'a>,
+    request: FastRequest<'a, O, P>,
 }
 
 #[derive(serde::Deserialize)]
-struct FastRequest<'a> {
+#[serde(bound(deserialize = "O: serde::Deserialize<'de>, P: serde::Deserialize<'de>"))]
+struct FastRequest<'a, O, P> {
     uid: String,
     kind: FastKind,
     operation: std::borrow::Cow<'a, str>,
@@ -757,10 +758,10 @@ struct FastRequest<'a> {
     dry_run: Option<bool>,
     #[serde(rename = "userInfo", default)]
     user_info: Option<FastUser>,
-    #[serde(default, borrow)]
-    object: Option<&'a serde_json::value::RawValue>,
-    #[serde(rename = "oldObject", default, borrow)]
-    old_object: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    object: Option<O>,
+    #[serde(rename = "oldObject", default)]
+    old_object: Option<P>,
 }
 
 #[derive(serde::Deserialize)]
@@ -780,7 +781,22 @@ struct FastUser {
 /// A review decoded for the hot handlers (CloneSet, pod creation): the request (without its
 /// objects) and the objects as raw JSON, decoded later straight into their typed form. `None` when anything is off; [`decode`] then explains what.
 fn fast_decode(body: &[u8]) -> Option<(AdmissionRequest, Option<Obj<'_>>, Option<Obj<'_>>)> {
-    let review: FastReview<'_> = serde_json::from_slice(body).ok()?;
+    type Raw<'a> = &'a serde_json::value::RawValue;
+    let (request, object, old_object) = fast_decode_as::<Raw<'_>, Raw<'_>>(body)?;
+    let is_null = |raw: &Raw<'_>| raw.get().trim() == "null";
+    let object = object.filter(|o| !is_null(o)).map(Obj::Raw);
+    let old_object = old_object.filter(|o| !is_null(o)).map(Obj::Raw);
+    Some((request, object, old_object))
+}
+
+/// [`fast_decode`] with the objects decoded as `O` and `P` in the same pass: `None` when
+/// anything is off, a field of an object included.
+fn fast_decode_as<'a, O, P>(body: &'a [u8]) -> Option<(AdmissionRequest, Option<O>, Option<P>)>
+where
+    O: serde::Deserialize<'a>,
+    P: serde::Deserialize<'a>,
+{
+    let review: FastReview<'_, O, P> = serde_json::from_slice(body).ok()?;
     if review.kind != "AdmissionReview" {
         return None;
     }
@@ -797,9 +813,6 @@ fn fast_decode(body: &[u8]) -> Option<(AdmissionRequest, Option<Obj<'_>>, Option
         "CONNECT" => Operation::Connect,
         _ => return None,
     };
-    let is_null = |raw: &serde_json::value::RawValue| raw.get().trim() == "null";
-    let object = r.object.filter(|o| !is_null(o)).map(Obj::Raw);
-    let old_object = r.old_object.filter(|o| !is_null(o)).map(Obj::Raw);
     let request = AdmissionRequest {
         version,
         uid: r.uid,
@@ -818,7 +831,7 @@ fn fast_decode(body: &[u8]) -> Option<(AdmissionRequest, Option<Obj<'_>>, Option
         dry_run: r.dry_run.unwrap_or(false),
         username: r.user_info.and_then(|u| u.username),
     };
-    Some((request, object, old_object))
+    Some((request, r.object, r.old_object))
 }
 
 /// The served version a CloneSet review's object is in (`v1alpha1` or `v1beta1`).
@@ -1691,6 +1704,42 @@ mod tests {
         assert_eq!(eviction["rules"][0]["resources"], json!(["pods/eviction"]));
         assert_eq!(eviction["failurePolicy"], "Ignore");
         assert!(eviction.get("objectSelector").is_none());
+    }
+
+    #[test]
+    fn a_pod_review_decodes_in_one_pass_and_a_bad_pod_is_explained_by_the_slow_path() {
+        use crate::cached_pod::PodWithoutManagedFields as LeanPod;
+        let review = |pod: Value| {
+            serde_json::to_vec(&json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {"uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                    "namespace": "default", "operation": "CREATE", "object": pod,
+                    "oldObject": null, "dryRun": false}
+            }))
+            .expect("json")
+        };
+        let good = review(json!({
+            "metadata": {"name": "web-0", "labels": {"app": "web"},
+                "managedFields": [{"manager": "kubectl"}]},
+            "spec": {"containers": [{"name": "main", "image": "nginx"}]}
+        }));
+        let (request, pod, old) =
+            fast_decode_as::<LeanPod, serde::de::IgnoredAny>(&good).expect("one pass");
+        assert_eq!((request.uid.as_str(), request.operation), ("u-1", Operation::Create));
+        assert_eq!(request.namespace.as_deref(), Some("default"));
+        assert!(old.is_none(), "a null oldObject is no object");
+        let pod = Pod::from(pod.expect("the pod"));
+        assert_eq!(pod.metadata.name.as_deref(), Some("web-0"));
+        assert_eq!(pod.metadata.managed_fields, None);
+        assert_eq!(pod.spec.expect("spec").containers[0].image.as_deref(), Some("nginx"));
+
+        // A container's name of the wrong type: the one pass fails, and the raw path names
+        // the field.
+        let bad = review(json!({"spec": {"containers": [{"name": 7}]}}));
+        assert!(fast_decode_as::<LeanPod, serde::de::IgnoredAny>(&bad).is_none());
+        let (_, object, _) = fast_decode(&bad).expect("the review itself is fine");
+        let err = object.expect("an object").typed::<LeanPod>("pod").err().expect("refused");
+        assert!(err.starts_with("pod: spec.containers[0].name: "), "{err}");
     }
 
     #[test]

@@ -31,6 +31,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kruise_api::apps::v1beta1::WorkloadSpread;
 use kruise_core::admission::pod_chain::{PodMutationError, PodMutator, PodStep};
+use kruise_core::admission::pod_edit::PodEdit;
 use kruise_core::workloadspread::{
     self as core, CustomWorkloadWhitelist, InjectedSubset, PodOperation, WorkloadRef,
 };
@@ -225,16 +226,17 @@ impl PodMutator for WorkloadSpreadInjection {
         PodStep::WorkloadSpread
     }
 
-    fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
-        let changed =
-            core::inject(&self.workload_spread, &self.subset, self.generated_uid.as_deref(), pod)
-                .map_err(|e| PodMutationError::Step {
+    fn mutate(&self, pod: &mut PodEdit<'_>) -> Result<(), PodMutationError> {
+        // The subset's patch may change any part of the pod: the whole pod is kept.
+        let pod = pod.pod_mut();
+        core::inject(&self.workload_spread, &self.subset, self.generated_uid.as_deref(), pod)
+            .map_err(|e| PodMutationError::Step {
                 step: PodStep::WorkloadSpread,
                 message: e.to_string(),
             })?;
         let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
-        let labelled = labels.insert(MATCHED_LABEL.to_owned(), "true".to_owned()).is_none();
-        Ok(changed || labelled)
+        labels.insert(MATCHED_LABEL.to_owned(), "true".to_owned());
+        Ok(())
     }
 }
 

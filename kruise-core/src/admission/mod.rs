@@ -8,6 +8,7 @@
 //! - [`meta`]: object metadata (create and update), labels, annotations, owner references,
 //!   finalizers and label selectors (validation, parsing and matching).
 //! - [`pod_chain`]: the pod mutating webhook as one chain of steps in upstream's order.
+//! - [`pod_edit`]: a pod as the chain's steps change it, with a record of what they changed.
 //! - [`pod_defaults`]: the pod template defaults upstream applies (so revision hashes agree).
 //! - [`pod_template`]: pod template validation (`ValidatePodTemplateSpec`).
 //! - [`cloneset`]: CloneSet defaulting and validation, both API versions.
@@ -32,6 +33,7 @@ pub mod meta;
 pub mod names;
 pub mod pod_chain;
 pub mod pod_defaults;
+pub mod pod_edit;
 pub mod pod_patch;
 pub mod pod_template;
 pub mod protection;

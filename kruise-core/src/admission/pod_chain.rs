@@ -5,7 +5,9 @@
 //! [`PodChain`] runs the ones it is given in upstream's order, whatever order they are passed
 //! in, and no step knows the others. Each step is pure: what it needs from the cluster (the
 //! SidecarSets or the PodUnavailableBudget covering the pod, ...) is looked up by the caller
-//! and given to the step when it is built.
+//! and given to the step when it is built. Steps change the pod through a [`PodEdit`], which
+//! records what they changed, and the webhook's JSON patch is written from that record
+//! ([`PodEdit::patch`]).
 //!
 //! Steps here: [`SidecarSetInjection`], [`PubAnnotation`]. The other steps come with their
 //! features.
@@ -15,7 +17,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::well_known::annotations;
 
-use crate::sidecarset::{InjectionGates, SidecarSetCandidate, inject_in_place};
+use super::pod_edit::PodEdit;
+use crate::sidecarset::{InjectionGates, SidecarSetCandidate, inject_edit};
 
 /// The steps of the pod mutating webhook, in the order upstream runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -56,11 +59,11 @@ pub trait PodMutator {
     /// Where the step runs in the chain.
     fn step(&self) -> PodStep;
 
-    /// Changes `pod`; true when it changed anything.
+    /// Changes the pod through `pod`, which records what changed.
     ///
     /// # Errors
     /// When the pod cannot be admitted as the feature wants it.
-    fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError>;
+    fn mutate(&self, pod: &mut PodEdit<'_>) -> Result<(), PodMutationError>;
 }
 
 /// The steps to run for one pod, in upstream's order.
@@ -82,17 +85,18 @@ impl<'a> PodChain<'a> {
         Self { steps }
     }
 
-    /// Runs every step on a copy of `pod`: the mutated pod when a step changed it.
+    /// Runs every step on `pod`: the edit records what they changed, and its
+    /// [`PodEdit::patch`] is the webhook's answer.
     ///
     /// # Errors
-    /// The first step that fails stops the chain.
-    pub fn run(&self, pod: &Pod) -> Result<Option<Pod>, PodMutationError> {
-        let mut mutated = pod.clone();
-        let mut changed = false;
+    /// The first step that fails stops the chain; the pod may then hold the changes of the
+    /// steps before it.
+    pub fn run<'p>(&self, pod: &'p mut Pod) -> Result<PodEdit<'p>, PodMutationError> {
+        let mut edit = PodEdit::new(pod);
         for step in &self.steps {
-            changed |= step.mutate(&mut mutated)?;
+            step.mutate(&mut edit)?;
         }
-        Ok(changed.then_some(mutated))
+        Ok(edit)
     }
 }
 
@@ -115,19 +119,13 @@ impl PodMutator for SidecarSetInjection {
         PodStep::SidecarSet
     }
 
-    fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
-        let outcome = inject_in_place(
-            pod,
-            self.namespace_labels.as_ref(),
-            &self.sidecar_sets,
-            self.gates,
-            self.now,
-        )
-        .map_err(|err| PodMutationError::Step {
-            step: PodStep::SidecarSet,
-            message: err.to_string(),
-        })?;
-        Ok(outcome.changed)
+    fn mutate(&self, pod: &mut PodEdit<'_>) -> Result<(), PodMutationError> {
+        inject_edit(pod, self.namespace_labels.as_ref(), &self.sidecar_sets, self.gates, self.now)
+            .map_err(|err| PodMutationError::Step {
+                step: PodStep::SidecarSet,
+                message: err.to_string(),
+            })?;
+        Ok(())
     }
 }
 
@@ -147,30 +145,41 @@ impl PodMutator for PubAnnotation {
         PodStep::PubAnnotation
     }
 
-    fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
-        let Some(name) = &self.covering else { return Ok(false) };
-        let mut changed = false;
-        let notes = pod.metadata.annotations.get_or_insert_with(Default::default);
+    fn mutate(&self, pod: &mut PodEdit<'_>) -> Result<(), PodMutationError> {
+        let Some(name) = &self.covering else { return Ok(()) };
+        let notes = pod.annotations_mut().get_or_insert_with(Default::default);
         for key in [annotations::PUB_RELATED_PUB, annotations::PUB_RELATED_PUB_LEGACY] {
             if notes.get(key) != Some(name) {
                 notes.insert(key.to_owned(), name.clone());
-                changed = true;
             }
         }
         if let Some((key, value)) = &self.label {
-            let labels = pod.metadata.labels.get_or_insert_with(Default::default);
+            let labels = pod.labels_mut().get_or_insert_with(Default::default);
             if labels.get(key) != Some(value) {
                 labels.insert(key.clone(), value.clone());
-                changed = true;
             }
         }
-        Ok(changed)
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `chain` on a copy of `pod`: the pod after the chain, when its patch is not empty.
+    /// Checks that the patch turns the pod's JSON into the changed pod's.
+    fn run(chain: &PodChain<'_>, pod: &Pod) -> Result<Option<Pod>, PodMutationError> {
+        let mut after = pod.clone();
+        let patch = chain.run(&mut after)?.patch().expect("encodes");
+        let mut doc = serde_json::to_value(pod).expect("json");
+        if let Some(text) = &patch {
+            let ops: json_patch::Patch = serde_json::from_slice(text).expect("a JSON patch");
+            json_patch::patch(&mut doc, &ops).expect("applies");
+        }
+        assert_eq!(doc, serde_json::to_value(&after).expect("json"));
+        Ok(patch.map(|_| after))
+    }
 
     /// A step that records its place by appending to an annotation.
     struct Marker(PodStep, &'static str);
@@ -180,10 +189,10 @@ mod tests {
             self.0
         }
 
-        fn mutate(&self, pod: &mut Pod) -> Result<bool, PodMutationError> {
-            let notes = pod.metadata.annotations.get_or_insert_with(Default::default);
+        fn mutate(&self, pod: &mut PodEdit<'_>) -> Result<(), PodMutationError> {
+            let notes = pod.annotations_mut().get_or_insert_with(Default::default);
             notes.entry("order".into()).or_default().push_str(self.1);
-            Ok(true)
+            Ok(())
         }
     }
 
@@ -193,7 +202,7 @@ mod tests {
         let early = Marker(PodStep::ReadinessGate, "a");
         let middle = Marker(PodStep::SidecarSet, "b");
         let chain = PodChain::new(vec![&late, &early, &middle]);
-        let pod = chain.run(&Pod::default()).expect("runs").expect("changed");
+        let pod = run(&chain, &Pod::default()).expect("runs").expect("changed");
         assert_eq!(pod.metadata.annotations.expect("notes")["order"], "abc");
     }
 
@@ -239,7 +248,7 @@ mod tests {
         };
         let pub_step = PubAnnotation { covering: Some("web-pub".into()), label: None };
         let chain = PodChain::new(vec![&pub_step, &step]);
-        let out = chain.run(&pod).expect("runs").expect("changed");
+        let out = run(&chain, &pod).expect("runs").expect("changed");
         let names: Vec<&str> =
             out.spec.as_ref().expect("spec").containers.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["mesh", "app"]);
@@ -251,10 +260,10 @@ mod tests {
                 .contains_key(annotations::PUB_RELATED_PUB)
         );
         // Idempotent through the whole chain.
-        assert!(chain.run(&out).expect("runs").is_none());
+        assert!(run(&chain, &out).expect("runs").is_none());
         // Two SidecarSets injecting `mesh`: refused at the SidecarSet step.
         let clash = SidecarSetInjection { sidecar_sets: vec![set("a"), set("b")], ..step.clone() };
-        let err = PodChain::new(vec![&clash]).run(&pod).expect_err("refused");
+        let err = run(&PodChain::new(vec![&clash]), &pod).expect_err("refused");
         assert_eq!(
             err.to_string(),
             "SidecarSet: container mesh would be injected by both sidecarSet a and sidecarSet b"
@@ -268,15 +277,15 @@ mod tests {
             label: Some(("pub.kruise.io/protected".into(), "true".into())),
         };
         let chain = PodChain::new(vec![&step]);
-        let pod = chain.run(&Pod::default()).expect("runs").expect("changed");
+        let pod = run(&chain, &Pod::default()).expect("runs").expect("changed");
         let notes = pod.metadata.annotations.clone().expect("notes");
         assert_eq!(notes[annotations::PUB_RELATED_PUB], "web-pub");
         assert_eq!(notes[annotations::PUB_RELATED_PUB_LEGACY], "web-pub");
         assert_eq!(pod.metadata.labels.clone().expect("labels")["pub.kruise.io/protected"], "true");
         // Idempotent: a second run changes nothing.
-        assert!(chain.run(&pod).expect("runs").is_none());
+        assert!(run(&chain, &pod).expect("runs").is_none());
         // No covering budget: nothing.
         let none = PubAnnotation { covering: None, label: None };
-        assert!(PodChain::new(vec![&none]).run(&Pod::default()).expect("runs").is_none());
+        assert!(run(&PodChain::new(vec![&none]), &Pod::default()).expect("runs").is_none());
     }
 }

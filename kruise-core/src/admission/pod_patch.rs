@@ -145,10 +145,7 @@ macro_rules! spec_parts {
         list_ops($ops, $path, $before.as_slice(), $after.as_slice())?
     };
     (@op optional_list, $ops:expr, $path:expr, $before:expr, $after:expr) => {
-        match ($before, $after) {
-            (Some(b), Some(a)) => list_ops($ops, $path, b, a)?,
-            (b, a) => part_ops($ops, $path, b, a)?,
-        }
+        optional_list_ops($ops, $path, $before, $after)?
     };
     (@op part, $ops:expr, $path:expr, $before:expr, $after:expr) => {
         part_ops($ops, $path, $before, $after)?
@@ -169,7 +166,7 @@ spec_parts! {
 }
 
 /// Operations on one key of a string map (labels, annotations) each.
-fn map_ops(
+pub(super) fn map_ops(
     ops: &mut PatchWriter,
     path: &str,
     before: Option<&BTreeMap<String, String>>,
@@ -191,7 +188,7 @@ fn map_ops(
 }
 
 /// A part as a whole: added (or replaced) when it changed, removed when it went away.
-fn part_ops<T: Serialize + PartialEq>(
+pub(super) fn part_ops<T: Serialize + PartialEq>(
     ops: &mut PatchWriter,
     path: &str,
     before: &Option<T>,
@@ -208,7 +205,7 @@ fn part_ops<T: Serialize + PartialEq>(
 
 /// A list: the elements inserted (every element of `before` kept, unchanged and in order)
 /// become one `add` each at its index; any other change is diffed.
-fn list_ops<T: Serialize + PartialEq>(
+pub(super) fn list_ops<T: Serialize + PartialEq>(
     ops: &mut PatchWriter,
     path: &str,
     before: &[T],
@@ -234,6 +231,19 @@ fn list_ops<T: Serialize + PartialEq>(
         ops.add(&format!("{path}/{index}"), &after[index])?;
     }
     Ok(())
+}
+
+/// A list the pod may not have: [`list_ops`] when both sides have it, else [`part_ops`].
+pub(super) fn optional_list_ops<T: Serialize + PartialEq>(
+    ops: &mut PatchWriter,
+    path: &str,
+    before: &Option<Vec<T>>,
+    after: &Option<Vec<T>>,
+) -> Result<(), serde_json::Error> {
+    match (before, after) {
+        (Some(b), Some(a)) => list_ops(ops, path, b, a),
+        (b, a) => part_ops(ops, path, b, a),
+    }
 }
 
 /// The diff of one part, its paths under `path`.
@@ -284,7 +294,7 @@ fn pointer_to<'b>(buffer: &'b mut String, path: &str, key: &str) -> &'b str {
 }
 
 /// The patch's JSON text, written one operation at a time.
-struct PatchWriter {
+pub(super) struct PatchWriter {
     out: Vec<u8>,
 }
 
@@ -296,7 +306,7 @@ impl Default for PatchWriter {
 }
 
 impl PatchWriter {
-    fn add<T: Serialize + ?Sized>(
+    pub(super) fn add<T: Serialize + ?Sized>(
         &mut self,
         path: &str,
         value: &T,
@@ -337,7 +347,7 @@ impl PatchWriter {
     }
 
     /// The patch; `None` when no operation was written.
-    fn finish(mut self) -> Option<Vec<u8>> {
+    pub(super) fn finish(mut self) -> Option<Vec<u8>> {
         if self.out.is_empty() {
             return None;
         }

@@ -72,6 +72,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::admission::meta::label_selector_as_selector;
+use crate::admission::pod_edit::PodEdit;
 use crate::revision::gojson::with_sorted_keys;
 
 pub use hash::{sidecar_set_hash, sidecar_set_hash_without_image};
@@ -451,6 +452,21 @@ pub fn inject_in_place(
     gates: InjectionGates,
     now: Timestamp,
 ) -> Result<InjectionOutcome, InjectionError> {
+    inject_edit(&mut PodEdit::new(pod), namespace_labels, sidecar_sets, gates, now)
+}
+
+/// [`inject_in_place`] through the pod chain's [`PodEdit`], which records what it changes.
+///
+/// # Errors
+/// As [`inject`].
+pub fn inject_edit(
+    edit: &mut PodEdit<'_>,
+    namespace_labels: Option<&BTreeMap<String, String>>,
+    sidecar_sets: &[SidecarSetCandidate],
+    gates: InjectionGates,
+    now: Timestamp,
+) -> Result<InjectionOutcome, InjectionError> {
+    let pod = edit.pod();
     if !is_active_pod(pod) {
         return Ok(InjectionOutcome::default());
     }
@@ -529,13 +545,13 @@ pub fn inject_in_place(
         let changed =
             patched.as_ref().is_some_and(|p| pod.metadata.annotations.as_ref() != Some(p));
         if changed {
-            pod.metadata.annotations = patched;
+            *edit.annotations_mut() = patched;
         }
         return Ok(InjectionOutcome { changed, matched, injected: Vec::new() });
     }
 
     if patched.is_some() {
-        pod.metadata.annotations = patched;
+        *edit.annotations_mut() = patched;
     }
     let mut init = build.init_containers;
     init.sort_by(|a, b| a.0.name.cmp(&b.0.name));
@@ -543,31 +559,88 @@ pub fn inject_in_place(
     if gates.sort_sidecar_container_by_name {
         containers.sort_by(|a, b| a.0.name.cmp(&b.0.name));
     }
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    let pod_init = spec.init_containers.take().unwrap_or_default();
-    let merged_init = merge_containers(pod_init, init);
-    spec.init_containers = (!merged_init.is_empty()).then_some(merged_init);
-    spec.containers = merge_containers(std::mem::take(&mut spec.containers), containers);
-    let mut volumes = spec.volumes.take().unwrap_or_default();
-    let mut names: BTreeSet<String> = volumes.iter().map(|v| v.name.clone()).collect();
+    insert_sidecars(edit, init, ContainerList::Init);
+    insert_sidecars(edit, containers, ContainerList::App);
+    let present: BTreeSet<&str> = edit
+        .pod()
+        .spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .map(|v| v.name.as_str())
+        .collect();
+    let mut volumes: Vec<Volume> = Vec::new();
     for v in build.volumes {
-        if names.insert(v.name.clone()) {
+        if !present.contains(v.name.as_str()) && !volumes.iter().any(|w| w.name == v.name) {
             volumes.push(v);
         }
     }
-    spec.volumes = (!volumes.is_empty()).then_some(volumes);
-    let mut secrets: Vec<LocalObjectReference> = Vec::new();
-    let mut seen = BTreeSet::new();
-    for s in spec.image_pull_secrets.take().unwrap_or_default().into_iter().chain(build.secrets) {
-        if seen.insert(s.name.clone()) {
-            secrets.push(s);
-        }
+    if !volumes.is_empty() {
+        edit.volumes_mut().get_or_insert_with(Vec::new).extend(volumes);
     }
-    spec.image_pull_secrets = (!secrets.is_empty()).then_some(secrets);
-    let notes = pod.metadata.annotations.get_or_insert_with(Default::default);
-    notes.extend(build.annotations);
+    let secrets: Vec<LocalObjectReference> = {
+        let present: BTreeSet<&str> = edit
+            .pod()
+            .spec
+            .iter()
+            .flat_map(|s| s.image_pull_secrets.iter().flatten())
+            .map(|s| s.name.as_str())
+            .collect();
+        let mut new: Vec<LocalObjectReference> = Vec::new();
+        for s in build.secrets {
+            if !present.contains(s.name.as_str()) && !new.iter().any(|n| n.name == s.name) {
+                new.push(s);
+            }
+        }
+        new
+    };
+    if !secrets.is_empty() {
+        edit.image_pull_secrets_mut().get_or_insert_with(Vec::new).extend(secrets);
+    }
+    edit.annotations_mut().get_or_insert_with(Default::default).extend(build.annotations);
     // At least one container was added (one not in the pod already), so the pod changed.
     Ok(InjectionOutcome { changed: true, matched, injected: build.injected })
+}
+
+/// Which of the pod's container lists sidecars go into.
+#[derive(Clone, Copy)]
+enum ContainerList {
+    Init,
+    App,
+}
+
+/// Inserts `injected` into the pod's `list`: `BeforeAppContainer` sidecars ahead of the pod's
+/// containers (in their order), the others after them. A sidecar whose name the list already
+/// has is left out.
+fn insert_sidecars(
+    edit: &mut PodEdit<'_>,
+    injected: Vec<(Container, PodInjectPolicyType)>,
+    list: ContainerList,
+) {
+    let names: BTreeSet<String> = {
+        let spec = edit.pod().spec.as_ref();
+        let containers: &[Container] = match list {
+            ContainerList::Init => spec.and_then(|s| s.init_containers.as_deref()).unwrap_or(&[]),
+            ContainerList::App => spec.map(|s| s.containers.as_slice()).unwrap_or(&[]),
+        };
+        containers.iter().map(|c| c.name.clone()).collect()
+    };
+    let mut front = 0;
+    for (container, policy) in injected {
+        if names.contains(&container.name) {
+            continue;
+        }
+        let index = match policy {
+            PodInjectPolicyType::BeforeAppContainer => {
+                front += 1;
+                front - 1
+            }
+            _ => usize::MAX,
+        };
+        match list {
+            ContainerList::Init => edit.insert_init_container(index, container),
+            ContainerList::App => edit.insert_container(index, container),
+        }
+    }
 }
 
 fn name_of(set: &SidecarSet) -> String {
@@ -1153,29 +1226,6 @@ fn container_name_from_field(path: &str, pod: &Pod) -> Option<String> {
         _ => return None,
     };
     Some(map.and_then(|m| m.get(key)).cloned().unwrap_or_default())
-}
-
-/// Puts `injected` containers before or after `pod_containers` (keeping the order of each),
-/// leaving a pod container alone when one of the same name is already there.
-fn merge_containers(
-    pod_containers: Vec<Container>,
-    injected: Vec<(Container, PodInjectPolicyType)>,
-) -> Vec<Container> {
-    let names: BTreeSet<String> = pod_containers.iter().map(|c| c.name.clone()).collect();
-    let mut before = Vec::new();
-    let mut after = Vec::new();
-    for (c, policy) in injected {
-        if names.contains(&c.name) {
-            continue;
-        }
-        match policy {
-            PodInjectPolicyType::BeforeAppContainer => before.push(c),
-            _ => after.push(c),
-        }
-    }
-    before.extend(pod_containers);
-    before.extend(after);
-    before
 }
 
 #[cfg(test)]
