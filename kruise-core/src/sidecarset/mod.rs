@@ -577,24 +577,21 @@ pub fn inject_edit(
     if !volumes.is_empty() {
         edit.volumes_mut().get_or_insert_with(Vec::new).extend(volumes);
     }
-    let secrets: Vec<LocalObjectReference> = {
-        let present: BTreeSet<&str> = edit
-            .pod()
-            .spec
-            .iter()
-            .flat_map(|s| s.image_pull_secrets.iter().flatten())
-            .map(|s| s.name.as_str())
-            .collect();
-        let mut new: Vec<LocalObjectReference> = Vec::new();
-        for s in build.secrets {
-            if !present.contains(s.name.as_str()) && !new.iter().any(|n| n.name == s.name) {
-                new.push(s);
+    // As upstream's `mergeSidecarSecrets`: the pod's secrets without repeats, then the
+    // sidecars' new ones.
+    let secrets: Option<Vec<LocalObjectReference>> = {
+        let current = edit.pod().spec.as_ref().and_then(|s| s.image_pull_secrets.as_ref());
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut merged: Vec<LocalObjectReference> = Vec::new();
+        for s in current.into_iter().flatten().chain(&build.secrets) {
+            if seen.insert(s.name.as_str()) {
+                merged.push(s.clone());
             }
         }
-        new
+        (!merged.is_empty()).then_some(merged)
     };
-    if !secrets.is_empty() {
-        edit.image_pull_secrets_mut().get_or_insert_with(Vec::new).extend(secrets);
+    if edit.pod().spec.as_ref().and_then(|s| s.image_pull_secrets.as_ref()) != secrets.as_ref() {
+        *edit.image_pull_secrets_mut() = secrets;
     }
     edit.annotations_mut().get_or_insert_with(Default::default).extend(build.annotations);
     // At least one container was added (one not in the pod already), so the pod changed.

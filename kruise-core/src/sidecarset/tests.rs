@@ -204,6 +204,8 @@ fn image_pull_secrets_are_merged_without_duplicates() {
     p.spec.as_mut().expect("spec").image_pull_secrets = Some(vec![
         LocalObjectReference { name: "pod-secret".into() },
         LocalObjectReference { name: "shared".into() },
+        // A repeat in the pod itself goes too, as upstream's merge drops it.
+        LocalObjectReference { name: "pod-secret".into() },
     ]);
     let mut set = sidecar_set("sidecarset1", vec![sidecar("dns-f", "img")]);
     set.spec.image_pull_secrets = vec![
