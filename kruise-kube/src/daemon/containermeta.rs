@@ -75,6 +75,14 @@ impl ContainerMetaWorker {
                 }
             }));
         }
+        // The pod cache's reflector may have loaded pods before the subscription above (it
+        // runs on its own task, started first): those are queued here, or they would wait for
+        // their next change.
+        for pod in pods.all() {
+            if wants_sync(&pod) {
+                queue.add_after(ObjectKey::of(pod.as_ref()), SYNC_DELAY);
+            }
+        }
         let inner = Arc::new(Inner {
             client,
             runtime,
@@ -244,6 +252,84 @@ mod tests {
             annotations: [(CONTAINER_HASH_ANNOTATION.to_owned(), hash.to_owned())].into(),
             ..Default::default()
         }
+    }
+
+    /// A pod the cache loaded before the worker subscribed (its reflector runs on a task of
+    /// its own, started first) is reported all the same, without waiting for a change.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pods_cached_before_the_worker_starts_are_reported() {
+        use kube::api::{Patch, PatchParams, PostParams};
+        use kube::runtime::watcher::Event;
+
+        let sim = kruise_sim::Server::start(kruise_sim::Config::default()).await.unwrap();
+        let client = kruise_sim::nodes::client_from_kubeconfig(&sim.kubeconfig).await.unwrap();
+        let pods_api = Api::<Pod>::namespaced(client.clone(), "default");
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-0", "namespace": "default",
+                "annotations": {SIDECARSET_HASH: "{}"}},
+            "spec": {"nodeName": "node-a", "containers": [{"name": "app", "image": "busybox:1"}]},
+        }))
+        .unwrap();
+        let uid =
+            pods_api.create(&PostParams::default(), &pod).await.unwrap().metadata.uid.unwrap();
+        let fake = kruise_cri::FakeRuntime::new("node-a");
+        fake.add_image("busybox:1", 1000);
+        let labels = |c: Option<&str>| {
+            let mut l: kruise_cri::types::StringMap =
+                [(POD_UID_LABEL.to_owned(), uid.clone())].into();
+            if let Some(c) = c {
+                l.insert(CONTAINER_NAME_LABEL.to_owned(), c.to_owned());
+            }
+            l
+        };
+        let sandbox = fake.run_pod_sandbox(kruise_cri::types::PodSandboxConfig {
+            name: "web-0".into(),
+            uid: uid.clone(),
+            namespace: "default".into(),
+            labels: labels(None),
+            ..Default::default()
+        });
+        let id = fake
+            .create_container(
+                &sandbox,
+                kruise_cri::types::ContainerConfig {
+                    name: "app".into(),
+                    image: "busybox:1".into(),
+                    labels: labels(Some("app")),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let status = serde_json::json!({"status": {"containerStatuses": [{"name": "app",
+            "image": "busybox:1", "imageID": "", "ready": true, "restartCount": 0,
+            "containerID": format!("containerd://{id}")}]}});
+        pods_api
+            .patch_status("web-0", &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+
+        // The cache holds the pod before the worker subscribes.
+        let cached: CachedPod =
+            Api::<CachedPod>::namespaced(client.clone(), "default").get("web-0").await.unwrap();
+        let pods = Cache::<CachedPod>::new();
+        let events = [Ok(Event::Init), Ok(Event::InitApply(cached)), Ok(Event::InitDone)];
+        pods.clone().run_events(futures::stream::iter(events), |_| {}).await;
+        assert!(pods.is_synced());
+
+        let mut tasks = tokio::task::JoinSet::new();
+        let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake);
+        ContainerMetaWorker::start(client, runtime, &DaemonConfig::new("node-a"), pods, &mut tasks);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let pod = pods_api.get("web-0").await.unwrap();
+            if let Some(meta) = meta_set_of(&pod.metadata) {
+                assert_eq!(meta.containers[0].container_id, format!("containerd://{id}"));
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the pod was never reported");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tasks.abort_all();
     }
 
     #[test]
