@@ -320,20 +320,27 @@ impl AdmissionResponse {
         wire.response.patch = None;
         // Invariant: as in `to_review`.
         let mut out = serde_json::to_vec(&wire).unwrap_or_default();
-        if let Some(patch) = &self.patch
-            && out.ends_with(b"}}")
-        {
-            use base64::Engine as _;
-            let engine = &base64::engine::general_purpose::STANDARD;
-            // Before the closing braces of `response` and of the review.
-            out.truncate(out.len() - 2);
-            out.extend_from_slice(br#","patch":""#);
-            let start = out.len();
-            out.resize(start + base64::encoded_len(patch.len(), true).unwrap_or(0), 0);
-            let written = engine.encode_slice(patch, &mut out[start..]).unwrap_or(0);
-            out.truncate(start + written);
-            out.extend_from_slice(br#""}}"#);
+        let Some(patch) = &self.patch else { return out };
+        // Whatever goes wrong below (not the shape written above, a patch too long to
+        // encode), the patch goes through the encoder instead: never lost.
+        let through_the_encoder = || serde_json::to_vec(&self.wire()).unwrap_or_default();
+        let Some(len) = base64::encoded_len(patch.len(), true) else {
+            return through_the_encoder();
+        };
+        if !out.ends_with(b"}}") {
+            return through_the_encoder();
         }
+        use base64::Engine as _;
+        // Before the closing braces of `response` and of the review.
+        out.truncate(out.len() - 2);
+        out.extend_from_slice(br#","patch":""#);
+        let start = out.len();
+        out.resize(start + len, 0);
+        match base64::engine::general_purpose::STANDARD.encode_slice(patch, &mut out[start..]) {
+            Ok(written) => out.truncate(start + written),
+            Err(_) => return through_the_encoder(),
+        }
+        out.extend_from_slice(br#""}}"#);
         out
     }
 

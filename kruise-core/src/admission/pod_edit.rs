@@ -234,7 +234,12 @@ impl<'a> PodEdit<'a> {
             if let Some(record) = &self.record.containers {
                 match record {
                     ListRecord::Inserted { at, .. } => {
-                        inserted_ops(&mut ops, "/spec/containers", &spec.containers, at)?;
+                        pod_patch::inserted_ops(
+                            &mut ops,
+                            "/spec/containers",
+                            &spec.containers,
+                            at,
+                        )?;
                     }
                     ListRecord::Saved(before) => {
                         pod_patch::list_ops(
@@ -253,7 +258,7 @@ impl<'a> PodEdit<'a> {
                         pod_patch::part_ops(&mut ops, "/spec/initContainers", &None, now)?;
                     }
                     (ListRecord::Inserted { at, .. }, Some(list)) => {
-                        inserted_ops(&mut ops, "/spec/initContainers", list, at)?;
+                        pod_patch::inserted_ops(&mut ops, "/spec/initContainers", list, at)?;
                     }
                     (ListRecord::Inserted { .. }, None) => {}
                     (ListRecord::Saved(before), now) => {
@@ -342,27 +347,6 @@ fn remove_indexes(list: &mut Vec<Container>, at: &[usize]) {
         index += 1;
         keep
     });
-}
-
-/// One `add` per inserted element, in increasing order of index, so that each lands at its
-/// final place.
-fn inserted_ops(
-    ops: &mut PatchWriter,
-    path: &str,
-    list: &[Container],
-    at: &[usize],
-) -> Result<(), serde_json::Error> {
-    let mut pointer = String::with_capacity(path.len() + 4);
-    for &index in at {
-        if let Some(element) = list.get(index) {
-            use std::fmt::Write as _;
-            pointer.clear();
-            // Writing into a String cannot fail.
-            let _ = write!(pointer, "{path}/{index}");
-            ops.add(&pointer, element)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

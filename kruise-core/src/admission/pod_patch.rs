@@ -226,9 +226,26 @@ pub(super) fn list_ops<T: Serialize + PartialEq>(
     if kept.peek().is_some() {
         return diff_ops(ops, path, before, after);
     }
-    // In increasing order, each `add` lands at its final index.
-    for index in inserted {
-        ops.add(&format!("{path}/{index}"), &after[index])?;
+    inserted_ops(ops, path, after, &inserted)
+}
+
+/// One `add` per element of `list` at the indexes `at` (increasing), in that order, so that
+/// each lands at its final place.
+pub(super) fn inserted_ops<T: Serialize>(
+    ops: &mut PatchWriter,
+    path: &str,
+    list: &[T],
+    at: &[usize],
+) -> Result<(), serde_json::Error> {
+    let mut pointer = String::with_capacity(path.len() + 4);
+    for &index in at {
+        if let Some(element) = list.get(index) {
+            use std::fmt::Write as _;
+            pointer.clear();
+            // Writing into a String cannot fail.
+            let _ = write!(pointer, "{path}/{index}");
+            ops.add(&pointer, element)?;
+        }
     }
     Ok(())
 }
