@@ -13,6 +13,7 @@ use kruise_api::apps::v1beta1::{
     SidecarContainerUpgradeStrategy, SidecarContainerUpgradeType, SidecarSet, SidecarSetSpec,
     TransferEnvVar,
 };
+use kruise_core::sidecarset::matching::ParsedSelectors;
 use kruise_core::sidecarset::{
     InjectionError, InjectionGates, SidecarSetCandidate, SidecarSetIndex, inject_pod,
     injected_container_names, matching::pod_matches,
@@ -155,6 +156,8 @@ fn candidates(sets: &[SidecarSet]) -> Vec<SidecarSetCandidate> {
             sidecar_set: s.clone().into(),
             revisions: Vec::new(),
             draw: 0.5,
+            // Parsed ahead, as the webhook's index does.
+            selectors: Some(std::sync::Arc::new(ParsedSelectors::of(s))),
         })
         .collect()
 }

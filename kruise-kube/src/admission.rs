@@ -28,7 +28,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kruise_api::apps::{v1alpha1, v1beta1};
 use kruise_core::admission::cloneset as rules;
 use kruise_core::admission::protection::{self, Dependents, ProtectedKind};
@@ -539,9 +539,12 @@ async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -
     // The pod without managedFields (no step reads them, and the patch never touches them),
     // decoded with the review in one pass; when that fails, by the slower paths, which explain
     // what is off.
-    let typed = |object: Option<Obj<'_>>| object.map(|o| o.typed::<LeanPod>("pod").map(Pod::from));
-    let response = match fast_decode_as::<LeanPod, serde::de::IgnoredAny>(&body) {
-        Some((request, pod, _)) => pod_create(&context, &request, pod.map(|p| Ok(p.into()))).await,
+    // Boxed from the start: a Pod is 2.4 KiB, moved whole at every level it passes through
+    // (and it is held across the handler's awaits).
+    let boxed = |pod: LeanPod| Box::new(Pod::from(pod));
+    let typed = |object: Option<Obj<'_>>| object.map(|o| o.typed::<LeanPod>("pod").map(boxed));
+    let response = match fast_decode_as::<Box<LeanPod>, serde::de::IgnoredAny>(&body) {
+        Some((request, pod, _)) => pod_create(&context, &request, pod.map(|p| Ok(boxed(*p)))).await,
         None => match fast_decode(&body) {
             Some((request, object, _)) => pod_create(&context, &request, typed(object)).await,
             None => {
@@ -575,7 +578,7 @@ fn pod_caches_synced(context: &AdmissionContext) -> bool {
 async fn pod_create(
     context: &AdmissionContext,
     request: &AdmissionRequest,
-    pod: Option<Result<Pod, String>>,
+    pod: Option<Result<Box<Pod>, String>>,
 ) -> AdmissionResponse {
     use kruise_core::admission::pod_chain::{PodChain, PubAnnotation};
     let pod = match (&request.operation, &request.sub_resource, pod) {
@@ -1325,6 +1328,13 @@ pub struct WebhookPolicy {
     pub manager_namespace: String,
     /// Register the deletion protection webhooks (`ResourcesDeletionProtection`).
     pub deletion_protection: bool,
+    /// Narrows the pod mutating webhook (`mpod.kb.io`) to the pods this selects: the others
+    /// are created without the manager (no sidecar, no WorkloadSpread subset, no budget
+    /// annotation). `None`: every pod outside the system namespaces.
+    pub pod_object_selector: Option<LabelSelector>,
+    /// Narrows the pod mutating webhook to the namespaces this selects, besides leaving out
+    /// `kube-system` and the manager's namespace.
+    pub pod_namespace_selector: Option<LabelSelector>,
 }
 
 impl Default for WebhookPolicy {
@@ -1335,6 +1345,8 @@ impl Default for WebhookPolicy {
             timeout_seconds: 5,
             manager_namespace: crate::webhook::DEFAULT_NAMESPACE.into(),
             deletion_protection: false,
+            pod_object_selector: None,
+            pod_namespace_selector: None,
         }
     }
 }
@@ -1350,6 +1362,14 @@ pub enum ConfigurationError {
         flag: &'static str,
         /// The value.
         value: String,
+    },
+    /// A pod webhook selector is not a valid label selector.
+    #[error("{flag}: {message}")]
+    Selector {
+        /// The flag.
+        flag: &'static str,
+        /// What is wrong, naming the field.
+        message: String,
     },
     /// The API server refused the configuration.
     #[error("applying {name}: {source}")]
@@ -1373,8 +1393,52 @@ impl WebhookPolicy {
                 return Err(ConfigurationError::FailurePolicy { flag, value: value.clone() });
             }
         }
+        for (flag, selector) in [
+            ("--pod-webhook-object-selector", &self.pod_object_selector),
+            ("--pod-webhook-namespace-selector", &self.pod_namespace_selector),
+        ] {
+            if let Some(selector) = selector {
+                kruise_core::admission::meta::label_selector_as_selector(Some(selector))
+                    .map_err(|message| ConfigurationError::Selector { flag, message })?;
+            }
+        }
         Ok(())
     }
+
+    /// Parses a pod webhook selector given as JSON (`--pod-webhook-object-selector`,
+    /// `--pod-webhook-namespace-selector`); an empty text is no selector.
+    ///
+    /// # Errors
+    /// When the text is not a `LabelSelector`, naming the flag and the field.
+    pub fn parse_selector(
+        flag: &'static str,
+        text: &str,
+    ) -> Result<Option<LabelSelector>, ConfigurationError> {
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        let mut de = serde_json::Deserializer::from_str(text);
+        let selector: LabelSelector = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            ConfigurationError::Selector { flag, message: format!("{}: {}", e.path(), e.inner()) }
+        })?;
+        de.end().map_err(|e| ConfigurationError::Selector { flag, message: e.to_string() })?;
+        Ok(Some(selector))
+    }
+}
+
+/// A selector (as JSON) matching what both `base` and `more` match: the API server ANDs every
+/// label and expression of one selector.
+fn and_selectors(base: &Value, more: &LabelSelector) -> Value {
+    let mut out = base.clone();
+    if let Some(labels) = &more.match_labels {
+        out["matchLabels"] = json!(labels);
+    }
+    if let (Some(extra), Some(list)) =
+        (&more.match_expressions, out["matchExpressions"].as_array_mut())
+    {
+        list.extend(extra.iter().map(|e| json!(e)));
+    }
+    out
 }
 
 fn rule(group: &str, versions: &[&str], resource: &str, operations: &[&str]) -> Value {
@@ -1423,6 +1487,12 @@ pub fn configurations(
     let mut mpod =
         webhook("mpod.kb.io", "/mutate-pod", vec![rule("", &["v1"], "pods", &["CREATE"])], pods);
     mpod["namespaceSelector"] = system_namespaces.clone();
+    if let Some(narrower) = &policy.pod_namespace_selector {
+        mpod["namespaceSelector"] = and_selectors(&system_namespaces, narrower);
+    }
+    if let Some(selector) = &policy.pod_object_selector {
+        mpod["objectSelector"] = json!(selector);
+    }
     mpod["reinvocationPolicy"] = json!("Never");
     let mcloneset = webhook(
         "mcloneset.kb.io",
@@ -1838,5 +1908,69 @@ mod tests {
             err.to_string(),
             r#"--pod-webhook-failure-policy: "Sometimes" is not Ignore or Fail"#
         );
+    }
+
+    #[test]
+    fn pod_webhook_selectors_narrow_only_the_pod_mutating_webhook() {
+        let object = WebhookPolicy::parse_selector("--pod-webhook-object-selector", "")
+            .expect("empty is none");
+        assert!(object.is_none());
+        let object = WebhookPolicy::parse_selector(
+            "--pod-webhook-object-selector",
+            r#"{"matchLabels": {"sidecar": "on"}}"#,
+        )
+        .expect("a selector");
+        let namespaces = WebhookPolicy::parse_selector(
+            "--pod-webhook-namespace-selector",
+            r#"{"matchLabels": {"team": "shop"},
+                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["dev"]}]}"#,
+        )
+        .expect("a selector");
+        let policy = WebhookPolicy {
+            pod_object_selector: object,
+            pod_namespace_selector: namespaces,
+            ..WebhookPolicy::default()
+        };
+        policy.validate().expect("valid");
+        let (mutating, validating) = configurations(&policy, |_| json!({}));
+        let mpod = &mutating["webhooks"][0];
+        assert_eq!(mpod["name"], "mpod.kb.io");
+        assert_eq!(mpod["objectSelector"], json!({"matchLabels": {"sidecar": "on"}}));
+        assert_eq!(
+            mpod["namespaceSelector"],
+            json!({
+                "matchLabels": {"team": "shop"},
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                        "values": ["kube-system", crate::webhook::DEFAULT_NAMESPACE]},
+                    {"key": "tier", "operator": "NotIn", "values": ["dev"]},
+                ]
+            })
+        );
+        // The validating pod webhooks keep their own selectors.
+        let (_, unchanged) = configurations(&WebhookPolicy::default(), |_| json!({}));
+        assert_eq!(validating, unchanged);
+
+        // Bad selectors are refused, naming the flag and the field.
+        let err = WebhookPolicy::parse_selector(
+            "--pod-webhook-object-selector",
+            r#"{"matchLabels": {"sidecar": 1}}"#,
+        )
+        .expect_err("not a string");
+        assert!(
+            err.to_string().starts_with("--pod-webhook-object-selector: matchLabels.sidecar: "),
+            "{err}"
+        );
+        let bad_operator = WebhookPolicy {
+            pod_namespace_selector: WebhookPolicy::parse_selector(
+                "--pod-webhook-namespace-selector",
+                r#"{"matchExpressions": [{"key": "tier", "operator": "Near"}]}"#,
+            )
+            .expect("parses"),
+            ..WebhookPolicy::default()
+        };
+        let err = bad_operator.validate().expect_err("unknown operator");
+        assert!(err.to_string().starts_with("--pod-webhook-namespace-selector: "), "{err}");
+        assert!(err.to_string().contains("Near"), "{err}");
     }
 }

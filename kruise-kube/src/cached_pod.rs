@@ -120,19 +120,22 @@ struct WirePod {
 /// A whole Pod as it arrives but without `managedFields`, skipped undecoded: for the pod
 /// admission steps, which never read or patch them (they are most of a created pod's
 /// metadata). `apiVersion` and `kind` are not checked.
+///
+/// The spec is boxed: `PodSpec` is 1.5 KiB, and decoding moves each value up through every
+/// enclosing level (the review, its request, the object), so a boxed spec moves as a pointer.
 #[derive(Deserialize)]
 pub(crate) struct PodWithoutManagedFields {
     #[serde(default)]
     metadata: WireMeta,
     #[serde(default)]
-    spec: Option<PodSpec>,
+    spec: Option<Box<PodSpec>>,
     #[serde(default)]
     status: Option<PodStatus>,
 }
 
 impl From<PodWithoutManagedFields> for Pod {
     fn from(pod: PodWithoutManagedFields) -> Self {
-        Pod { metadata: pod.metadata.into(), spec: pod.spec, status: pod.status }
+        Pod { metadata: pod.metadata.into(), spec: pod.spec.map(|s| *s), status: pod.status }
     }
 }
 

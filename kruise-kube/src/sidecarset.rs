@@ -129,14 +129,12 @@ impl SidecarSetWebhook {
 
     /// The pod chain's SidecarSet step for a pod being created in `namespace`.
     pub fn step(&self, pod: &Pod, namespace: &str) -> SidecarSetInjection {
-        let namespace_labels: Option<BTreeMap<String, String>> =
-            self.namespaces.get(&ObjectKey::new("", namespace)).map(|ns| ns.labels().clone());
         let candidates: Vec<SidecarSetCandidate> = {
             let index = self.index.read().unwrap_or_else(|p| p.into_inner());
             index
-                .candidates(namespace, pod.labels())
+                .candidates_with_selectors(namespace, pod.labels())
                 .into_iter()
-                .map(|set| {
+                .map(|(set, selectors)| {
                     let pinned = set.spec.injection_strategy.revision.is_some();
                     SidecarSetCandidate {
                         revisions: if pinned {
@@ -145,11 +143,20 @@ impl SidecarSetWebhook {
                             Vec::new()
                         },
                         sidecar_set: set.clone(),
-                        draw: rand::random::<f64>(),
+                        // Read only by a pinned revision's `policy: Partial`.
+                        draw: if pinned { rand::random::<f64>() } else { 0.0 },
+                        selectors: Some(selectors.clone()),
                     }
                 })
                 .collect()
         };
+        // Read only by a `namespaceSelector`.
+        let namespace_labels: Option<BTreeMap<String, String>> =
+            if candidates.iter().any(|c| c.sidecar_set.spec.namespace_selector.is_some()) {
+                self.namespaces.get(&ObjectKey::new("", namespace)).map(|ns| ns.labels().clone())
+            } else {
+                None
+            };
         SidecarSetInjection {
             namespace_labels,
             sidecar_sets: candidates,

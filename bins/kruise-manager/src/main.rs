@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use kruise_kube::admission::WebhookPolicy;
 use kruise_kube::client::{ClientOptions, build_client, client_from_config};
 use kruise_kube::features::FeatureGates;
 use kruise_kube::leader::LeaderElectionConfig;
@@ -176,6 +177,16 @@ struct ManagerFlags {
     /// pods a PodUnavailableBudget covers always fail closed.
     #[arg(long, default_value = "Ignore")]
     pod_webhook_failure_policy: String,
+    /// Only pods this label selector (JSON, e.g. `{"matchLabels":{"sidecar":"on"}}`) selects
+    /// go through the pod mutating webhook; the others are created without the manager: no
+    /// sidecar, WorkloadSpread subset or budget annotation. Empty: every pod outside
+    /// kube-system and the manager's namespace.
+    #[arg(long, default_value = "", value_name = "JSON")]
+    pod_webhook_object_selector: String,
+    /// Only pods in namespaces this label selector (JSON) selects go through the pod mutating
+    /// webhook (kube-system and the manager's namespace never do).
+    #[arg(long, default_value = "", value_name = "JSON")]
+    pod_webhook_namespace_selector: String,
     /// failurePolicy of the webhooks for Kruise's kinds and deletion protection.
     #[arg(long, default_value = "Fail")]
     kruise_webhook_failure_policy: String,
@@ -266,6 +277,14 @@ impl ManagerFlags {
         config.webhook_policy.pod_failure_policy = self.pod_webhook_failure_policy.clone();
         config.webhook_policy.kruise_failure_policy = self.kruise_webhook_failure_policy.clone();
         config.webhook_policy.timeout_seconds = self.webhook_timeout_seconds;
+        config.webhook_policy.pod_object_selector = WebhookPolicy::parse_selector(
+            "--pod-webhook-object-selector",
+            &self.pod_webhook_object_selector,
+        )?;
+        config.webhook_policy.pod_namespace_selector = WebhookPolicy::parse_selector(
+            "--pod-webhook-namespace-selector",
+            &self.pod_webhook_namespace_selector,
+        )?;
         config.webhook_policy.validate()?;
         config.namespace = Some(self.namespace.clone()).filter(|ns| !ns.is_empty());
         config.metrics_addr =

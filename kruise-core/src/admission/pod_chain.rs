@@ -233,6 +233,7 @@ mod tests {
             )),
             revisions: Vec::new(),
             draw: 0.0,
+            selectors: None,
         };
         let mut pod = Pod::default();
         pod.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());

@@ -42,7 +42,16 @@ struct Record {
     whole: Option<Box<Pod>>,
     containers: Option<ListRecord<Vec<Container>>>,
     init_containers: Option<ListRecord<Option<Vec<Container>>>>,
+    /// Volumes only appended ([`PodEdit::append_volumes`]) while `parts.volumes` is unset.
+    appended_volumes: Option<Appended>,
     parts: SavedParts,
+}
+
+/// A list only appended to: its length before (`absent`: the pod had no list).
+#[derive(Clone, Copy)]
+struct Appended {
+    from: usize,
+    absent: bool,
 }
 
 /// What happened to a container list.
@@ -56,8 +65,14 @@ enum ListRecord<L> {
 
 /// Declares the parts kept whole when first changed: the accessor, the field's place, the
 /// JSON path and how the patch compares it.
+///
+/// A part that can also be appended to without being kept names the method that turns the
+/// record of appends into its kept value (`settle`), called before the part is kept.
 macro_rules! saved_parts {
-    ($( $place:ident $field:ident, $accessor:ident: $ty:ty = $path:literal, $kind:ident; )*) => {
+    ($(
+        $place:ident $field:ident, $accessor:ident: $ty:ty = $path:literal, $kind:ident
+        $(, settle $settle:ident)?;
+    )*) => {
         /// The first value of each part a step changed.
         #[derive(Default)]
         struct SavedParts {
@@ -68,6 +83,7 @@ macro_rules! saved_parts {
             $(
                 #[doc = concat!("`", $path, "`, to change; the edit keeps its value first.")]
                 pub fn $accessor(&mut self) -> &mut $ty {
+                    $( self.$settle(); )?
                     let place = saved_parts!(@place self, $place, $field);
                     if self.record.whole.is_none() && self.record.parts.$field.is_none() {
                         self.record.parts.$field = Some(place.clone());
@@ -126,7 +142,7 @@ macro_rules! saved_parts {
 saved_parts! {
     meta labels, labels_mut: Option<BTreeMap<String, String>> = "/metadata/labels", map;
     meta annotations, annotations_mut: Option<BTreeMap<String, String>> = "/metadata/annotations", map;
-    spec volumes, volumes_mut: Option<Vec<Volume>> = "/spec/volumes", optional_list;
+    spec volumes, volumes_mut: Option<Vec<Volume>> = "/spec/volumes", optional_list, settle settle_appended_volumes;
     spec image_pull_secrets, image_pull_secrets_mut: Option<Vec<LocalObjectReference>> = "/spec/imagePullSecrets", optional_list;
     spec tolerations, tolerations_mut: Option<Vec<Toleration>> = "/spec/tolerations", optional_list;
     spec readiness_gates, readiness_gates_mut: Option<Vec<PodReadinessGate>> = "/spec/readinessGates", optional_list;
@@ -169,6 +185,34 @@ impl<'a> PodEdit<'a> {
             }
         }
         now
+    }
+
+    /// Appends `volumes` to `/spec/volumes` (creating the list if the pod has none). Cheaper
+    /// than [`Self::volumes_mut`]: the pod's volumes are neither copied nor compared, and the
+    /// patch adds each new one.
+    pub fn append_volumes(&mut self, volumes: Vec<Volume>) {
+        if volumes.is_empty() {
+            return;
+        }
+        let spec = spec_of(self.pod, &mut self.record);
+        let untracked = self.record.whole.is_none()
+            && self.record.parts.volumes.is_none()
+            && self.record.appended_volumes.is_none();
+        if untracked {
+            self.record.appended_volumes = Some(Appended {
+                from: spec.volumes.as_ref().map_or(0, Vec::len),
+                absent: spec.volumes.is_none(),
+            });
+        }
+        spec.volumes.get_or_insert_with(Vec::new).extend(volumes);
+    }
+
+    /// Turns a record of appended volumes into the kept first value of `/spec/volumes`.
+    fn settle_appended_volumes(&mut self) {
+        if let Some(appended) = self.record.appended_volumes.take() {
+            let now = self.pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
+            self.record.parts.volumes = Some(appended.original(now));
+        }
     }
 
     /// Inserts `container` into `/spec/containers` at `index` (at the end when `index` is
@@ -231,6 +275,16 @@ impl<'a> PodEdit<'a> {
         let pod = &*self.pod;
         self.record.parts.ops(pod, &mut ops)?;
         if let Some(spec) = &pod.spec {
+            if let Some(appended) = self.record.appended_volumes {
+                let now = &spec.volumes;
+                match now {
+                    Some(list) if !appended.absent => {
+                        let at: Vec<usize> = (appended.from..list.len()).collect();
+                        pod_patch::inserted_ops(&mut ops, "/spec/volumes", list, &at)?;
+                    }
+                    _ => pod_patch::part_ops(&mut ops, "/spec/volumes", &None, now)?,
+                }
+            }
             if let Some(record) = &self.record.containers {
                 match record {
                     ListRecord::Inserted { at, .. } => {
@@ -295,6 +349,9 @@ fn keep_whole(pod: &Pod, record: &mut Record) {
     let mut kept = std::mem::take(record);
     kept.parts.restore(&mut before);
     if let Some(spec) = before.spec.as_mut() {
+        if let Some(appended) = kept.appended_volumes {
+            spec.volumes = appended.original(spec.volumes.as_ref());
+        }
         match kept.containers {
             Some(ListRecord::Saved(list)) => spec.containers = list,
             Some(ListRecord::Inserted { at, .. }) => remove_indexes(&mut spec.containers, &at),
@@ -312,6 +369,17 @@ fn keep_whole(pod: &Pod, record: &mut Record) {
         }
     }
     *record = Record { whole: Some(Box::new(before)), ..Record::default() };
+}
+
+impl Appended {
+    /// The list as it was, from the list as it is.
+    fn original<T: Clone>(self, now: Option<&Vec<T>>) -> Option<Vec<T>> {
+        if self.absent {
+            None
+        } else {
+            Some(now.map(|l| l[..self.from.min(l.len())].to_vec()).unwrap_or_default())
+        }
+    }
 }
 
 /// Records an insertion at `index` in a container list's record: the indexes at or after it

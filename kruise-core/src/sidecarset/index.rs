@@ -19,7 +19,7 @@ use std::sync::Arc;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::well_known::kubernetes::labels::NAMESPACE_METADATA_NAME;
 
-use super::matching::pod_matches;
+use super::matching::ParsedSelectors;
 
 /// Where a SidecarSet is filed.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -31,7 +31,8 @@ enum Scope {
 /// An index of SidecarSets by namespace and selector label.
 #[derive(Clone, Debug, Default)]
 pub struct SidecarSetIndex {
-    sets: BTreeMap<String, Arc<SidecarSet>>,
+    /// Each SidecarSet with its selectors parsed once.
+    sets: BTreeMap<String, (Arc<SidecarSet>, Arc<ParsedSelectors>)>,
     /// Per scope: label key, then value, then the names of the SidecarSets filed there
     /// (nested so that a pod's labels are looked up without copying them).
     by_label: BTreeMap<Scope, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>>,
@@ -88,12 +89,13 @@ impl SidecarSetIndex {
                 }
             }
         }
-        self.sets.insert(name, set);
+        let parsed = Arc::new(ParsedSelectors::of(&set));
+        self.sets.insert(name, (set, parsed));
     }
 
     /// Removes a SidecarSet by name; the removed one, if any.
     pub fn remove(&mut self, name: &str) -> Option<Arc<SidecarSet>> {
-        let set = self.sets.remove(name)?;
+        let (set, _) = self.sets.remove(name)?;
         for scope in scopes(&set) {
             match label_key(&set) {
                 Some((k, v)) => {
@@ -143,6 +145,16 @@ impl SidecarSetIndex {
         namespace: &str,
         pod_labels: &BTreeMap<String, String>,
     ) -> Vec<&Arc<SidecarSet>> {
+        self.candidates_with_selectors(namespace, pod_labels).into_iter().map(|(s, _)| s).collect()
+    }
+
+    /// [`Self::candidates`], each with its parsed selectors (for
+    /// [`super::SidecarSetCandidate::selectors`]).
+    pub fn candidates_with_selectors(
+        &self,
+        namespace: &str,
+        pod_labels: &BTreeMap<String, String>,
+    ) -> Vec<(&Arc<SidecarSet>, &Arc<ParsedSelectors>)> {
         let namespace = if namespace.is_empty() { super::DEFAULT_NAMESPACE } else { namespace };
         let mut names = BTreeSet::new();
         for scope in [Scope::Namespace(namespace.to_owned()), Scope::Cluster] {
@@ -157,7 +169,7 @@ impl SidecarSetIndex {
                 names.extend(found.iter().map(String::as_str));
             }
         }
-        names.into_iter().filter_map(|n| self.sets.get(n)).collect()
+        names.into_iter().filter_map(|n| self.sets.get(n)).map(|(s, p)| (s, p)).collect()
     }
 
     /// The SidecarSets that select the pod (paused ones included), by name. Candidates whose
@@ -172,10 +184,10 @@ impl SidecarSetIndex {
         pod_labels: &BTreeMap<String, String>,
         namespace_labels: Option<&BTreeMap<String, String>>,
     ) -> Vec<&SidecarSet> {
-        self.candidates(namespace, pod_labels)
+        self.candidates_with_selectors(namespace, pod_labels)
             .into_iter()
-            .filter(|s| pod_matches(s, pod_labels, namespace_labels).unwrap_or(false))
-            .map(Arc::as_ref)
+            .filter(|(_, p)| p.matches(pod_labels, namespace_labels).unwrap_or(false))
+            .map(|(s, _)| s.as_ref())
             .collect()
     }
 }

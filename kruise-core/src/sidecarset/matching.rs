@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::apps::v1beta1::SidecarSet;
 
-use crate::admission::meta::label_selector_as_selector;
+use crate::admission::meta::{Selector, label_selector_as_selector};
 
 /// Whether `sidecar_set` selects a pod with `pod_labels` in a namespace with
 /// `namespace_labels` (`None`: the namespace is unknown).
@@ -21,15 +21,50 @@ pub fn pod_matches(
     pod_labels: &BTreeMap<String, String>,
     namespace_labels: Option<&BTreeMap<String, String>>,
 ) -> Result<bool, String> {
-    if let Some(ns_selector) = &sidecar_set.spec.namespace_selector {
-        let Some(ns_labels) = namespace_labels else { return Ok(false) };
-        match label_selector_as_selector(Some(ns_selector)) {
-            Ok(selector) if selector.matches(ns_labels) => {}
-            _ => return Ok(false),
+    ParsedSelectors::of(sidecar_set).matches(pod_labels, namespace_labels)
+}
+
+/// A SidecarSet's `selector` and `namespaceSelector`, parsed once, for callers that match
+/// the same SidecarSet against many pods (the pod webhook's index keeps one per SidecarSet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsedSelectors {
+    /// `None` without a `namespaceSelector`; an invalid one is kept as its error.
+    namespace: Option<Result<Selector, String>>,
+    pods: Result<Selector, String>,
+}
+
+impl ParsedSelectors {
+    /// The parsed selectors of `sidecar_set`.
+    pub fn of(sidecar_set: &SidecarSet) -> Self {
+        let spec = &sidecar_set.spec;
+        ParsedSelectors {
+            namespace: spec
+                .namespace_selector
+                .as_ref()
+                .map(|ns| label_selector_as_selector(Some(ns))),
+            pods: label_selector_as_selector(spec.selector.as_ref()),
         }
     }
-    let selector = label_selector_as_selector(sidecar_set.spec.selector.as_ref())?;
-    Ok(!selector.is_empty() && selector.matches(pod_labels))
+
+    /// [`pod_matches`] with these selectors.
+    ///
+    /// # Errors
+    /// The text of the parse error when `spec.selector` is invalid.
+    pub fn matches(
+        &self,
+        pod_labels: &BTreeMap<String, String>,
+        namespace_labels: Option<&BTreeMap<String, String>>,
+    ) -> Result<bool, String> {
+        if let Some(ns_selector) = &self.namespace {
+            let Some(ns_labels) = namespace_labels else { return Ok(false) };
+            match ns_selector {
+                Ok(selector) if selector.matches(ns_labels) => {}
+                _ => return Ok(false),
+            }
+        }
+        let selector = self.pods.as_ref().map_err(Clone::clone)?;
+        Ok(!selector.is_empty() && selector.matches(pod_labels))
+    }
 }
 
 /// Upstream's `IsSelectorOverlapping`: whether two selectors may select a common label set.

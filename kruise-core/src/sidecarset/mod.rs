@@ -98,6 +98,10 @@ pub struct SidecarSetCandidate {
     /// `injectionStrategy.revision.policy: Partial`.
     #[serde(default)]
     pub draw: f64,
+    /// The SidecarSet's selectors already parsed (as [`SidecarSetIndex`] keeps them); `None`:
+    /// parsed here. They must be the selectors of `sidecar_set`.
+    #[serde(skip)]
+    pub selectors: Option<std::sync::Arc<matching::ParsedSelectors>>,
 }
 
 /// Feature gates that change injection.
@@ -483,14 +487,15 @@ pub fn inject_edit(
         if set.spec.injection_strategy.paused {
             continue;
         }
-        let matched =
-            matching::pod_matches(set, pod_labels, namespace_labels).map_err(|message| {
-                InjectionError::InvalidSelector {
-                    sidecar_set: name_of(set),
-                    field: "spec.selector".into(),
-                    message,
-                }
-            })?;
+        let matched = match &candidate.selectors {
+            Some(parsed) => parsed.matches(pod_labels, namespace_labels),
+            None => matching::pod_matches(set, pod_labels, namespace_labels),
+        };
+        let matched = matched.map_err(|message| InjectionError::InvalidSelector {
+            sidecar_set: name_of(set),
+            field: "spec.selector".into(),
+            message,
+        })?;
         if !matched {
             continue;
         }
@@ -574,9 +579,7 @@ pub fn inject_edit(
             volumes.push(v);
         }
     }
-    if !volumes.is_empty() {
-        edit.volumes_mut().get_or_insert_with(Vec::new).extend(volumes);
-    }
+    edit.append_volumes(volumes);
     // As upstream's `mergeSidecarSecrets`: the pod's secrets without repeats, then the
     // sidecars' new ones.
     let secrets: Option<Vec<LocalObjectReference>> = {
@@ -908,10 +911,11 @@ fn build_sidecars(
             existing.contains(sidecar.container.name.as_str())
         }
     };
-    let all_sidecar_names: BTreeSet<String> =
-        chosen.iter().flat_map(|c| injected_container_names(&c.set)).collect();
-    // metav1.Time: RFC 3339 in UTC, whole seconds.
-    let stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    // Read only by a `resourcesPolicy`, so worked out only for one.
+    let all_sidecar_names: std::cell::OnceCell<BTreeSet<String>> = std::cell::OnceCell::new();
+    // metav1.Time: RFC 3339 in UTC, whole seconds (`Display` writes no fraction for a whole
+    // second).
+    let stamp = Timestamp::from_second(now.as_second()).unwrap_or(now).to_string();
 
     for c in chosen {
         let set = &c.set;
@@ -938,8 +942,11 @@ fn build_sidecars(
                         "spec.{}[{i}].resourcesPolicy",
                         if init { "initContainers" } else { "containers" }
                     );
+                    let all_sidecar_names = all_sidecar_names.get_or_init(|| {
+                        chosen.iter().flat_map(|c| injected_container_names(&c.set)).collect()
+                    });
                     container.resources =
-                        Some(resources::apply(policy, pod, &all_sidecar_names).map_err(
+                        Some(resources::apply(policy, pod, all_sidecar_names).map_err(
                             |message| InjectionError::ResourcesPolicy {
                                 sidecar_set: set_name.clone(),
                                 field,

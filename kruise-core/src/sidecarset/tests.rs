@@ -63,7 +63,12 @@ fn pod() -> Pod {
 }
 
 fn candidate(set: SidecarSet) -> SidecarSetCandidate {
-    SidecarSetCandidate { sidecar_set: set.into(), revisions: Vec::new(), draw: 0.5 }
+    SidecarSetCandidate {
+        sidecar_set: set.into(),
+        revisions: Vec::new(),
+        draw: 0.5,
+        selectors: None,
+    }
 }
 
 fn run(pod: &Pod, sets: Vec<SidecarSet>) -> Injection {
@@ -130,6 +135,23 @@ fn injection_strategy_paused_skips_the_sidecar_set() {
     set.spec.injection_strategy.paused = true;
     let out = run(&pod(), vec![set]);
     assert!(!out.changed);
+}
+
+#[test]
+fn update_timestamps_are_whole_seconds_in_utc() {
+    let set = sidecar_set("sidecarset1", vec![sidecar("dns-f", "dns-f-image:1.0")]);
+    let out = inject_pod(
+        &pod(),
+        None,
+        &[candidate(set)],
+        InjectionGates::default(),
+        "2024-05-01T10:00:00.987654321Z".parse().expect("time"),
+    )
+    .expect("injects");
+    let hash: Value =
+        serde_json::from_str(note(&out.pod, annotations::SIDECARSET_HASH).expect("hash"))
+            .expect("json");
+    assert_eq!(hash["sidecarset1"]["updateTimestamp"], "2024-05-01T10:00:00Z");
 }
 
 #[test]
@@ -309,6 +331,7 @@ fn injection_strategy_revision_injects_the_pinned_revision() {
         sidecar_set: set.clone().into(),
         revisions: revisions.clone(),
         draw: 0.5,
+        selectors: None,
     };
     let out = run_with(&pod(), vec![cand], InjectionGates::default());
     let sidecar = &spec(&out.pod).containers[0];
@@ -325,7 +348,8 @@ fn injection_strategy_revision_injects_the_pinned_revision() {
         revision_name: Some("sidecarset1-old".into()),
         ..Default::default()
     });
-    let cand = SidecarSetCandidate { sidecar_set: by_name.into(), revisions, draw: 0.5 };
+    let cand =
+        SidecarSetCandidate { sidecar_set: by_name.into(), revisions, draw: 0.5, selectors: None };
     let out = run_with(&pod(), vec![cand], InjectionGates::default());
     assert_eq!(spec(&out.pod).containers[0].image.as_deref(), Some("sidecar-image:older"));
 
@@ -362,8 +386,12 @@ fn partial_revision_policy() {
         s
     };
     let image = |p: &Pod, s: SidecarSet, draw: f64| -> Result<String, InjectionError> {
-        let cand =
-            SidecarSetCandidate { sidecar_set: s.into(), revisions: revisions.clone(), draw };
+        let cand = SidecarSetCandidate {
+            sidecar_set: s.into(),
+            revisions: revisions.clone(),
+            draw,
+            selectors: None,
+        };
         let out = inject_pod(p, None, &[cand], InjectionGates::default(), now())?;
         Ok(spec(&out.pod).containers[0].image.clone().unwrap_or_default())
     };

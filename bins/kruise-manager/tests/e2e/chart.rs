@@ -208,6 +208,25 @@ fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
         manager_args(&docs)
     );
 
+    // The pod mutating webhook narrowed by label selectors, passed as JSON flags.
+    let docs = render(&[
+        "--set",
+        "webhookConfiguration.podWebhook.objectSelector.matchLabels.sidecar-injection=enabled",
+        "--set",
+        "webhookConfiguration.podWebhook.namespaceSelector.matchLabels.team=shop",
+    ]);
+    let args = manager_args(&docs);
+    for expected in [
+        r#"--pod-webhook-object-selector={"matchLabels":{"sidecar-injection":"enabled"}}"#,
+        r#"--pod-webhook-namespace-selector={"matchLabels":{"team":"shop"}}"#,
+    ] {
+        assert!(args.contains(&expected.to_owned()), "{args:?}");
+    }
+    assert!(
+        !manager_args(&render(&[])).iter().any(|a| a.starts_with("--pod-webhook-object")),
+        "no selector flag by default"
+    );
+
     // Another namespace moves everything, the CRDs' conversion webhook included.
     let docs = render(&["--set", "installation.namespace=platform"]);
     let crd = find(&docs, "CustomResourceDefinition", "clonesets.apps.kruise.io").expect("crd");

@@ -198,7 +198,51 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     assert!(!out.ok, "with failurePolicy Fail and no manager, the pod must be refused");
     assert!(out.stderr.contains("mpod.kb.io"), "{}", out.stderr);
     k.ok_stdin(&["create", "-n", "kube-system", "-f", "-"], &pod("system-2"));
+
+    // Fail, narrowed to labelled pods: with the manager down, only those wait for it.
+    let mut manager = start_manager(
+        &cluster,
+        &[
+            "--pod-webhook-failure-policy",
+            "Fail",
+            "--pod-webhook-object-selector",
+            r#"{"matchLabels": {"sidecar-injection": "enabled"}}"#,
+        ],
+    );
+    wait_for("the object selector registered", Duration::from_secs(60), || {
+        let out = k.run_with(
+            &[
+                "get",
+                "mutatingwebhookconfiguration",
+                "kruise-mutating-webhook-configuration",
+                "-o",
+                "jsonpath={.webhooks[0].objectSelector.matchLabels}",
+            ],
+            None,
+        );
+        out.stdout.contains("sidecar-injection").then_some(())
+    });
+    manager.kill();
+    k.ok_stdin(&["create", "-f", "-"], &pod("unlabelled"));
+    let labelled = pod("labelled").replace(
+        r#""name":"labelled""#,
+        r#""name":"labelled","labels":{"sidecar-injection":"enabled"}"#,
+    );
+    assert!(labelled.contains("sidecar-injection"), "{labelled}");
+    let out = k.run_with(&["create", "-f", "-"], Some(&labelled));
+    assert!(!out.ok, "a selected pod waits for the manager under Fail");
+    assert!(out.stderr.contains("mpod.kb.io"), "{}", out.stderr);
+
     // Bad flag values are refused before anything is registered.
+    let (mut cmd, _) = manager_command(dir, "bad-selector.log");
+    let status = cmd
+        .args(["run", "--pod-webhook-object-selector", r#"{"matchLabels": 3}"#, "--kubeconfig"])
+        .arg(kubeconfig)
+        .status()
+        .expect("runs");
+    assert!(!status.success());
+    let log = std::fs::read_to_string(dir.join("bad-selector.log")).unwrap_or_default();
+    assert!(log.contains("--pod-webhook-object-selector: matchLabels"), "{log}");
     let (mut cmd, _) = manager_command(dir, "bad.log");
     let status = cmd
         .args(["run", "--pod-webhook-failure-policy", "Sometimes", "--kubeconfig"])

@@ -146,6 +146,7 @@ enum Change {
     Label(u8, Option<u8>),
     Annotation(u8, Option<u8>),
     Volume(u8),
+    AppendVolumes(u8, u8),
     Secret(u8),
     Toleration(u8),
     Affinity(bool),
@@ -162,6 +163,7 @@ fn change() -> impl Strategy<Value = Change> {
         (0..4u8, proptest::option::of(any::<u8>())).prop_map(|(k, v)| Change::Label(k, v)),
         (0..4u8, proptest::option::of(any::<u8>())).prop_map(|(k, v)| Change::Annotation(k, v)),
         (0..3u8).prop_map(Change::Volume),
+        (0..3u8, 0..3u8).prop_map(|(n, k)| Change::AppendVolumes(n, k)),
         (0..3u8).prop_map(Change::Secret),
         (0..3u8).prop_map(Change::Toleration),
         any::<bool>().prop_map(Change::Affinity),
@@ -202,6 +204,9 @@ fn apply(edit: &mut PodEdit<'_>, change: &Change) {
             .volumes_mut()
             .get_or_insert_with(Vec::new)
             .push(Volume { name: format!("v{n}"), ..Default::default() }),
+        Change::AppendVolumes(n, k) => edit.append_volumes(
+            (0..*k).map(|i| Volume { name: format!("a{n}-{i}"), ..Default::default() }).collect(),
+        ),
         Change::Secret(n) => edit
             .image_pull_secrets_mut()
             .get_or_insert_with(Vec::new)

@@ -375,6 +375,7 @@ fn a_pinned_revision_injects_what_it_recorded() {
             sidecar_set: s.into(),
             revisions: vec![first.clone()],
             draw: 0.5,
+            selectors: None,
         }],
         gates: InjectionGates::default(),
         now: "2024-05-01T10:00:00Z".parse().expect("time"),
