@@ -147,6 +147,9 @@ fn pod(name: &str) -> String {
     .to_string()
 }
 
+/// The mutating webhook configuration the manager registers.
+const MUTATING_CONFIGURATION: &str = "kruise-mutating-webhook-configuration";
+
 fn start_manager(cluster: &SimCluster, extra: &[&str]) -> Proc {
     let mut args = vec!["--enable-leader-election=false", "--metrics-addr", "0"];
     args.extend(["--health-probe-addr", "0", "--webhook-host", "127.0.0.1", "--webhook-port", "0"]);
@@ -163,19 +166,17 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
         let out = k.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
         assert!(out.ok || out.stderr.contains("AlreadyExists"), "{}", out.stderr);
     }
+    // A field of the pod mutating webhook (`mpod.kb.io`, the first) as registered.
+    let mpod_field = |k: &Kubectl, field: &str| {
+        let jsonpath = format!("jsonpath={{.webhooks[0].{field}}}");
+        let args = ["get", "mutatingwebhookconfiguration", MUTATING_CONFIGURATION, "-o", &jsonpath];
+        let out = k.run_with(&args, None);
+        if out.ok { out.stdout } else { String::new() }
+    };
     let registered = |k: &Kubectl| {
         wait_for("the webhook configurations", Duration::from_secs(60), || {
-            let policy = k.run_with(
-                &[
-                    "get",
-                    "mutatingwebhookconfiguration",
-                    "kruise-mutating-webhook-configuration",
-                    "-o",
-                    "jsonpath={.webhooks[0].failurePolicy}",
-                ],
-                None,
-            );
-            (policy.ok && !policy.stdout.is_empty()).then_some(policy.stdout)
+            let policy = mpod_field(k, "failurePolicy");
+            (!policy.is_empty()).then_some(policy)
         })
     };
 
@@ -210,17 +211,7 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
         ],
     );
     wait_for("the object selector registered", Duration::from_secs(60), || {
-        let out = k.run_with(
-            &[
-                "get",
-                "mutatingwebhookconfiguration",
-                "kruise-mutating-webhook-configuration",
-                "-o",
-                "jsonpath={.webhooks[0].objectSelector.matchLabels}",
-            ],
-            None,
-        );
-        out.stdout.contains("sidecar-injection").then_some(())
+        mpod_field(k, "objectSelector.matchLabels").contains("sidecar-injection").then_some(())
     });
     manager.kill();
     k.ok_stdin(&["create", "-f", "-"], &pod("unlabelled"));
@@ -233,25 +224,23 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     assert!(!out.ok, "a selected pod waits for the manager under Fail");
     assert!(out.stderr.contains("mpod.kb.io"), "{}", out.stderr);
 
-    // Bad flag values are refused before anything is registered.
-    let (mut cmd, _) = manager_command(dir, "bad-selector.log");
-    let status = cmd
-        .args(["run", "--pod-webhook-object-selector", r#"{"matchLabels": 3}"#, "--kubeconfig"])
-        .arg(kubeconfig)
-        .status()
-        .expect("runs");
-    assert!(!status.success());
-    let log = std::fs::read_to_string(dir.join("bad-selector.log")).unwrap_or_default();
-    assert!(log.contains("--pod-webhook-object-selector: matchLabels"), "{log}");
-    let (mut cmd, _) = manager_command(dir, "bad.log");
-    let status = cmd
-        .args(["run", "--pod-webhook-failure-policy", "Sometimes", "--kubeconfig"])
-        .arg(kubeconfig)
-        .status()
-        .expect("runs");
-    assert!(!status.success());
-    let log = std::fs::read_to_string(dir.join("bad.log")).unwrap_or_default();
-    assert!(log.contains("--pod-webhook-failure-policy"), "{log}");
+    // Bad flag values are refused before anything is registered, naming the flag (and the
+    // selector's field).
+    for (i, (flag, value, expected)) in [
+        ("--pod-webhook-object-selector", r#"{"matchLabels": 3}"#, "matchLabels"),
+        ("--pod-webhook-failure-policy", "Sometimes", "Sometimes"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let log_name = format!("bad-{i}.log");
+        let (mut cmd, _) = manager_command(dir, &log_name);
+        let status =
+            cmd.args(["run", flag, value, "--kubeconfig"]).arg(kubeconfig).status().expect("runs");
+        assert!(!status.success(), "{flag} {value}");
+        let log = std::fs::read_to_string(dir.join(&log_name)).unwrap_or_default();
+        assert!(log.contains(&format!("{flag}: ")) && log.contains(expected), "{log}");
+    }
 }
 
 fn budget(api_version: &str, name: &str, annotations: Value, spec: Value) -> String {
