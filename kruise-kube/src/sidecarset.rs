@@ -223,18 +223,21 @@ impl SidecarSetController {
         &self,
         set: &SidecarSet,
     ) -> Result<Vec<Pod>, crate::controller::ReconcileError> {
-        use kruise_core::sidecarset::matching::pod_matches;
+        use kruise_core::sidecarset::matching::ParsedSelectors;
+        // Parsed once for all the pods, not once per pod.
+        let selectors = ParsedSelectors::of(set);
+        let no_labels = BTreeMap::new();
         let mut pods = Vec::new();
         for cached in self.pods.all() {
             let namespace = cached.metadata.namespace.clone().unwrap_or_default();
-            let labels = cached.metadata.labels.clone().unwrap_or_default();
+            let labels = cached.metadata.labels.as_ref().unwrap_or(&no_labels);
             let namespace_labels = self
                 .namespaces
                 .get(&ObjectKey::new("", namespace.as_str()))
                 .map(|ns| ns.labels().clone());
-            // `pod_matches` also checks the SidecarSet's namespace and namespaceSelector.
+            // The selectors also check the SidecarSet's namespace and namespaceSelector.
             if set.spec.selector.is_some()
-                && pod_matches(set, &labels, namespace_labels.as_ref()).unwrap_or(false)
+                && selectors.matches(labels, namespace_labels.as_ref()).unwrap_or(false)
             {
                 pods.push(cached.to_pod()?);
             }
