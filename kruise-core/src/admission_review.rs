@@ -308,23 +308,27 @@ impl AdmissionResponse {
     /// The AdmissionReview to send back.
     pub fn to_review(&self) -> Value {
         // Invariant: the wire form holds only strings, numbers and bools, which always encode.
-        serde_json::to_value(self.wire()).unwrap_or(Value::Null)
+        serde_json::to_value(self.wire(true)).unwrap_or(Value::Null)
     }
 
     /// The AdmissionReview to send back, as JSON text (without building a JSON tree).
     pub fn to_review_bytes(&self) -> Vec<u8> {
-        let mut wire = self.wire();
         // The patch is written straight into the text below: base64 needs no escapes, and
         // the encoder's check of every character for one was a noticeable part of a pod
-        // creation's answer.
-        wire.response.patch = None;
+        // creation's answer. Nor is the patch encoded into a string of its own first: that
+        // large allocation alone made glibc sweep its free lists on every answer.
+        let wire = self.wire(false);
+        let patch_len = self.patch.as_ref().map_or(Some(0), |p| base64::encoded_len(p.len(), true));
+        let mut out = Vec::with_capacity(REVIEW_TEXT_ROOM + patch_len.unwrap_or(0));
         // Invariant: as in `to_review`.
-        let mut out = serde_json::to_vec(&wire).unwrap_or_default();
+        if serde_json::to_writer(&mut out, &wire).is_err() {
+            out.clear();
+        }
         let Some(patch) = &self.patch else { return out };
         // Whatever goes wrong below (not the shape written above, a patch too long to
         // encode), the patch goes through the encoder instead: never lost.
-        let through_the_encoder = || serde_json::to_vec(&self.wire()).unwrap_or_default();
-        let Some(len) = base64::encoded_len(patch.len(), true) else {
+        let through_the_encoder = || serde_json::to_vec(&self.wire(true)).unwrap_or_default();
+        let Some(len) = patch_len else {
             return through_the_encoder();
         };
         if !out.ends_with(b"}}") {
@@ -344,7 +348,8 @@ impl AdmissionResponse {
         out
     }
 
-    fn wire(&self) -> ReviewWire<'_> {
+    /// The review's wire form; with the patch encoded only when `with_patch`.
+    fn wire(&self, with_patch: bool) -> ReviewWire<'_> {
         ReviewWire {
             api_version: self.version.api_version(),
             kind: "AdmissionReview",
@@ -358,12 +363,20 @@ impl AdmissionResponse {
                     status: "Failure",
                 }),
                 patch_type: self.patch.as_ref().map(|_| "JSONPatch"),
-                patch: self.patch.as_deref().map(crate::inplace::base64_encode),
+                patch: self
+                    .patch
+                    .as_deref()
+                    .filter(|_| with_patch)
+                    .map(crate::inplace::base64_encode),
                 warnings: &self.warnings,
             },
         }
     }
 }
+
+/// Room for an answer's text besides its patch: the envelope, the uid, a status message
+/// (longer ones grow the buffer) and a few warnings.
+const REVIEW_TEXT_ROOM: usize = 512;
 
 /// The AdmissionReview answer as sent.
 #[derive(Serialize)]

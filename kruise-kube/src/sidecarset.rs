@@ -174,7 +174,9 @@ pub const CONTROLLER_NAME: &str = "sidecarset-controller";
 /// `status.latestRevision` naming the latest), its status, and in-place sidecar upgrades of
 /// the pods it selects, planned by [`kruise_core::sidecarset::upgrade::plan_upgrade`].
 ///
-/// Not done: the `kruise-configuration` whitelist.
+/// The `patchPodMetadata` whitelist (ConfigMap `kruise-configuration`) is checked when a
+/// SidecarSet is admitted (the validating webhook), as upstream does; upgrades apply the
+/// admitted patches without reading it again.
 pub struct SidecarSetController {
     context: crate::controller::ControllerContext,
     sets: Cache<SidecarSet>,
