@@ -27,12 +27,13 @@
 //! refused by a budget with no room; `pub-reserve` is a DELETE that reserves the pod in the
 //! budget's status through the API server (optimistic concurrency), over 1,000 pod names, while
 //! a background task resets the budget's status every 100 ms as the controller would (so its
-//! writes also race the webhook's; the task runs only while reservations are made). The first two are the admission cost apart from the status
-//! write. The third includes it; reservations under one budget are made one at a time, each an
-//! API write, so 1,000 a second saturate it and the backlog spills into the next scenarios'
-//! slices. It therefore runs only when named in `KRUISE_BENCH_ONLY`; by default the status
-//! write is measured apart, closed loop, after the open-loop run: 300 reservations one after
-//! another on one connection, each from send to answer.
+//! writes also race the webhook's; the task runs only while reservations are made). The first
+//! two are the admission cost apart from the status write. The third includes it; reservations
+//! under one budget are made one at a time, each an API write, so 1,000 a second saturate it
+//! and the backlog spills into the next scenarios' slices. It therefore runs only when named
+//! in `KRUISE_BENCH_ONLY`; by default the status write is measured apart, closed loop, after
+//! the open-loop run: 300 reservations one after another on one connection, each from send to
+//! answer.
 //!
 //! `pod-create-sidecarsets` is `POST /mutate-pod` with the pod CREATE above while 200
 //! SidecarSets are installed, one of which selects the pod and injects its sidecar (the
