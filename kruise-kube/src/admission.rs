@@ -1430,13 +1430,14 @@ impl WebhookPolicy {
 /// label and expression of one selector.
 fn and_selectors(base: &Value, more: &LabelSelector) -> Value {
     let mut out = base.clone();
-    if let Some(labels) = &more.match_labels {
-        out["matchLabels"] = json!(labels);
+    for (key, value) in more.match_labels.iter().flatten() {
+        out["matchLabels"][key] = json!(value);
     }
-    if let (Some(extra), Some(list)) =
-        (&more.match_expressions, out["matchExpressions"].as_array_mut())
-    {
-        list.extend(extra.iter().map(|e| json!(e)));
+    for requirement in more.match_expressions.iter().flatten() {
+        match out["matchExpressions"].as_array_mut() {
+            Some(list) => list.push(json!(requirement)),
+            None => out["matchExpressions"] = json!([requirement]),
+        }
     }
     out
 }

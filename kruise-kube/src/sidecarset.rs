@@ -237,7 +237,8 @@ impl SidecarSetController {
                 .namespaces
                 .get(&ObjectKey::new("", namespace.as_str()))
                 .map(|ns| ns.labels().clone());
-            // The selectors also check the SidecarSet's namespace and namespaceSelector.
+            // The selectors also check the namespaceSelector (where a v1alpha1 `namespace`
+            // lands once converted).
             if set.spec.selector.is_some()
                 && selectors.matches(labels, namespace_labels.as_ref()).unwrap_or(false)
             {
