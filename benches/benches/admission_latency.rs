@@ -583,7 +583,8 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         manager_namespace: NAMESPACE.to_owned(),
         patch_metadata_defaults_allowed: false,
     };
-    let routes = admission::routes(context).route(NOOP_PATH, post(noop));
+    let gates = kruise_kube::features::FeatureGates::default();
+    let routes = admission::routes(context, &gates).route(NOOP_PATH, post(noop));
     let handle = WebhookServer::new(config)
         .routes(routes.clone())
         .start(client.clone(), Health::new(), std::future::pending())

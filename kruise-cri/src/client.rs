@@ -4,10 +4,10 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::proto as pb;
+use crate::proto::image_service_client::ImageServiceClient;
+use crate::proto::runtime_service_client::RuntimeServiceClient;
 use hyper_util::rt::TokioIo;
-use k8s_cri::v1 as pb;
-use k8s_cri::v1::image_service_client::ImageServiceClient;
-use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
 use tokio::net::UnixStream;
 use tonic::transport::{Channel, Endpoint, Uri};
 

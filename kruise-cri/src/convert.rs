@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use k8s_cri::v1 as pb;
+use crate::proto as pb;
 use tonic::{Code, Status};
 
 use crate::error::{CriError, ErrorKind};

@@ -31,9 +31,13 @@ pub use client::{CriClient, DEFAULT_REQUEST_TIMEOUT, PULLING_IMAGE_BY_ANNOTATION
 pub use detect::{DetectError, HOST_VAR_RUN, RuntimeEndpoint, RuntimeKind, detect_runtime};
 pub use error::{CriError, ErrorKind, error_chain};
 pub use fake::FakeRuntime;
-/// The CRI v1 protobuf messages, clients and server traits (from the `k8s-cri` crate).
+/// The CRI v1 protobuf messages, clients and server traits, generated from `proto/api.proto`
+/// (package `runtime.v1`) and checked in, so that a build needs no `protoc`.
 #[cfg(feature = "grpc")]
-pub use k8s_cri::v1 as proto;
+#[allow(missing_docs, clippy::all, clippy::pedantic, rustdoc::all)]
+pub mod proto {
+    include!("proto/runtime.v1.rs");
+}
 pub use runtime::{BoxFuture, ContainerRuntime, CriResult};
 pub use types::{
     AuthConfig, Container, ContainerFilter, ContainerState, ContainerStatus, ExecSyncResult,

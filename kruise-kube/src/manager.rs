@@ -232,12 +232,12 @@ pub async fn run(
                 }),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())
-                .routes(crate::admission::routes(context))
+                .routes(crate::admission::routes(context, gates))
                 .start(client.clone(), health.clone(), stopped())
                 .await?;
             let mut policy = config.webhook_policy.clone();
             policy.manager_namespace = webhook.namespace.clone();
-            policy.deletion_protection = gates.enabled("ResourcesDeletionProtection");
+            policy.gates = gates.clone();
             register_admission(&client, &handle, &policy).await?;
             let mut updates = handle.trust_updates();
             let (client, webhook_config) = (client.clone(), handle.config().clone());

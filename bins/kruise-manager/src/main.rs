@@ -11,6 +11,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod sim_daemons;
+
 use anyhow::Context;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use kruise_kube::admission::WebhookPolicy;
@@ -478,7 +480,7 @@ async fn playground(
         Some(sim) if daemon && config.feature_gates.enabled("KruiseDaemon") => {
             let daemon_client =
                 client_from_config(kube_config, flags.rest_config_qps, flags.rest_config_burst)?;
-            Some(kruise_kube::daemon::on_sim_nodes::run_on_sim_nodes(
+            Some(sim_daemons::run_on_sim_nodes(
                 sim,
                 daemon_client,
                 &config.feature_gates,

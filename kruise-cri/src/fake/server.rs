@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use k8s_cri::v1 as pb;
-use k8s_cri::v1::image_service_server::{ImageService, ImageServiceServer};
-use k8s_cri::v1::runtime_service_server::{RuntimeService, RuntimeServiceServer};
+use crate::proto as pb;
+use crate::proto::image_service_server::{ImageService, ImageServiceServer};
+use crate::proto::runtime_service_server::{RuntimeService, RuntimeServiceServer};
 use tokio::net::UnixListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

@@ -22,8 +22,6 @@ pub mod containermeta;
 pub mod containerrecreate;
 pub mod credentials;
 pub mod imagepuller;
-#[cfg(feature = "sim")]
-pub mod on_sim_nodes;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -42,6 +42,7 @@ use serde_json::{Value, json};
 
 use crate::cache::{Cache, ObjectKey};
 use crate::cached_pod::CachedPod;
+use crate::features::FeatureGates;
 
 /// The label that turns on deletion protection.
 pub const PROTECTION_LABEL: &str = "policy.kruise.io/delete-protection";
@@ -84,36 +85,334 @@ pub struct AdmissionContext {
     pub patch_metadata_defaults_allowed: bool,
 }
 
-/// The admission routes, to add with [`crate::webhook::WebhookServer::routes`].
-pub fn routes(context: AdmissionContext) -> axum::Router {
+mod registry;
+
+pub use registry::{
+    FailureSource, Handler, Namespaces, Objects, Rule, WebhookRegistration, WebhookType,
+};
+
+/// The admission routes of every webhook whose gates are on, to add with
+/// [`crate::webhook::WebhookServer::routes`]: generated from [`registrations`], as the webhook
+/// configurations are.
+pub fn routes(context: AdmissionContext, gates: &FeatureGates) -> axum::Router {
     let state = Arc::new(context);
-    axum::Router::new()
-        .route("/mutate-apps-kruise-io-cloneset", post(mutate_cloneset))
-        .route("/validate-apps-kruise-io-cloneset", post(validate_cloneset))
-        .route("/mutate-pod", post(mutate_pod))
-        .route("/validate-pod", post(validate_pod))
-        .route("/validate-namespace", post(validate_namespace))
-        .route("/validate-customresourcedefinition", post(validate_crd))
-        .route("/validate-apps-deployment", post(validate_builtin_workload))
-        .route("/validate-apps-replicaset", post(validate_builtin_workload))
-        .route("/validate-apps-statefulset", post(validate_builtin_workload))
-        .route("/mutate-apps-kruise-io-statefulset", post(mutate_statefulset))
-        .route("/validate-apps-kruise-io-statefulset", post(validate_statefulset))
-        .route("/validate-apps-kruise-io-uniteddeployment", post(validate_builtin_workload))
-        .route(pub_rules::VALIDATING_WEBHOOK_PATH, post(validate_pub))
-        .route(DAEMONSET_MUTATING_PATH, post(mutate_daemonset))
-        .route(DAEMONSET_VALIDATING_PATH, post(validate_daemonset))
-        .route(SIDECARSET_MUTATING_PATH, post(mutate_sidecarset))
-        .route(SIDECARSET_VALIDATING_PATH, post(validate_sidecarset))
-        .route(WORKLOADSPREAD_VALIDATING_PATH, post(validate_workloadspread))
-        .route(CRR_MUTATING_PATH, post(mutate_crr))
-        .route(IMAGEPULLJOB_MUTATING_PATH, post(mutate_image_pull_job))
-        .route(IMAGEPULLJOB_VALIDATING_PATH, post(validate_image_pull_job))
-        .route(IMAGELISTPULLJOB_MUTATING_PATH, post(mutate_image_list_pull_job))
-        .route(IMAGELISTPULLJOB_VALIDATING_PATH, post(validate_image_list_pull_job))
-        .route(NODEIMAGE_MUTATING_PATH, post(mutate_node_image))
-        .route(NODEIMAGE_VALIDATING_PATH, post(validate_node_image))
-        .with_state(state)
+    let mut router = axum::Router::new();
+    let mut served = std::collections::BTreeSet::new();
+    for registration in registry::enabled(registrations(), gates) {
+        if served.insert(registration.path) {
+            router = router.route(registration.path, registration.handler);
+        }
+    }
+    router.with_state(state)
+}
+
+const KRUISE_VERSIONS: &[&str] = &["v1alpha1", "v1beta1"];
+const CREATE_UPDATE: &[&str] = &["CREATE", "UPDATE"];
+const CREATE_UPDATE_DELETE: &[&str] = &["CREATE", "UPDATE", "DELETE"];
+const DELETE: &[&str] = &["DELETE"];
+
+/// A rule on one of Kruise's `apps.kruise.io` resources, at both versions.
+const fn kruise_rule(resource: &'static str, operations: &'static [&'static str]) -> Rule {
+    Rule { group: "apps.kruise.io", versions: KRUISE_VERSIONS, resource, operations }
+}
+
+/// Every admission webhook the manager serves, in the order the configurations list them. The
+/// routes and the webhook configurations are both generated from this list.
+pub fn registrations() -> Vec<WebhookRegistration> {
+    use FailureSource::{Fail, Pod};
+    use WebhookType::{Mutating, Validating};
+    let kruise = |name, path, type_, resource, operations, handler| {
+        WebhookRegistration::new(
+            name,
+            path,
+            type_,
+            vec![kruise_rule(resource, operations)],
+            handler,
+        )
+    };
+    let protected = json!({"matchExpressions": [{"key": PROTECTION_LABEL, "operator": "Exists"}]});
+    // Deletion protection: only the objects that carry the label, on DELETE.
+    let protection = |name, path, group, versions, resource, handler| {
+        WebhookRegistration::new(
+            name,
+            path,
+            Validating,
+            vec![Rule { group, versions, resource, operations: DELETE }],
+            handler,
+        )
+        .objects(Objects::Selected(protected.clone()))
+        .gates(&["ResourcesDeletionProtection"])
+    };
+    let pod_rule =
+        |resource, operations| Rule { group: "", versions: &["v1"], resource, operations };
+    vec![
+        // The pod mutating webhook: the chain of pod steps at CREATE.
+        WebhookRegistration::new(
+            "mpod.kb.io",
+            "/mutate-pod",
+            Mutating,
+            vec![pod_rule("pods", &["CREATE"])],
+            post(mutate_pod),
+        )
+        .failure(Pod)
+        .namespaces(Namespaces::PodPolicy)
+        .objects(Objects::PodPolicy)
+        .never_reinvoked()
+        .gates(&["PodWebhook"]),
+        kruise(
+            "mcloneset.kb.io",
+            "/mutate-apps-kruise-io-cloneset",
+            Mutating,
+            "clonesets",
+            CREATE_UPDATE,
+            post(mutate_cloneset),
+        ),
+        kruise(
+            "mstatefulset.kb.io",
+            "/mutate-apps-kruise-io-statefulset",
+            Mutating,
+            "statefulsets",
+            CREATE_UPDATE,
+            post(mutate_statefulset),
+        ),
+        kruise(
+            "msidecarset.kb.io",
+            SIDECARSET_MUTATING_PATH,
+            Mutating,
+            "sidecarsets",
+            CREATE_UPDATE,
+            post(mutate_sidecarset),
+        ),
+        kruise(
+            "mdaemonset.kb.io",
+            DAEMONSET_MUTATING_PATH,
+            Mutating,
+            "daemonsets",
+            CREATE_UPDATE,
+            post(mutate_daemonset),
+        ),
+        kruise(
+            "mcontainerrecreaterequest.kb.io",
+            CRR_MUTATING_PATH,
+            Mutating,
+            "containerrecreaterequests",
+            CREATE_UPDATE,
+            post(mutate_crr),
+        ),
+        kruise(
+            "mimagepulljob-v1beta1.kb.io",
+            IMAGEPULLJOB_MUTATING_PATH,
+            Mutating,
+            "imagepulljobs",
+            CREATE_UPDATE,
+            post(mutate_image_pull_job),
+        ),
+        kruise(
+            "mimagelistpulljob-v1beta1.kb.io",
+            IMAGELISTPULLJOB_MUTATING_PATH,
+            Mutating,
+            "imagelistpulljobs",
+            CREATE_UPDATE,
+            post(mutate_image_list_pull_job),
+        ),
+        kruise(
+            "mnodeimage.kb.io",
+            NODEIMAGE_MUTATING_PATH,
+            Mutating,
+            "nodeimages",
+            CREATE_UPDATE,
+            post(mutate_node_image),
+        ),
+        // Reaches only the pods a PodUnavailableBudget covers (the label its controller and the
+        // mutating step stamp), and fails closed for them: no covered pod goes unprotected, and
+        // no other pod waits for the manager.
+        WebhookRegistration::new(
+            "vpod.kb.io",
+            "/validate-pod",
+            Validating,
+            vec![pod_rule("pods", &["UPDATE", "DELETE"])],
+            post(validate_pod),
+        )
+        .failure(Fail)
+        .namespaces(Namespaces::OutsideSystem)
+        .objects(Objects::Selected(json!({"matchExpressions": [
+            {"key": crate::pub_budget::COVERED_LABEL, "operator": "Exists"}
+        ]})))
+        .gates(&["PodWebhook"]),
+        // An Eviction carries no labels, so no objectSelector can pick the covered pods'
+        // evictions: they go to the same handler through a webhook of their own, with the pod
+        // webhooks' failure policy (a manager that is down does not block `kubectl drain` by
+        // default).
+        WebhookRegistration::new(
+            "vpodeviction.kb.io",
+            "/validate-pod",
+            Validating,
+            vec![pod_rule("pods/eviction", &["CREATE"])],
+            post(validate_pod),
+        )
+        .failure(Pod)
+        .namespaces(Namespaces::OutsideSystem)
+        .gates(&["PodWebhook"]),
+        // Pods a WorkloadSpread placed release their subset when deleted; those a budget covers
+        // are already sent by `vpod.kb.io` (sending them twice would reserve them twice).
+        WebhookRegistration::new(
+            "vpodworkloadspread.kb.io",
+            "/validate-pod",
+            Validating,
+            vec![pod_rule("pods", DELETE)],
+            post(validate_pod),
+        )
+        .failure(Pod)
+        .namespaces(Namespaces::OutsideSystem)
+        .objects(Objects::Selected(json!({"matchExpressions": [
+            {"key": crate::workloadspread::MATCHED_LABEL, "operator": "Exists"},
+            {"key": crate::pub_budget::COVERED_LABEL, "operator": "DoesNotExist"}
+        ]})))
+        .gates(&["PodWebhook"]),
+        kruise(
+            "vcloneset.kb.io",
+            "/validate-apps-kruise-io-cloneset",
+            Validating,
+            "clonesets",
+            CREATE_UPDATE_DELETE,
+            post(validate_cloneset),
+        ),
+        kruise(
+            "vstatefulset.kb.io",
+            "/validate-apps-kruise-io-statefulset",
+            Validating,
+            "statefulsets",
+            CREATE_UPDATE_DELETE,
+            post(validate_statefulset),
+        ),
+        WebhookRegistration::new(
+            pub_rules::VALIDATING_WEBHOOK_NAME,
+            pub_rules::VALIDATING_WEBHOOK_PATH,
+            Validating,
+            vec![Rule {
+                group: "policy.kruise.io",
+                versions: KRUISE_VERSIONS,
+                resource: "podunavailablebudgets",
+                operations: CREATE_UPDATE,
+            }],
+            post(validate_pub),
+        ),
+        kruise(
+            "vsidecarset.kb.io",
+            SIDECARSET_VALIDATING_PATH,
+            Validating,
+            "sidecarsets",
+            CREATE_UPDATE,
+            post(validate_sidecarset),
+        ),
+        kruise(
+            "vdaemonset.kb.io",
+            DAEMONSET_VALIDATING_PATH,
+            Validating,
+            "daemonsets",
+            CREATE_UPDATE,
+            post(validate_daemonset),
+        ),
+        kruise(
+            "vworkloadspread.kb.io",
+            WORKLOADSPREAD_VALIDATING_PATH,
+            Validating,
+            "workloadspreads",
+            CREATE_UPDATE,
+            post(validate_workloadspread),
+        ),
+        kruise(
+            "vimagepulljob-v1beta1.kb.io",
+            IMAGEPULLJOB_VALIDATING_PATH,
+            Validating,
+            "imagepulljobs",
+            CREATE_UPDATE,
+            post(validate_image_pull_job),
+        ),
+        kruise(
+            "vimagelistpulljob-v1beta1.kb.io",
+            IMAGELISTPULLJOB_VALIDATING_PATH,
+            Validating,
+            "imagelistpulljobs",
+            CREATE_UPDATE,
+            post(validate_image_list_pull_job),
+        ),
+        kruise(
+            "vnodeimage.kb.io",
+            NODEIMAGE_VALIDATING_PATH,
+            Validating,
+            "nodeimages",
+            CREATE_UPDATE,
+            post(validate_node_image),
+        ),
+        protection(
+            "vnamespace.kb.io",
+            "/validate-namespace",
+            "",
+            &["v1"],
+            "namespaces",
+            post(validate_namespace),
+        ),
+        protection(
+            "vcustomresourcedefinition.kb.io",
+            "/validate-customresourcedefinition",
+            "apiextensions.k8s.io",
+            &["v1"],
+            "customresourcedefinitions",
+            post(validate_crd),
+        ),
+        protection(
+            "vbuiltindeployment.kb.io",
+            "/validate-apps-deployment",
+            "apps",
+            &["v1"],
+            "deployments",
+            post(validate_builtin_workload),
+        ),
+        protection(
+            "vbuiltinreplicaset.kb.io",
+            "/validate-apps-replicaset",
+            "apps",
+            &["v1"],
+            "replicasets",
+            post(validate_builtin_workload),
+        ),
+        protection(
+            "vbuiltinstatefulset.kb.io",
+            "/validate-apps-statefulset",
+            "apps",
+            &["v1"],
+            "statefulsets",
+            post(validate_builtin_workload),
+        ),
+        // Until its own validating webhook exists, UnitedDeployment gets a DELETE-only
+        // webhook for protection.
+        protection(
+            "vuniteddeployment.kb.io",
+            "/validate-apps-kruise-io-uniteddeployment",
+            "apps.kruise.io",
+            KRUISE_VERSIONS,
+            "uniteddeployments",
+            post(validate_builtin_workload),
+        ),
+        // Services and Ingresses honour `Always` only.
+        protection(
+            "vservice.kb.io",
+            "/validate-service",
+            "",
+            &["v1"],
+            "services",
+            post(validate_always_protected),
+        ),
+        protection(
+            "vingress.kb.io",
+            "/validate-ingress",
+            "networking.k8s.io",
+            &["v1"],
+            "ingresses",
+            post(validate_always_protected),
+        ),
+    ]
 }
 
 fn review_response(response: &AdmissionResponse) -> Response {
@@ -1299,6 +1598,27 @@ async fn validate_builtin_workload(
     review_response(&protect_workload(&context, &request, kind, &old))
 }
 
+/// Deletion protection of a Service or an Ingress: `Always` only, no dependents.
+async fn validate_always_protected(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let old = request.old_object.clone().unwrap_or(Value::Null);
+    if request.operation != Operation::Delete || !has_protection_label(&old) {
+        return review_response(&AdmissionResponse::allow(&request));
+    }
+    let kind = match (request.resource.group.as_str(), request.resource.name.as_str()) {
+        ("", "services") => ProtectedKind::Service,
+        ("networking.k8s.io", "ingresses") => ProtectedKind::Ingress,
+        _ => return review_response(&AdmissionResponse::allow(&request)),
+    };
+    review_response(&protect(&context, &request, kind, &old, &Dependents::default()))
+}
+
 /// Deletion protection of a workload `object`, whose dependents are its replicas (unset
 /// replicas default to 1 for every protected workload kind).
 fn protect_workload(
@@ -1326,8 +1646,9 @@ pub struct WebhookPolicy {
     pub timeout_seconds: i32,
     /// The manager's namespace, which pod webhooks never see.
     pub manager_namespace: String,
-    /// Register the deletion protection webhooks (`ResourcesDeletionProtection`).
-    pub deletion_protection: bool,
+    /// The feature gates: a webhook whose gates are not all on is not registered
+    /// (`PodWebhook`, `ResourcesDeletionProtection`, ...).
+    pub gates: FeatureGates,
     /// Narrows the pod mutating webhook (`mpod.kb.io`) to the pods this selects: the others
     /// are created without the manager (no sidecar, no WorkloadSpread subset, no budget
     /// annotation). `None`: every pod outside the system namespaces.
@@ -1344,7 +1665,7 @@ impl Default for WebhookPolicy {
             kruise_failure_policy: "Fail".into(),
             timeout_seconds: 5,
             manager_namespace: crate::webhook::DEFAULT_NAMESPACE.into(),
-            deletion_protection: false,
+            gates: FeatureGates::default(),
             pod_object_selector: None,
             pod_namespace_selector: None,
         }
@@ -1442,275 +1763,32 @@ fn and_selectors(base: &Value, more: &LabelSelector) -> Value {
     out
 }
 
-fn rule(group: &str, versions: &[&str], resource: &str, operations: &[&str]) -> Value {
-    json!({
-        "apiGroups": [group],
-        "apiVersions": versions,
-        "resources": [resource],
-        "operations": operations,
-        "scope": "*"
-    })
-}
-
-/// The mutating and validating webhook configurations, with `client_config(path)` giving
-/// each webhook's `clientConfig` (URL or Service, and the caBundle). Deletion protection
-/// webhooks are included when `policy.deletion_protection` is on.
+/// The mutating and validating webhook configurations of every registered webhook whose gates
+/// (in `policy.gates`) are on, with `client_config(path)` giving each webhook's `clientConfig`
+/// (URL or Service, and the caBundle).
 pub fn configurations(
     policy: &WebhookPolicy,
     client_config: impl Fn(&str) -> Value,
 ) -> (Value, Value) {
-    let system_namespaces = json!({
-        "matchExpressions": [{
-            "key": "kubernetes.io/metadata.name",
-            "operator": "NotIn",
-            "values": ["kube-system", policy.manager_namespace]
-        }]
-    });
-    let protected = json!({
-        "matchExpressions": [{"key": PROTECTION_LABEL, "operator": "Exists"}]
-    });
-    let webhook = |name: &str, path: &str, rules: Vec<Value>, failure: &str| {
-        json!({
-            "name": name,
-            "admissionReviewVersions": ["v1", "v1beta1"],
-            "clientConfig": client_config(path),
-            "failurePolicy": failure,
-            "matchPolicy": "Equivalent",
-            "rules": rules,
-            "sideEffects": "None",
-            "timeoutSeconds": policy.timeout_seconds
-        })
-    };
-    let kruise = policy.kruise_failure_policy.as_str();
-    let pods = policy.pod_failure_policy.as_str();
-    let cloneset_versions = ["v1alpha1", "v1beta1"];
-
-    let mut mpod =
-        webhook("mpod.kb.io", "/mutate-pod", vec![rule("", &["v1"], "pods", &["CREATE"])], pods);
-    mpod["namespaceSelector"] = system_namespaces.clone();
-    if let Some(narrower) = &policy.pod_namespace_selector {
-        mpod["namespaceSelector"] = and_selectors(&system_namespaces, narrower);
+    let (mut mutating, mut validating) = (Vec::new(), Vec::new());
+    for registration in registry::enabled(registrations(), &policy.gates) {
+        let entry = registration.to_json(policy, &client_config);
+        match registration.type_ {
+            WebhookType::Mutating => mutating.push(entry),
+            WebhookType::Validating => validating.push(entry),
+        }
     }
-    if let Some(selector) = &policy.pod_object_selector {
-        mpod["objectSelector"] = json!(selector);
-    }
-    mpod["reinvocationPolicy"] = json!("Never");
-    let mcloneset = webhook(
-        "mcloneset.kb.io",
-        "/mutate-apps-kruise-io-cloneset",
-        vec![rule("apps.kruise.io", &cloneset_versions, "clonesets", &["CREATE", "UPDATE"])],
-        kruise,
-    );
-    let mstatefulset = webhook(
-        "mstatefulset.kb.io",
-        "/mutate-apps-kruise-io-statefulset",
-        vec![rule("apps.kruise.io", &cloneset_versions, "statefulsets", &["CREATE", "UPDATE"])],
-        kruise,
-    );
-    let msidecarset = webhook(
-        "msidecarset.kb.io",
-        SIDECARSET_MUTATING_PATH,
-        vec![rule("apps.kruise.io", &cloneset_versions, "sidecarsets", &["CREATE", "UPDATE"])],
-        kruise,
-    );
-    let mdaemonset = webhook(
-        "mdaemonset.kb.io",
-        DAEMONSET_MUTATING_PATH,
-        vec![rule("apps.kruise.io", &cloneset_versions, "daemonsets", &["CREATE", "UPDATE"])],
-        kruise,
-    );
-    let kruise_webhook = |name: &str, path: &str, resource: &str| {
-        webhook(
-            name,
-            path,
-            vec![rule("apps.kruise.io", &cloneset_versions, resource, &["CREATE", "UPDATE"])],
-            kruise,
-        )
-    };
-    let mcrr = kruise_webhook(
-        "mcontainerrecreaterequest.kb.io",
-        CRR_MUTATING_PATH,
-        "containerrecreaterequests",
-    );
-    let mimagepulljob =
-        kruise_webhook("mimagepulljob-v1beta1.kb.io", IMAGEPULLJOB_MUTATING_PATH, "imagepulljobs");
-    let mimagelistpulljob = kruise_webhook(
-        "mimagelistpulljob-v1beta1.kb.io",
-        IMAGELISTPULLJOB_MUTATING_PATH,
-        "imagelistpulljobs",
-    );
-    let mnodeimage = kruise_webhook("mnodeimage.kb.io", NODEIMAGE_MUTATING_PATH, "nodeimages");
     let mutating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": MUTATING_CONFIGURATION},
-        "webhooks": [
-            mpod, mcloneset, mstatefulset, msidecarset, mdaemonset, mcrr, mimagepulljob,
-            mimagelistpulljob, mnodeimage
-        ]
+        "webhooks": mutating
     });
-
-    // Reaches only the pods a PodUnavailableBudget covers (the label its controller and the
-    // mutating step stamp), and fails closed for them: no covered pod goes unprotected, and no
-    // other pod waits for the manager.
-    let mut vpod = webhook(
-        "vpod.kb.io",
-        "/validate-pod",
-        vec![rule("", &["v1"], "pods", &["UPDATE", "DELETE"])],
-        "Fail",
-    );
-    vpod["namespaceSelector"] = system_namespaces.clone();
-    vpod["objectSelector"] = json!({"matchExpressions": [
-        {"key": crate::pub_budget::COVERED_LABEL, "operator": "Exists"}
-    ]});
-    // An Eviction carries no labels, so no objectSelector can pick the covered pods' evictions:
-    // they go to the same handler through a webhook of their own, with the pod webhooks'
-    // failure policy (a manager that is down does not block `kubectl drain` by default).
-    let mut vpod_eviction = webhook(
-        "vpodeviction.kb.io",
-        "/validate-pod",
-        vec![rule("", &["v1"], "pods/eviction", &["CREATE"])],
-        pods,
-    );
-    vpod_eviction["namespaceSelector"] = system_namespaces.clone();
-    // Pods a WorkloadSpread placed release their subset when deleted; those a budget covers
-    // are already sent by `vpod.kb.io` (sending them twice would reserve them twice).
-    let mut vpod_spread = webhook(
-        "vpodworkloadspread.kb.io",
-        "/validate-pod",
-        vec![rule("", &["v1"], "pods", &["DELETE"])],
-        pods,
-    );
-    vpod_spread["namespaceSelector"] = system_namespaces;
-    vpod_spread["objectSelector"] = json!({"matchExpressions": [
-        {"key": crate::workloadspread::MATCHED_LABEL, "operator": "Exists"},
-        {"key": crate::pub_budget::COVERED_LABEL, "operator": "DoesNotExist"}
-    ]});
-    let vcloneset = webhook(
-        "vcloneset.kb.io",
-        "/validate-apps-kruise-io-cloneset",
-        vec![rule(
-            "apps.kruise.io",
-            &cloneset_versions,
-            "clonesets",
-            &["CREATE", "UPDATE", "DELETE"],
-        )],
-        kruise,
-    );
-    let protected_webhook = |name: &str, path: &str, group: &str, versions: &[&str], res: &str| {
-        let mut w = webhook(name, path, vec![rule(group, versions, res, &["DELETE"])], kruise);
-        w["objectSelector"] = protected.clone();
-        w
-    };
-    let vstatefulset = webhook(
-        "vstatefulset.kb.io",
-        "/validate-apps-kruise-io-statefulset",
-        vec![rule(
-            "apps.kruise.io",
-            &cloneset_versions,
-            "statefulsets",
-            &["CREATE", "UPDATE", "DELETE"],
-        )],
-        kruise,
-    );
-    let vpub = webhook(
-        pub_rules::VALIDATING_WEBHOOK_NAME,
-        pub_rules::VALIDATING_WEBHOOK_PATH,
-        vec![rule(
-            "policy.kruise.io",
-            &["v1alpha1", "v1beta1"],
-            "podunavailablebudgets",
-            &["CREATE", "UPDATE"],
-        )],
-        kruise,
-    );
-    let vsidecarset = webhook(
-        "vsidecarset.kb.io",
-        SIDECARSET_VALIDATING_PATH,
-        vec![rule("apps.kruise.io", &cloneset_versions, "sidecarsets", &["CREATE", "UPDATE"])],
-        kruise,
-    );
-    let vdaemonset = webhook(
-        "vdaemonset.kb.io",
-        DAEMONSET_VALIDATING_PATH,
-        vec![rule("apps.kruise.io", &cloneset_versions, "daemonsets", &["CREATE", "UPDATE"])],
-        kruise,
-    );
-    let vworkloadspread = webhook(
-        "vworkloadspread.kb.io",
-        WORKLOADSPREAD_VALIDATING_PATH,
-        vec![rule("apps.kruise.io", &cloneset_versions, "workloadspreads", &["CREATE", "UPDATE"])],
-        kruise,
-    );
-    let mut webhooks = vec![
-        vpod,
-        vpod_eviction,
-        vpod_spread,
-        vcloneset,
-        vstatefulset,
-        vpub,
-        vsidecarset,
-        vdaemonset,
-        vworkloadspread,
-        kruise_webhook(
-            "vimagepulljob-v1beta1.kb.io",
-            IMAGEPULLJOB_VALIDATING_PATH,
-            "imagepulljobs",
-        ),
-        kruise_webhook(
-            "vimagelistpulljob-v1beta1.kb.io",
-            IMAGELISTPULLJOB_VALIDATING_PATH,
-            "imagelistpulljobs",
-        ),
-        kruise_webhook("vnodeimage.kb.io", NODEIMAGE_VALIDATING_PATH, "nodeimages"),
-    ];
-    if policy.deletion_protection {
-        webhooks.extend([
-            protected_webhook("vnamespace.kb.io", "/validate-namespace", "", &["v1"], "namespaces"),
-            protected_webhook(
-                "vcustomresourcedefinition.kb.io",
-                "/validate-customresourcedefinition",
-                "apiextensions.k8s.io",
-                &["v1"],
-                "customresourcedefinitions",
-            ),
-            protected_webhook(
-                "vbuiltindeployment.kb.io",
-                "/validate-apps-deployment",
-                "apps",
-                &["v1"],
-                "deployments",
-            ),
-            protected_webhook(
-                "vbuiltinreplicaset.kb.io",
-                "/validate-apps-replicaset",
-                "apps",
-                &["v1"],
-                "replicasets",
-            ),
-            protected_webhook(
-                "vbuiltinstatefulset.kb.io",
-                "/validate-apps-statefulset",
-                "apps",
-                &["v1"],
-                "statefulsets",
-            ),
-            // Until its own validating webhook exists, UnitedDeployment gets a DELETE-only
-            // webhook for protection.
-            protected_webhook(
-                "vuniteddeployment.kb.io",
-                "/validate-apps-kruise-io-uniteddeployment",
-                "apps.kruise.io",
-                &["v1alpha1", "v1beta1"],
-                "uniteddeployments",
-            ),
-        ]);
-    }
     let validating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": VALIDATING_CONFIGURATION},
-        "webhooks": webhooks
+        "webhooks": validating
     });
     (mutating, validating)
 }
@@ -1743,7 +1821,8 @@ mod tests {
     use super::*;
 
     fn configs() -> (Value, Value) {
-        let policy = WebhookPolicy { deletion_protection: true, ..WebhookPolicy::default() };
+        let gates = FeatureGates::parse("ResourcesDeletionProtection=true").expect("gates");
+        let policy = WebhookPolicy { gates, ..WebhookPolicy::default() };
         configurations(
             &policy,
             |path| json!({"url": format!("https://127.0.0.1:9876{path}"), "caBundle": "Q0E="}),
@@ -1811,6 +1890,100 @@ mod tests {
         assert!(err.starts_with("pod: spec.containers[0].name: "), "{err}");
     }
 
+    /// A context whose client answers nothing: the routes are built, and a handler that
+    /// decodes first answers a bad review without reaching the cluster.
+    fn offline_context() -> AdmissionContext {
+        let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+            Err::<http::Response<kube::client::Body>, _>(std::io::Error::other("offline"))
+        });
+        AdmissionContext {
+            pods: Cache::new(),
+            pvcs: Cache::new(),
+            client: kube::Client::new(service, "default"),
+            deletion_protection: true,
+            crd_cascading: false,
+            statefulset_gates: Default::default(),
+            pub_enabled: true,
+            pub_budgets: None,
+            sidecar_sets: None,
+            workload_spreads: None,
+            nodes: None,
+            manager_namespace: crate::webhook::DEFAULT_NAMESPACE.into(),
+            patch_metadata_defaults_allowed: false,
+        }
+    }
+
+    /// The status the routes answer a POST of a review that does not decode at `path`.
+    async fn status_at(router: &axum::Router, path: &str) -> StatusCode {
+        use tower::ServiceExt as _;
+        let request = http::Request::post(path)
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from("{}"))
+            .expect("request");
+        router.clone().oneshot(request).await.expect("infallible").status()
+    }
+
+    fn configured_paths(configs: &(Value, Value)) -> std::collections::BTreeSet<String> {
+        [&configs.0, &configs.1]
+            .into_iter()
+            .flat_map(|c| c["webhooks"].as_array().cloned().unwrap_or_default())
+            .map(|w| w["clientConfig"]["service"]["path"].as_str().expect("a path").to_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_configurations_register_exactly_the_routes_served() {
+        let by_path =
+            |path: &str| json!({"service": {"name": "s", "namespace": "n", "path": path}});
+        let all_paths: std::collections::BTreeSet<String> =
+            registrations().iter().map(|r| r.path.to_owned()).collect();
+        for flags in [
+            "ResourcesDeletionProtection=true",
+            "",
+            "PodWebhook=false",
+            "PodWebhook=false,ResourcesDeletionProtection=true",
+        ] {
+            let gates = FeatureGates::parse(flags).expect("gates");
+            let policy = WebhookPolicy { gates: gates.clone(), ..WebhookPolicy::default() };
+            let configured = configured_paths(&configurations(&policy, by_path));
+            let router = routes(offline_context(), &gates);
+            for path in &all_paths {
+                let status = status_at(&router, path).await;
+                if configured.contains(path) {
+                    assert_eq!(status, StatusCode::BAD_REQUEST, "{path} served ({flags})");
+                } else {
+                    assert_eq!(status, StatusCode::NOT_FOUND, "{path} not served ({flags})");
+                }
+            }
+            assert!(!configured.is_empty());
+        }
+    }
+
+    #[test]
+    fn pod_webhook_off_registers_no_pod_webhook() {
+        let gates = FeatureGates::parse("PodWebhook=false,ResourcesDeletionProtection=true")
+            .expect("gates");
+        let (mutating, validating) =
+            configurations(&WebhookPolicy { gates, ..WebhookPolicy::default() }, |_| json!({}));
+        let names: Vec<String> = [&mutating, &validating]
+            .into_iter()
+            .flat_map(|c| c["webhooks"].as_array().cloned().unwrap_or_default())
+            .map(|w| w["name"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        for pod in ["mpod.kb.io", "vpod.kb.io", "vpodeviction.kb.io", "vpodworkloadspread.kb.io"] {
+            assert!(!names.iter().any(|n| n == pod), "{pod} registered: {names:?}");
+        }
+        // The others stay.
+        assert!(names.iter().any(|n| n == "vcloneset.kb.io"));
+        assert!(names.iter().any(|n| n == "vservice.kb.io"));
+        // And deletion protection off removes its webhooks.
+        let (_, validating) = configurations(&WebhookPolicy::default(), |_| json!({}));
+        assert!(
+            !validating.to_string().contains("vnamespace.kb.io"),
+            "ResourcesDeletionProtection is off by default"
+        );
+    }
+
     #[test]
     fn protection_webhooks_select_labelled_objects_only() {
         let (_, validating) = configs();
@@ -1820,7 +1993,20 @@ mod tests {
             .iter()
             .filter(|w| w["objectSelector"]["matchExpressions"][0]["key"] == PROTECTION_LABEL)
             .collect();
-        assert_eq!(protected.len(), 6);
+        let names: Vec<&str> = protected.iter().filter_map(|w| w["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "vnamespace.kb.io",
+                "vcustomresourcedefinition.kb.io",
+                "vbuiltindeployment.kb.io",
+                "vbuiltinreplicaset.kb.io",
+                "vbuiltinstatefulset.kb.io",
+                "vuniteddeployment.kb.io",
+                "vservice.kb.io",
+                "vingress.kb.io",
+            ]
+        );
         for webhook in protected {
             assert_eq!(webhook["objectSelector"]["matchExpressions"][0]["key"], PROTECTION_LABEL);
             assert_eq!(webhook["rules"][0]["operations"], json!(["DELETE"]));

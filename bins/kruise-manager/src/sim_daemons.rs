@@ -1,7 +1,8 @@
 //! kruise-daemon on kruise-sim's simulated nodes: one [`Daemon`] per node, over the node's
 //! simulated runtime ([`SimCri`]), as `kruise-manager playground --daemon` runs them.
 //!
-//! Built with the `sim` feature.
+//! The playground's wiring of the two lives here, in the binary: kruise-kube does not know
+//! kruise-sim.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -12,9 +13,9 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::{Daemon, DaemonConfig};
-use crate::features::FeatureGates;
-use crate::health::Health;
+use kruise_kube::daemon::{Daemon, DaemonConfig};
+use kruise_kube::features::FeatureGates;
+use kruise_kube::health::Health;
 
 /// Runs kruise-daemon's workers for every simulated node of `sim`, and for nodes added later,
 /// until `stop` turns true. Each daemon watches its own node's objects through `client`, with
