@@ -568,6 +568,8 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
     let mut config = WebhookConfig::new().with_host("127.0.0.1");
     config.port = 0;
     config.configure_crds = false;
+    let sidecar_sets = sidecar_webhook(&client).await;
+    let spreads = spread_webhook(&client).await;
     let context = AdmissionContext {
         pods: Cache::new(),
         pvcs: Cache::new(),
@@ -576,9 +578,13 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         crd_cascading: false,
         statefulset_gates: Default::default(),
         pub_enabled: true,
-        pub_budgets: Some(pub_webhook(&client).await),
-        sidecar_sets: Some(sidecar_webhook(&client).await),
-        workload_spreads: Some(spread_webhook(&client).await),
+        pod_features: vec![
+            Arc::new(spreads.clone()),
+            Arc::new(sidecar_sets.clone()),
+            Arc::new(pub_webhook(&client).await),
+        ],
+        sidecar_sets: Some(sidecar_sets),
+        workload_spreads: Some(spreads),
         nodes: None,
         manager_namespace: NAMESPACE.to_owned(),
         patch_metadata_defaults_allowed: false,

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -184,6 +185,46 @@ pub async fn run(
         Some(webhook) => {
             config.webhook_policy.validate()?;
             let gates = &config.feature_gates;
+            let pub_budgets = crate::pub_budget::PubWebhook {
+                budgets: caches.get(),
+                pods: caches.get::<CachedPod>(),
+                client: client.clone(),
+                state: caches.shared(),
+                gates: crate::pub_budget::gates_from(gates),
+                metrics: Some(metrics.clone()),
+                events: Some(crate::applier::EventSink::start(
+                    client.clone(),
+                    "kruise-manager-webhook",
+                    None,
+                )),
+            };
+            let workload_spreads = gates.enabled("WorkloadSpread").then(|| {
+                crate::workloadspread::WorkloadSpreadWebhook::new(
+                    &caches,
+                    client.clone(),
+                    &webhook.namespace,
+                )
+            });
+            let sidecar_sets = gates.enabled("PodWebhook").then(|| {
+                crate::sidecarset::SidecarSetWebhook::new(
+                    &caches,
+                    kruise_core::sidecarset::InjectionGates {
+                        sort_sidecar_container_by_name: gates
+                            .enabled("EnableSortSidecarContainerByName"),
+                    },
+                )
+                .with_revision_namespace(&config.controller_settings.manager_namespace)
+            });
+            // The features the pod webhooks ask, each behind its gates (the chain orders
+            // their steps as upstream does).
+            let mut pod_features: Vec<Arc<dyn crate::admission::PodFeature>> = Vec::new();
+            if let Some(spreads) = &workload_spreads {
+                pod_features.push(Arc::new(spreads.clone()));
+            }
+            if let Some(sets) = &sidecar_sets {
+                pod_features.push(Arc::new(sets.clone()));
+            }
+            pod_features.push(Arc::new(pub_budgets));
             let context = crate::admission::AdmissionContext {
                 pods: caches.get::<CachedPod>(),
                 pvcs: caches.get::<PersistentVolumeClaim>(),
@@ -196,40 +237,13 @@ pub async fn run(
                     .with_template_no_defaults(gates.enabled("TemplateNoDefaults")),
                 pub_enabled: gates.enabled("PodUnavailableBudgetDeleteGate")
                     || gates.enabled("PodUnavailableBudgetUpdateGate"),
-                pub_budgets: Some(crate::pub_budget::PubWebhook {
-                    budgets: caches.get(),
-                    pods: caches.get::<CachedPod>(),
-                    client: client.clone(),
-                    state: caches.shared(),
-                    gates: crate::pub_budget::gates_from(gates),
-                    metrics: Some(metrics.clone()),
-                    events: Some(crate::applier::EventSink::start(
-                        client.clone(),
-                        "kruise-manager-webhook",
-                        None,
-                    )),
-                }),
-                workload_spreads: gates.enabled("WorkloadSpread").then(|| {
-                    crate::workloadspread::WorkloadSpreadWebhook::new(
-                        &caches,
-                        client.clone(),
-                        &webhook.namespace,
-                    )
-                }),
+                pod_features,
+                sidecar_sets,
+                workload_spreads,
                 nodes: Some(caches.get::<k8s_openapi::api::core::v1::Node>()),
                 manager_namespace: webhook.namespace.clone(),
                 patch_metadata_defaults_allowed: gates
                     .enabled("SidecarSetPatchPodMetadataDefaultsAllowed"),
-                sidecar_sets: gates.enabled("PodWebhook").then(|| {
-                    crate::sidecarset::SidecarSetWebhook::new(
-                        &caches,
-                        kruise_core::sidecarset::InjectionGates {
-                            sort_sidecar_container_by_name: gates
-                                .enabled("EnableSortSidecarContainerByName"),
-                        },
-                    )
-                    .with_revision_namespace(&config.controller_settings.manager_namespace)
-                }),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())
                 .routes(crate::admission::routes(context, gates))

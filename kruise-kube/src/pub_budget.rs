@@ -332,14 +332,57 @@ pub fn registration() -> Registration {
     Registration { info: PubController::INFO, build: PubController::build }
 }
 
-/// What the pod webhook answers about one request.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum PodVerdict {
-    /// Let it through.
-    Allow,
-    /// Refuse it with this HTTP code and message.
-    Deny(u16, String),
+pub use crate::admission::PodVerdict;
+
+/// PodUnavailableBudget as a pod feature: the covering budget's annotation at pod creation
+/// (and the label that sends the pod's deletions to `vpod.kb.io`), and the budget's check of
+/// pod DELETE, UPDATE and eviction.
+impl crate::admission::PodFeature for PubWebhook {
+    fn name(&self) -> &'static str {
+        "PodUnavailableBudget"
+    }
+
+    fn is_synced(&self) -> bool {
+        PubWebhook::is_synced(self)
+    }
+
+    fn wait_synced(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(PubWebhook::wait_synced(self))
+    }
+
+    fn on_create<'a>(
+        &'a self,
+        pod: &'a Pod,
+        _namespace: &'a str,
+        _dry_run: bool,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<crate::admission::pod_feature::PodStepBox>, String>,
+    > {
+        Box::pin(async move {
+            let covering = self.covering(pod).await;
+            let step = kruise_core::admission::pod_chain::PubAnnotation {
+                covering,
+                label: Some((COVERED_LABEL.to_owned(), "true".to_owned())),
+            };
+            Ok(Some(Box::new(step) as crate::admission::pod_feature::PodStepBox))
+        })
+    }
+
+    fn validate<'a>(
+        &'a self,
+        review: crate::admission::PodReview<'a>,
+        dry_run: bool,
+        username: &'a str,
+    ) -> futures::future::BoxFuture<'a, PodVerdict> {
+        use crate::admission::PodReview;
+        let request = match review {
+            PodReview::Delete { pod } => PodRequest::Delete { pod },
+            PodReview::Evict { pod } => PodRequest::Evict { pod },
+            PodReview::Update { old, new } => PodRequest::Update { old, new },
+        };
+        Box::pin(self.check(request, dry_run, username))
+    }
 }
 
 /// What the pod webhooks read.

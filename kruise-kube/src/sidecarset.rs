@@ -61,6 +61,34 @@ impl std::fmt::Debug for SidecarSetWebhook {
     }
 }
 
+/// SidecarSet injection as a pod feature: its step at pod creation.
+impl crate::admission::PodFeature for SidecarSetWebhook {
+    fn name(&self) -> &'static str {
+        "SidecarSet"
+    }
+
+    fn is_synced(&self) -> bool {
+        SidecarSetWebhook::is_synced(self)
+    }
+
+    fn wait_synced(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(SidecarSetWebhook::wait_synced(self))
+    }
+
+    fn on_create<'a>(
+        &'a self,
+        pod: &'a Pod,
+        namespace: &'a str,
+        _dry_run: bool,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<crate::admission::pod_feature::PodStepBox>, String>,
+    > {
+        let step: crate::admission::pod_feature::PodStepBox = Box::new(self.step(pod, namespace));
+        Box::pin(std::future::ready(Ok(Some(step))))
+    }
+}
+
 impl SidecarSetWebhook {
     /// Asks `caches` for SidecarSets, Namespaces and ControllerRevisions, and keeps the index
     /// in step with the SidecarSet cache.

@@ -841,6 +841,59 @@ pub fn registration() -> Registration {
     Registration { info: WorkloadSpreadController::INFO, build: WorkloadSpreadController::build }
 }
 
+/// WorkloadSpread as a pod feature: a subset (reserved in the WorkloadSpread's status) at pod
+/// creation, and the subset's place released when a pod's deletion or eviction is admitted.
+impl crate::admission::PodFeature for WorkloadSpreadWebhook {
+    fn name(&self) -> &'static str {
+        "WorkloadSpread"
+    }
+
+    fn is_synced(&self) -> bool {
+        WorkloadSpreadWebhook::is_synced(self)
+    }
+
+    fn wait_synced(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(WorkloadSpreadWebhook::wait_synced(self))
+    }
+
+    fn on_create<'a>(
+        &'a self,
+        pod: &'a Pod,
+        namespace: &'a str,
+        dry_run: bool,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<crate::admission::pod_feature::PodStepBox>, String>,
+    > {
+        Box::pin(async move {
+            // A dry run reserves nothing, so it is not placed in a subset either (as upstream).
+            if dry_run {
+                return Ok(None);
+            }
+            match WorkloadSpreadWebhook::on_create(self, pod, namespace).await {
+                Ok(step) => {
+                    Ok(step.map(|s| Box::new(s) as crate::admission::pod_feature::PodStepBox))
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
+
+    fn admitted<'a>(
+        &'a self,
+        review: crate::admission::PodReview<'a>,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        use crate::admission::PodReview;
+        Box::pin(async move {
+            match review {
+                PodReview::Delete { pod } => self.on_delete(pod, false).await,
+                PodReview::Evict { pod } => self.on_delete(pod, true).await,
+                PodReview::Update { .. } => {}
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,11 +70,12 @@ pub struct AdmissionContext {
     /// `PodUnavailableBudgetDeleteGate` or `PodUnavailableBudgetUpdateGate`: with both off,
     /// PodUnavailableBudgets are refused, as upstream refuses them.
     pub pub_enabled: bool,
-    /// The PodUnavailableBudget checks of the pod webhooks.
-    pub pub_budgets: Option<crate::pub_budget::PubWebhook>,
-    /// SidecarSet injection at pod creation, and the SidecarSet webhooks' view of the others.
+    /// What acts on pods at admission (SidecarSet, WorkloadSpread, PodUnavailableBudget, ...),
+    /// asked in turn by the pod webhooks, which name none of them.
+    pub pod_features: Vec<Arc<dyn PodFeature>>,
+    /// The SidecarSet webhooks' view of the other SidecarSets and their revisions.
     pub sidecar_sets: Option<crate::sidecarset::SidecarSetWebhook>,
-    /// WorkloadSpread subsets at pod creation and deletion (the `WorkloadSpread` gate).
+    /// The WorkloadSpread webhook's view of the other WorkloadSpreads and the whitelist.
     pub workload_spreads: Option<crate::workloadspread::WorkloadSpreadWebhook>,
     /// Nodes: a ContainerRecreateRequest for a pod on a virtual-kubelet node is labelled so.
     pub nodes: Option<Cache<k8s_openapi::api::core::v1::Node>>,
@@ -85,8 +86,10 @@ pub struct AdmissionContext {
     pub patch_metadata_defaults_allowed: bool,
 }
 
+pub mod pod_feature;
 mod registry;
 
+pub use pod_feature::{PodFeature, PodReview, PodVerdict};
 pub use registry::{
     FailureSource, Handler, Namespaces, Objects, Rule, WebhookRegistration, WebhookType,
 };
@@ -808,28 +811,22 @@ async fn patch_metadata_whitelist(
         .map_err(|e| e.to_string())
 }
 
-/// The pod mutating webhook: the chain of pod steps ([`kruise_core::admission::pod_chain`]) at
-/// pod CREATE. Steps here: PodUnavailableBudget's annotation, SidecarSet injection, then
-/// WorkloadSpread's subset.
+/// The pod mutating webhook: at pod CREATE, every registered [`PodFeature`] offers its step,
+/// and the chain ([`kruise_core::admission::pod_chain`]) runs them in upstream's order.
 async fn mutate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
     if !pod_caches_synced(&context) {
         let wait = async {
-            if let Some(budgets) = &context.pub_budgets {
-                budgets.wait_synced().await;
-            }
-            if let Some(sets) = &context.sidecar_sets {
-                sets.wait_synced().await;
-            }
-            if let Some(spreads) = &context.workload_spreads {
-                spreads.wait_synced().await;
+            for feature in &context.pod_features {
+                feature.wait_synced().await;
             }
         };
         if tokio::time::timeout(POD_CACHE_WAIT, wait).await.is_err() {
+            let waiting: Vec<&str> =
+                context.pod_features.iter().filter(|f| !f.is_synced()).map(|f| f.name()).collect();
             // Not an AdmissionReview: the API server applies the webhook's failure policy.
             return (
                 StatusCode::SERVICE_UNAVAILABLE,
-                "the pod webhook's caches (PodUnavailableBudgets, SidecarSets, WorkloadSpreads) \
-                 have not loaded yet",
+                format!("the pod webhook's caches have not loaded yet: {}", waiting.join(", ")),
             )
                 .into_response();
         }
@@ -865,12 +862,7 @@ const POD_CACHE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 /// True when every cache the pod creation steps read has loaded (a pod admitted before that
 /// could miss its sidecar, budget annotation or subset).
 fn pod_caches_synced(context: &AdmissionContext) -> bool {
-    context.pub_budgets.as_ref().is_none_or(crate::pub_budget::PubWebhook::is_synced)
-        && context.sidecar_sets.as_ref().is_none_or(crate::sidecarset::SidecarSetWebhook::is_synced)
-        && context
-            .workload_spreads
-            .as_ref()
-            .is_none_or(crate::workloadspread::WorkloadSpreadWebhook::is_synced)
+    context.pod_features.iter().all(|feature| feature.is_synced())
 }
 
 /// The answer to a pod review at `/mutate-pod`; only a CREATE of the pod itself is mutated.
@@ -879,7 +871,7 @@ async fn pod_create(
     request: &AdmissionRequest,
     pod: Option<Result<Box<Pod>, String>>,
 ) -> AdmissionResponse {
-    use kruise_core::admission::pod_chain::{PodChain, PubAnnotation};
+    use kruise_core::admission::pod_chain::PodChain;
     let pod = match (&request.operation, &request.sub_resource, pod) {
         (Operation::Create, None, Some(pod)) => pod,
         _ => return AdmissionResponse::allow(request),
@@ -893,31 +885,17 @@ async fn pod_create(
     if pod.metadata.namespace.is_none() {
         pod.metadata.namespace = request.namespace.clone();
     }
-    let covering = match &context.pub_budgets {
-        Some(budgets) => budgets.covering(&pod).await,
-        None => None,
-    };
-    let pub_step = PubAnnotation {
-        covering,
-        label: Some((crate::pub_budget::COVERED_LABEL.to_owned(), "true".to_owned())),
-    };
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-    let sidecar_step = context.sidecar_sets.as_ref().map(|sets| sets.step(&pod, &namespace));
-    // A dry run reserves nothing, so it is not placed in a subset either (as upstream).
-    let spread_step = match &context.workload_spreads {
-        Some(spreads) if !request.dry_run => match spreads.on_create(&pod, &namespace).await {
-            Ok(step) => step,
-            Err(e) => return AdmissionResponse::deny(request, 500, e.to_string()),
-        },
-        _ => None,
-    };
-    let mut steps: Vec<&dyn kruise_core::admission::pod_chain::PodMutator> = vec![&pub_step];
-    if let Some(step) = &sidecar_step {
-        steps.push(step);
+    let mut steps = Vec::with_capacity(context.pod_features.len());
+    for feature in &context.pod_features {
+        match feature.on_create(&pod, &namespace, request.dry_run).await {
+            Ok(Some(step)) => steps.push(step),
+            Ok(None) => {}
+            Err(message) => return AdmissionResponse::deny(request, 500, message),
+        }
     }
-    if let Some(step) = &spread_step {
-        steps.push(step);
-    }
+    let steps: Vec<&dyn kruise_core::admission::pod_chain::PodMutator> =
+        steps.iter().map(|step| step.as_ref() as _).collect();
     // The pod is freed when this returns, not in a task of its own: spawning one cost more
     // (waking another runtime thread) than freeing the pod saves.
     match PodChain::new(steps).run(&mut pod) {
@@ -931,12 +909,12 @@ async fn pod_create(
     }
 }
 
-/// The pod validating webhook: PodUnavailableBudget's check of pod DELETE and UPDATE and of
-/// `pods/eviction` CREATE, then WorkloadSpread's release of an allowed DELETE or eviction's
-/// place in its subset. (Upstream releases first, so a refused deletion still released its
-/// place until the controller noticed; here only an admitted one does.)
+/// The pod validating webhook: pod DELETE and UPDATE and `pods/eviction` CREATE, checked by
+/// every registered [`PodFeature`] (PodUnavailableBudget's budget today); once all allow it,
+/// each is told it was admitted (WorkloadSpread releases the pod's place in its subset then;
+/// upstream releases first, so a refused deletion still released its place until the
+/// controller noticed, while here only an admitted one does).
 async fn validate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
-    use kruise_core::pub_budget::PodRequest;
     let request = match decode(&body) {
         Ok(request) => request,
         Err(response) => return *response,
@@ -947,24 +925,24 @@ async fn validate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes)
     };
     let namespace = request.namespace.clone().unwrap_or_default();
     let (old, new, evicted);
-    let pod_request = match (&request.operation, request.sub_resource.as_deref()) {
+    let review = match (&request.operation, request.sub_resource.as_deref()) {
         (Operation::Delete, None) => {
             old = decode_pod(request.old_object.as_ref());
-            old.as_ref().map(|pod| PodRequest::Delete { pod })
+            old.as_ref().map(|pod| PodReview::Delete { pod })
         }
         (Operation::Update, None) => {
             old = decode_pod(request.old_object.as_ref());
             new = decode_pod(request.object.as_ref());
-            old.as_ref().zip(new.as_ref()).map(|(old, new)| PodRequest::Update { old, new })
+            old.as_ref().zip(new.as_ref()).map(|(old, new)| PodReview::Update { old, new })
         }
         (Operation::Create, Some("eviction")) => {
             let key = ObjectKey::new(namespace.clone(), request.name.clone());
             evicted = context.pods.get(&key).and_then(|p| p.to_pod().ok());
-            evicted.as_ref().map(|pod| PodRequest::Evict { pod })
+            evicted.as_ref().map(|pod| PodReview::Evict { pod })
         }
         _ => None,
     };
-    let Some(pod_request) = pod_request else {
+    let Some(review) = review else {
         return review_response(&AdmissionResponse::allow(&request));
     };
     // An eviction's own options may ask for a dry run.
@@ -975,19 +953,14 @@ async fn validate_pod(State(context): State<Arc<AdmissionContext>>, body: Bytes)
                 .is_some_and(|d| !d.is_empty())
         });
     let username = request.username.as_deref().unwrap_or_default();
-    if let Some(budgets) = &context.pub_budgets
-        && let crate::pub_budget::PodVerdict::Deny(code, message) =
-            budgets.check(pod_request, dry_run, username).await
-    {
-        return review_response(&AdmissionResponse::deny(&request, code, message));
+    for feature in &context.pod_features {
+        if let PodVerdict::Deny(code, message) = feature.validate(review, dry_run, username).await {
+            return review_response(&AdmissionResponse::deny(&request, code, message));
+        }
     }
-    if let Some(spreads) = &context.workload_spreads
-        && !dry_run
-    {
-        match pod_request {
-            PodRequest::Delete { pod } => spreads.on_delete(pod, false).await,
-            PodRequest::Evict { pod } => spreads.on_delete(pod, true).await,
-            _ => {}
+    if !dry_run {
+        for feature in &context.pod_features {
+            feature.admitted(review).await;
         }
     }
     review_response(&AdmissionResponse::allow(&request))
@@ -1904,7 +1877,7 @@ mod tests {
             crd_cascading: false,
             statefulset_gates: Default::default(),
             pub_enabled: true,
-            pub_budgets: None,
+            pod_features: Vec::new(),
             sidecar_sets: None,
             workload_spreads: None,
             nodes: None,

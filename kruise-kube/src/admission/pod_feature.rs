@@ -1,0 +1,92 @@
+//! Pod features: what acts on pods at admission (SidecarSet injection, WorkloadSpread subsets,
+//! PodUnavailableBudget protection today; the readiness gate, launch priority,
+//! PersistentPodState and enhanced liveness next). Each is one implementation of
+//! [`PodFeature`], registered in [`super::AdmissionContext::pod_features`]: the pod webhooks
+//! ask every registered feature, in turn, and name none of them.
+//!
+//! - At pod CREATE (`/mutate-pod`) each feature offers a step for the mutating chain
+//!   ([`PodFeature::on_create`]); [`kruise_core::admission::pod_chain::PodChain`] runs the steps
+//!   in upstream's order, whatever order the features are registered in.
+//! - At pod UPDATE, DELETE and eviction (`/validate-pod`) every feature checks the request
+//!   ([`PodFeature::validate`]); only when all allow it is each told it was admitted
+//!   ([`PodFeature::admitted`]).
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_core::admission::pod_chain::PodMutator;
+
+/// A pod operation under review at `/validate-pod`.
+#[derive(Clone, Copy, Debug)]
+pub enum PodReview<'a> {
+    /// DELETE of the pod.
+    Delete {
+        /// The pod as stored.
+        pod: &'a Pod,
+    },
+    /// CREATE of the pod's `eviction` subresource.
+    Evict {
+        /// The pod as stored.
+        pod: &'a Pod,
+    },
+    /// UPDATE of the pod.
+    Update {
+        /// The pod as stored.
+        old: &'a Pod,
+        /// The pod as asked.
+        new: &'a Pod,
+    },
+}
+
+/// What a feature answers about one pod operation.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PodVerdict {
+    /// Let it through.
+    Allow,
+    /// Refuse it with this HTTP code and message.
+    Deny(u16, String),
+}
+
+/// A mutating step a feature offers for one pod (owning what it needs: the pod it changes is
+/// borrowed mutably once every feature has answered).
+pub type PodStepBox = Box<dyn PodMutator + Send + Sync>;
+
+/// One feature acting on pods at admission.
+pub trait PodFeature: Send + Sync {
+    /// Its name, for logs and for the answer when its cache has not loaded.
+    fn name(&self) -> &'static str;
+
+    /// True once every cache it reads has loaded: a pod admitted before could miss what the
+    /// feature would have done.
+    fn is_synced(&self) -> bool;
+
+    /// Waits until [`Self::is_synced`].
+    fn wait_synced(&self) -> BoxFuture<'_, ()>;
+
+    /// Its step for a pod being created in `namespace`, or `None` when it has nothing to do.
+    /// `dry_run`: the request changes nothing, so nothing may be reserved for it.
+    ///
+    /// # Errors
+    /// A message the webhook answers with 500 (the pod is refused).
+    fn on_create<'a>(
+        &'a self,
+        pod: &'a Pod,
+        namespace: &'a str,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Result<Option<PodStepBox>, String>>;
+
+    /// Checks a pod UPDATE, DELETE or eviction asked by `username`.
+    fn validate<'a>(
+        &'a self,
+        _review: PodReview<'a>,
+        _dry_run: bool,
+        _username: &'a str,
+    ) -> BoxFuture<'a, PodVerdict> {
+        Box::pin(std::future::ready(PodVerdict::Allow))
+    }
+
+    /// Told, after every feature allowed it, that a pod operation (not a dry run) is admitted.
+    fn admitted<'a>(&'a self, _review: PodReview<'a>) -> BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
