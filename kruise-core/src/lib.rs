@@ -47,6 +47,14 @@ pub mod lifecycle;
 pub mod merge_patch;
 pub mod ordering;
 pub mod pod;
+/// The one plan shape every planner returns, and its action vocabulary
+/// ([`workload::plan`](crate::workload::Plan) under its own name).
+pub mod plan {
+    pub use crate::workload::{
+        Action, Blocked, DeletePurpose, Event, EventType, Guard, NewPod, ObjectKind, Patch, Plan,
+        PodPatchPurpose, PodStatusPurpose, Subresource, Target,
+    };
+}
 pub mod pub_budget;
 pub mod revision;
 pub mod sidecarset;

@@ -1,10 +1,10 @@
 //! The ContainerRecreateRequest controller (`containerrecreaterequest-controller`, gate
 //! `KruiseDaemon`), over kruise-core's planner ([`kruise_core::containerrecreate`]).
 //!
-//! For each request: [`plan_crr`] (pod gone, daemon silent, `activeDeadlineSeconds`, the
+//! For each request, one [`plan`], carried out by the applier: `plan_crr` (pod gone, daemon silent, `activeDeadlineSeconds`, the
 //! container status snapshot while recreating, the pod's not-ready hold, the removal of the
 //! `crr.apps.kruise.io/active` label once finished, `ttlSecondsAfterFinished`). Then, for the
-//! pod's requests together, [`pick_active`]: one request per pod runs at a time; the others
+//! pod's requests together, `pick_active`: one request per pod runs at a time; the others
 //! are marked `Pending` with a message naming the one they wait for, and the message goes
 //! once they are next. The daemon on the pod's node does the recreating itself.
 //!
@@ -15,13 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
-use kruise_core::containerrecreate::{CrrAction, pick_active, plan_crr};
+use kruise_api::apps::v1beta1::ContainerRecreateRequest;
+use kruise_core::containerrecreate::plan;
 use kube::ResourceExt as _;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use serde_json::json;
 
-use crate::applier::ApplyError;
+use crate::applier::PlanOwner;
 use crate::cache::{Cache, ObjectKey};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
@@ -33,9 +31,6 @@ crate::watched_namespaced!(ContainerRecreateRequest);
 
 /// Upstream's controller name.
 pub const CONTROLLER_NAME: &str = "containerrecreaterequest-controller";
-
-/// The start of the message [`pick_active`] gives a waiting request.
-const WAITING_PREFIX: &str = "waiting for ContainerRecreateRequest ";
 
 /// The ContainerRecreateRequest controller.
 pub struct CrrController {
@@ -51,10 +46,6 @@ fn requests_of(
     pod: &str,
 ) -> Vec<Arc<ContainerRecreateRequest>> {
     crrs.in_namespace(namespace).into_iter().filter(|c| c.spec.pod_name == pod).collect()
-}
-
-fn write_error(action: &'static str, target: String, source: ApplyError) -> ReconcileError {
-    ReconcileError::Write { action, target, source }
 }
 
 impl CrrController {
@@ -73,164 +64,21 @@ impl CrrController {
         Arc::new(Self { crrs: context.caches.get(), pods: context.caches.get(), context })
     }
 
-    async fn run_action(
-        &self,
-        crr: &ContainerRecreateRequest,
-        action: &CrrAction,
-    ) -> Result<(), ReconcileError> {
-        let applier = &self.context.applier;
-        let namespace = crr.namespace().unwrap_or_default();
-        let name = crr.name_any();
-        let target = format!("{namespace}/{name}");
-        let api: Api<ContainerRecreateRequest> =
-            Api::namespaced(applier.client().clone(), &namespace);
-        let params = PatchParams::default();
-        let finalizers = |list: Vec<String>| json!({"metadata": {"finalizers": list, "resourceVersion": crr.resource_version()}});
-        let (what, result) = match action {
-            CrrAction::PatchStatus { patch } => (
-                "patch status",
-                applier
-                    .write(api.patch_status(&name, &params, &crate::workload::kube_patch(patch)))
-                    .await
-                    .map(|_| ()),
-            ),
-            CrrAction::PatchMetadata { patch } => (
-                "patch metadata",
-                applier
-                    .write(api.patch(&name, &params, &crate::workload::kube_patch(patch)))
-                    .await
-                    .map(|_| ()),
-            ),
-            CrrAction::AddFinalizer { finalizer } => {
-                let mut list = crr.finalizers().to_vec();
-                if !list.contains(finalizer) {
-                    list.push(finalizer.clone());
-                }
-                let patch = finalizers(list);
-                (
-                    "add finalizer",
-                    applier
-                        .write(api.patch(&name, &params, &Patch::Merge(&patch)))
-                        .await
-                        .map(|_| ()),
-                )
-            }
-            CrrAction::RemoveFinalizer { finalizer } => {
-                let list: Vec<String> =
-                    crr.finalizers().iter().filter(|f| *f != finalizer).cloned().collect();
-                let patch = finalizers(list);
-                (
-                    "remove finalizer",
-                    applier
-                        .write(api.patch(&name, &params, &Patch::Merge(&patch)))
-                        .await
-                        .map(|_| ()),
-                )
-            }
-            CrrAction::UpdatePodConditions { pod, patch } => {
-                let pods: Api<k8s_openapi::api::core::v1::Pod> =
-                    Api::namespaced(applier.client().clone(), &namespace);
-                (
-                    "patch pod status",
-                    applier
-                        .write(pods.patch_status(pod, &params, &crate::workload::kube_patch(patch)))
-                        .await
-                        .map(|_| ()),
-                )
-            }
-            CrrAction::Delete => (
-                "delete",
-                applier.write(api.delete(&name, &DeleteParams::background())).await.map(|_| ()),
-            ),
-            other => {
-                tracing::error!(action = ?other, "the CRR planner returned an action this controller does not know");
-                return Ok(());
-            }
-        };
-        match result {
-            Ok(()) | Err(ApplyError::NotFound(_)) => Ok(()),
-            Err(source) => Err(write_error(what, target, source)),
-        }
-    }
-
     async fn reconcile_request(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
         let Some(crr) = self.crrs.get(key) else {
             return Ok(None);
         };
         let pod_key = ObjectKey::new(key.namespace.as_str(), crr.spec.pod_name.as_str());
         let pod = self.pods.get(&pod_key).map(|p| p.to_pod()).transpose()?;
-        let now = jiff::Timestamp::now();
-        let plan = plan_crr(&crr, pod.as_ref(), now);
-        for action in &plan.actions {
-            self.run_action(&crr, action).await?;
-            if matches!(action, CrrAction::Delete) {
-                return Ok(None);
-            }
-        }
-        if let Some(message) = &plan.completed {
-            let reference = kube::Resource::object_ref(crr.as_ref(), &());
-            self.context
-                .applier
-                .event(&reference, false, "Completed", "Reconcile", message.clone())
-                .await;
-        }
-
-        // One request per pod at a time.
         let siblings: Vec<ContainerRecreateRequest> =
             requests_of(&self.crrs, &key.namespace, &crr.spec.pod_name)
                 .iter()
                 .map(|c| (**c).clone())
                 .collect();
-        let pick = pick_active(&siblings);
-        let api: Api<ContainerRecreateRequest> =
-            Api::namespaced(self.context.applier.client().clone(), &key.namespace);
-        for waiting in &pick.waiting {
-            let Some(patch) = &waiting.patch else { continue };
-            let written = self
-                .context
-                .applier
-                .write(api.patch_status(
-                    &waiting.name,
-                    &PatchParams::default(),
-                    &crate::workload::kube_patch(patch),
-                ))
-                .await;
-            match written {
-                Ok(_) | Err(ApplyError::NotFound(_)) => {}
-                Err(source) => {
-                    return Err(write_error(
-                        "patch status",
-                        format!("{}/{}", key.namespace, waiting.name),
-                        source,
-                    ));
-                }
-            }
-        }
-        // The one that runs no longer waits.
-        if let Some(active) = pick.active.as_deref()
-            && let Some(current) =
-                siblings.iter().find(|c| c.metadata.name.as_deref() == Some(active))
-            && let Some(status) = current.status.as_ref()
-            && status.phase == ContainerRecreateRequestPhase::Pending
-            && status.message.starts_with(WAITING_PREFIX)
-        {
-            let patch = json!({"status": {"message": null}});
-            let written = self
-                .context
-                .applier
-                .write(api.patch_status(active, &PatchParams::default(), &Patch::Merge(&patch)))
-                .await;
-            match written {
-                Ok(_) | Err(ApplyError::NotFound(_)) => {}
-                Err(source) => {
-                    return Err(write_error(
-                        "patch status",
-                        format!("{}/{active}", key.namespace),
-                        source,
-                    ));
-                }
-            }
-        }
+        let now = jiff::Timestamp::now();
+        let plan = plan(&crr, pod.as_ref(), &siblings, now);
+        let owner = PlanOwner::of(crr.as_ref(), serde_json::Value::Null);
+        self.context.applier.apply(&owner, &plan, None, now).await?;
         Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
     }
 }

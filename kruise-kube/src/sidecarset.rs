@@ -22,6 +22,7 @@ use kruise_core::sidecarset::{InjectionGates, SidecarSetCandidate, SidecarSetInd
 use kube::core::PartialObjectMeta;
 use kube::{Client, ResourceExt as _};
 
+use crate::applier::{ExpectationsFor, PlanOwner};
 use crate::cache::{Cache, ObjectKey, SharedCaches, WatchEvents, Watched, cluster_watch};
 
 /// The label upstream puts on a SidecarSet's ControllerRevisions.
@@ -289,10 +290,6 @@ impl SidecarSetController {
             return Ok(None);
         }
         let pods = self.selected_pods(&set)?;
-        let namespace_of: BTreeMap<String, String> = pods
-            .iter()
-            .map(|p| (p.uid().unwrap_or_default(), p.namespace().unwrap_or_default()))
-            .collect();
         let registered = self.register_revisions(&set, &pods).await?;
         let now = jiff::Timestamp::now();
         let snapshot = UpgradeSnapshot {
@@ -309,53 +306,22 @@ impl SidecarSetController {
         };
         let plan = plan_upgrade(&snapshot);
         self.expectations.set(key, plan.expectations.clone());
-        let reference = kube::Resource::object_ref(set.as_ref(), &());
         let applier = &self.context.applier;
+        let owner =
+            PlanOwner::of(set.as_ref(), serde_json::to_value(&set.status).unwrap_or_default());
         if let Some(kruise_core::workload::Blocked::Invalid { message }) = &plan.blocked {
             applier
-                .event(&reference, true, "InvalidUpdateStrategy", "Reconcile", message.clone())
+                .event(
+                    &owner.reference,
+                    true,
+                    "InvalidUpdateStrategy",
+                    "Reconcile",
+                    message.clone(),
+                )
                 .await;
         }
-        let mut succeeded = vec![false; plan.actions.len()];
-        let mut failure = None;
-        for (i, action) in plan.actions.iter().enumerate() {
-            match self.run_action(key, action, &namespace_of, now).await {
-                Ok(()) => succeeded[i] = true,
-                Err(err) => {
-                    failure.get_or_insert(err);
-                }
-            }
-        }
-        for event in &plan.events {
-            let due = event.after_action.is_none_or(|i| succeeded.get(i).copied().unwrap_or(false));
-            if due {
-                let warning = matches!(event.type_, kruise_core::workload::EventType::Warning);
-                applier
-                    .event(&reference, warning, &event.reason, &event.reason, event.message.clone())
-                    .await;
-            }
-        }
-        if let Some(status) = &plan.status {
-            let patch = crate::applier::status_patch(set.status.as_ref(), status);
-            let api: kube::Api<SidecarSet> = kube::Api::all(applier.client().clone());
-            let params = kube::api::PatchParams::default();
-            let written = applier
-                .write(api.patch_status(&key.name, &params, &kube::api::Patch::Merge(&patch)))
-                .await;
-            match written {
-                Ok(_) | Err(crate::applier::ApplyError::NotFound(_)) => {}
-                Err(source) => {
-                    failure.get_or_insert(crate::controller::ReconcileError::Write {
-                        action: "update status",
-                        target: key.name.clone(),
-                        source,
-                    });
-                }
-            }
-        }
-        if let Some(err) = failure {
-            return Err(err);
-        }
+        let expectations = ExpectationsFor { store: &self.expectations, key };
+        applier.apply(&owner, &plan, Some(expectations), now).await?;
         Ok(plan.requeue_after.and_then(|d| std::time::Duration::try_from(d).ok()))
     }
 
@@ -392,29 +358,29 @@ impl SidecarSetController {
             revisions: plan.revisions.clone(),
         };
         let applier = &self.context.applier;
+        let owner = revisions_owner(set, namespace);
         for action in &plan.actions {
             let target = format!("{namespace}/{}", action.target());
             match action {
                 Action::CreateRevision { revision } => {
-                    let (latest, collision_count) = self
-                        .create_revision(set, namespace, revision, plan.collision_count)
-                        .await?;
+                    let (latest, collision_count) =
+                        self.create_revision(set, &owner, revision, plan.collision_count).await?;
                     registered.latest_revision = latest;
                     registered.collision_count = collision_count;
                 }
-                Action::DeleteRevision { .. } => {
-                    match crate::workload::write_revision(applier, namespace, action).await {
-                        Some((_, Ok(_) | Err(crate::applier::ApplyError::NotFound(_)))) | None => {}
-                        Some((_, Err(err))) => {
-                            tracing::warn!(sidecarset = %name, revision = %target, error = %err, "deleting an old ControllerRevision");
-                        }
+                Action::DeleteRevision { .. } => match applier.send(&owner, action).await {
+                    Ok(_) | Err(crate::applier::ApplyError::NotFound(_)) => {}
+                    Err(err) => {
+                        tracing::warn!(sidecarset = %name, revision = %target, error = %err, "deleting an old ControllerRevision");
                     }
-                }
+                },
                 _ => {
-                    if let Some((what, Err(source))) =
-                        crate::workload::write_revision(applier, namespace, action).await
-                    {
-                        return Err(ReconcileError::Write { action: what, target, source });
+                    if let Err(source) = applier.send(&owner, action).await {
+                        return Err(ReconcileError::Write {
+                            action: "write revision",
+                            target,
+                            source,
+                        });
                     }
                 }
             }
@@ -431,7 +397,7 @@ impl SidecarSetController {
     async fn create_revision(
         &self,
         set: &SidecarSet,
-        namespace: &str,
+        owner: &PlanOwner,
         revision: &ControllerRevision,
         collision_count: i32,
     ) -> Result<(String, i32), crate::controller::ReconcileError> {
@@ -441,26 +407,30 @@ impl SidecarSetController {
         use kruise_core::sidecarset::revision::resolve_create_conflict;
         use kruise_core::workload::Action;
         let applier = &self.context.applier;
-        let api: kube::Api<ControllerRevision> =
-            kube::Api::namespaced(applier.client().clone(), namespace);
+        let namespace = owner.namespace.as_deref().unwrap_or_default();
         let mut attempt = revision.clone();
         let mut collision_count = collision_count;
         for _ in 0..MAX_CREATE_ATTEMPTS {
             let name = attempt.name_any();
             let target = format!("{namespace}/{name}");
             let action = Action::CreateRevision { revision: Box::new(attempt.clone()) };
-            match crate::workload::write_revision(applier, namespace, &action).await {
-                Some((_, Ok(_))) | None => return Ok((name, collision_count)),
-                Some((_, Err(ApplyError::AlreadyExists(_)))) => {}
-                Some((what, Err(source))) => {
-                    return Err(ReconcileError::Write { action: what, target, source });
+            match applier.send(owner, &action).await {
+                Ok(_) => return Ok((name, collision_count)),
+                Err(ApplyError::AlreadyExists(_)) => {}
+                Err(source) => {
+                    return Err(ReconcileError::Write {
+                        action: "create revision",
+                        target,
+                        source,
+                    });
                 }
             }
-            let existing = api.get(&name).await.map_err(|err| ReconcileError::Write {
-                action: "read revision",
-                target: target.clone(),
-                source: ApplyError::from_kube(err),
-            })?;
+            let existing: ControllerRevision =
+                applier.get(namespace, &name).await.map_err(|source| ReconcileError::Write {
+                    action: "read revision",
+                    target: target.clone(),
+                    source,
+                })?;
             match resolve_create_conflict(set, &existing, &attempt, collision_count) {
                 CreateConflict::UseExisting { name } => return Ok((name, collision_count)),
                 CreateConflict::Retry { collision_count: raised, revision } => {
@@ -481,50 +451,14 @@ impl SidecarSetController {
             )),
         })
     }
+}
 
-    /// One pod write of the plan, its expectation recorded around it.
-    async fn run_action(
-        &self,
-        key: &ObjectKey,
-        action: &kruise_core::workload::Action,
-        namespace_of: &BTreeMap<String, String>,
-        now: jiff::Timestamp,
-    ) -> Result<(), crate::controller::ReconcileError> {
-        use kruise_core::expectations::Expectation;
-        let target = action.target().to_owned();
-        let namespace = match action {
-            kruise_core::workload::Action::PatchPod { uid, .. }
-            | kruise_core::workload::Action::PatchPodStatus { uid, .. }
-            | kruise_core::workload::Action::PatchPodResize { uid, .. } => {
-                namespace_of.get(uid).cloned().unwrap_or_default()
-            }
-            other => {
-                tracing::error!(action = ?other, "the SidecarSet planner returned an action this controller does not know");
-                return Ok(());
-            }
-        };
-        let expectation = action.expectation();
-        if let Some(exp) = &expectation {
-            self.expectations.before_write(key, exp, now);
-        }
-        let Some((what, written)) =
-            crate::workload::patch_pod(&self.context.applier, &namespace, action).await
-        else {
-            return Ok(());
-        };
-        match (written, &expectation) {
-            (Ok(Some(rv)), Some(Expectation::ResourceVersion { uid })) => {
-                self.expectations.expect_resource_version(key, uid, &rv, now);
-                Ok(())
-            }
-            (Ok(_), _) | (Err(crate::applier::ApplyError::NotFound(_)), _) => Ok(()),
-            (Err(source), _) => Err(crate::controller::ReconcileError::Write {
-                action: what,
-                target: format!("{namespace}/{target}"),
-                source,
-            }),
-        }
-    }
+/// The owner the SidecarSet's ControllerRevisions are written for: the SidecarSet, with the
+/// namespace its revisions live in (the manager's).
+fn revisions_owner(set: &SidecarSet, namespace: &str) -> PlanOwner {
+    let mut owner = PlanOwner::of(set, serde_json::Value::Null);
+    owner.namespace = Some(namespace.to_owned());
+    owner
 }
 
 impl crate::controller::Reconciler for SidecarSetController {

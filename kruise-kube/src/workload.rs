@@ -25,7 +25,6 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
@@ -33,17 +32,15 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kruise_api::apps::v1beta1::ImagePullJob;
 use kruise_core::daemonset::{BackoffKey, FailedPodBackoff};
-use kruise_core::expectations::{ControllerExpectations, Expectation};
-use kruise_core::workload::{
-    Action, Blocked, DeletePurpose, EventType, PodPatchPurpose, WorkloadPlan,
-};
-use kube::api::{DeleteParams, PartialObjectMeta, Patch, PatchParams, PostParams, Preconditions};
+use kruise_core::expectations::ControllerExpectations;
+use kruise_core::workload::{Action, Blocked, DeletePurpose, PodPatchPurpose, WorkloadPlan};
+use kube::api::{PartialObjectMeta, Patch, PatchParams};
 use kube::{Api, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::applier::{Applier, ApplyError, FIELD_MANAGER};
+use crate::applier::{Applier, ApplyError, ExpectationsFor, PlanOwner};
 use crate::cache::{Cache, Change, ObjectKey, Watched};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
@@ -367,7 +364,9 @@ impl<W: WorkloadKind> WorkloadController<W> {
             tracing::warn!(%key, message = %event.message, "expectations timed out and were dropped");
         }
         let executing = std::time::Instant::now();
-        let executed = self.execute(key, &workload, &plan, now).await;
+        let owner = PlanOwner::of(workload.as_ref(), workload.status_json());
+        let expectations = ExpectationsFor { store: &self.expectations, key };
+        let executed = self.applier.apply(&owner, &plan, Some(expectations), now).await;
         tracing::debug!(
             %key,
             actions = plan.actions.len(),
@@ -591,342 +590,6 @@ impl<W: WorkloadKind> WorkloadController<W> {
         let reference = workload.object_ref(&());
         self.applier.event(&reference, warning, reason, action, note).await;
     }
-
-    /// Carries out `plan`'s actions, Events and status.
-    async fn execute(
-        &self,
-        key: &ObjectKey,
-        workload: &W,
-        plan: &WorkloadPlan<W::Status>,
-        now: jiff::Timestamp,
-    ) -> Result<(), ReconcileError> {
-        let mut succeeded = vec![false; plan.actions.len()];
-        let mut failure: Option<ReconcileError> = None;
-        let mut start = 0;
-        while start < plan.actions.len() {
-            let kind = group_kind(&plan.actions[start]);
-            let mut end = start + 1;
-            while end < plan.actions.len()
-                && kind.is_some()
-                && group_kind(&plan.actions[end]) == kind
-            {
-                end += 1;
-            }
-            let results = self.run_group(key, workload, &plan.actions[start..end], now).await;
-            let mut group_failed = false;
-            for (offset, result) in results.into_iter().enumerate() {
-                match result {
-                    Some(Ok(())) => succeeded[start + offset] = true,
-                    Some(Err(err)) => {
-                        group_failed = true;
-                        self.failure_event(workload, &err).await;
-                        failure.get_or_insert(err);
-                    }
-                    None => {}
-                }
-            }
-            if group_failed {
-                break;
-            }
-            start = end;
-        }
-
-        for event in &plan.events {
-            let due = event.after_action.is_none_or(|i| succeeded.get(i).copied().unwrap_or(false));
-            if due {
-                let warning = matches!(event.type_, EventType::Warning);
-                self.event(workload, warning, &event.reason, &event.reason, event.message.clone())
-                    .await;
-            }
-        }
-
-        if let Some(status) = &plan.status {
-            let new = serde_json::to_value(status).unwrap_or(Value::Null);
-            let patch = json!({ "status": kruise_core::merge_patch::replacing(&workload.status_json(), &new) });
-            let name = workload.meta().name.clone().unwrap_or_default();
-            let params = PatchParams::default();
-            let result = self
-                .applier
-                .patch::<W, _>(
-                    &key.namespace,
-                    &name,
-                    Some("status"),
-                    &params,
-                    &Patch::Merge(&patch),
-                )
-                .await;
-            match result {
-                Ok(_) | Err(ApplyError::NotFound(_)) => {}
-                Err(source) => {
-                    failure.get_or_insert(ReconcileError::Write {
-                        action: "update status",
-                        target: name,
-                        source,
-                    });
-                }
-            }
-        }
-        failure.map_or(Ok(()), Err)
-    }
-
-    /// Runs a run of same-kind actions; `None` for actions not attempted (slow start stopped).
-    /// Creations go in slow-start batches ([`slow_start`]); other writes run
-    /// [`Applier::concurrency`] at a time, every one attempted.
-    async fn run_group(
-        &self,
-        key: &ObjectKey,
-        workload: &W,
-        actions: &[Action],
-        now: jiff::Timestamp,
-    ) -> Vec<Option<Result<(), ReconcileError>>> {
-        let run = |i: usize| self.run_action(key, workload, &actions[i], now);
-        if matches!(actions[0], Action::CreatePod { .. } | Action::CreatePvc { .. }) {
-            return slow_start(actions.len(), self.applier.create_burst, run).await;
-        }
-        let mut results: Vec<Option<Result<(), ReconcileError>>> =
-            (0..actions.len()).map(|_| None).collect();
-        let outcomes: Vec<(usize, Result<(), ReconcileError>)> =
-            futures::stream::iter(0..actions.len())
-                .map(|i| async move { (i, run(i).await) })
-                .buffer_unordered(self.applier.concurrency.max(1))
-                .collect()
-                .await;
-        for (i, outcome) in outcomes {
-            results[i] = Some(outcome);
-        }
-        results
-    }
-
-    /// One action, with its expectation recorded around the write.
-    async fn run_action(
-        &self,
-        key: &ObjectKey,
-        workload: &W,
-        action: &Action,
-        now: jiff::Timestamp,
-    ) -> Result<(), ReconcileError> {
-        let expectations = &self.expectations;
-        let expectation = action.expectation();
-        if let Some(exp) = &expectation {
-            expectations.before_write(key, exp, now);
-        }
-        let result = self.write_action(key, workload, action).await;
-        match (&result, &expectation) {
-            (Ok(Some(rv)), Some(Expectation::ResourceVersion { uid })) => {
-                expectations.expect_resource_version(key, uid, rv, now);
-            }
-            (Err(_), Some(Expectation::Scale { action, name })) => {
-                expectations.cancel_scale(key, *action, name);
-            }
-            _ => {}
-        }
-        result.map(|_| ())
-    }
-
-    /// Sends one action; returns the resourceVersion the server answered with, if any.
-    async fn write_action(
-        &self,
-        key: &ObjectKey,
-        workload: &W,
-        action: &Action,
-    ) -> Result<Option<String>, ReconcileError> {
-        let applier = &self.applier;
-        let ns = key.namespace.as_str();
-        let post = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-        let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-        let target = action.target().to_owned();
-        let fail = |action: &'static str| {
-            let target = target.clone();
-            move |source| ReconcileError::Write { action, target, source }
-        };
-        let created = |result: Result<Option<String>, ApplyError>| match result {
-            Ok(_) | Err(ApplyError::AlreadyExists(_)) => Ok(None),
-            Err(err) => Err(err),
-        };
-        match action {
-            Action::CreateRevision { .. }
-            | Action::PatchRevision { .. }
-            | Action::DeleteRevision { .. } => {
-                let Some((what, result)) = write_revision(applier, ns, action).await else {
-                    return Ok(None);
-                };
-                let result = match action {
-                    Action::CreateRevision { .. } => created(result),
-                    Action::DeleteRevision { .. } => ignore_not_found(result),
-                    _ => result,
-                };
-                result.map_err(fail(what))
-            }
-            Action::CreatePvc { pvc } => {
-                created(applier.create(ns, pvc.as_ref(), &post).await).map_err(fail("create pvc"))
-            }
-            Action::PatchPvc { name, patch } => applier
-                .patch::<PersistentVolumeClaim, _>(ns, name, None, &pp, &kube_patch(patch))
-                .await
-                .map_err(fail("patch pvc")),
-            Action::DeletePvc { name, uid } => {
-                let dp = delete_with_uid(uid);
-                let deleted = applier.delete::<PersistentVolumeClaim>(ns, name, &dp);
-                ignore_not_found(deleted.await).map_err(fail("delete pvc"))
-            }
-            Action::CreatePod { pod } => {
-                // Built now, and freed once encoded: the first pod of a big scale-out goes
-                // out at once, and a batch in flight holds request bodies, not pods.
-                let create = applier.create(ns, pod.build().as_ref(), &post);
-                created(create.await).map_err(fail("create pod"))
-            }
-            Action::PatchPod { .. }
-            | Action::PatchPodStatus { .. }
-            | Action::PatchPodResize { .. } => match patch_pod(applier, ns, action).await {
-                Some((what, result)) => result.map_err(fail(what)),
-                None => Ok(None),
-            },
-            Action::DeletePod { name, uid, .. } => {
-                let dp = delete_with_uid(uid);
-                ignore_not_found(applier.delete::<Pod>(ns, name, &dp).await)
-                    .map_err(fail("delete pod"))
-            }
-            Action::CreateImagePullJob { job } => {
-                created(applier.create(ns, job.as_ref(), &post).await)
-                    .map_err(fail("create imagepulljob"))
-            }
-            Action::DeleteImagePullJob { name } => {
-                let dp = DeleteParams::default();
-                ignore_not_found(applier.delete::<ImagePullJob>(ns, name, &dp).await)
-                    .map_err(fail("delete imagepulljob"))
-            }
-            Action::PatchWorkload { patch } => {
-                let name = workload.meta().name.clone().unwrap_or_default();
-                applier
-                    .patch::<W, _>(ns, &name, None, &pp, &kube_patch(patch))
-                    .await
-                    .map_err(fail("patch workload"))
-            }
-            other => {
-                tracing::error!(action = ?other, "the planner returned an action this controller does not know");
-                Ok(None)
-            }
-        }
-    }
-
-    async fn failure_event(&self, workload: &W, err: &ReconcileError) {
-        let action = match err {
-            ReconcileError::Write { source: ApplyError::NotLeader, .. } => return,
-            ReconcileError::Write { action, .. } => *action,
-            ReconcileError::CachedPod(_) => "read pods",
-            ReconcileError::SidecarSetRevision(_) => "build revision",
-        };
-        let reason = match action {
-            "create imagepulljob" => "FailedCreateImagePullJob",
-            "create pod" | "create pvc" | "create revision" => "FailedCreate",
-            "delete pod" | "delete pvc" | "delete revision" | "delete imagepulljob" => {
-                "FailedDelete"
-            }
-            _ => "FailedUpdate",
-        };
-        self.event(workload, true, reason, action, err.to_string()).await;
-    }
-}
-
-/// Sends a plan's ControllerRevision write (`CreateRevision`, `PatchRevision` or
-/// `DeleteRevision`) to `ns`: what it was (`create revision`, `patch revision`, `delete
-/// revision`, for errors) and the server's answer as is (an `AlreadyExists` or `NotFound` is
-/// the caller's to judge). `None` for any other action.
-pub(crate) async fn write_revision(
-    applier: &Applier,
-    ns: &str,
-    action: &Action,
-) -> Option<(&'static str, Result<Option<String>, ApplyError>)> {
-    match action {
-        Action::CreateRevision { revision } => {
-            let post =
-                PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-            Some(("create revision", applier.create(ns, revision.as_ref(), &post).await))
-        }
-        Action::PatchRevision { name, patch } => {
-            let pp =
-                PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-            let result = applier
-                .patch::<ControllerRevision, _>(ns, name, None, &pp, &kube_patch(patch))
-                .await;
-            Some(("patch revision", result))
-        }
-        Action::DeleteRevision { name } => {
-            let dp = DeleteParams::default();
-            let result = applier.delete::<ControllerRevision>(ns, name, &dp).await.map(|()| None);
-            Some(("delete revision", result))
-        }
-        _ => None,
-    }
-}
-
-/// Sends a plan's pod patch (`PatchPod`, `PatchPodStatus` or `PatchPodResize`) to the pod in
-/// `ns`: what it was (for errors) and the resourceVersion the server answered with. `None`
-/// for any other action.
-pub(crate) async fn patch_pod(
-    applier: &Applier,
-    ns: &str,
-    action: &Action,
-) -> Option<(&'static str, Result<Option<String>, ApplyError>)> {
-    let (name, subresource, patch, what) = match action {
-        Action::PatchPod { name, patch, .. } => (name, None, patch, "patch pod"),
-        Action::PatchPodStatus { name, patch, .. } => {
-            (name, Some("status"), patch, "patch pod status")
-        }
-        Action::PatchPodResize { name, patch, .. } => (name, Some("resize"), patch, "resize pod"),
-        _ => return None,
-    };
-    let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-    let result = applier.patch::<Pod, _>(ns, name, subresource, &pp, &kube_patch(patch)).await;
-    Some((what, result))
-}
-
-/// Runs `run(i)` for every `i` in `0..count` in slow-start batches, as kube-controller-manager
-/// and upstream OpenKruise create pods: batches of 1, 2, 4, ... doubling up to `burst`, every
-/// call of a batch in flight at once and each batch finished before the next starts. A batch
-/// with a failure is the last, so a refusing server (a quota, an admission webhook) sees a few
-/// requests, not hundreds. `None` for the calls never started.
-pub(crate) async fn slow_start<T, E, F, Fut>(
-    count: usize,
-    burst: usize,
-    run: F,
-) -> Vec<Option<Result<T, E>>>
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = Result<T, E>>,
-{
-    let mut results: Vec<Option<Result<T, E>>> = (0..count).map(|_| None).collect();
-    let mut next = 0;
-    for batch in batch_sizes(count, burst) {
-        let end = next + batch;
-        let outcomes = futures::future::join_all((next..end).map(&run)).await;
-        let mut failed = false;
-        for (i, outcome) in (next..end).zip(outcomes) {
-            failed |= outcome.is_err();
-            results[i] = Some(outcome);
-        }
-        if failed {
-            break;
-        }
-        next = end;
-    }
-    results
-}
-
-/// The sizes of the slow-start batches for `count` calls: 1, 2, 4, ... doubling up to
-/// `burst` (at least 1), the last one what remains.
-fn batch_sizes(count: usize, burst: usize) -> impl Iterator<Item = usize> {
-    let burst = burst.max(1);
-    let (mut done, mut batch) = (0, 1);
-    std::iter::from_fn(move || {
-        if done >= count {
-            return None;
-        }
-        let size = batch.min(burst).min(count - done);
-        done += size;
-        batch = batch.saturating_mul(2);
-        Some(size)
-    })
 }
 
 /// `status.observedGeneration` of a workload (0 when unset).
@@ -946,90 +609,10 @@ fn failed_pod_nodes(pods: &[Pod]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Which actions may run together: independent writes of the same kind.
-fn group_kind(action: &Action) -> Option<u8> {
-    match action {
-        Action::CreatePvc { .. } => Some(1),
-        Action::CreatePod { .. } => Some(2),
-        Action::DeletePod { .. } => Some(3),
-        Action::DeletePvc { .. } => Some(4),
-        Action::PatchPodStatus { .. } => Some(5),
-        Action::DeleteRevision { .. } => Some(6),
-        _ => None,
-    }
-}
-
-pub(crate) fn kube_patch(patch: &kruise_core::workload::Patch) -> Patch<&Value> {
-    match patch {
-        kruise_core::workload::Patch::Strategic(body) => Patch::Strategic(body.as_ref()),
-        kruise_core::workload::Patch::Merge(body) => Patch::Merge(body.as_ref()),
-        other => Patch::Merge(other.body()),
-    }
-}
-
-fn delete_with_uid(uid: &str) -> DeleteParams {
-    DeleteParams {
-        preconditions: Some(Preconditions { uid: Some(uid.to_owned()), resource_version: None }),
-        ..Default::default()
-    }
-}
-
-fn ignore_not_found<T>(result: Result<T, ApplyError>) -> Result<Option<String>, ApplyError> {
-    match result {
-        Ok(_) | Err(ApplyError::NotFound(_)) => Ok(None),
-        Err(err) => Err(err),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
-
-    #[test]
-    fn slow_start_batches_double_up_to_the_burst() {
-        let sizes = |count, burst| batch_sizes(count, burst).collect::<Vec<_>>();
-        assert_eq!(sizes(0, 500), Vec::<usize>::new());
-        assert_eq!(sizes(1, 500), [1]);
-        assert_eq!(sizes(10, 500), [1, 2, 4, 3]);
-        assert_eq!(sizes(1000, 500), [1, 2, 4, 8, 16, 32, 64, 128, 256, 489]);
-        assert_eq!(sizes(2000, 500), [1, 2, 4, 8, 16, 32, 64, 128, 256, 500, 500, 489]);
-        assert_eq!(sizes(100, 32), [1, 2, 4, 8, 16, 32, 32, 5]);
-        // A burst of 0 is taken as 1: one at a time, never stuck.
-        assert_eq!(sizes(3, 0), [1, 1, 1]);
-        for (count, burst) in [(1, 1), (7, 3), (1000, 500), (12345, 500)] {
-            let sizes = sizes(count, burst);
-            assert_eq!(sizes.iter().sum::<usize>(), count);
-            assert!(sizes.iter().all(|&s| s >= 1 && s <= burst.max(1)));
-        }
-    }
-
-    /// Every call of a batch is in flight at once; a batch with a failure is the last.
-    #[tokio::test]
-    async fn slow_start_runs_each_batch_at_once_and_stops_after_a_failing_one() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let in_flight = AtomicUsize::new(0);
-        let peaks = std::sync::Mutex::new(Vec::new());
-        let call = |i: usize, fail: Option<usize>| {
-            let (in_flight, peaks) = (&in_flight, &peaks);
-            async move {
-                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                tokio::task::yield_now().await;
-                peaks.lock().expect("not poisoned").push(now);
-                in_flight.fetch_sub(1, Ordering::SeqCst);
-                if Some(i) == fail { Err(i) } else { Ok(i) }
-            }
-        };
-        let results = slow_start(1000, 500, |i| call(i, None)).await;
-        assert!(results.iter().enumerate().all(|(i, r)| *r == Some(Ok(i))));
-        assert_eq!(peaks.lock().expect("not poisoned").iter().max(), Some(&489));
-
-        // Index 5 is in the third batch (3..7): 0..7 are attempted, 7.. are not.
-        let results = slow_start(20, 500, |i| call(i, Some(5))).await;
-        assert_eq!(results[5], Some(Err(5)));
-        assert!(results[..7].iter().enumerate().all(|(i, r)| i == 5 || *r == Some(Ok(i))));
-        assert!(results[7..].iter().all(Option::is_none));
-    }
 
     #[test]
     fn owner_mapping_needs_a_controller_reference_of_the_kind() {

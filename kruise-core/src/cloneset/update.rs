@@ -315,6 +315,7 @@ fn fix_template_hash_label(r: &mut Round<'_, '_>, i: usize) -> bool {
         return false;
     }
     r.actions.push(Action::PatchPod {
+        namespace: None,
         name: p.name().to_owned(),
         uid: p.uid().to_owned(),
         purpose: PodPatchPurpose::TemplateHashLabel,
@@ -386,6 +387,7 @@ fn update_pod(
             })
             .clone();
         r.actions.push(Action::PatchPod {
+            namespace: None,
             name: name.to_owned(),
             uid: uid.to_owned(),
             purpose: PodPatchPurpose::SpecifiedDelete,

@@ -28,6 +28,7 @@
 
 mod controller;
 mod daemon;
+mod plan;
 mod prestop;
 mod queue;
 mod webhook;
@@ -49,6 +50,7 @@ pub use daemon::{
     ContainerRuntimeState, ContainerSnapshot, RecreatePlan, RecreateWait, StopContainer,
     plan_recreate, stop_failed,
 };
+pub use plan::plan;
 pub use prestop::{
     HttpGetRequest, MIN_STOP_GRACE_SECONDS, PreStopAction, format_pod, http_get_request,
     pre_stop_action, pre_stop_budget, resolve_port, stop_grace_after_hook,

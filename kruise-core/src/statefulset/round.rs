@@ -805,6 +805,7 @@ fn scale_one(round: &mut Round<'_, '_>, index: usize, consume: &mut impl FnMut()
             (facts.label(k8s_labels::STATEFULSET_POD_NAME), facts.label(k8s_labels::POD_INDEX));
         if let Some(patch) = identity_patch(spec, facts.name(), ordinal, name_label, index_label) {
             round.actions.push(Action::PatchPod {
+                namespace: None,
                 name: facts.name().to_owned(),
                 uid: facts.uid().to_owned(),
                 purpose: PodPatchPurpose::Identity,

@@ -64,6 +64,7 @@ fn conditions_action(
     let body = PodConditionsUpdate { conditions: changed }.to_status_patch();
     let (name, uid) = name_uid(pod);
     Some(Action::PatchPodStatus {
+        namespace: None,
         name,
         uid,
         purpose: PodStatusPurpose::InPlaceUpdateReady,
@@ -81,13 +82,14 @@ fn push_update(
     let (name, uid) = name_uid(pod);
     if let Some(resize) = update.resize {
         sink.actions().push(Action::PatchPodResize {
+            namespace: None,
             name: name.clone(),
             uid: uid.clone(),
             patch: Patch::strategic(resize),
         });
     }
     let patch = shared(&mut sink.shared_patches().pod, update.patch);
-    sink.actions().push(Action::PatchPod { name, uid, purpose, patch });
+    sink.actions().push(Action::PatchPod { namespace: None, name, uid, purpose, patch });
 }
 
 /// Upstream's `Refresh` of one pod: grace periods, later batches, `InPlaceUpdateReady`.

@@ -22,8 +22,8 @@ use serde_json::json;
 pub(crate) use facts::LabelLookup;
 pub use facts::{PodFacts, SnapshotPod};
 pub use plan::{
-    Action, Blocked, DeletePurpose, Event, EventType, NewPod, Patch, PodPatchPurpose,
-    PodStatusPurpose, WorkloadPlan,
+    Action, Blocked, DeletePurpose, Event, EventType, Guard, NewPod, ObjectKind, Patch, Plan,
+    PodPatchPurpose, PodStatusPurpose, Subresource, Target, WorkloadPlan,
 };
 
 use crate::expectations::{ControllerExpectations, ExpectationState, ScaleAction};
@@ -236,6 +236,7 @@ pub fn pods_by_uid<'p>(
 /// same name created since.
 pub fn release_pod(pod: &Pod, owner_uid: &str) -> Action {
     Action::PatchPod {
+        namespace: None,
         name: pod.metadata.name.clone().unwrap_or_default(),
         uid: pod.metadata.uid.clone().unwrap_or_default(),
         purpose: PodPatchPurpose::Release,
@@ -259,6 +260,7 @@ pub fn push_lifecycle(
 ) -> bool {
     if let Some(readiness) = &transition.readiness {
         actions.push(Action::PatchPodStatus {
+            namespace: None,
             name: name.to_owned(),
             uid: uid.to_owned(),
             purpose: PodStatusPurpose::KruisePodReady,
@@ -268,6 +270,7 @@ pub fn push_lifecycle(
     match &transition.patch {
         Some(patch) => {
             actions.push(Action::PatchPod {
+                namespace: None,
                 name: name.to_owned(),
                 uid: uid.to_owned(),
                 purpose: PodPatchPurpose::Lifecycle,

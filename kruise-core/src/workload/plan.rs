@@ -1,6 +1,12 @@
-//! What a workload planner returns: actions as data, the new status, Events and when to look
-//! again. CloneSet, Advanced StatefulSet and the other workload planners share this vocabulary,
-//! so that one applier carries out any of their plans.
+//! What a planner returns: actions as data, the new status, Events and when to look again.
+//! Every planner shares this vocabulary ([`Plan`]), so that one applier (kruise-kube's) carries
+//! out any of their plans: the workload planners (CloneSet, Advanced StatefulSet, Advanced
+//! DaemonSet) through the workload actions, the other kinds through the actions that name
+//! their target in full ([`Action::CreateObject`], [`Action::PatchObject`],
+//! [`Action::DeleteObject`], [`Action::EvictPod`]).
+//!
+//! The action vocabulary is not `#[non_exhaustive]`: the applier matches it exhaustively, so
+//! an action nobody carries out is a compile error, never a log line at run time.
 
 use std::sync::Arc;
 
@@ -16,7 +22,6 @@ use crate::expectations::{ControllerExpectations, Expectation, ScaleAction};
 /// that patches many pods alike builds the body once.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", content = "body", rename_all = "camelCase")]
-#[non_exhaustive]
 pub enum Patch {
     /// `application/strategic-merge-patch+json`.
     #[serde(serialize_with = "shared_body")]
@@ -120,7 +125,6 @@ pub enum DeletePurpose {
 /// pods that name it, a PVC before the pod that mounts it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "camelCase")]
-#[non_exhaustive]
 pub enum Action {
     /// Create a ControllerRevision.
     #[serde(rename_all = "camelCase")]
@@ -174,6 +178,9 @@ pub enum Action {
     /// Patch a pod's metadata or spec.
     #[serde(rename_all = "camelCase")]
     PatchPod {
+        /// Its namespace; `None`: the owner's (a workload's own pods).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
         /// Its name.
         name: String,
         /// Its UID.
@@ -186,6 +193,9 @@ pub enum Action {
     /// Patch a pod's status subresource (conditions).
     #[serde(rename_all = "camelCase")]
     PatchPodStatus {
+        /// Its namespace; `None`: the owner's (a workload's own pods).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
         /// Its name.
         name: String,
         /// Its UID.
@@ -199,6 +209,9 @@ pub enum Action {
     /// servers that resize through it). Comes before the pod patch of the same update.
     #[serde(rename_all = "camelCase")]
     PatchPodResize {
+        /// Its namespace; `None`: the owner's (a workload's own pods).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
         /// Its name.
         name: String,
         /// Its UID.
@@ -237,6 +250,178 @@ pub enum Action {
         /// The patch.
         patch: Patch,
     },
+    /// Create any object. Already existing counts as done.
+    #[serde(rename_all = "camelCase")]
+    CreateObject {
+        /// Its kind, namespace and name (the guard is unused).
+        target: Target,
+        /// The whole object.
+        body: Arc<serde_json::Value>,
+    },
+    /// Patch any object, or one of its subresources. A `ResourceVersion` guard goes into the
+    /// patch (`metadata.resourceVersion`), so a stale patch is refused with a conflict.
+    #[serde(rename_all = "camelCase")]
+    PatchObject {
+        /// What is patched, and its guard.
+        target: Target,
+        /// The main resource or a subresource.
+        subresource: Subresource,
+        /// The patch.
+        patch: Patch,
+    },
+    /// Delete any object, with its guard as the delete precondition. Already gone counts as
+    /// done.
+    #[serde(rename_all = "camelCase")]
+    DeleteObject {
+        /// What is deleted, and its guard.
+        target: Target,
+    },
+    /// Evict a pod through its `eviction` subresource (PodDisruptionBudgets apply), with its
+    /// guard as the delete precondition.
+    #[serde(rename_all = "camelCase")]
+    EvictPod {
+        /// The pod, and its guard.
+        target: Target,
+    },
+}
+
+/// The kind of an object an action names: where its API lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectKind {
+    /// API group (`""` for the core group).
+    pub group: &'static str,
+    /// API version.
+    pub version: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Resource (plural).
+    pub plural: &'static str,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+}
+
+impl ObjectKind {
+    /// core/v1 Pod.
+    pub const POD: Self = Self::core("Pod", "pods");
+    /// core/v1 Secret.
+    pub const SECRET: Self = Self::core("Secret", "secrets");
+    /// apps.kruise.io ContainerRecreateRequest.
+    pub const CONTAINER_RECREATE_REQUEST: Self =
+        Self::kruise("v1beta1", "ContainerRecreateRequest", "containerrecreaterequests", true);
+    /// apps.kruise.io WorkloadSpread.
+    pub const WORKLOAD_SPREAD: Self =
+        Self::kruise("v1beta1", "WorkloadSpread", "workloadspreads", true);
+    /// apps.kruise.io SidecarSet (cluster-scoped).
+    pub const SIDECAR_SET: Self = Self::kruise("v1beta1", "SidecarSet", "sidecarsets", false);
+    /// policy.kruise.io PodUnavailableBudget.
+    pub const POD_UNAVAILABLE_BUDGET: Self = Self {
+        group: "policy.kruise.io",
+        version: "v1beta1",
+        kind: "PodUnavailableBudget",
+        plural: "podunavailablebudgets",
+        namespaced: true,
+    };
+
+    const fn core(kind: &'static str, plural: &'static str) -> Self {
+        Self { group: "", version: "v1", kind, plural, namespaced: true }
+    }
+
+    const fn kruise(
+        version: &'static str,
+        kind: &'static str,
+        plural: &'static str,
+        namespaced: bool,
+    ) -> Self {
+        Self { group: "apps.kruise.io", version, kind, plural, namespaced }
+    }
+
+    /// `group/version`, or `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+impl Serialize for ObjectKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format!("{}/{}", self.api_version(), self.kind))
+    }
+}
+
+/// What guards a write: the object's identity or the version it was planned from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", content = "value", rename_all = "camelCase")]
+pub enum Guard {
+    /// Unguarded.
+    None,
+    /// Only the object with this UID (a delete precondition).
+    Uid(String),
+    /// Only the object at this resourceVersion (a delete precondition; in a patch, its
+    /// `metadata.resourceVersion`).
+    ResourceVersion(String),
+}
+
+/// The object an action names: kind, namespace, name and guard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    /// Its kind.
+    pub kind: ObjectKind,
+    /// Its namespace (`None` for a cluster-scoped kind).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// What guards the write.
+    pub guard: Guard,
+}
+
+impl Target {
+    /// `name` of `kind` in `namespace`, unguarded.
+    pub fn new(kind: ObjectKind, namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            kind,
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            guard: Guard::None,
+        }
+    }
+
+    /// Guarded by `guard`.
+    #[must_use]
+    pub fn guarded(mut self, guard: Guard) -> Self {
+        self.guard = guard;
+        self
+    }
+}
+
+/// Which part of an object a patch writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Subresource {
+    /// The object itself (metadata, spec).
+    Main,
+    /// `status`.
+    Status,
+    /// `scale`.
+    Scale,
+    /// `resize` (a pod's container resources).
+    Resize,
+}
+
+impl Subresource {
+    /// The subresource's path segment; `None` for the object itself.
+    pub fn path(self) -> Option<&'static str> {
+        match self {
+            Self::Main => None,
+            Self::Status => Some("status"),
+            Self::Scale => Some("scale"),
+            Self::Resize => Some("resize"),
+        }
+    }
 }
 
 /// A pod to create ([`Action::CreatePod`]).
@@ -372,6 +557,10 @@ impl Action {
             | Self::DeletePod { name, .. }
             | Self::DeleteImagePullJob { name } => name,
             Self::PatchWorkload { .. } => "",
+            Self::CreateObject { target, .. }
+            | Self::PatchObject { target, .. }
+            | Self::DeleteObject { target }
+            | Self::EvictPod { target } => &target.name,
         }
     }
 
@@ -450,10 +639,13 @@ pub enum Blocked {
     },
 }
 
-/// The outcome of planning one workload whose status is an `S`.
+/// The plan of a workload: [`Plan`] under the name the workload planners first gave it.
+pub type WorkloadPlan<S> = Plan<S>;
+
+/// The outcome of planning one object whose status is an `S`: what every planner returns.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WorkloadPlan<S> {
+pub struct Plan<S> {
     /// Changes to make, in order.
     pub actions: Vec<Action>,
     /// The status to write, when it differs from the current one.
@@ -475,7 +667,7 @@ pub struct WorkloadPlan<S> {
     pub blocked: Option<Blocked>,
 }
 
-impl<S> WorkloadPlan<S> {
+impl<S> Plan<S> {
     /// A plan that does nothing.
     pub fn empty(expectations: ControllerExpectations) -> Self {
         Self {

@@ -211,7 +211,6 @@ impl CrrWorker {
             ) {
                 let body = match patch {
                     CorePatch::Merge(v) | CorePatch::Strategic(v) => v.as_ref().clone(),
-                    _ => continue,
                 };
                 inner.patch_status(crr, body).await?;
             }

@@ -641,6 +641,7 @@ fn upgrade_pod(ctx: &Ctx<'_>, pod: &Pod, upgrade: &Upgrade, plan: &mut SidecarSe
             .map(|(name, resources)| json!({ "name": name, "resources": resources }))
             .collect();
         plan.actions.push(Action::PatchPodResize {
+            namespace: pod.metadata.namespace.clone(),
             name: name_of(pod).to_owned(),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             patch: Patch::strategic(json!({ "spec": { "containers": containers } })),
@@ -764,6 +765,7 @@ fn pod_patch(
         body["spec"] = json!({ "containers": list });
     }
     Action::PatchPod {
+        namespace: pod.metadata.namespace.clone(),
         name: name_of(pod).to_owned(),
         uid: pod.metadata.uid.clone().unwrap_or_default(),
         purpose,
@@ -779,6 +781,7 @@ fn pod_patch(
 fn upgradable_condition(ctx: &Ctx<'_>, pod: &Pod, upgradable: bool) -> Option<Action> {
     let condition = next_upgradable_condition(pod, &ctx.name, upgradable, ctx.now)?;
     Some(Action::PatchPodStatus {
+        namespace: pod.metadata.namespace.clone(),
         name: name_of(pod).to_owned(),
         uid: pod.metadata.uid.clone().unwrap_or_default(),
         purpose: PodStatusPurpose::SidecarSetUpgradable,

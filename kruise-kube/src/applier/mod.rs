@@ -15,6 +15,10 @@ use kube::{Api, Resource};
 
 use crate::leader::LeaderHandle;
 
+mod plan;
+
+pub use plan::{ExpectationsFor, PlanOwner};
+
 /// The field manager and user-agent name of every write.
 pub const FIELD_MANAGER: &str = "kruise-manager";
 
@@ -379,6 +383,22 @@ impl Applier {
             None => request.patch(name, params, patch),
         };
         self.write_lean(request).await
+    }
+
+    /// Reads `name` in `ns` from the server, not a cache, gated and bounded as writes are:
+    /// for the read a write's answer calls for (what stands under a name that already exists,
+    /// a fresh look at an owner before adopting for it).
+    ///
+    /// # Errors
+    /// The server's answer, classified ([`ApplyError::NotFound`] when there is none).
+    pub async fn get<K>(&self, ns: &str, name: &str) -> Result<K, ApplyError>
+    where
+        K: Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+    {
+        let request = request_for::<K>(ns)
+            .get(name, &Default::default())
+            .map_err(|e| ApplyError::Invalid(e.to_string()))?;
+        self.write(self.client.request::<K>(request)).await
     }
 
     /// Deletes `name` in `ns`.
