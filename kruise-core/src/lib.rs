@@ -9,6 +9,7 @@
 //! - [`smp`]: strategic merge patch for Pods and PodTemplateSpecs (create and apply).
 //! - [`revision`]: ControllerRevisions of workload templates: data, hashing, naming, matching.
 //! - [`inplace`]: whether and how a pod can be updated in place, and when that has finished.
+//! - [`ordinal`]: ordinals: reserved ranges, replica ordinals, pod and claim names.
 //! - [`ordering`]: update priority and scatter ordering.
 //! - [`lifecycle`]: the lifecycle hook state machine.
 //! - [`pod`]: pod readiness and availability.
@@ -45,6 +46,7 @@ pub mod inplace;
 pub mod intstr;
 pub mod lifecycle;
 pub mod merge_patch;
+pub mod ordinal;
 pub mod ordering;
 pub mod pod;
 pub mod pub_budget;

@@ -42,7 +42,7 @@ use super::names::name_is_dns_label;
 use super::pod_defaults::{
     PodDefaultsOptions, default_pod_spec_with, default_volume_claim_template,
 };
-use crate::statefulset::ordinals::reserve_entry;
+use crate::ordinal::reserve_entry;
 
 /// The name of upstream's validating webhook for Advanced StatefulSets.
 pub const VALIDATING_WEBHOOK_NAME: &str = "vstatefulset.kb.io";

@@ -52,11 +52,13 @@
 
 mod claims;
 mod identity;
-pub mod ordinals;
 mod predownload;
 mod round;
 mod snapshot;
 mod spec;
+
+/// Ordinals live in the base layer ([`crate::ordinal`]); this path is kept for callers.
+pub use crate::ordinal as ordinals;
 
 pub use snapshot::{FeatureGates, PlannerOptions, StatefulSetObject, StatefulSetSnapshot};
 
