@@ -5,7 +5,12 @@
 //! to an API server or reads the clock; `now` is always an argument, so the same snapshot and
 //! `now` always give the same plan. kruise-kube feeds snapshots in and applies the plans.
 //!
+//! Base layer (what every kind uses):
+//!
 //! - [`intstr`]: int-or-percent arithmetic with Kubernetes' rounding.
+//! - [`field`]: field paths and field errors printed as Kubernetes prints them.
+//! - [`names`]: the string formats Kubernetes checks (qualified names, label values, ...).
+//! - [`selector`]: label selectors: parsing, matching, the string form (the one implementation).
 //! - [`smp`]: strategic merge patch for Pods and PodTemplateSpecs (create and apply).
 //! - [`revision`]: ControllerRevisions of workload templates: data, hashing, naming, matching.
 //! - [`inplace`]: whether and how a pod can be updated in place, and when that has finished.
@@ -40,17 +45,20 @@ pub mod containerrecreate;
 pub mod cron;
 pub mod daemonset;
 pub mod expectations;
+pub mod field;
 pub mod image;
 pub mod imagepull;
 pub mod inplace;
 pub mod intstr;
 pub mod lifecycle;
 pub mod merge_patch;
-pub mod ordinal;
+pub mod names;
 pub mod ordering;
+pub mod ordinal;
 pub mod pod;
 pub mod pub_budget;
 pub mod revision;
+pub mod selector;
 pub mod sidecarset;
 pub mod smp;
 pub mod statefulset;

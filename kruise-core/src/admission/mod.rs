@@ -1,12 +1,12 @@
 //! Admission: validation, defaulting and deletion protection for kruise workloads, as the
 //! upstream OpenKruise webhooks do them, as pure functions over API objects.
 //!
-//! - [`field`]: field paths and field errors printed exactly as Kubernetes prints them, and
+//! - [`field`] (the base [`crate::field`]): field paths and field errors printed exactly as Kubernetes prints them, and
 //!   Go's rendering of offending values. Every validator here returns [`field::FieldErrors`].
-//! - [`names`]: the string formats Kubernetes checks (qualified names, label values, DNS
+//! - [`names`] (the base [`crate::names`]): the string formats Kubernetes checks (qualified names, label values, DNS
 //!   labels and subdomains, ports, environment variable names, ...).
 //! - [`meta`]: object metadata (create and update), labels, annotations, owner references,
-//!   finalizers and label selectors (validation, parsing and matching).
+//!   finalizers and label selector validation (parsing and matching: [`crate::selector`]).
 //! - [`pod_chain`]: the pod mutating webhook as one chain of steps in upstream's order.
 //! - [`pod_edit`]: a pod as the chain's steps change it, with a record of what they changed.
 //! - [`pod_defaults`]: the pod template defaults upstream applies (so revision hashes agree).
@@ -27,10 +27,8 @@
 
 pub mod cloneset;
 pub mod daemonset;
-pub mod field;
 pub mod imagepulljob;
 pub mod meta;
-pub mod names;
 pub mod pod_chain;
 pub mod pod_defaults;
 pub mod pod_edit;
@@ -41,5 +39,9 @@ pub mod pub_budget;
 pub mod sidecarset;
 pub mod statefulset;
 pub mod workloadspread;
+
+/// Field paths and string formats are base modules of their own ([`crate::field`],
+/// [`crate::names`]); these paths are kept for callers.
+pub use crate::{field, names};
 
 pub use field::{BadValue, FieldError, FieldErrorKind, FieldErrors, FieldPath};

@@ -1216,13 +1216,13 @@ fn container_name_from_field(path: &str, pod: &Pod) -> Option<String> {
     let (field, key) = split_subscripted_path(path)?;
     let map = match field {
         "metadata.annotations" => {
-            if !crate::admission::names::is_qualified_name(&key.to_lowercase()).is_empty() {
+            if !crate::names::is_qualified_name(&key.to_lowercase()).is_empty() {
                 return None;
             }
             pod.metadata.annotations.as_ref()
         }
         "metadata.labels" => {
-            if !crate::admission::names::is_qualified_name(key).is_empty() {
+            if !crate::names::is_qualified_name(key).is_empty() {
                 return None;
             }
             pod.metadata.labels.as_ref()
