@@ -10,6 +10,7 @@
 //! - [`intstr`]: int-or-percent arithmetic with Kubernetes' rounding.
 //! - [`field`]: field paths and field errors printed as Kubernetes prints them.
 //! - [`names`]: the string formats Kubernetes checks (qualified names, label values, ...).
+//! - [`node_affinity`]: node facts, node affinity and tolerations.
 //! - [`selector`]: label selectors: parsing, matching, the string form (the one implementation).
 //! - [`smp`]: strategic merge patch for Pods and PodTemplateSpecs (create and apply).
 //! - [`revision`]: ControllerRevisions of workload templates: data, hashing, naming, matching.
@@ -53,6 +54,7 @@ pub mod intstr;
 pub mod lifecycle;
 pub mod merge_patch;
 pub mod names;
+pub mod node_affinity;
 pub mod ordering;
 pub mod ordinal;
 pub mod pod;
