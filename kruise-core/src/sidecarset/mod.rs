@@ -49,6 +49,7 @@ pub mod expr;
 pub mod hash;
 pub mod index;
 pub mod matching;
+mod pod_step;
 pub mod resources;
 pub mod revision;
 pub mod upgrade;
@@ -77,6 +78,7 @@ use crate::revision::gojson::with_sorted_keys;
 
 pub use hash::{sidecar_set_hash, sidecar_set_hash_without_image};
 pub use index::SidecarSetIndex;
+pub use pod_step::SidecarSetInjection;
 pub use whitelist::{PatchMetadataWhitelist, parse_patch_metadata_whitelist};
 
 /// The namespace upstream assumes for a pod that names none.
@@ -412,7 +414,7 @@ pub fn inject(input: &InjectionInput) -> Result<Injection, InjectionError> {
 }
 
 /// [`inject`] with the input in parts, for callers that keep the SidecarSets apart from the
-/// pod (such as [`crate::admission::pod_chain::SidecarSetInjection`]).
+/// pod (such as [`SidecarSetInjection`]).
 ///
 /// # Errors
 /// As [`inject`].

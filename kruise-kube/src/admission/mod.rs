@@ -879,7 +879,8 @@ async fn pod_create(
     request: &AdmissionRequest,
     pod: Option<Result<Box<Pod>, String>>,
 ) -> AdmissionResponse {
-    use kruise_core::admission::pod_chain::{PodChain, PubAnnotation};
+    use kruise_core::admission::pod_chain::PodChain;
+    use kruise_core::pub_budget::PubAnnotation;
     let pod = match (&request.operation, &request.sub_resource, pod) {
         (Operation::Create, None, Some(pod)) => pod,
         _ => return AdmissionResponse::allow(request),
