@@ -11,6 +11,7 @@
 //! - [`pod_edit`]: a pod as the chain's steps change it, with a record of what they changed.
 //! - [`pod_defaults`]: the pod template defaults upstream applies (so revision hashes agree).
 //! - [`pod_template`]: pod template validation (`ValidatePodTemplateSpec`).
+//! - [`workload_spec`]: the selector, template and strategy checks every workload kind shares.
 //! - [`cloneset`]: CloneSet defaulting and validation, both API versions.
 //! - [`statefulset`]: Advanced StatefulSet defaulting and validation, both API versions.
 //! - [`daemonset`]: Advanced DaemonSet defaulting and validation, both API versions.
@@ -38,6 +39,7 @@ pub mod protection;
 pub mod pub_budget;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod workload_spec;
 pub mod workloadspread;
 
 /// Field paths and string formats are base modules of their own ([`crate::field`],

@@ -51,7 +51,6 @@ use kruise_api::apps::v1beta1::{
 };
 use kruise_api::well_known::annotations;
 
-use super::cloneset::{priority_strategy_error, scatter_strategy_error};
 use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
 use super::meta::{
     LabelSelectorOptions, label_selector_as_selector, validate_annotations,
@@ -60,6 +59,7 @@ use super::meta::{
 use super::names::{is_qualified_name, max_len_error, regex_error};
 use super::pod_defaults::default_pod_spec;
 use super::pod_template::validate_pod_spec;
+use super::workload_spec::{priority_strategy_error, scatter_strategy_error};
 use crate::sidecarset::hash::is_native_sidecar;
 use crate::sidecarset::matching::{namespaces_overlap, selectors_overlap};
 use crate::sidecarset::whitelist::{PatchMetadataWhitelist, check_patch_metadata};

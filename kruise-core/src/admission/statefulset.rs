@@ -249,7 +249,7 @@ fn validate_max_unavailable(
 /// Kubernetes' own StatefulSet validation).
 fn validate_selector_and_template(set: &StatefulSet, path: &FieldPath) -> Vec<FieldError> {
     let template = &set.spec.template;
-    let (mut errs, parsed) = super::cloneset::validate_selector_against_template(
+    let (mut errs, parsed) = super::workload_spec::validate_selector_against_template(
         set.spec.selector.as_ref(),
         template,
         "statefulset",
@@ -446,8 +446,10 @@ fn validate_update_strategy(
                 "unorderedUpdate can only work with Parallel PodManagementPolicyType",
             ));
         }
-        if let Some(message) =
-            unordered.priority_strategy.as_ref().and_then(super::cloneset::priority_strategy_error)
+        if let Some(message) = unordered
+            .priority_strategy
+            .as_ref()
+            .and_then(super::workload_spec::priority_strategy_error)
         {
             errs.push(FieldError::required(&unordered_path.child("priorityStrategy"), message));
         }
