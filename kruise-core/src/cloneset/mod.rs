@@ -44,6 +44,7 @@
 //! also gets ImagePullJobs for its changed images, planned last in the round
 //! (`predownload`).
 
+pub mod admission;
 mod diffs;
 mod inplace_glue;
 mod newpods;

@@ -35,6 +35,7 @@ pub mod coverage;
 pub mod operations;
 mod pod_step;
 pub mod status;
+pub mod validation;
 
 #[cfg(test)]
 mod tests;

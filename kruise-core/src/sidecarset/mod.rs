@@ -43,8 +43,9 @@
 //!   an empty value (after).
 //! - **Hashes** are our own when the SidecarSet carries none (see [`hash`]).
 //! - The `SidecarSet_PatchPodMetadata_WhiteList` is checked when a SidecarSet is admitted,
-//!   as upstream does ([`whitelist`], [`crate::admission::sidecarset`]), not at injection.
+//!   as upstream does ([`whitelist`], [`crate::sidecarset::admission`]), not at injection.
 
+pub mod admission;
 pub mod expr;
 pub mod hash;
 pub mod index;

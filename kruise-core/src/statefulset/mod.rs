@@ -50,6 +50,7 @@
 //!   ordinal cannot get a new pod until someone deletes it (as upstream); the round that
 //!   releases it says so in a Warning Event instead of trying to create the pod.
 
+pub mod admission;
 mod claims;
 mod identity;
 mod predownload;

@@ -5,7 +5,7 @@
 //! and `_with` forms) follows `SetDefaultsCloneSet` / `SetDefaultsCloneSetV1beta1`: replicas 1,
 //! revision history 10, the update strategy's type, partition 0, maxUnavailable 20%, maxSurge
 //! 0, and, on create or when the template changed, the pod template defaults of
-//! [`super::pod_defaults`] and the volume claim template defaults.
+//! [`crate::admission::pod_defaults`] and the volume claim template defaults.
 //!
 //! Validation returns the errors upstream returns, with its paths and messages, in its order.
 //! Each version is validated by its own rules, as upstream does (the two differ: v1alpha1 checks
@@ -29,19 +29,19 @@ use kruise_api::apps::common::InPlaceUpdateStrategy;
 use kruise_api::apps::{v1alpha1 as alpha, v1beta1 as beta};
 use serde_json::Value;
 
-use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
-use super::meta::{
+use crate::admission::meta::{
     selectors_semantically_equal, validate_nonnegative, validate_object_meta,
     validate_object_meta_update,
 };
-use super::names::name_is_dns_subdomain;
-use super::pod_defaults::{
+use crate::admission::pod_defaults::{
     PodDefaultsOptions, default_pod_spec_with, default_volume_claim_template,
 };
 /// Shared with the other workload kinds; this path is kept for callers.
-pub use super::workload_spec::validate_selector_and_template;
-use super::workload_spec::{priority_strategy_error, scatter_strategy_error};
+pub use crate::admission::workload_spec::validate_selector_and_template;
+use crate::admission::workload_spec::{priority_strategy_error, scatter_strategy_error};
+use crate::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
 use crate::intstr::DEFAULT_CLONESET_MAX_UNAVAILABLE;
+use crate::names::name_is_dns_subdomain;
 use crate::revision::gojson::normalize_struct;
 use crate::revision::goschema::POD_SPEC;
 
