@@ -628,7 +628,7 @@ async fn sidecar_webhook(client: &kube::Client) -> kruise_kube::sidecarset::Side
         .expect("a SidecarSet");
         // As the defaulting webhook (`msidecarset.kb.io`) stores it: defaults and hashes.
         let mut set = set;
-        kruise_core::admission::sidecarset::default_sidecar_set(&mut set);
+        kruise_core::sidecarset::admission::default_sidecar_set(&mut set);
         api.create(&PostParams::default(), &set).await.expect("SidecarSet created");
     }
     let caches = kruise_kube::cache::SharedCaches::new();

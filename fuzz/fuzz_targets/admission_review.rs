@@ -6,8 +6,8 @@
 #![no_main]
 
 use kruise_api::apps::{v1alpha1, v1beta1};
-use kruise_core::admission::cloneset as rules;
-use kruise_core::admission::statefulset as sts;
+use kruise_core::cloneset::admission as rules;
+use kruise_core::statefulset::admission as sts;
 use kruise_core::admission_review::{AdmissionResponse, decode_review};
 use libfuzzer_sys::fuzz_target;
 

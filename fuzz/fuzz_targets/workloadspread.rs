@@ -7,7 +7,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::{v1alpha1, v1beta1};
-use kruise_core::admission::workloadspread as rules;
+use kruise_core::workloadspread::admission as rules;
 use kruise_core::workloadspread::{
     CustomWorkloadWhitelist, InjectedSubset, PodOperation, inject, reserve,
 };

@@ -278,6 +278,48 @@ fn valid_domain(domain: &str) -> bool {
         })
 }
 
+/// `repository@algorithm:hex`, with the repository normalised the way Docker names images
+/// (`nginx` and `docker.io/library/nginx` are the same) and any tag dropped: how a pinned
+/// image and the image a runtime reports are compared (PodUnavailableBudget availability,
+/// SidecarSet upgrades).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct DigestRef<'a> {
+    pub(crate) repository: String,
+    pub(crate) digest: &'a str,
+}
+
+impl<'a> DigestRef<'a> {
+    /// `None` when `image` is not pinned by digest, or names no repository (a bare
+    /// `sha256:<hex>` as containerd may report).
+    pub(crate) fn parse(image: &'a str) -> Option<Self> {
+        let (name, digest) = image.rsplit_once('@')?;
+        let (algorithm, hex) = digest.split_once(':')?;
+        if name.is_empty() || algorithm.is_empty() || hex.is_empty() {
+            return None;
+        }
+        // Drop a tag: a ':' after the last '/' (a ':' before it belongs to a registry port).
+        let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+        let name = match name[last_slash..].find(':') {
+            Some(colon) => &name[..last_slash + colon],
+            None => name,
+        };
+        Some(Self { repository: normalize_repository(name), digest })
+    }
+}
+
+fn normalize_repository(name: &str) -> String {
+    let (domain, rest) = match name.split_once('/') {
+        Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => (first, rest),
+        _ => ("docker.io", name),
+    };
+    let domain = if domain == "index.docker.io" { "docker.io" } else { domain };
+    if domain == "docker.io" && !rest.contains('/') {
+        format!("docker.io/library/{rest}")
+    } else {
+        format!("{domain}/{rest}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -5,10 +5,17 @@
 //! to an API server or reads the clock; `now` is always an argument, so the same snapshot and
 //! `now` always give the same plan. kruise-kube feeds snapshots in and applies the plans.
 //!
+//! Base layer (what every kind uses):
+//!
 //! - [`intstr`]: int-or-percent arithmetic with Kubernetes' rounding.
+//! - [`field`]: field paths and field errors printed as Kubernetes prints them.
+//! - [`names`]: the string formats Kubernetes checks (qualified names, label values, ...).
+//! - [`node_affinity`]: node facts, node affinity and tolerations.
+//! - [`selector`]: label selectors: parsing, matching, the string form (the one implementation).
 //! - [`smp`]: strategic merge patch for Pods and PodTemplateSpecs (create and apply).
 //! - [`revision`]: ControllerRevisions of workload templates: data, hashing, naming, matching.
 //! - [`inplace`]: whether and how a pod can be updated in place, and when that has finished.
+//! - [`ordinal`]: ordinals: reserved ranges, replica ordinals, pod and claim names.
 //! - [`ordering`]: update priority and scatter ordering.
 //! - [`lifecycle`]: the lifecycle hook state machine.
 //! - [`pod`]: pod readiness and availability.
@@ -39,13 +46,17 @@ pub mod containerrecreate;
 pub mod cron;
 pub mod daemonset;
 pub mod expectations;
+pub mod field;
 pub mod image;
 pub mod imagepull;
 pub mod inplace;
 pub mod intstr;
 pub mod lifecycle;
 pub mod merge_patch;
+pub mod names;
+pub mod node_affinity;
 pub mod ordering;
+pub mod ordinal;
 pub mod pod;
 /// The one plan shape every planner returns, and its action vocabulary
 /// ([`workload::plan`](crate::workload::Plan) under its own name).
@@ -57,6 +68,7 @@ pub mod plan {
 }
 pub mod pub_budget;
 pub mod revision;
+pub mod selector;
 pub mod sidecarset;
 pub mod smp;
 pub mod statefulset;

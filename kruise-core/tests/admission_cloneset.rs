@@ -7,18 +7,18 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::{v1alpha1 as alpha, v1beta1 as beta};
-use kruise_core::admission::cloneset::{
-    DefaultingOptions, PodsByName, VALIDATING_WEBHOOK_NAME, default_cloneset_v1alpha1,
-    default_cloneset_v1alpha1_update, default_cloneset_v1beta1, default_cloneset_v1beta1_update,
-    default_cloneset_v1beta1_with, pods_to_look_up, validate_cloneset_create,
-    validate_cloneset_update, validate_cloneset_v1alpha1_create, validate_cloneset_v1alpha1_update,
-};
 use kruise_core::admission::field::denied_message;
 use kruise_core::admission::protection::{
     DeletionForbidden, Dependents, ProtectedKind, ProtectionPolicy, check_deletion,
     protection_policy,
 };
 use kruise_core::admission::{FieldErrors, pod_defaults};
+use kruise_core::cloneset::admission::{
+    DefaultingOptions, PodsByName, VALIDATING_WEBHOOK_NAME, default_cloneset_v1alpha1,
+    default_cloneset_v1alpha1_update, default_cloneset_v1beta1, default_cloneset_v1beta1_update,
+    default_cloneset_v1beta1_with, pods_to_look_up, validate_cloneset_create,
+    validate_cloneset_update, validate_cloneset_v1alpha1_create, validate_cloneset_v1alpha1_update,
+};
 use kruise_core::revision::RevisionData;
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -231,7 +231,7 @@ pub async fn run(
                 client: client.clone(),
                 deletion_protection: gates.enabled("ResourcesDeletionProtection"),
                 crd_cascading: gates.enabled("DeletionProtectionForCRDCascadingGate"),
-                statefulset_gates: kruise_core::admission::statefulset::AdmissionGates::default()
+                statefulset_gates: kruise_core::statefulset::admission::AdmissionGates::default()
                     .with_auto_delete_pvc(gates.enabled("StatefulSetAutoDeletePVC"))
                     .with_auto_resize_pvc(gates.enabled("StatefulSetAutoResizePVCGate"))
                     .with_template_no_defaults(gates.enabled("TemplateNoDefaults")),

@@ -361,7 +361,7 @@ impl crate::admission::PodFeature for PubWebhook {
     > {
         Box::pin(async move {
             let covering = self.covering(pod).await;
-            let step = kruise_core::admission::pod_chain::PubAnnotation {
+            let step = kruise_core::pub_budget::PubAnnotation {
                 covering,
                 label: Some((COVERED_LABEL.to_owned(), "true".to_owned())),
             };

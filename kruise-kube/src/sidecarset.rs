@@ -1,5 +1,5 @@
 //! SidecarSet injection at pod creation: the pod mutating webhook's SidecarSet step
-//! ([`kruise_core::admission::pod_chain::SidecarSetInjection`]) fed from the caches.
+//! ([`kruise_core::sidecarset::SidecarSetInjection`]) fed from the caches.
 //!
 //! The SidecarSets live in a [`SidecarSetIndex`] kept up to date by the SidecarSet cache's
 //! change feed, so a pod creation looks only at the SidecarSets filed under its namespace and
@@ -17,7 +17,7 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kruise_api::apps::v1beta1::SidecarSet;
-use kruise_core::admission::pod_chain::SidecarSetInjection;
+use kruise_core::sidecarset::SidecarSetInjection;
 use kruise_core::sidecarset::{InjectionGates, SidecarSetCandidate, SidecarSetIndex};
 use kube::core::PartialObjectMeta;
 use kube::{Client, ResourceExt as _};

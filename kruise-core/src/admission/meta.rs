@@ -1,5 +1,6 @@
 //! Object metadata, labels, annotations and label selectors, validated as Kubernetes'
-//! `ValidateObjectMeta`, `ValidateObjectMetaUpdate` and `ValidateLabelSelector` do.
+//! `ValidateObjectMeta`, `ValidateObjectMetaUpdate` and `ValidateLabelSelector` do. Parsing and
+//! matching selectors is [`crate::selector`]'s (re-exported here).
 
 use std::collections::BTreeMap;
 
@@ -7,8 +8,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, ObjectMeta, OwnerReference, Time,
 };
 
-use super::field::{BadValue, FieldError, FieldPath, go};
-use super::names::{is_qualified_name, is_valid_label_value, name_is_dns_label};
+use crate::field::{BadValue, FieldError, FieldPath, go};
+use crate::names::{is_qualified_name, is_valid_label_value, name_is_dns_label};
+
+/// Label selectors are parsed and matched in the base [`crate::selector`] module; these paths
+/// are kept for callers.
+pub use crate::selector::{
+    RequirementView, Selector, label_selector_as_selector, label_selector_from_str,
+    selectors_semantically_equal,
+};
 
 /// `IsNegativeErrorMsg`.
 pub const IS_NEGATIVE_ERROR_MSG: &str = "must be greater than or equal to 0";
@@ -392,218 +400,9 @@ pub fn validate_label_selector(
     errs
 }
 
-/// One requirement of a parsed [`Selector`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Requirement {
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-impl Requirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.matches_lookup(|key| labels.get(key).map(String::as_str))
-    }
-
-    fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str>) -> bool {
-        match self {
-            Requirement::In(key, values) => {
-                label(key).is_some_and(|v| values.iter().any(|w| w == v))
-            }
-            Requirement::NotIn(key, values) => {
-                label(key).is_none_or(|v| !values.iter().any(|w| w == v))
-            }
-            Requirement::Exists(key) => label(key).is_some(),
-            Requirement::DoesNotExist(key) => label(key).is_none(),
-        }
-    }
-}
-
-/// A label selector as `metav1.LabelSelectorAsSelector` builds it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Selector {
-    /// From a nil selector: matches nothing and is not empty.
-    Nothing,
-    /// The requirements; none at all matches everything.
-    Requirements(Vec<RequirementView>),
-}
-
-/// A requirement of a [`Selector`] (kept opaque).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RequirementView(Requirement);
-
-impl Selector {
-    /// Whether the selector has no requirements (matches everything); a nil selector is not
-    /// empty.
-    pub fn is_empty(&self) -> bool {
-        matches!(self, Selector::Requirements(reqs) if reqs.is_empty())
-    }
-
-    /// Whether `labels` satisfy the selector.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        match self {
-            Selector::Nothing => false,
-            Selector::Requirements(reqs) => reqs.iter().all(|r| r.0.matches(labels)),
-        }
-    }
-
-    /// Whether the labels that `label` looks up satisfy the selector (for labels kept in
-    /// another form than a map, such as [`PodFacts`](crate::workload::PodFacts)).
-    pub fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str> + Copy) -> bool {
-        match self {
-            Selector::Nothing => false,
-            Selector::Requirements(reqs) => reqs.iter().all(|r| r.0.matches_lookup(label)),
-        }
-    }
-}
-
-/// `labels.NewRequirement`'s checks, with its error text (an aggregate of field errors on the
-/// relative paths `key` and `values`).
-fn new_requirement(key: &str, op: &str, values: &[String]) -> Result<Requirement, String> {
-    let mut errs = Vec::new();
-    let key_msgs = is_qualified_name(key);
-    if !key_msgs.is_empty() {
-        errs.push(FieldError::invalid(&FieldPath::new("key"), key, key_msgs.join("; ")));
-    }
-    let values_path = FieldPath::new("values");
-    let values_value = || BadValue::Go(go::string_slice((!values.is_empty()).then_some(values)));
-    match op {
-        "in" | "notin" if values.is_empty() => errs.push(FieldError::invalid(
-            &values_path,
-            values_value(),
-            "for 'in', 'notin' operators, values set can't be empty",
-        )),
-        "=" if values.len() != 1 => errs.push(FieldError::invalid(
-            &values_path,
-            values_value(),
-            "exact-match compatibility requires one single value",
-        )),
-        "exists" | "!" if !values.is_empty() => errs.push(FieldError::invalid(
-            &values_path,
-            values_value(),
-            "values set must be empty for exists and does not exist",
-        )),
-        _ => {}
-    }
-    for (i, value) in values.iter().enumerate() {
-        let msgs = is_valid_label_value(value);
-        if !msgs.is_empty() {
-            errs.push(FieldError::invalid(&values_path.index(i).key(key), value, msgs.join("; ")));
-        }
-    }
-    if !errs.is_empty() {
-        return Err(super::field::FieldErrors(errs).to_string());
-    }
-    Ok(match op {
-        "in" | "=" => Requirement::In(key.to_owned(), values.to_vec()),
-        "notin" => Requirement::NotIn(key.to_owned(), values.to_vec()),
-        "exists" => Requirement::Exists(key.to_owned()),
-        _ => Requirement::DoesNotExist(key.to_owned()),
-    })
-}
-
-/// `metav1.LabelSelectorAsSelector`: the selector, or the text of the first error Go reports.
-pub fn label_selector_as_selector(selector: Option<&LabelSelector>) -> Result<Selector, String> {
-    let Some(selector) = selector else {
-        return Ok(Selector::Nothing);
-    };
-    let mut reqs = Vec::new();
-    for (key, value) in selector.match_labels.iter().flatten() {
-        reqs.push(RequirementView(new_requirement(key, "=", std::slice::from_ref(value))?));
-    }
-    for expr in selector.match_expressions.iter().flatten() {
-        let op = match expr.operator.as_str() {
-            "In" => "in",
-            "NotIn" => "notin",
-            "Exists" => "exists",
-            "DoesNotExist" => "!",
-            other => {
-                return Err(format!("{} is not a valid label selector operator", go::quote(other)));
-            }
-        };
-        let values = expr.values.as_deref().unwrap_or_default();
-        reqs.push(RequirementView(new_requirement(&expr.key, op, values)?));
-    }
-    Ok(Selector::Requirements(reqs))
-}
-
-/// Whether two selectors are equal as Kubernetes' semantic equality sees them (nil and empty
-/// maps and lists are equal).
-pub fn selectors_semantically_equal(a: Option<&LabelSelector>, b: Option<&LabelSelector>) -> bool {
-    type Normalized = (BTreeMap<String, String>, Vec<(String, String, Vec<String>)>);
-    fn norm(s: &LabelSelector) -> Normalized {
-        let labels = s.match_labels.clone().unwrap_or_default();
-        let exprs = s
-            .match_expressions
-            .iter()
-            .flatten()
-            .map(|e| (e.key.clone(), e.operator.clone(), e.values.clone().unwrap_or_default()))
-            .collect();
-        (labels, exprs)
-    }
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => norm(a) == norm(b),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
-    }
-
-    #[test]
-    fn selector_matching() {
-        let sel = LabelSelector {
-            match_labels: Some(labels(&[("a", "b")])),
-            match_expressions: Some(vec![LabelSelectorRequirement {
-                key: "env".into(),
-                operator: "NotIn".into(),
-                values: Some(vec!["prod".into()]),
-            }]),
-        };
-        let s = label_selector_as_selector(Some(&sel)).expect("valid");
-        assert!(s.matches(&labels(&[("a", "b")])));
-        assert!(!s.matches(&labels(&[("a", "b"), ("env", "prod")])));
-        assert!(!s.matches(&labels(&[])));
-        assert!(!label_selector_as_selector(None).expect("nil").matches(&labels(&[])));
-        assert!(!label_selector_as_selector(None).expect("nil").is_empty());
-        assert!(label_selector_as_selector(Some(&LabelSelector::default())).expect("x").is_empty());
-    }
-
-    #[test]
-    fn selector_errors_are_go_text() {
-        let bad_op = LabelSelector {
-            match_expressions: Some(vec![LabelSelectorRequirement {
-                key: "a".into(),
-                operator: "Foo".into(),
-                values: None,
-            }]),
-            ..Default::default()
-        };
-        assert_eq!(
-            label_selector_as_selector(Some(&bad_op)),
-            Err("\"Foo\" is not a valid label selector operator".to_owned())
-        );
-        let empty_in = LabelSelector {
-            match_expressions: Some(vec![LabelSelectorRequirement {
-                key: "a".into(),
-                operator: "In".into(),
-                values: None,
-            }]),
-            ..Default::default()
-        };
-        assert_eq!(
-            label_selector_as_selector(Some(&empty_in)),
-            Err("values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty".to_owned())
-        );
-    }
 
     #[test]
     fn object_meta_update_immutables() {
@@ -628,104 +427,5 @@ mod tests {
                 "metadata.name: Invalid value: \"b\": field is immutable",
             ]
         );
-    }
-}
-
-/// Parses a selector in its string form (`app=web,tier in (a,b),!legacy`, as a scale
-/// subresource's `status.selector` writes it) into a [`LabelSelector`]: equality (`=`, `==`,
-/// `!=`), set (`in`, `notin`) and existence (`key`, `!key`) requirements. An empty string
-/// selects everything (an empty selector).
-///
-/// # Errors
-/// The requirement that cannot be read.
-pub fn label_selector_from_str(text: &str) -> Result<LabelSelector, String> {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
-    let mut labels = BTreeMap::new();
-    let mut expressions = Vec::new();
-    // Split on commas outside parentheses.
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0usize, 0usize);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    let expr = |key: &str, operator: &str, values: Option<Vec<String>>| LabelSelectorRequirement {
-        key: key.trim().to_owned(),
-        operator: operator.to_owned(),
-        values,
-    };
-    for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
-        let set = |rest: &str| -> Result<Vec<String>, String> {
-            let inner = rest
-                .trim()
-                .strip_prefix('(')
-                .and_then(|r| r.strip_suffix(')'))
-                .ok_or_else(|| format!("expected a parenthesised set of values in {part:?}"))?;
-            Ok(inner.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect())
-        };
-        let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
-        if let [key, rest] = words.as_slice() {
-            let rest = rest.trim_start();
-            if let Some(values) = rest.strip_prefix("notin") {
-                expressions.push(expr(key, "NotIn", Some(set(values)?)));
-                continue;
-            }
-            if let Some(values) = rest.strip_prefix("in") {
-                expressions.push(expr(key, "In", Some(set(values)?)));
-                continue;
-            }
-        }
-        if let Some((key, value)) = part.split_once("!=") {
-            expressions.push(expr(key, "NotIn", Some(vec![value.trim().to_owned()])));
-        } else if let Some((key, value)) = part.split_once("==").or_else(|| part.split_once('=')) {
-            labels.insert(key.trim().to_owned(), value.trim().to_owned());
-        } else if let Some(key) = part.strip_prefix('!') {
-            expressions.push(expr(key, "DoesNotExist", None));
-        } else if part.chars().all(|c| c.is_alphanumeric() || "-_./".contains(c)) {
-            expressions.push(expr(part, "Exists", None));
-        } else {
-            return Err(format!("unable to parse requirement: {part:?}"));
-        }
-    }
-    Ok(LabelSelector {
-        match_labels: (!labels.is_empty()).then_some(labels),
-        match_expressions: (!expressions.is_empty()).then_some(expressions),
-    })
-}
-
-#[cfg(test)]
-mod selector_string_tests {
-    use super::*;
-
-    #[test]
-    fn selector_strings_parse_into_label_selectors() {
-        let s = label_selector_from_str("app=web, tier in (a, b),env notin (x),legacy,!old,z!=1")
-            .expect("parses");
-        assert_eq!(s.match_labels.clone().unwrap_or_default()["app"], "web");
-        let exprs = s.match_expressions.clone().unwrap_or_default();
-        let ops: Vec<(&str, &str)> =
-            exprs.iter().map(|e| (e.key.as_str(), e.operator.as_str())).collect();
-        assert_eq!(
-            ops,
-            [
-                ("tier", "In"),
-                ("env", "NotIn"),
-                ("legacy", "Exists"),
-                ("old", "DoesNotExist"),
-                ("z", "NotIn")
-            ]
-        );
-        assert_eq!(exprs[0].values.clone().unwrap_or_default(), ["a", "b"]);
-        assert_eq!(label_selector_from_str("").expect("empty"), LabelSelector::default());
-        assert!(label_selector_from_str("a in b").is_err());
-        assert!(label_selector_from_str("a b c").is_err());
     }
 }

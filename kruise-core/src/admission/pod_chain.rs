@@ -9,16 +9,13 @@
 //! records what they changed, and the webhook's JSON patch is written from that record
 //! ([`PodEdit::patch`]).
 //!
-//! Steps here: [`SidecarSetInjection`], [`PubAnnotation`]. The other steps come with their
-//! features.
-
-use std::collections::BTreeMap;
+//! The steps come with their features (the SidecarSet step is
+//! `crate::sidecarset::SidecarSetInjection`, the PodUnavailableBudget step
+//! `crate::pub_budget::PubAnnotation`): this module, in the base layer, knows none of them.
 
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::well_known::annotations;
 
 use super::pod_edit::PodEdit;
-use crate::sidecarset::{InjectionGates, SidecarSetCandidate, inject_edit};
 
 /// The steps of the pod mutating webhook, in the order upstream runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -100,69 +97,6 @@ impl<'a> PodChain<'a> {
     }
 }
 
-/// The SidecarSet step: injects the sidecars of the SidecarSets selecting the pod (see
-/// [`crate::sidecarset`]). A pod that cannot be injected is refused with the reason.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SidecarSetInjection {
-    /// Labels of the pod's namespace (`None`: unknown).
-    pub namespace_labels: Option<BTreeMap<String, String>>,
-    /// The SidecarSets that may select the pod, with their revisions.
-    pub sidecar_sets: Vec<SidecarSetCandidate>,
-    /// Feature gates.
-    pub gates: InjectionGates,
-    /// The time recorded in the hash annotations.
-    pub now: jiff::Timestamp,
-}
-
-impl PodMutator for SidecarSetInjection {
-    fn step(&self) -> PodStep {
-        PodStep::SidecarSet
-    }
-
-    fn mutate(&self, pod: &mut PodEdit<'_>) -> Result<(), PodMutationError> {
-        inject_edit(pod, self.namespace_labels.as_ref(), &self.sidecar_sets, self.gates, self.now)
-            .map_err(|err| PodMutationError::Step {
-                step: PodStep::SidecarSet,
-                message: err.to_string(),
-            })?;
-        Ok(())
-    }
-}
-
-/// The PodUnavailableBudget step: names the budget covering the pod in
-/// `pub.kruise.io/related-pub` (and the older `kruise.io/related-pub`), and adds `label` so
-/// that the pod validating webhook's `objectSelector` reaches the pod (see the PUB docs).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PubAnnotation {
-    /// The covering budget's name; `None` leaves the pod alone.
-    pub covering: Option<String>,
-    /// A label `(key, value)` that marks pods a budget covers, if any.
-    pub label: Option<(String, String)>,
-}
-
-impl PodMutator for PubAnnotation {
-    fn step(&self) -> PodStep {
-        PodStep::PubAnnotation
-    }
-
-    fn mutate(&self, pod: &mut PodEdit<'_>) -> Result<(), PodMutationError> {
-        let Some(name) = &self.covering else { return Ok(()) };
-        let notes = pod.annotations_mut().get_or_insert_with(Default::default);
-        for key in [annotations::PUB_RELATED_PUB, annotations::PUB_RELATED_PUB_LEGACY] {
-            if notes.get(key) != Some(name) {
-                notes.insert(key.to_owned(), name.clone());
-            }
-        }
-        if let Some((key, value)) = &self.label {
-            let labels = pod.labels_mut().get_or_insert_with(Default::default);
-            if labels.get(key) != Some(value) {
-                labels.insert(key.clone(), value.clone());
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,89 +138,5 @@ mod tests {
         let chain = PodChain::new(vec![&late, &early, &middle]);
         let pod = run(&chain, &Pod::default()).expect("runs").expect("changed");
         assert_eq!(pod.metadata.annotations.expect("notes")["order"], "abc");
-    }
-
-    #[test]
-    fn the_sidecarset_step_injects_and_refuses_with_the_reason() {
-        use k8s_openapi::api::core::v1::{Container, PodSpec};
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-        use kruise_api::apps::v1beta1::{SidecarContainer, SidecarSet, SidecarSetSpec};
-
-        let set = |name: &str| SidecarSetCandidate {
-            sidecar_set: std::sync::Arc::new(SidecarSet::new(
-                name,
-                SidecarSetSpec {
-                    selector: Some(LabelSelector {
-                        match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
-                        ..Default::default()
-                    }),
-                    containers: vec![SidecarContainer {
-                        container: Container {
-                            name: "mesh".into(),
-                            image: Some("mesh:1".into()),
-                            ..Default::default()
-                        },
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                },
-            )),
-            revisions: Vec::new(),
-            draw: 0.0,
-            selectors: None,
-        };
-        let mut pod = Pod::default();
-        pod.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
-        pod.spec = Some(PodSpec {
-            containers: vec![Container { name: "app".into(), ..Default::default() }],
-            ..Default::default()
-        });
-        let step = SidecarSetInjection {
-            namespace_labels: None,
-            sidecar_sets: vec![set("mesh-set")],
-            gates: InjectionGates::default(),
-            now: "2024-05-01T10:00:00Z".parse().expect("time"),
-        };
-        let pub_step = PubAnnotation { covering: Some("web-pub".into()), label: None };
-        let chain = PodChain::new(vec![&pub_step, &step]);
-        let out = run(&chain, &pod).expect("runs").expect("changed");
-        let names: Vec<&str> =
-            out.spec.as_ref().expect("spec").containers.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["mesh", "app"]);
-        assert!(
-            out.metadata
-                .annotations
-                .as_ref()
-                .expect("notes")
-                .contains_key(annotations::PUB_RELATED_PUB)
-        );
-        // Idempotent through the whole chain.
-        assert!(run(&chain, &out).expect("runs").is_none());
-        // Two SidecarSets injecting `mesh`: refused at the SidecarSet step.
-        let clash = SidecarSetInjection { sidecar_sets: vec![set("a"), set("b")], ..step.clone() };
-        let err = run(&PodChain::new(vec![&clash]), &pod).expect_err("refused");
-        assert_eq!(
-            err.to_string(),
-            "SidecarSet: container mesh would be injected by both sidecarSet a and sidecarSet b"
-        );
-    }
-
-    #[test]
-    fn the_pub_step_names_the_budget_and_labels_the_pod_once() {
-        let step = PubAnnotation {
-            covering: Some("web-pub".into()),
-            label: Some(("pub.kruise.io/protected".into(), "true".into())),
-        };
-        let chain = PodChain::new(vec![&step]);
-        let pod = run(&chain, &Pod::default()).expect("runs").expect("changed");
-        let notes = pod.metadata.annotations.clone().expect("notes");
-        assert_eq!(notes[annotations::PUB_RELATED_PUB], "web-pub");
-        assert_eq!(notes[annotations::PUB_RELATED_PUB_LEGACY], "web-pub");
-        assert_eq!(pod.metadata.labels.clone().expect("labels")["pub.kruise.io/protected"], "true");
-        // Idempotent: a second run changes nothing.
-        assert!(run(&chain, &pod).expect("runs").is_none());
-        // No covering budget: nothing.
-        let none = PubAnnotation { covering: None, label: None };
-        assert!(run(&PodChain::new(vec![&none]), &Pod::default()).expect("runs").is_none());
     }
 }

@@ -44,6 +44,7 @@
 //! also gets ImagePullJobs for its changed images, planned last in the round
 //! (`predownload`).
 
+pub mod admission;
 mod diffs;
 mod inplace_glue;
 mod newpods;
@@ -52,7 +53,6 @@ mod predownload;
 mod revisions;
 mod round;
 mod scale;
-mod selector;
 mod snapshot;
 mod spec;
 mod status;
@@ -117,40 +117,12 @@ pub enum SpecError {
     },
 }
 
-/// A CloneSet's `spec.selector`, parsed once and matched against pod labels (for adopting
-/// orphan pods and mapping pod events to CloneSets).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PodSelector(selector::Selector);
+/// The selector lives in the base layer ([`crate::selector`]); this path is kept for callers.
+pub use crate::selector::PodSelector;
 
-impl PodSelector {
-    /// Parses a label selector. `None` matches nothing and an empty selector matches
-    /// everything, as Kubernetes has it; unknown operators and malformed value lists are
-    /// refused, naming the requirement.
-    pub fn parse(
-        selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
-    ) -> Result<Self, SpecError> {
-        selector::Selector::parse(selector).map(Self)
-    }
-
-    /// True when `labels` satisfy every requirement.
-    pub fn matches(&self, labels: Option<&std::collections::BTreeMap<String, String>>) -> bool {
-        self.0.matches(labels)
-    }
-
-    /// The label keys the selector reads, in the order [`PodSelector::matches_values`] takes
-    /// their values.
-    pub fn keys(&self) -> Vec<&str> {
-        self.0.keys()
-    }
-
-    /// [`PodSelector::matches`] with the labels already looked up: `value(i)` is the value of
-    /// the `i`-th of [`PodSelector::keys`].
-    pub fn matches_values<'v>(&self, value: impl Fn(usize) -> Option<&'v str>) -> bool {
-        self.0.matches_values(value)
-    }
-
-    /// The selector in Kubernetes' string form, e.g. `app=demo,tier in (a,b)`.
-    pub fn render(&self) -> String {
-        self.0.render()
+impl From<crate::selector::SelectorError> for SpecError {
+    fn from(e: crate::selector::SelectorError) -> Self {
+        let crate::selector::SelectorError { key, operator, reason } = e;
+        SpecError::Selector { key, operator, reason }
     }
 }

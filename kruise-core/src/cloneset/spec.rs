@@ -8,8 +8,8 @@ use kruise_api::apps::v1beta1::{
 };
 
 use super::SpecError;
-use super::selector::Selector;
 use crate::intstr::CloneSetBudget;
+use crate::selector::PodSelector;
 
 /// Upstream's default `revisionHistoryLimit`.
 const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;
@@ -30,7 +30,7 @@ pub(crate) struct Spec<'a> {
     pub namespace: &'a str,
     pub uid: &'a str,
     pub replicas: i32,
-    pub selector: Selector,
+    pub selector: PodSelector,
     /// Pods kept at the current revision.
     pub partition: i32,
     pub max_surge: i32,
@@ -65,7 +65,7 @@ impl<'a> Spec<'a> {
         if replicas < 0 {
             return Err(SpecError::NegativeReplicas { replicas });
         }
-        let selector = Selector::parse(spec.selector.as_ref())?;
+        let selector = PodSelector::parse(spec.selector.as_ref())?;
         if spec.selector.is_none() {
             return Err(SpecError::MissingSelector);
         }

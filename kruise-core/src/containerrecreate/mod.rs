@@ -43,7 +43,7 @@ use kruise_api::apps::v1beta1::{
     ContainerRecreateRequestFailurePolicyType, ContainerRecreateRequestPhase,
 };
 
-use crate::admission::field::{FieldError, FieldPath};
+use crate::field::{FieldError, FieldPath};
 
 pub use controller::{CrrAction, CrrPlan, plan_crr, sync_container_snapshot};
 pub use daemon::{

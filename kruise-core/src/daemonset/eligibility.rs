@@ -11,10 +11,15 @@
 
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, PodTemplateSpec, Taint, Toleration,
+    PodSpec, PodTemplateSpec, Toleration,
 };
 
-use super::nodes::NodeFacts;
+/// Node affinity and tolerations live in the base layer ([`crate::node_affinity`]); these
+/// paths are kept for callers.
+pub use crate::node_affinity::{
+    NODE_NAME_FIELD, fits_node_affinity, term_matches, tolerates, untolerated_taint,
+};
+use crate::node_affinity::{NodeFacts, fits_node_affinity_facts, has_untolerated_taint};
 
 /// Taint key of a node that is not ready.
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -30,8 +35,6 @@ pub const TAINT_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
 pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 /// Taint key of a node whose network is not configured.
 pub const TAINT_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
-/// The field a daemon pod's node affinity pins it by.
-pub const NODE_NAME_FIELD: &str = "metadata.name";
 
 const NO_SCHEDULE: &str = "NoSchedule";
 const NO_EXECUTE: &str = "NoExecute";
@@ -79,123 +82,6 @@ pub fn add_daemon_tolerations(spec: &mut PodSpec) {
             Some(existing) => *existing = toleration,
             None => tolerations.push(toleration),
         }
-    }
-}
-
-/// Whether `toleration` tolerates `taint` (Kubernetes' `ToleratesTaint`): same effect unless
-/// the toleration names none, same key unless it names none, and the value equal with
-/// `Equal` (the default operator) or anything with `Exists`.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    tolerates_parts(
-        toleration,
-        &taint.key,
-        taint.value.as_deref().unwrap_or_default(),
-        &taint.effect,
-    )
-}
-
-fn tolerates_parts(toleration: &Toleration, key: &str, value: &str, effect: &str) -> bool {
-    let wanted_effect = toleration.effect.as_deref().unwrap_or_default();
-    if !wanted_effect.is_empty() && wanted_effect != effect {
-        return false;
-    }
-    let wanted_key = toleration.key.as_deref().unwrap_or_default();
-    if !wanted_key.is_empty() && wanted_key != key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => toleration.value.as_deref().unwrap_or_default() == value,
-        "Exists" => true,
-        _ => false,
-    }
-}
-
-/// The first taint with one of `effects` that no toleration tolerates.
-pub fn untolerated_taint<'t>(
-    taints: &'t [Taint],
-    tolerations: &[Toleration],
-    effects: &[&str],
-) -> Option<&'t Taint> {
-    taints
-        .iter()
-        .filter(|t| effects.contains(&t.effect.as_str()))
-        .find(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
-}
-
-/// Whether the node has a taint with one of `effects` that no toleration tolerates.
-fn has_untolerated_taint(facts: &NodeFacts, tolerations: &[Toleration], effects: &[&str]) -> bool {
-    facts.taints().filter(|(_, _, effect)| effects.contains(effect)).any(|(key, value, effect)| {
-        !tolerations.iter().any(|t| tolerates_parts(t, key, value, effect))
-    })
-}
-
-fn requirement_matches_labels(req: &NodeSelectorRequirement, facts: &NodeFacts) -> bool {
-    let values = req.values.as_deref().unwrap_or_default();
-    let value = facts.label(&req.key);
-    match req.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|w| w == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|w| w == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        op @ ("Gt" | "Lt") => {
-            let [bound] = values else { return false };
-            let (Some(v), Ok(bound)) = (value, bound.parse::<i64>()) else { return false };
-            let Ok(v) = v.parse::<i64>() else { return false };
-            if op == "Gt" { v > bound } else { v < bound }
-        }
-        _ => false,
-    }
-}
-
-fn requirement_matches_fields(req: &NodeSelectorRequirement, node_name: &str) -> bool {
-    if req.key != NODE_NAME_FIELD {
-        return false;
-    }
-    let values = req.values.as_deref().unwrap_or_default();
-    match req.operator.as_str() {
-        "In" => values.iter().any(|v| v == node_name),
-        "NotIn" => !values.iter().any(|v| v == node_name),
-        _ => false,
-    }
-}
-
-/// Whether a node selector term matches: all its expressions on the node's labels and all
-/// its field requirements (only `metadata.name`, with `In` and `NotIn`). A term with neither
-/// matches nothing.
-pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
-    term_matches_facts(term, &NodeFacts::new(node))
-}
-
-fn term_matches_facts(term: &NodeSelectorTerm, facts: &NodeFacts) -> bool {
-    let expressions = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if expressions.is_empty() && fields.is_empty() {
-        return false;
-    }
-    expressions.iter().all(|r| requirement_matches_labels(r, facts))
-        && fields.iter().all(|r| requirement_matches_fields(r, facts.name()))
-}
-
-/// Whether the pod's `nodeSelector` and required node affinity (any of its terms; none at
-/// all matches nothing) admit the node.
-pub fn fits_node_affinity(spec: &PodSpec, node: &Node) -> bool {
-    fits_node_affinity_facts(spec, &NodeFacts::new(node))
-}
-
-fn fits_node_affinity_facts(spec: &PodSpec, facts: &NodeFacts) -> bool {
-    if let Some(selector) = &spec.node_selector
-        && !selector.iter().all(|(k, v)| facts.label(k) == Some(v.as_str()))
-    {
-        return false;
-    }
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
-    match required {
-        None => true,
-        Some(selector) => selector.node_selector_terms.iter().any(|t| term_matches_facts(t, facts)),
     }
 }
 
@@ -284,7 +170,7 @@ pub fn pod_for_node(template: &PodTemplateSpec, node_name: &str) -> Pod {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::NodeSpec;
+    use k8s_openapi::api::core::v1::{NodeSpec, Taint};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn node(name: &str, labels: &[(&str, &str)], taints: Vec<Taint>) -> Node {

@@ -50,6 +50,7 @@
 //! - a failed ImagePullJob creation is retried on the next round (the revision is marked
 //!   only once every job exists) where upstream records an Event and marks it anyway.
 
+pub mod admission;
 pub mod backoff;
 pub mod eligibility;
 mod nodes;

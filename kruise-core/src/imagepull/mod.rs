@@ -38,6 +38,7 @@
 //!   derived from a hash of the job's UID and the node or secret name, so plans are
 //!   deterministic.
 
+pub mod admission;
 mod index;
 mod job;
 mod list;

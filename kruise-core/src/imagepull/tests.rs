@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::admission::imagepulljob::{validate_image_list_pull_job, validate_image_pull_job};
+use crate::imagepull::admission::{validate_image_list_pull_job, validate_image_pull_job};
 use kruise_api::apps::v1beta1::{ImageListPullJob, ImagePullJob};
 
 #[test]

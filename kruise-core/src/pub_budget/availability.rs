@@ -22,6 +22,7 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use super::PubGates;
+use crate::image::DigestRef;
 use crate::inplace::{UpdateOptions, check_in_place_update_completed};
 use crate::pod::{has_unavailable_label, is_running_and_ready, is_terminating};
 
@@ -67,44 +68,4 @@ pub fn is_pod_state_consistent(pod: &Pod, gates: &PubGates) -> bool {
 /// [`is_pod_state_consistent`].
 pub fn is_available_for_budget(pod: &Pod, gates: &PubGates) -> bool {
     is_pod_ready_for_budget(pod) && is_pod_state_consistent(pod, gates)
-}
-
-/// `repository@algorithm:hex`, with the repository normalised the way Docker names images
-/// (`nginx` and `docker.io/library/nginx` are the same) and any tag dropped.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct DigestRef<'a> {
-    pub(crate) repository: String,
-    pub(crate) digest: &'a str,
-}
-
-impl<'a> DigestRef<'a> {
-    /// `None` when `image` is not pinned by digest, or names no repository (a bare
-    /// `sha256:<hex>` as containerd may report).
-    pub(crate) fn parse(image: &'a str) -> Option<Self> {
-        let (name, digest) = image.rsplit_once('@')?;
-        let (algorithm, hex) = digest.split_once(':')?;
-        if name.is_empty() || algorithm.is_empty() || hex.is_empty() {
-            return None;
-        }
-        // Drop a tag: a ':' after the last '/' (a ':' before it belongs to a registry port).
-        let last_slash = name.rfind('/').map_or(0, |i| i + 1);
-        let name = match name[last_slash..].find(':') {
-            Some(colon) => &name[..last_slash + colon],
-            None => name,
-        };
-        Some(Self { repository: normalize_repository(name), digest })
-    }
-}
-
-fn normalize_repository(name: &str) -> String {
-    let (domain, rest) = match name.split_once('/') {
-        Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => (first, rest),
-        _ => ("docker.io", name),
-    };
-    let domain = if domain == "index.docker.io" { "docker.io" } else { domain };
-    if domain == "docker.io" && !rest.contains('/') {
-        format!("docker.io/library/{rest}")
-    } else {
-        format!("{domain}/{rest}")
-    }
 }

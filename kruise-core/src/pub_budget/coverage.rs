@@ -19,7 +19,7 @@ use kruise_api::policy::v1beta1::PodUnavailableBudget;
 use kruise_api::well_known::annotations::PUB_NO_PROTECT;
 
 use super::{PubError, budget_key};
-use crate::cloneset::PodSelector;
+use crate::selector::PodSelector;
 
 /// What the caller resolved a budget's `targetRef` to.
 #[derive(Clone, Debug, PartialEq)]

@@ -33,7 +33,9 @@ pub mod admission;
 pub mod availability;
 pub mod coverage;
 pub mod operations;
+mod pod_step;
 pub mod status;
+pub mod validation;
 
 #[cfg(test)]
 mod tests;
@@ -46,6 +48,7 @@ pub use coverage::{
     BudgetForPod, Coverage, Exemption, NotSelected, TargetPods, budget_for_pod, coverage,
 };
 pub use operations::{Operation, OperationSet, classify_update, protected_operations};
+pub use pod_step::PubAnnotation;
 pub use status::{StatusOutcome, compute_status, desired_available};
 
 /// How long a pod admitted for deletion or eviction stays in `disruptedPods` without being

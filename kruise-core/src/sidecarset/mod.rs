@@ -43,12 +43,14 @@
 //!   an empty value (after).
 //! - **Hashes** are our own when the SidecarSet carries none (see [`hash`]).
 //! - The `SidecarSet_PatchPodMetadata_WhiteList` is checked when a SidecarSet is admitted,
-//!   as upstream does ([`whitelist`], [`crate::admission::sidecarset`]), not at injection.
+//!   as upstream does ([`whitelist`], [`crate::sidecarset::admission`]), not at injection.
 
+pub mod admission;
 pub mod expr;
 pub mod hash;
 pub mod index;
 pub mod matching;
+mod pod_step;
 pub mod resources;
 pub mod revision;
 pub mod upgrade;
@@ -77,6 +79,7 @@ use crate::revision::gojson::with_sorted_keys;
 
 pub use hash::{sidecar_set_hash, sidecar_set_hash_without_image};
 pub use index::SidecarSetIndex;
+pub use pod_step::SidecarSetInjection;
 pub use whitelist::{PatchMetadataWhitelist, parse_patch_metadata_whitelist};
 
 /// The namespace upstream assumes for a pod that names none.
@@ -412,7 +415,7 @@ pub fn inject(input: &InjectionInput) -> Result<Injection, InjectionError> {
 }
 
 /// [`inject`] with the input in parts, for callers that keep the SidecarSets apart from the
-/// pod (such as [`crate::admission::pod_chain::SidecarSetInjection`]).
+/// pod (such as [`SidecarSetInjection`]).
 ///
 /// # Errors
 /// As [`inject`].
@@ -1216,13 +1219,13 @@ fn container_name_from_field(path: &str, pod: &Pod) -> Option<String> {
     let (field, key) = split_subscripted_path(path)?;
     let map = match field {
         "metadata.annotations" => {
-            if !crate::admission::names::is_qualified_name(&key.to_lowercase()).is_empty() {
+            if !crate::names::is_qualified_name(&key.to_lowercase()).is_empty() {
                 return None;
             }
             pod.metadata.annotations.as_ref()
         }
         "metadata.labels" => {
-            if !crate::admission::names::is_qualified_name(key).is_empty() {
+            if !crate::names::is_qualified_name(key).is_empty() {
                 return None;
             }
             pod.metadata.labels.as_ref()

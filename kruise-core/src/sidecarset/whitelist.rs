@@ -4,7 +4,7 @@
 //! The entry holds JSON: `{"rules": [{"selector": <label selector on the SidecarSet>,
 //! "allowedAnnotationKeyExprs": [<regular expressions>]}]}`. A rule without a selector applies
 //! to every SidecarSet. Upstream checks it when a SidecarSet is admitted (not when a pod is
-//! injected), and so does kruise-rs: see [`crate::admission::sidecarset`].
+//! injected), and so does kruise-rs: see [`crate::sidecarset::admission`].
 
 use std::collections::BTreeMap;
 

@@ -50,13 +50,16 @@
 //!   ordinal cannot get a new pod until someone deletes it (as upstream); the round that
 //!   releases it says so in a Warning Event instead of trying to create the pod.
 
+pub mod admission;
 mod claims;
 mod identity;
-pub mod ordinals;
 mod predownload;
 mod round;
 mod snapshot;
 mod spec;
+
+/// Ordinals live in the base layer ([`crate::ordinal`]); this path is kept for callers.
+pub use crate::ordinal as ordinals;
 
 pub use snapshot::{FeatureGates, PlannerOptions, StatefulSetObject, StatefulSetSnapshot};
 

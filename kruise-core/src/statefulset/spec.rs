@@ -11,8 +11,8 @@ use kruise_api::apps::v1beta1::{
 use super::SpecError;
 use super::ordinals::{Reserved, replica_ordinals};
 use super::snapshot::FeatureGates;
-use crate::cloneset::PodSelector;
 use crate::intstr::{IntOrPercent, Rounding};
+use crate::selector::PodSelector;
 
 /// Upstream's default `revisionHistoryLimit`.
 const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;

@@ -81,7 +81,7 @@ struct Identity {
 
 impl Identity {
     fn new(name: &str) -> Self {
-        let parsed = crate::statefulset::ordinals::parent_and_ordinal(name)
+        let parsed = crate::ordinal::parent_and_ordinal(name)
             .and_then(|(parent, ordinal)| Some((u16::try_from(parent.len()).ok()?, ordinal)));
         let (dash, ordinal) = parsed.unwrap_or((0, -1));
         Self { ordinal, dash, name_label_right: false, index_label_right: false }
@@ -92,7 +92,7 @@ impl Identity {
         let leading_zero = value.len() > 1 && value.starts_with('0');
         self.ordinal >= 0
             && !leading_zero
-            && crate::statefulset::ordinals::parse_decimal(value.as_bytes()) == Some(self.ordinal)
+            && crate::ordinal::parse_decimal(value.as_bytes()) == Some(self.ordinal)
     }
 }
 
@@ -429,7 +429,7 @@ impl PodFacts {
     }
 
     /// The StatefulSet the name belongs to and the pod's ordinal, as
-    /// [`parent_and_ordinal`](crate::statefulset::ordinals::parent_and_ordinal) reads them.
+    /// [`parent_and_ordinal`](crate::ordinal::parent_and_ordinal) reads them.
     pub(crate) fn parent_and_ordinal(&self) -> Option<(&str, i32)> {
         let Identity { dash, ordinal, .. } = self.identity;
         if ordinal < 0 {

@@ -13,7 +13,7 @@
 //!   revision), adoption of pods created before the WorkloadSpread, deletion costs, the
 //!   `Schedulable` condition (upstream's `SubsetSchedulable` constant) and the pods to delete under the Adaptive strategy.
 //!
-//! Validation lives in [`crate::admission::workloadspread`].
+//! Validation lives in [`crate::workloadspread::admission`].
 //!
 //! Differences from upstream, on purpose:
 //! - **Idempotent injection.** Injecting a pod twice gives the pod injected once: tolerations,
@@ -42,6 +42,7 @@
 //! revision (`versionedSubsetStatuses`) for the kinds in [`VersionedKinds`], so a rolling update
 //! does not see the old revision's pods as filling the subsets.
 
+pub mod admission;
 mod inject;
 mod reconcile;
 mod reserve;

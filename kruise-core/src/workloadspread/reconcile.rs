@@ -22,7 +22,7 @@ use super::{
     POD_DELETION_COST_POSITIVE, SUBSET_SCHEDULABLE, VersionedKinds, annotation, pod_version,
     subset_max_replicas, subsets, whole_seconds,
 };
-use crate::daemonset::eligibility::{term_matches, tolerates};
+use crate::node_affinity::{term_matches, tolerates};
 use crate::pod::{PodRankView, compare_active, is_pod_active, name_of, node_name_of};
 use crate::smp::{PatchSchema, apply_patch};
 use crate::workload::EventType;

@@ -30,13 +30,13 @@ use axum::routing::post;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kruise_api::apps::{v1alpha1, v1beta1};
-use kruise_core::admission::cloneset as rules;
 use kruise_core::admission::protection::{self, Dependents, ProtectedKind};
-use kruise_core::admission::pub_budget as pub_rules;
-use kruise_core::admission::statefulset as sts_rules;
 use kruise_core::admission_review::{
     AdmissionRequest, AdmissionResponse, Operation, decode_review,
 };
+use kruise_core::cloneset::admission as rules;
+use kruise_core::pub_budget::validation as pub_rules;
+use kruise_core::statefulset::admission as sts_rules;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -66,7 +66,7 @@ pub struct AdmissionContext {
     /// `DeletionProtectionForCRDCascadingGate`.
     pub crd_cascading: bool,
     /// The gates the Advanced StatefulSet webhooks read.
-    pub statefulset_gates: kruise_core::admission::statefulset::AdmissionGates,
+    pub statefulset_gates: kruise_core::statefulset::admission::AdmissionGates,
     /// `PodUnavailableBudgetDeleteGate` or `PodUnavailableBudgetUpdateGate`: with both off,
     /// PodUnavailableBudgets are refused, as upstream refuses them.
     pub pub_enabled: bool,
@@ -473,7 +473,7 @@ where
 
 /// `mdaemonset.kb.io`: upstream's defaults for either version, answered as a patch.
 async fn mutate_daemonset(body: Bytes) -> Response {
-    use kruise_core::admission::daemonset as ds_rules;
+    use kruise_core::daemonset::admission as ds_rules;
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let defaulted = match request.kind.version.as_str() {
@@ -494,7 +494,7 @@ async fn mutate_daemonset(body: Bytes) -> Response {
 
 /// `vdaemonset.kb.io`: upstream's rules for either version, on CREATE and UPDATE.
 async fn validate_daemonset(body: Bytes) -> Response {
-    use kruise_core::admission::daemonset as ds_rules;
+    use kruise_core::daemonset::admission as ds_rules;
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let old = old_of(request);
@@ -531,7 +531,7 @@ const SIDECARSET_VALIDATING_PATH: &str = "/validate-apps-kruise-io-sidecarset";
 
 /// Upstream's path of the WorkloadSpread validating webhook.
 const WORKLOADSPREAD_VALIDATING_PATH: &str =
-    kruise_core::admission::workloadspread::VALIDATING_WEBHOOK_PATH;
+    kruise_core::workloadspread::admission::VALIDATING_WEBHOOK_PATH;
 
 /// `vworkloadspread.kb.io`: upstream's rules, against the other WorkloadSpreads in the
 /// namespace (a workload has at most one) and the custom-workload whitelist.
@@ -539,7 +539,7 @@ async fn validate_workloadspread(
     State(context): State<Arc<AdmissionContext>>,
     body: Bytes,
 ) -> Response {
-    use kruise_core::admission::workloadspread::{
+    use kruise_core::workloadspread::admission::{
         WorkloadSpreadContext, validate_workloadspread_create, validate_workloadspread_update,
     };
     let whitelist = match &context.workload_spreads {
@@ -647,7 +647,7 @@ async fn mutate_crr(State(context): State<Arc<AdmissionContext>>, body: Bytes) -
 
 /// `mimagepulljob-v1beta1.kb.io`: upstream's defaults.
 async fn mutate_image_pull_job(body: Bytes) -> Response {
-    use kruise_core::admission::imagepulljob as rules;
+    use kruise_core::imagepull::admission as rules;
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let mut job =
@@ -660,7 +660,7 @@ async fn mutate_image_pull_job(body: Bytes) -> Response {
 
 /// `vimagepulljob-v1beta1.kb.io`: upstream's rules (`pullSecrets` immutable on update).
 async fn validate_image_pull_job(body: Bytes) -> Response {
-    use kruise_core::admission::imagepulljob as rules;
+    use kruise_core::imagepull::admission as rules;
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let job =
@@ -678,7 +678,7 @@ async fn validate_image_pull_job(body: Bytes) -> Response {
 
 /// `mimagelistpulljob-v1beta1.kb.io`: upstream's defaults.
 async fn mutate_image_list_pull_job(body: Bytes) -> Response {
-    use kruise_core::admission::imagepulljob as rules;
+    use kruise_core::imagepull::admission as rules;
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let mut job = hub_object::<v1alpha1::ImageListPullJob>(request, object, "imagelistpulljob")
@@ -691,7 +691,7 @@ async fn mutate_image_list_pull_job(body: Bytes) -> Response {
 
 /// `vimagelistpulljob-v1beta1.kb.io`: upstream's rules.
 async fn validate_image_list_pull_job(body: Bytes) -> Response {
-    use kruise_core::admission::imagepulljob as rules;
+    use kruise_core::imagepull::admission as rules;
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let job = hub_object::<v1alpha1::ImageListPullJob>(request, object, "imagelistpulljob")
@@ -705,7 +705,7 @@ async fn validate_image_list_pull_job(body: Bytes) -> Response {
 
 /// `mnodeimage.kb.io`: `createdAt` and the tag pull policy's defaults.
 async fn mutate_node_image(body: Bytes) -> Response {
-    use kruise_core::admission::imagepulljob as rules;
+    use kruise_core::imagepull::admission as rules;
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let mut ni =
@@ -718,7 +718,7 @@ async fn mutate_node_image(body: Bytes) -> Response {
 
 /// `vnodeimage.kb.io`: upstream's rules.
 async fn validate_node_image(body: Bytes) -> Response {
-    use kruise_core::admission::imagepulljob as rules;
+    use kruise_core::imagepull::admission as rules;
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let ni = hub_object::<v1alpha1::NodeImage>(request, object, "nodeimage").map_err(bad)?;
@@ -750,7 +750,7 @@ async fn mutate_sidecarset(body: Bytes) -> Response {
         let bad = |message: String| (400, message);
         let mut set =
             hub_object::<v1alpha1::SidecarSet>(request, object, "sidecarset").map_err(bad)?;
-        kruise_core::admission::sidecarset::default_sidecar_set(&mut set);
+        kruise_core::sidecarset::admission::default_sidecar_set(&mut set);
         let defaulted = at_sent_version::<v1alpha1::SidecarSet>(request, set).map_err(bad)?;
         Ok(AdmissionResponse::mutate(request, object, &defaulted))
     })
@@ -761,7 +761,7 @@ async fn validate_sidecarset(
     State(context): State<Arc<AdmissionContext>>,
     body: Bytes,
 ) -> Response {
-    use kruise_core::admission::sidecarset::{SidecarSetContext, validate_sidecar_set};
+    use kruise_core::sidecarset::admission::{SidecarSetContext, validate_sidecar_set};
     // Read at every SidecarSet write (they are rare), as upstream does: a change to the
     // ConfigMap applies to the next write.
     let whitelist = match patch_metadata_whitelist(&context).await {

@@ -9,8 +9,8 @@ use kruise_api::apps::common::InPlaceUpdateState;
 use kruise_api::apps::v1beta1::{SidecarContainer, SidecarContainerUpgradeType, SidecarSet};
 use kruise_api::well_known::annotations;
 
+use crate::image::DigestRef;
 use crate::pod::is_running_and_ready;
-use crate::pub_budget::availability::DigestRef;
 use crate::sidecarset::{SidecarSetUpgradeSpec, hot_upgrade_names, read_hash_annotation};
 
 /// Whether a sidecar is upgraded by the hot-upgrade swap (`upgradeType: HotUpgrade`).

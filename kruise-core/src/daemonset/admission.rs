@@ -36,13 +36,13 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::common::Lifecycle;
 use kruise_api::apps::{v1alpha1 as alpha, v1beta1 as beta};
 
-use super::cloneset::validate_selector_and_template;
-use super::field::{BadValue, FieldError, FieldErrorKind, FieldErrors, FieldPath, go};
-use super::meta::{
+use crate::admission::meta::{
     LabelSelectorOptions, selectors_semantically_equal, validate_label_selector,
     validate_nonnegative, validate_object_meta, validate_object_meta_update,
 };
-use super::names::{name_is_dns_subdomain, regex_error};
+use crate::admission::workload_spec::validate_selector_and_template;
+use crate::field::{BadValue, FieldError, FieldErrorKind, FieldErrors, FieldPath, go};
+use crate::names::{name_is_dns_subdomain, regex_error};
 
 /// The name of upstream's validating webhook for Advanced DaemonSets.
 pub const VALIDATING_WEBHOOK_NAME: &str = "vdaemonset.kb.io";

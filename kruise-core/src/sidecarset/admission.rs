@@ -51,15 +51,15 @@ use kruise_api::apps::v1beta1::{
 };
 use kruise_api::well_known::annotations;
 
-use super::cloneset::{priority_strategy_error, scatter_strategy_error};
-use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
-use super::meta::{
+use crate::admission::meta::{
     LabelSelectorOptions, label_selector_as_selector, validate_annotations,
     validate_label_selector, validate_nonnegative, validate_object_meta,
 };
-use super::names::{is_qualified_name, max_len_error, regex_error};
-use super::pod_defaults::default_pod_spec;
-use super::pod_template::validate_pod_spec;
+use crate::admission::pod_defaults::default_pod_spec;
+use crate::admission::pod_template::validate_pod_spec;
+use crate::admission::workload_spec::{priority_strategy_error, scatter_strategy_error};
+use crate::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
+use crate::names::{is_qualified_name, max_len_error, regex_error};
 use crate::sidecarset::hash::is_native_sidecar;
 use crate::sidecarset::matching::{namespaces_overlap, selectors_overlap};
 use crate::sidecarset::whitelist::{PatchMetadataWhitelist, check_patch_metadata};

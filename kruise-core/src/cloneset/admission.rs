@@ -5,7 +5,7 @@
 //! and `_with` forms) follows `SetDefaultsCloneSet` / `SetDefaultsCloneSetV1beta1`: replicas 1,
 //! revision history 10, the update strategy's type, partition 0, maxUnavailable 20%, maxSurge
 //! 0, and, on create or when the template changed, the pod template defaults of
-//! [`super::pod_defaults`] and the volume claim template defaults.
+//! [`crate::admission::pod_defaults`] and the volume claim template defaults.
 //!
 //! Validation returns the errors upstream returns, with its paths and messages, in its order.
 //! Each version is validated by its own rules, as upstream does (the two differ: v1alpha1 checks
@@ -21,28 +21,27 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{
-    PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodTemplateSpec, Volume,
-};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::Embedded;
-use kruise_api::apps::common::{InPlaceUpdateStrategy, UpdatePriorityStrategy, UpdateScatterTerm};
+use kruise_api::apps::common::InPlaceUpdateStrategy;
 use kruise_api::apps::{v1alpha1 as alpha, v1beta1 as beta};
 use serde_json::Value;
 
-use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
-use super::meta::{
-    LabelSelectorOptions, label_selector_as_selector, selectors_semantically_equal,
-    validate_label_selector, validate_nonnegative, validate_object_meta,
+use crate::admission::meta::{
+    selectors_semantically_equal, validate_nonnegative, validate_object_meta,
     validate_object_meta_update,
 };
-use super::names::name_is_dns_subdomain;
-use super::pod_defaults::{
+use crate::admission::pod_defaults::{
     PodDefaultsOptions, default_pod_spec_with, default_volume_claim_template,
 };
-use super::pod_template::validate_pod_template_spec;
+/// Shared with the other workload kinds; this path is kept for callers.
+pub use crate::admission::workload_spec::validate_selector_and_template;
+use crate::admission::workload_spec::{priority_strategy_error, scatter_strategy_error};
+use crate::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
 use crate::intstr::DEFAULT_CLONESET_MAX_UNAVAILABLE;
+use crate::names::name_is_dns_subdomain;
 use crate::revision::gojson::normalize_struct;
 use crate::revision::goschema::POD_SPEC;
 
@@ -190,117 +189,8 @@ pub fn default_cloneset_v1beta1_with(cs: &mut beta::CloneSet, options: Defaultin
 }
 
 // ---- Validation: shared parts ----
-
-/// The selector checks every workload with a pod selector makes: it is required, valid and
-/// not empty, and it must match the template's labels. `kind` names the workload in
-/// messages. Also says whether the selector parsed (upstream checks the template only then).
-pub(crate) fn validate_selector_against_template(
-    selector: Option<&LabelSelector>,
-    template: &PodTemplateSpec,
-    kind: &str,
-    path: &FieldPath,
-) -> (Vec<FieldError>, bool) {
-    let mut errs = Vec::new();
-    let selector_path = path.child("selector");
-    match selector {
-        None => errs.push(FieldError::required(&selector_path, "")),
-        Some(sel) => {
-            errs.extend(validate_label_selector(
-                Some(sel),
-                LabelSelectorOptions::default(),
-                &selector_path,
-            ));
-            let count = sel.match_labels.as_ref().map_or(0, BTreeMap::len)
-                + sel.match_expressions.as_ref().map_or(0, Vec::len);
-            if count == 0 {
-                errs.push(FieldError::invalid(
-                    &selector_path,
-                    BadValue::Go(go::label_selector(sel)),
-                    format!("empty selector is invalid for {kind}"),
-                ));
-            }
-        }
-    }
-    match label_selector_as_selector(selector) {
-        Err(_) => {
-            errs.push(FieldError::invalid(
-                &selector_path,
-                selector.map_or(BadValue::Null, |s| BadValue::Go(go::label_selector(s))),
-                "",
-            ));
-            (errs, false)
-        }
-        Ok(parsed) => {
-            let empty = BTreeMap::new();
-            let labels = template.metadata.as_ref().and_then(|m| m.labels.as_ref());
-            if !parsed.is_empty() && !parsed.matches(labels.unwrap_or(&empty)) {
-                errs.push(FieldError::invalid(
-                    &path.child("template").child("metadata").child("labels"),
-                    BadValue::Go(go::string_map(labels)),
-                    "`selector` does not match template `labels`",
-                ));
-            }
-            (errs, true)
-        }
-    }
-}
-
-/// `validateCloneSetSpec`'s checks of the selector and the template, shared by workloads that
-/// have both: the selector is required, valid and not empty; it must match the template's
-/// labels; the template (defaulted as upstream does before validating it, with the volume
-/// claim templates mounted as PVC volumes) must be a valid pod template; its restart policy
-/// must be `Always` and it may not set `activeDeadlineSeconds`. `kind` names the workload in
-/// messages (`cloneset`).
-pub fn validate_selector_and_template(
-    selector: Option<&LabelSelector>,
-    template: &PodTemplateSpec,
-    claims: &[Embedded<PersistentVolumeClaim>],
-    kind: &str,
-    path: &FieldPath,
-) -> Vec<FieldError> {
-    // Upstream defaults the template in place before validating it, so the checks after
-    // this one see the defaulted template when the selector parsed.
-    let mut checked = template.clone();
-    let (mut errs, parsed) = validate_selector_against_template(selector, template, kind, path);
-    if parsed {
-        default_pod_spec_with(
-            checked.spec.get_or_insert_with(Default::default),
-            PodDefaultsOptions::default(),
-        );
-        let mut with_claims = checked.clone();
-        if let Some(spec) = &mut with_claims.spec {
-            let volumes = spec.volumes.get_or_insert_with(Vec::new);
-            for claim in claims {
-                let name = claim.metadata.name.clone().unwrap_or_default();
-                volumes.push(Volume {
-                    name: name.clone(),
-                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                        claim_name: name,
-                        read_only: Some(false),
-                    }),
-                    ..Default::default()
-                });
-            }
-        }
-        errs.extend(validate_pod_template_spec(&with_claims, &path.child("template")));
-    }
-    let spec = checked.spec.unwrap_or_default();
-    let spec_path = path.child("template").child("spec");
-    if let Some(policy) = spec.restart_policy.as_ref().filter(|p| !p.is_empty() && *p != "Always") {
-        errs.push(FieldError::not_supported(
-            &spec_path.child("restartPolicy"),
-            policy,
-            &["Always"],
-        ));
-    }
-    if spec.active_deadline_seconds.is_some() {
-        errs.push(FieldError::forbidden(
-            &spec_path.child("activeDeadlineSeconds"),
-            format!("activeDeadlineSeconds in {kind} is not Supported"),
-        ));
-    }
-    errs
-}
+// The checks every workload kind shares are in the base layer
+// ([`crate::admission::workload_spec`]).
 
 /// `util.CheckDuplicate`: every repeated item, once per repetition.
 fn duplicates(items: &[String]) -> Vec<String> {
@@ -368,45 +258,6 @@ fn kruise_scaled_value(
             Ok(go_float_to_int(if round_up { scaled.ceil() } else { scaled.floor() }))
         }
     }
-}
-
-/// `UpdatePriorityStrategy.FieldsValidation`.
-pub(crate) fn priority_strategy_error(strategy: &UpdatePriorityStrategy) -> Option<String> {
-    if !strategy.weight_priority.is_empty() && !strategy.order_priority.is_empty() {
-        return Some("only one of weightPriority and orderPriority can be used".to_owned());
-    }
-    for term in &strategy.weight_priority {
-        if term.weight < 0 || term.weight > 100 {
-            return Some("weight must be valid number in the range 1-100".to_owned());
-        }
-        let selector = &term.match_selector;
-        let size = selector.match_labels.as_ref().map_or(0, BTreeMap::len)
-            + selector.match_expressions.as_ref().map_or(0, Vec::len);
-        if size == 0 {
-            return Some("selector can not be empty".to_owned());
-        }
-        if let Err(err) = label_selector_as_selector(Some(selector)) {
-            return Some(format!("invalid selector {err}"));
-        }
-    }
-    if strategy.order_priority.iter().any(|o| o.ordered_key.is_empty()) {
-        return Some("order key can not be empty".to_owned());
-    }
-    None
-}
-
-/// `UpdateScatterStrategy.FieldsValidation`.
-pub(crate) fn scatter_strategy_error(terms: &[UpdateScatterTerm]) -> Option<String> {
-    let mut seen = BTreeSet::new();
-    for term in terms {
-        if term.key.is_empty() {
-            return Some("key should not be empty".to_owned());
-        }
-        if !seen.insert(format!("{}:{}", term.key, term.value)) {
-            return Some(format!("duplicated key={} value={}", term.key, term.value));
-        }
-    }
-    None
 }
 
 /// The partition, maxUnavailable and maxSurge values and errors both versions compute.

@@ -12,8 +12,8 @@ use kruise_api::apps::v1beta1::{
 };
 use kruise_api::conversion::HubConvertible;
 
-use super::field::{FieldError, FieldErrors, FieldPath};
-use super::meta::label_selector_as_selector;
+use crate::admission::meta::label_selector_as_selector;
+use crate::field::{FieldError, FieldErrors, FieldPath};
 
 /// Most images one NodeImage may list.
 pub const MAX_IMAGES_PER_NODE: usize = 256;

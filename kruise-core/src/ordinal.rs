@@ -1,5 +1,5 @@
 //! Ordinals: which numbers a set's pods hold, which are reserved, and how a pod's name gives
-//! its ordinal.
+//! its ordinal (Advanced StatefulSet's numbering; the workload facts read pod names with it).
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 

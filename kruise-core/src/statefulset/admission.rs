@@ -33,16 +33,16 @@ use kruise_api::apps::v1beta1::{
 };
 use serde_json::Value;
 
-use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
-use super::meta::{
+use crate::admission::meta::{
     selectors_semantically_equal, validate_annotations, validate_labels, validate_nonnegative,
     validate_object_meta, validate_object_meta_update,
 };
-use super::names::name_is_dns_label;
-use super::pod_defaults::{
+use crate::admission::pod_defaults::{
     PodDefaultsOptions, default_pod_spec_with, default_volume_claim_template,
 };
-use crate::statefulset::ordinals::reserve_entry;
+use crate::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
+use crate::names::name_is_dns_label;
+use crate::ordinal::reserve_entry;
 
 /// The name of upstream's validating webhook for Advanced StatefulSets.
 pub const VALIDATING_WEBHOOK_NAME: &str = "vstatefulset.kb.io";
@@ -202,7 +202,7 @@ fn validate_max_unavailable(
                 errs.push(FieldError::invalid(
                     path,
                     BadValue::Go(go::int_or_string(value)),
-                    super::names::regex_error(
+                    crate::names::regex_error(
                         "a valid percent string must be a numeric string followed by an ending '%'",
                         "[0-9]+%",
                         &["1%", "93%"],
@@ -249,7 +249,7 @@ fn validate_max_unavailable(
 /// Kubernetes' own StatefulSet validation).
 fn validate_selector_and_template(set: &StatefulSet, path: &FieldPath) -> Vec<FieldError> {
     let template = &set.spec.template;
-    let (mut errs, parsed) = super::cloneset::validate_selector_against_template(
+    let (mut errs, parsed) = crate::admission::workload_spec::validate_selector_against_template(
         set.spec.selector.as_ref(),
         template,
         "statefulset",
@@ -446,8 +446,10 @@ fn validate_update_strategy(
                 "unorderedUpdate can only work with Parallel PodManagementPolicyType",
             ));
         }
-        if let Some(message) =
-            unordered.priority_strategy.as_ref().and_then(super::cloneset::priority_strategy_error)
+        if let Some(message) = unordered
+            .priority_strategy
+            .as_ref()
+            .and_then(crate::admission::workload_spec::priority_strategy_error)
         {
             errs.push(FieldError::required(&unordered_path.child("priorityStrategy"), message));
         }

@@ -42,11 +42,11 @@ use kruise_api::policy::v1alpha1 as alpha;
 use kruise_api::policy::v1beta1::{self as beta, PodUnavailableBudget, TargetReference};
 use kruise_api::well_known::annotations::{PUB_PROTECT_OPERATIONS, PUB_PROTECT_TOTAL_REPLICAS};
 
-use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
-use super::meta::{
+use crate::admission::meta::{
     LabelSelectorOptions, label_selector_as_selector, validate_label_selector, validate_nonnegative,
 };
-use super::names::regex_error;
+use crate::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
+use crate::names::regex_error;
 
 /// The name of upstream's validating webhook for PodUnavailableBudgets.
 pub const VALIDATING_WEBHOOK_NAME: &str = "vpodunavailablebudget.kb.io";

@@ -26,7 +26,7 @@ enum Segment {
 /// The path from an object's root to one of its fields, as `field.Path` builds and prints it.
 ///
 /// ```
-/// use kruise_core::admission::field::FieldPath;
+/// use kruise_core::field::FieldPath;
 /// let p = FieldPath::new("spec").child("containers").index(0).child("name");
 /// assert_eq!(p.to_string(), "spec.containers[0].name");
 /// assert_eq!(FieldPath::new("metadata").child("labels").key("app").to_string(), "metadata.labels[app]");

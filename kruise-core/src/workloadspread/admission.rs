@@ -39,12 +39,14 @@ use kruise_api::apps::v1beta1::{
 };
 use kruise_api::conversion::HubConvertible;
 
-use super::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
-use super::meta::{label_selector_as_selector, validate_label_name, validate_object_meta_update};
-use super::names::{is_dns1123_subdomain, is_valid_label_value};
-use super::pod_defaults::default_pod_spec;
-use super::pod_template::{validate_pod_spec, validate_tolerations_list};
+use crate::admission::meta::{
+    label_selector_as_selector, validate_label_name, validate_object_meta_update,
+};
+use crate::admission::pod_defaults::default_pod_spec;
+use crate::admission::pod_template::{validate_pod_spec, validate_tolerations_list};
+use crate::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
 use crate::intstr::IntOrPercent;
+use crate::names::{is_dns1123_subdomain, is_valid_label_value};
 use crate::smp::{PatchSchema, apply_patch};
 use crate::workloadspread::{CustomWorkloadWhitelist, parse_group};
 
@@ -598,5 +600,5 @@ fn conflict(
 }
 
 #[cfg(test)]
-#[path = "workloadspread_tests.rs"]
+#[path = "admission_tests.rs"]
 mod tests;
