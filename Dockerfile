@@ -7,9 +7,8 @@
 # The chart's manager.image.repository and tag point at this image. The binaries run as the
 # distroless nonroot user (65532), and the chart mounts the root filesystem read-only.
 
+# No protoc: kruise-cri's CRI code is generated and checked in.
 FROM rust:1.95-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends protobuf-compiler \
-    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p kruise-manager -p kruise-daemon \

@@ -35,6 +35,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 
+use crate::applier::PlanOwner;
 use crate::cache::{Cache, ObjectKey};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
@@ -44,7 +45,7 @@ use crate::controller::{
 
 /// The label on pods a budget covers, which the pod validating webhook's `objectSelector`
 /// selects. Its value is `"true"`.
-pub const COVERED_LABEL: &str = "pub.kruise.io/protected";
+pub use kruise_core::pub_budget::COVERED_LABEL;
 
 /// What the controller resolved a budget's `targetRef` to.
 #[derive(Clone, Debug)]
@@ -187,116 +188,45 @@ impl PubController {
             .iter()
             .map(|p| p.to_pod())
             .collect::<Result<_, _>>()?;
-        let mut covered = Vec::new();
-        let mut marks = Vec::new();
-        for pod in &pods {
-            let coverage = core::coverage(&budget, resolved.target.as_ref(), pod);
-            let selected = matches!(coverage, Ok(core::Coverage::Covered));
-            if selected {
-                covered.push(pod);
-            }
-            if let Some(patch) = mark_patch(pod, budget.name_any().as_str(), selected) {
-                marks.push((pod.name_any(), patch));
-            }
-        }
+        let selected: Vec<(&Pod, bool)> = pods
+            .iter()
+            .map(|pod| {
+                let coverage = core::coverage(&budget, resolved.target.as_ref(), pod);
+                (pod, matches!(coverage, Ok(core::Coverage::Covered)))
+            })
+            .collect();
+        let covered: Vec<&Pod> = selected.iter().filter(|(_, c)| *c).map(|(p, _)| *p).collect();
         // A budget that selects by label counts the pods it selects; a target's scale says
         // how many there should be.
         let expected = resolved
             .replicas
             .or_else(|| budget.spec.target_reference.is_none().then_some(covered.len() as i32));
+        let now = Timestamp::now();
         let outcome = match core::compute_status(
             &budget,
             covered.iter().copied(),
             expected,
             &self.gates,
-            Timestamp::now(),
+            now,
         ) {
             Ok(outcome) => outcome,
             // An unresolved target or a budget without a count: looked at again later.
             Err(_) => return Ok(Some(Duration::from_secs(5))),
         };
-        if outcome.changed {
-            // Entries gone from the maps are removed (`null`), not left in place.
-            let mut patch = crate::applier::status_patch(budget.status.as_ref(), &outcome.status);
-            patch["metadata"] = json!({"resourceVersion": budget.resource_version()});
-            let written = self
-                .context
-                .applier
-                .patch::<PodUnavailableBudget, _>(
-                    &namespace,
-                    &key.name,
-                    Some("status"),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await;
-            match written {
-                Ok(_) => {}
-                // The webhook reserved a pod meanwhile: compute again from what it wrote.
-                Err(crate::applier::ApplyError::Conflict(_)) => {
-                    return Ok(Some(Duration::from_millis(100)));
-                }
-                Err(source) => {
-                    return Err(ReconcileError::Write {
-                        action: "patch status",
-                        target: key.name.clone(),
-                        source,
-                    });
-                }
+        let plan = core::plan(&budget, &outcome, selected);
+        let owner = PlanOwner::of(budget.as_ref(), Value::Null);
+        match self.context.applier.apply(&owner, &plan, None, now).await {
+            Ok(()) => {}
+            // The webhook reserved a pod meanwhile: compute again from what it wrote.
+            Err(ReconcileError::Write {
+                source: crate::applier::ApplyError::Conflict(_), ..
+            }) => {
+                return Ok(Some(Duration::from_millis(100)));
             }
+            Err(err) => return Err(err),
         }
-        for (pod, patch) in marks {
-            let written = self
-                .context
-                .applier
-                .patch::<Pod, _>(
-                    &namespace,
-                    &pod,
-                    None,
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await;
-            if let Err(source) = written
-                && !matches!(source, crate::applier::ApplyError::NotFound(_))
-            {
-                return Err(ReconcileError::Write { action: "patch pod", target: pod, source });
-            }
-        }
-        Ok(outcome.recheck_after.and_then(|d| Duration::try_from(d).ok()))
+        Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
     }
-}
-
-/// The merge patch that marks a pod `budget` covers (the related-pub annotations and
-/// [`COVERED_LABEL`]), or unmarks one it no longer covers; `None` when nothing changes.
-fn mark_patch(pod: &Pod, budget: &str, covered: bool) -> Option<Value> {
-    let labels = pod.labels();
-    let notes = pod.annotations();
-    let named = notes.get(annotations::PUB_RELATED_PUB).map(String::as_str);
-    if covered {
-        let done = labels.get(COVERED_LABEL).map(String::as_str) == Some("true")
-            && named == Some(budget)
-            && notes.get(annotations::PUB_RELATED_PUB_LEGACY).map(String::as_str) == Some(budget);
-        return (!done).then(|| {
-            json!({"metadata": {
-                "labels": {COVERED_LABEL: "true"},
-                "annotations": {
-                    annotations::PUB_RELATED_PUB: budget,
-                    annotations::PUB_RELATED_PUB_LEGACY: budget,
-                },
-            }})
-        });
-    }
-    // Marked for this budget, no longer covered.
-    (named == Some(budget)).then(|| {
-        json!({"metadata": {
-            "labels": {COVERED_LABEL: null},
-            "annotations": {
-                annotations::PUB_RELATED_PUB: null,
-                annotations::PUB_RELATED_PUB_LEGACY: null,
-            },
-        }})
-    })
 }
 
 impl Reconciler for PubController {
@@ -577,29 +507,6 @@ fn newer(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pod(labels: Value, notes: Value) -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns",
-            "labels": labels, "annotations": notes}}))
-        .expect("pod")
-    }
-
-    #[test]
-    fn covered_pods_are_marked_once_and_released_pods_unmarked() {
-        let bare = pod(json!({}), json!({}));
-        let patch = mark_patch(&bare, "web", true).expect("marks");
-        assert_eq!(patch["metadata"]["labels"][COVERED_LABEL], "true");
-        assert_eq!(patch["metadata"]["annotations"][annotations::PUB_RELATED_PUB], "web");
-        let marked = pod(
-            json!({COVERED_LABEL: "true"}),
-            json!({annotations::PUB_RELATED_PUB: "web", annotations::PUB_RELATED_PUB_LEGACY: "web"}),
-        );
-        assert!(mark_patch(&marked, "web", true).is_none());
-        let unmark = mark_patch(&marked, "web", false).expect("unmarks");
-        assert!(unmark["metadata"]["labels"][COVERED_LABEL].is_null());
-        // Another budget's pod is left alone.
-        assert!(mark_patch(&marked, "other", false).is_none());
-    }
 
     #[test]
     fn the_newer_budget_wins() {

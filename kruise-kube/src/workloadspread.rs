@@ -35,11 +35,12 @@ use kruise_core::admission::pod_edit::PodEdit;
 use kruise_core::workloadspread::{
     self as core, CustomWorkloadWhitelist, InjectedSubset, PodOperation, WorkloadRef,
 };
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::{Client, ResourceExt as _};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::applier::PlanOwner;
 use crate::cache::{Cache, ObjectKey, SharedCaches, WatchEvents, Watched, namespaced_watch};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
@@ -49,7 +50,7 @@ use crate::controller::{
 
 /// The label on pods a WorkloadSpread placed, which the pod DELETE webhook's
 /// `objectSelector` selects. Its value is `"true"`.
-pub const MATCHED_LABEL: &str = "workloadspread.kruise.io/matched";
+pub use kruise_core::workloadspread::MATCHED_LABEL;
 
 /// The `kruise-configuration` key listing custom workloads (upstream's).
 pub const WHITELIST_KEY: &str = "WorkloadSpread_Watch_Custom_Workload_WhiteList";
@@ -691,92 +692,19 @@ impl WorkloadSpreadController {
             input.latest_version = latest.as_deref();
             core::reconcile(&input)
         };
-        let applier = &self.context.applier;
-        let namespace = key.namespace.clone();
-        let reference = kube::Resource::object_ref(&ws, &());
-        for event in &plan.events {
-            let warning = matches!(event.type_, kruise_core::workload::EventType::Warning);
-            applier
-                .event(&reference, warning, &event.reason, &event.reason, event.message.clone())
-                .await;
-        }
-        let mut failure = None;
-        for patch in &plan.pod_patches {
-            let mut body = patch.patch.clone();
-            // A pod adopted by its node is marked as one the webhook placed.
-            if body
-                .pointer(&format!(
-                    "/metadata/annotations/{}",
-                    core::MATCHED_WORKLOADSPREAD_ANNOTATION.replace('/', "~1")
-                ))
-                .is_some()
-            {
-                body["metadata"]["labels"][MATCHED_LABEL] = json!("true");
+        let plan = core::plan(&ws, &plan);
+        let owner = PlanOwner::of(&ws, Value::Null);
+        match self.context.applier.apply(&owner, &plan, None, Timestamp::now()).await {
+            Ok(()) => {}
+            // The webhook reserved a pod meanwhile: compute again from what it wrote.
+            Err(ReconcileError::Write {
+                source: crate::applier::ApplyError::Conflict(_), ..
+            }) => {
+                return Ok(Some(Duration::from_millis(100)));
             }
-            let written = applier
-                .patch::<Pod, _>(
-                    &namespace,
-                    &patch.name,
-                    None,
-                    &PatchParams::default(),
-                    &Patch::Merge(&body),
-                )
-                .await;
-            match written {
-                Ok(_) | Err(crate::applier::ApplyError::NotFound(_)) => {}
-                Err(source) => {
-                    failure.get_or_insert(ReconcileError::Write {
-                        action: "patch pod",
-                        target: format!("{namespace}/{}", patch.name),
-                        source,
-                    });
-                }
-            }
+            Err(err) => return Err(err),
         }
-        if plan.status_changed {
-            let mut next = ws.clone();
-            next.status = Some(plan.status.clone());
-            let api: Api<WorkloadSpread> = Api::namespaced(applier.client().clone(), &namespace);
-            let lock = self.state.lock_for(&uid);
-            let mut last_written = lock.lock().await;
-            match applier.write(api.replace_status(&key.name, &PostParams::default(), &next)).await
-            {
-                Ok(written) => *last_written = Some(written),
-                // The webhook reserved a pod meanwhile: compute again from what it wrote.
-                Err(crate::applier::ApplyError::Conflict(_)) => {
-                    return Ok(Some(Duration::from_millis(100)));
-                }
-                Err(crate::applier::ApplyError::NotFound(_)) => {}
-                Err(source) => {
-                    failure.get_or_insert(ReconcileError::Write {
-                        action: "update status",
-                        target: key.name.clone(),
-                        source,
-                    });
-                }
-            }
-        }
-        // Pods stuck unschedulable go only once the subset is marked unschedulable in the
-        // status (their replacements must not be placed in it again), as upstream orders it.
-        let deletions = if failure.is_none() { plan.delete_pods.as_slice() } else { &[] };
-        for pod in deletions {
-            let written =
-                applier.delete::<Pod>(&namespace, pod, &kube::api::DeleteParams::default()).await;
-            match written {
-                Ok(()) | Err(crate::applier::ApplyError::NotFound(_)) => {}
-                Err(source) => {
-                    failure.get_or_insert(ReconcileError::Write {
-                        action: "delete pod",
-                        target: format!("{namespace}/{pod}"),
-                        source,
-                    });
-                }
-            }
-        }
-        if let Some(err) = failure {
-            return Err(err);
-        }
-        Ok(plan.requeue_after)
+        Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
     }
 }
 
@@ -897,6 +825,7 @@ impl crate::admission::PodFeature for WorkloadSpreadWebhook {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn replicas_are_read_at_dotted_paths() {

@@ -33,6 +33,7 @@ pub mod admission;
 pub mod availability;
 pub mod coverage;
 pub mod operations;
+mod plan;
 mod pod_step;
 pub mod status;
 pub mod validation;
@@ -48,6 +49,7 @@ pub use coverage::{
     BudgetForPod, Coverage, Exemption, NotSelected, TargetPods, budget_for_pod, coverage,
 };
 pub use operations::{Operation, OperationSet, classify_update, protected_operations};
+pub use plan::{COVERED_LABEL, mark_patch, plan};
 pub use pod_step::PubAnnotation;
 pub use status::{StatusOutcome, compute_status, desired_available};
 

@@ -44,6 +44,7 @@
 
 pub mod admission;
 mod inject;
+mod plan;
 mod reconcile;
 mod reserve;
 mod target;
@@ -62,6 +63,7 @@ use crate::intstr::{IntOrPercent, Rounding};
 use crate::revision::gojson::write_string;
 
 pub use inject::{InjectError, inject, inject_patch};
+pub use plan::{MATCHED_LABEL, plan};
 pub use reconcile::{
     PlannedEvent, PodPatch, ReconcileInput, ReconcilePlan, pod_unscheduled_deadline, reconcile,
 };

@@ -154,6 +154,17 @@ fn tolerate(
     if done { Ok(None) } else { result }
 }
 
+/// True when `err` is the conflict a resourceVersion guard of `action` asked for.
+fn refused_by_guard(action: &Action, err: &ReconcileError) -> bool {
+    let guarded = match action {
+        Action::PatchObject { target, .. }
+        | Action::DeleteObject { target }
+        | Action::EvictPod { target } => matches!(target.guard, Guard::ResourceVersion(_)),
+        _ => false,
+    };
+    guarded && matches!(err, ReconcileError::Write { source: ApplyError::Conflict(_), .. })
+}
+
 /// Which actions may run together: independent writes of the same kind.
 fn group_kind(action: &Action) -> Option<u8> {
     match action {
@@ -251,7 +262,11 @@ impl Applier {
                     Some(Ok(())) => succeeded[start + offset] = true,
                     Some(Err(err)) => {
                         group_failed = true;
-                        self.failure_event(owner, &err).await;
+                        // A guard that refused a stale write did its job: the owner is planned
+                        // again, and nothing failed that a user should see.
+                        if !refused_by_guard(&plan.actions[start + offset], &err) {
+                            self.failure_event(owner, &err).await;
+                        }
                         failure.get_or_insert(err);
                     }
                     None => {}

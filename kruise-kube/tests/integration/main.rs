@@ -2,6 +2,7 @@
 //!
 //! One test binary for every suite keeps the build small.
 
+mod applier_plan;
 mod client_http2;
 mod health_http;
 mod leader;
