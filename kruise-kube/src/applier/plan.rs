@@ -130,27 +130,26 @@ fn tolerate(
     action: &Action,
     result: Result<Option<String>, ApplyError>,
 ) -> Result<Option<String>, ApplyError> {
-    let done = match (&result, action) {
+    let done = matches!(
+        (&result, action),
         (
             Err(ApplyError::AlreadyExists(_)),
             Action::CreateRevision { .. }
-            | Action::CreatePvc { .. }
-            | Action::CreatePod { .. }
-            | Action::CreateImagePullJob { .. }
-            | Action::CreateObject { .. },
-        ) => true,
-        (
+                | Action::CreatePvc { .. }
+                | Action::CreatePod { .. }
+                | Action::CreateImagePullJob { .. }
+                | Action::CreateObject { .. },
+        ) | (
             Err(ApplyError::NotFound(_)),
             Action::PatchObject { .. }
-            | Action::DeleteRevision { .. }
-            | Action::DeletePvc { .. }
-            | Action::DeletePod { .. }
-            | Action::DeleteImagePullJob { .. }
-            | Action::DeleteObject { .. }
-            | Action::EvictPod { .. },
-        ) => true,
-        _ => false,
-    };
+                | Action::DeleteRevision { .. }
+                | Action::DeletePvc { .. }
+                | Action::DeletePod { .. }
+                | Action::DeleteImagePullJob { .. }
+                | Action::DeleteObject { .. }
+                | Action::EvictPod { .. },
+        )
+    );
     if done { Ok(None) } else { result }
 }
 
