@@ -34,11 +34,11 @@ use kruise_api::apps::v1beta1::ImagePullJob;
 use kruise_core::daemonset::{BackoffKey, FailedPodBackoff};
 use kruise_core::expectations::ControllerExpectations;
 use kruise_core::workload::{Action, Blocked, DeletePurpose, PodPatchPurpose, WorkloadPlan};
-use kube::api::{PartialObjectMeta, Patch, PatchParams};
-use kube::{Api, Resource};
+use kube::api::PartialObjectMeta;
+use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::applier::{Applier, ApplyError, ExpectationsFor, PlanOwner};
 use crate::cache::{Cache, Change, ObjectKey, Watched};
@@ -513,11 +513,10 @@ impl<W: WorkloadKind> WorkloadController<W> {
         let applier = &self.applier;
         // Like upstream, read the workload again before adopting: one being deleted (or
         // replaced by another of the same name) must not take anything.
-        let fresh: Api<W> = Api::namespaced(applier.client().clone(), &namespace);
         let name = workload.meta().name.clone().unwrap_or_default();
         let kind = W::kind(&()).to_lowercase();
-        let current =
-            applier.write(fresh.get(&name)).await.map_err(|source| ReconcileError::Write {
+        let current: W =
+            applier.get(&namespace, &name).await.map_err(|source| ReconcileError::Write {
                 action: "get workload",
                 target: format!("{kind} {name}"),
                 source,
@@ -534,55 +533,16 @@ impl<W: WorkloadKind> WorkloadController<W> {
             controller: Some(true),
             block_owner_deletion: Some(true),
         };
-        let pod_api: Api<Pod> = Api::namespaced(applier.client().clone(), &namespace);
-        for pod in pods {
-            if self.adopt(&pod_api, &pod.metadata, &owner, "adopt pod").await? {
-                let pod_name = pod.metadata.name.clone().unwrap_or_default();
-                let note = format!("adopted pod {pod_name}");
-                self.event(workload, false, "SuccessfulAdopt", "Adopt", note).await;
-            }
-        }
-        let revision_api: Api<ControllerRevision> =
-            Api::namespaced(applier.client().clone(), &namespace);
-        for revision in revisions {
-            if self.adopt(&revision_api, &revision.metadata, &owner, "adopt revision").await? {
-                let revision_name = revision.metadata.name.as_deref().unwrap_or_default();
-                tracing::info!(%namespace, workload = %name, revision = %revision_name, "adopted an orphan ControllerRevision");
-            }
-        }
-        Ok(true)
-    }
-
-    /// Makes `owner` the controller of the object `meta` describes, guarded by its
-    /// resourceVersion. False when it is gone or changed since it was read (the next round
-    /// decides again).
-    async fn adopt<K>(
-        &self,
-        api: &Api<K>,
-        meta: &ObjectMeta,
-        owner: &OwnerReference,
-        action: &'static str,
-    ) -> Result<bool, ReconcileError>
-    where
-        K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
-    {
-        let name = meta.name.clone().unwrap_or_default();
-        let mut owners = meta.owner_references.clone().unwrap_or_default();
-        owners.push(owner.clone());
-        let patch = json!({
-            "metadata": {
-                "ownerReferences": owners,
-                "resourceVersion": meta.resource_version,
-            }
-        });
-        let result = self
-            .applier
-            .write(api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)))
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(ApplyError::NotFound(_) | ApplyError::Conflict(_)) => Ok(false),
-            Err(source) => Err(ReconcileError::Write { action, target: name, source }),
+        let plan = kruise_core::workload::adoption_plan(
+            &owner,
+            pods.iter().map(|p| &p.metadata),
+            revisions.iter().map(|r| &r.metadata),
+        );
+        let plan_owner = PlanOwner::of(workload, Value::Null);
+        match applier.apply(&plan_owner, &plan, None, jiff::Timestamp::now()).await {
+            // An orphan that changed since it was read is decided again next round.
+            Ok(()) | Err(ReconcileError::Write { source: ApplyError::Conflict(_), .. }) => Ok(true),
+            Err(err) => Err(err),
         }
     }
 

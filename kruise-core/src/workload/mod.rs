@@ -6,6 +6,7 @@
 //! both a [`WorkloadPlan`] over their own status type, so kruise-kube carries any of them out
 //! with one applier.
 
+mod adopt;
 mod facts;
 pub mod inplace;
 mod plan;
@@ -19,6 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
+pub use adopt::adoption_plan;
 pub(crate) use facts::LabelLookup;
 pub use facts::{PodFacts, SnapshotPod};
 pub use plan::{

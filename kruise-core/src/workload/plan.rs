@@ -305,6 +305,14 @@ impl ObjectKind {
     pub const POD: Self = Self::core("Pod", "pods");
     /// core/v1 Secret.
     pub const SECRET: Self = Self::core("Secret", "secrets");
+    /// apps/v1 ControllerRevision.
+    pub const CONTROLLER_REVISION: Self = Self {
+        group: "apps",
+        version: "v1",
+        kind: "ControllerRevision",
+        plural: "controllerrevisions",
+        namespaced: true,
+    };
     /// apps.kruise.io ContainerRecreateRequest.
     pub const CONTAINER_RECREATE_REQUEST: Self =
         Self::kruise("v1beta1", "ContainerRecreateRequest", "containerrecreaterequests", true);
