@@ -9,9 +9,14 @@
 //!   job's tag on at most `parallelism` NodeImages at a time, reads their status back into the
 //!   job's, copies pull secrets into the daemon's namespace, holds a finalizer until the job's
 //!   entries are released, and deletes the job `ttlSecondsAfterFinished` after completion
-//!   ([`kruise_core::imagepull::plan_job`]). NodeImage writes are operations
-//!   ([`NodeImageChange`]) replayed on a fresh read after a conflict, so concurrent jobs never
-//!   overwrite each other's entries.
+//!   ([`kruise_core::imagepull::plan_job`]). A NodeImage entry is written as a merge patch
+//!   against the NodeImage as cached, guarded by its resourceVersion: after a conflict the job
+//!   is planned again from the newer NodeImage, so concurrent jobs never overwrite each
+//!   other's entries.
+//!
+//! Each controller hands its plan (`to_plan` of kruise-core's answer) to the applier; the
+//! Events about other objects than the one reconciled (a NodeImage's pull failures, recorded
+//! on the job that asked for the image) are recorded directly.
 //! - **`imagelistpulljob-controller`** (same gates): one child ImagePullJob per image
 //!   ([`kruise_core::imagepull::plan_list_job`]).
 //!
@@ -29,14 +34,11 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::v1beta1::{ImageListPullJob, ImagePullJob, NodeImage};
-use kruise_core::imagepull::{
-    self as core, JobInput, NodeImageChange, PROTECTION_FINALIZER, TagOwnerIndex,
-};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kruise_core::imagepull::{self as core, JobInput, TagOwnerIndex};
+use kruise_core::plan::Action;
 use kube::{Client, Resource as _, ResourceExt as _};
-use serde_json::json;
 
-use crate::applier::ApplyError;
+use crate::applier::{ApplyError, PlanOwner};
 use crate::cache::{Cache, ObjectKey, WatchEvents, Watched, cluster_watch};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
@@ -62,8 +64,6 @@ pub const IMAGE_LIST_PULL_JOB_CONTROLLER: &str = "imagelistpulljob-controller";
 /// How often an unfinished job looks again without any event (a safety net: a node it
 /// selects through a pod may have changed).
 const UNFINISHED_RESYNC: Duration = Duration::from_secs(60);
-/// Attempts of one NodeImage change against concurrent writers.
-const CHANGE_ATTEMPTS: usize = 8;
 /// How long a child ImagePullJob created by a list job is waited for in the cache.
 const CREATE_EXPECTATION: Duration = Duration::from_secs(30);
 
@@ -81,15 +81,6 @@ fn write_error(
     source: ApplyError,
 ) -> ReconcileError {
     ReconcileError::Write { action, target: target.into(), source }
-}
-
-/// Ignores a 404 (the object is gone: nothing left to do).
-fn gone_ok<T>(result: Result<T, ApplyError>) -> Result<Option<T>, ApplyError> {
-    match result {
-        Ok(v) => Ok(Some(v)),
-        Err(ApplyError::NotFound(_)) => Ok(None),
-        Err(e) => Err(e),
-    }
 }
 
 /// Does the NodeImage carry labels different from `old`'s (or did it appear)?
@@ -162,9 +153,8 @@ impl NodeImageController {
         }
         let mut found = BTreeSet::new();
         for (ns, name) in wanted {
-            let api: Api<Secret> = Api::namespaced(self.context.applier.client().clone(), &ns);
             // An unreadable secret counts as present: never drop a reference on an error.
-            match api.get_metadata_opt(&name).await {
+            match self.context.applier.get_opt::<Secret>(&ns, &name).await {
                 Ok(None) => {}
                 _ => {
                     found.insert((ns, name));
@@ -195,37 +185,13 @@ impl NodeImageController {
             now,
         );
         let applier = &self.context.applier;
-        let api: Api<NodeImage> = Api::all(applier.client().clone());
-        if let Some(created) = &plan.create {
-            match applier.write(api.create(&PostParams::default(), created)).await {
-                Ok(_) | Err(ApplyError::AlreadyExists(_)) => {
-                    tracing::info!(nodeimage = name, "created the NodeImage of a node");
-                }
-                Err(e) => return Err(write_error("create nodeimage", name, e)),
-            }
-        }
-        if plan.delete {
-            let deleted = applier.write(api.delete(name, &DeleteParams::default())).await;
-            gone_ok(deleted).map_err(|e| write_error("delete nodeimage", name, e))?;
-            tracing::info!(nodeimage = name, "deleted the NodeImage of a node that is gone");
-        }
-        if let (Some(update), Some(ni)) = (&plan.update, ni.as_deref()) {
-            let mut updated = ni.clone();
-            if let Some(labels) = &update.labels {
-                updated.metadata.labels = Some(labels.clone()).filter(|l| !l.is_empty());
-            }
-            updated.spec = update.spec.clone();
-            updated.status = None;
+        if let Some(update) = &plan.update {
             tracing::debug!(nodeimage = name, reasons = ?update.reasons, "updating the NodeImage");
-            let written = applier.write(api.replace(name, &PostParams::default(), &updated)).await;
-            gone_ok(written).map_err(|e| write_error("update nodeimage", name, e))?;
         }
-        if let (Some(status), Some(ni)) = (&plan.status, ni.as_deref()) {
-            let mut updated = ni.clone();
-            updated.status = Some(status.clone());
-            let written =
-                applier.write(api.replace_status(name, &PostParams::default(), &updated)).await;
-            gone_ok(written).map_err(|e| write_error("update nodeimage status", name, e))?;
+        if let Some(subject) = ni.as_deref().or(plan.create.as_ref()) {
+            let status = serde_json::to_value(&subject.status).unwrap_or_default();
+            let owner = PlanOwner::of(subject, status);
+            applier.apply(&owner, &plan.to_plan(name, ni.as_deref()), None, now).await?;
         }
         for (job, event) in &plan.events {
             let warning = matches!(event.type_, kruise_core::workload::EventType::Warning);
@@ -380,52 +346,22 @@ impl ImagePullJobController {
         core::select_nodes(job, &light, &pods)
     }
 
-    /// Applies one NodeImage change: on the cached copy first, then on a fresh read after
-    /// each conflict.
-    async fn change_node_image(&self, change: &NodeImageChange) -> Result<(), ApplyError> {
-        let applier = &self.context.applier;
-        let api: Api<NodeImage> = Api::all(applier.client().clone());
-        let mut current =
-            self.node_images.get(&ObjectKey::new("", change.node.as_str())).map(|n| (*n).clone());
-        let mut last = None;
-        for _ in 0..CHANGE_ATTEMPTS {
-            let mut ni = match current.take() {
-                Some(ni) => ni,
-                None => match applier.write(api.get_opt(&change.node)).await? {
-                    Some(ni) => ni,
-                    None => return Ok(()),
-                },
-            };
-            if !change.apply(&mut ni) {
-                return Ok(());
-            }
-            ni.status = None;
-            match applier.write(api.replace(&change.node, &PostParams::default(), &ni)).await {
-                Ok(_) | Err(ApplyError::NotFound(_)) => return Ok(()),
-                Err(ApplyError::Conflict(m)) => last = Some(m),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(ApplyError::Conflict(last.unwrap_or_default()))
-    }
-
-    /// Copies the job's pull secrets into the daemon's namespace; the references its
-    /// NodeImage entries list.
+    /// Reads the job's pull secrets and the copies in the daemon's namespace: the references
+    /// its NodeImage entries list, and the writes to the copies.
     async fn sync_secrets(
         &self,
         job: &ImagePullJob,
-    ) -> Result<Vec<kruise_api::apps::v1beta1::ReferenceObject>, ReconcileError> {
+    ) -> Result<(Vec<kruise_api::apps::v1beta1::ReferenceObject>, Vec<Action>), ReconcileError>
+    {
         if job.spec.template.pull_secrets.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let config = &self.context.settings.image_pull;
-        let client = self.context.applier.client().clone();
+        let applier = &self.context.applier;
         let namespace = job.namespace().unwrap_or_default();
-        let source_api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
         let mut sources = Vec::new();
         for name in &job.spec.template.pull_secrets {
-            let got = self.context.applier.write(source_api.get_opt(name)).await;
-            match got {
+            match applier.get_opt::<Secret>(&namespace, name).await {
                 Ok(Some(s)) => sources.push(s),
                 Ok(None) => {}
                 Err(e) => {
@@ -433,39 +369,17 @@ impl ImagePullJobController {
                 }
             }
         }
-        let copies_api: Api<Secret> =
-            Api::namespaced(client.clone(), &config.daemon_config_namespace);
         let copies = if namespace == config.daemon_config_namespace {
             Vec::new()
         } else {
-            let listed = self.context.applier.write(copies_api.list(&ListParams::default())).await;
-            match listed {
-                Ok(list) => list.items,
-                Err(e) => {
-                    return Err(write_error("list secrets", &config.daemon_config_namespace, e));
-                }
-            }
+            applier
+                .list::<Secret>(&config.daemon_config_namespace)
+                .await
+                .map_err(|e| write_error("list secrets", &config.daemon_config_namespace, e))?
         };
         let plan = core::plan_pull_secrets(job, &sources, &copies, config);
-        let applier = &self.context.applier;
-        for secret in &plan.create {
-            let name = secret.name_any();
-            match applier.write(copies_api.create(&PostParams::default(), secret)).await {
-                Ok(_) | Err(ApplyError::AlreadyExists(_)) => {}
-                Err(e) => return Err(write_error("create secret", name, e)),
-            }
-        }
-        for secret in &plan.update {
-            let name = secret.name_any();
-            let written =
-                applier.write(copies_api.replace(&name, &PostParams::default(), secret)).await;
-            gone_ok(written).map_err(|e| write_error("update secret", name.clone(), e))?;
-        }
-        for name in &plan.delete {
-            let deleted = applier.write(copies_api.delete(name, &DeleteParams::default())).await;
-            gone_ok(deleted).map_err(|e| write_error("delete secret", name.clone(), e))?;
-        }
-        Ok(plan.refs)
+        let actions = plan.to_actions(&config.daemon_config_namespace, &copies);
+        Ok((plan.refs, actions))
     }
 
     async fn reconcile_job(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
@@ -473,7 +387,6 @@ impl ImagePullJobController {
             return Ok(None);
         };
         let applier = &self.context.applier;
-        let api: Api<ImagePullJob> = Api::namespaced(applier.client().clone(), &key.namespace);
         let now = jiff::Timestamp::now();
         let finished = job.metadata.deletion_timestamp.is_some()
             || job.status.as_ref().is_some_and(|s| s.completion_time.is_some());
@@ -487,7 +400,7 @@ impl ImagePullJobController {
                 return Ok(None);
             }
         };
-        let secrets = self.sync_secrets(&job).await?;
+        let (secrets, secret_writes) = self.sync_secrets(&job).await?;
         let held: HashMap<String, Arc<NodeImage>> = if finished {
             HashMap::new()
         } else {
@@ -527,61 +440,13 @@ impl ImagePullJobController {
                 return Ok(None);
             }
         };
-        let finalizers = job.finalizers().to_vec();
-        if plan.add_finalizer {
-            let mut list = finalizers.clone();
-            list.push(PROTECTION_FINALIZER.to_owned());
-            let patch = json!({"metadata": {
-                "finalizers": list,
-                "resourceVersion": job.resource_version(),
-            }});
-            let written = applier
-                .write(api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
-                .await;
-            if gone_ok(written)
-                .map_err(|e| write_error("add finalizer", key.to_string(), e))?
-                .is_none()
-            {
-                return Ok(None);
-            }
-        }
-        let mut failure = None;
-        for change in &plan.node_image_changes {
-            if let Err(e) = self.change_node_image(change).await {
-                failure.get_or_insert(write_error("update nodeimage", change.node.clone(), e));
-            }
-        }
-        if let Some(err) = failure {
-            return Err(err);
-        }
-        if let Some(status) = &plan.status {
-            let patch = crate::applier::status_patch(job.status.as_ref(), status);
-            let written = applier
-                .write(api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
-                .await;
-            gone_ok(written).map_err(|e| write_error("update status", key.to_string(), e))?;
-            if status.completion_time.is_some() {
-                let reference = job.object_ref(&());
-                applier
-                    .event(&reference, false, "Completed", "Reconcile", status.message.clone())
-                    .await;
-            }
-        }
-        if plan.remove_finalizer {
-            let list: Vec<&String> =
-                finalizers.iter().filter(|f| *f != PROTECTION_FINALIZER).collect();
-            let patch = json!({"metadata": {
-                "finalizers": list,
-                "resourceVersion": job.resource_version(),
-            }});
-            let written = applier
-                .write(api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
-                .await;
-            gone_ok(written).map_err(|e| write_error("remove finalizer", key.to_string(), e))?;
-        }
+        let node_images = &self.node_images;
+        let node_image =
+            |node: &str| node_images.get(&ObjectKey::new("", node)).map(|n| (*n).clone());
+        let writes = plan.to_plan(&job, secret_writes, &node_image);
+        let owner = PlanOwner::of(job.as_ref(), serde_json::Value::Null);
+        applier.apply(&owner, &writes, None, now).await?;
         if plan.delete {
-            let deleted = applier.write(api.delete(&key.name, &DeleteParams::background())).await;
-            gone_ok(deleted).map_err(|e| write_error("delete", key.to_string(), e))?;
             return Ok(None);
         }
         let mut requeue = to_duration(plan.requeue_after);
@@ -728,35 +593,14 @@ impl ImageListPullJobController {
         let children: Vec<ImagePullJob> =
             self.jobs.controlled_by(&uid).iter().map(|j| (**j).clone()).collect();
         let plan = core::plan_list_job(&list, &children, jiff::Timestamp::now());
-        let applier = &self.context.applier;
-        let client = applier.client().clone();
-        let lists: Api<ImageListPullJob> = Api::namespaced(client.clone(), &key.namespace);
-        let jobs: Api<ImagePullJob> = Api::namespaced(client, &key.namespace);
-        if let Some(hash) = &plan.hash_label {
-            let patch = json!({"metadata": {"labels": {
-                kruise_api::well_known::labels::CONTROLLER_REVISION_HASH: hash
-            }}});
-            let written = applier
-                .write(lists.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
-                .await;
-            gone_ok(written).map_err(|e| write_error("patch labels", key.to_string(), e))?;
-        }
-        if plan.delete_self {
-            let deleted = applier.write(lists.delete(&key.name, &DeleteParams::background())).await;
-            gone_ok(deleted).map_err(|e| write_error("delete", key.to_string(), e))?;
-            return Ok(None);
-        }
-        for name in &plan.delete {
-            let deleted = applier.write(jobs.delete(name, &DeleteParams::background())).await;
-            gone_ok(deleted).map_err(|e| write_error("delete imagepulljob", name.clone(), e))?;
-        }
         let mut waiting = false;
-        for child in &plan.create {
-            let image = child.spec.image.clone();
-            let pending = {
-                let mut creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
-                let entry = creating.entry(uid.clone()).or_default();
-                entry.retain(|_, at| at.elapsed() < CREATE_EXPECTATION);
+        let mut create = Vec::new();
+        {
+            let mut creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = creating.entry(uid.clone()).or_default();
+            entry.retain(|_, at| at.elapsed() < CREATE_EXPECTATION);
+            for child in &plan.create {
+                let image = child.spec.image.clone();
                 // A child of this image in the cache (even an outdated one being replaced)
                 // means the last creation was seen.
                 if children
@@ -765,34 +609,21 @@ impl ImageListPullJobController {
                 {
                     entry.remove(&image);
                 }
-                entry.contains_key(&image)
-            };
-            if pending {
-                waiting = true;
-                continue;
-            }
-            match applier.write(jobs.create(&PostParams::default(), child)).await {
-                Ok(_) => {
-                    self.creating
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .entry(uid.clone())
-                        .or_default()
-                        .insert(image, Instant::now());
+                if entry.contains_key(&image) {
+                    waiting = true;
+                    continue;
                 }
-                Err(e) => return Err(write_error("create imagepulljob", key.to_string(), e)),
+                // Expected before it is sent: a creation that fails is held back until the
+                // expectation expires, never sent twice.
+                entry.insert(image, Instant::now());
+                create.push(child);
             }
         }
-        if let Some(status) = &plan.status {
-            let patch = crate::applier::status_patch(list.status.as_ref(), status);
-            let written = applier
-                .write(lists.patch_status(
-                    &key.name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                ))
-                .await;
-            gone_ok(written).map_err(|e| write_error("update status", key.to_string(), e))?;
+        let writes = plan.to_plan(&list, &create);
+        let owner = PlanOwner::of(list.as_ref(), serde_json::Value::Null);
+        self.context.applier.apply(&owner, &writes, None, jiff::Timestamp::now()).await?;
+        if plan.delete_self {
+            return Ok(None);
         }
         let mut requeue = to_duration(plan.requeue_after);
         if waiting {

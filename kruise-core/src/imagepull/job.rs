@@ -44,9 +44,10 @@ pub struct JobInput<'a> {
     pub now: Timestamp,
 }
 
-/// A change to one NodeImage's spec, as an operation: the applier reads the NodeImage,
-/// calls [`NodeImageChange::apply`] and updates it, and on a conflict does the same again on
-/// a fresh read, so that concurrent jobs never overwrite each other's entries.
+/// A change to one NodeImage's spec, as an operation: [`JobPlan::to_plan`] applies it to the
+/// NodeImage as read and writes the difference, guarded by the version it read; after a
+/// conflict the job is planned again on the newer NodeImage, so that concurrent jobs never
+/// overwrite each other's entries.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeImageChange {

@@ -43,6 +43,7 @@ mod index;
 mod job;
 mod list;
 mod node_image;
+mod plan;
 mod puller;
 mod secrets;
 mod select;
@@ -59,6 +60,7 @@ pub use job::{
 };
 pub use list::{ListJobPlan, plan_list_job, template_hash};
 pub use node_image::{NodeImagePlan, NodeImageUpdate, node_image_for, plan_node_image};
+pub use plan::{IMAGE_LIST_PULL_JOB, IMAGE_PULL_JOB, NODE_IMAGE};
 pub use puller::{
     PullOutcome, PullPlan, PullTask, PullerLimits, PullerState, TagWork, TagWorkPhase, plan_pulls,
     record_outcome,

@@ -401,6 +401,37 @@ impl Applier {
         self.write(self.client.request::<K>(request)).await
     }
 
+    /// As [`Applier::get`], `None` when there is no such object.
+    ///
+    /// # Errors
+    /// The server's answer, classified.
+    pub async fn get_opt<K>(&self, ns: &str, name: &str) -> Result<Option<K>, ApplyError>
+    where
+        K: Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+    {
+        match self.get(ns, name).await {
+            Ok(object) => Ok(Some(object)),
+            Err(ApplyError::NotFound(_)) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Lists every `K` in `ns` from the server, not a cache, gated and bounded as writes are:
+    /// for the few objects the manager caches nothing of (pull secret copies).
+    ///
+    /// # Errors
+    /// The server's answer, classified.
+    pub async fn list<K>(&self, ns: &str) -> Result<Vec<K>, ApplyError>
+    where
+        K: Resource<DynamicType = ()> + serde::de::DeserializeOwned + Clone,
+    {
+        let request = request_for::<K>(ns)
+            .list(&Default::default())
+            .map_err(|e| ApplyError::Invalid(e.to_string()))?;
+        let list: kube::core::ObjectList<K> = self.write(self.client.request(request)).await?;
+        Ok(list.items)
+    }
+
     /// Deletes `name` in `ns`.
     pub async fn delete<K>(
         &self,

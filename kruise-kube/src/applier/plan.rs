@@ -444,8 +444,14 @@ impl Applier {
                 self.write_lean(request).await
             }
             Action::CreateObject { target, body } => {
-                let body = serde_json::to_vec(body.as_ref())
-                    .map_err(|e| ApplyError::Invalid(e.to_string()))?;
+                // The target's kind names the object, whatever the body says of itself.
+                let mut body = body.as_ref().clone();
+                if let Some(object) = body.as_object_mut() {
+                    object.insert("apiVersion".into(), json!(target.kind.api_version()));
+                    object.insert("kind".into(), json!(target.kind.kind));
+                }
+                let body =
+                    serde_json::to_vec(&body).map_err(|e| ApplyError::Invalid(e.to_string()))?;
                 self.write_lean(target_collection(target).create(&post, body)).await
             }
             Action::PatchObject { target, subresource, patch } => {
