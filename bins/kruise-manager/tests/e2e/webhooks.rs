@@ -131,6 +131,13 @@ fn cloneset_admission_conversion_and_deletion_protection_on_the_playground() {
     assert!(!out.ok && out.stderr.contains("vstatefulset.kb.io"), "{}", out.stderr);
     k.ok(&["label", "statefulsets.apps.kruise.io", "db", "policy.kruise.io/delete-protection-"]);
     k.ok(&["delete", "statefulsets.apps.kruise.io", "db", "--wait=false"]);
+    // Services (and Ingresses) honour Always: refused while labelled, deleted once not.
+    k.ok(&["create", "service", "clusterip", "front", "--tcp=80:80"]);
+    k.ok(&["label", "service", "front", "policy.kruise.io/delete-protection=Always"]);
+    let out = k.run_with(&["delete", "service", "front", "--wait=false"], None);
+    assert!(!out.ok && out.stderr.contains(r#""vservice.kb.io" denied"#), "{}", out.stderr);
+    k.ok(&["label", "service", "front", "policy.kruise.io/delete-protection-"]);
+    k.ok(&["delete", "service", "front", "--wait=false"]);
 
     // Once its pods are gone, the namespace may go.
     k.ok(&["scale", "clone", "api", "-n", "prod", "--replicas=0"]);
