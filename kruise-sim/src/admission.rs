@@ -13,7 +13,9 @@
 //! `sideEffects` with dry-run, JSONPatch responses and warnings.
 //!
 //! `matchConditions` are evaluated as CEL (see `match_conditions`) over `object`,
-//! `oldObject`, `request` and `namespaceObject`; `authorizer` is not available.
+//! `oldObject`, `request` and `namespaceObject` (null, as kube-apiserver gives webhooks);
+//! `authorizer` is not available. A condition that fails under `failurePolicy: Fail` refuses
+//! the request with 403 Forbidden, as kube-apiserver does.
 //!
 //! Webhooks are called sequentially, in the order of the configurations' names and of the
 //! webhooks inside each (the real server calls validating webhooks in parallel; the outcome
@@ -650,20 +652,15 @@ impl crate::Cluster {
             )));
         }
         let review = Self::review(a, &hook_def, obj, old);
-        let namespace = (a.def.namespaced && !a.namespace.is_empty())
-            .then(|| {
-                self.store.get(
-                    &(String::new(), "namespaces".into()),
-                    &(String::new(), a.namespace.into()),
-                )
-            })
-            .flatten();
         let request = review.get("request").unwrap_or(&Value::Null);
-        match crate::match_conditions::decide(&hook.conditions, request, namespace.as_deref()) {
+        // kube-apiserver evaluates a webhook's matchConditions without the namespace:
+        // `namespaceObject` is declared but null, so an expression reading it fails.
+        match crate::match_conditions::decide(&hook.conditions, request) {
             crate::match_conditions::Decision::Call => {}
             crate::match_conditions::Decision::Skip => return Ok(None),
+            // Under Fail, kube-apiserver refuses the request as forbidden.
             crate::match_conditions::Decision::Error(reason) if hook.fail_closed => {
-                return Err(ApiError::internal(calling_error(&hook.name, &reason)));
+                return Err(ApiError::forbidden_by(&a.def.group, &a.def.plural, &a.name, &reason));
             }
             crate::match_conditions::Decision::Error(_) => return Ok(None),
         }

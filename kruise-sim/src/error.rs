@@ -172,6 +172,23 @@ impl ApiError {
         }
     }
 
+    /// 403 as `apierrors.NewForbidden` words it: `pods "x" is forbidden: <why>`, or `pods is
+    /// forbidden: <why>` when the request names no object yet.
+    pub fn forbidden_by(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let qualified = qualified(group, resource);
+        let message = if name.is_empty() {
+            format!("{qualified} is forbidden: {why}")
+        } else {
+            format!("{qualified} {name:?} is forbidden: {why}")
+        };
+        ApiError {
+            code: 403,
+            reason: "Forbidden",
+            message,
+            details: Some(details(name, group, resource)),
+        }
+    }
+
     /// 409 `Operation cannot be fulfilled on pods "x": <why>`.
     pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
         ApiError {

@@ -3,9 +3,10 @@
 //!
 //! As kube-apiserver decides: when any condition is `false` the webhook is skipped; when all
 //! are `true` it is called; otherwise (an expression fails to parse or evaluate, or gives a
-//! non-boolean) the webhook's `failurePolicy` decides. The variables are `object`,
-//! `oldObject` (null where the request has none), `request` (the AdmissionRequest) and
-//! `namespaceObject` (the request's Namespace, null for cluster-scoped requests). The
+//! non-boolean) the webhook's `failurePolicy` decides (`Fail`: the request is refused as
+//! forbidden). The variables are `object`, `oldObject` (null where the request has none),
+//! `request` (the AdmissionRequest) and `namespaceObject`, which webhooks get as null
+//! (kube-apiserver's webhook matcher passes no namespace), so reading it fails. The
 //! `authorizer` variable and Kubernetes' CEL library extensions (`quantity`, `url`, ...) are
 //! not available: expressions that use them fail to evaluate.
 
@@ -46,13 +47,8 @@ pub(crate) enum Decision {
     Error(String),
 }
 
-/// Evaluates `conditions` for the AdmissionRequest `request` of a request to a namespaced
-/// resource in `namespace` (or a cluster-scoped one when `None`).
-pub(crate) fn decide(
-    conditions: &[MatchCondition],
-    request: &Value,
-    namespace: Option<&Value>,
-) -> Decision {
+/// Evaluates `conditions` for the AdmissionRequest `request`.
+pub(crate) fn decide(conditions: &[MatchCondition], request: &Value) -> Decision {
     if conditions.is_empty() {
         return Decision::Call;
     }
@@ -61,26 +57,30 @@ pub(crate) fn decide(
         ("object", request.get("object").unwrap_or(&Value::Null)),
         ("oldObject", request.get("oldObject").unwrap_or(&Value::Null)),
         ("request", request),
-        ("namespaceObject", namespace.unwrap_or(&Value::Null)),
+        ("namespaceObject", &Value::Null),
     ];
     for (name, value) in variables {
         if let Err(e) = context.add_variable(name, value) {
             return Decision::Error(format!("variable {name}: {e}"));
         }
     }
-    let mut error = None;
+    let mut errors = Vec::new();
     for condition in conditions {
         match evaluate(&condition.expression, &context) {
             Ok(true) => {}
             Ok(false) => return Decision::Skip,
+            // kube-apiserver's words; the cause after them is the CEL library's own.
             Err(e) => {
-                error.get_or_insert_with(|| {
-                    format!("matchCondition {:?} failed to evaluate: {e}", condition.name)
-                });
+                errors.push(format!("expression '{}' resulted in error: {e}", condition.expression))
             }
         }
     }
-    error.map_or(Decision::Call, Decision::Error)
+    // One error as itself, several as an aggregate (`[a, b]`), as kube-apiserver prints them.
+    match errors.len() {
+        0 => Decision::Call,
+        1 => Decision::Error(errors.remove(0)),
+        _ => Decision::Error(format!("[{}]", errors.join(", "))),
+    }
 }
 
 /// Parses and runs one expression. A panic inside the CEL library (its parser has had them on
@@ -121,8 +121,7 @@ mod tests {
 
     #[test]
     fn all_true_calls_any_false_skips() {
-        let ns = json!({"metadata": {"name": "default", "labels": {"env": "prod"}}});
-        let decide = |e: &[&str]| decide(&conditions(e), &request(), Some(&ns));
+        let decide = |e: &[&str]| decide(&conditions(e), &request());
         assert_eq!(decide(&[]), Decision::Call);
         assert_eq!(decide(&["true"]), Decision::Call);
         assert_eq!(
@@ -130,7 +129,6 @@ mod tests {
                 "object.metadata.labels.team == 'a'",
                 "request.operation == 'CREATE'",
                 "request.userInfo.username != 'system:admin'",
-                "namespaceObject.metadata.labels.env == 'prod'",
                 "oldObject == null",
             ]),
             Decision::Call
@@ -140,20 +138,30 @@ mod tests {
         assert_eq!(decide(&["!('ops' in request.userInfo.groups)"]), Decision::Call);
     }
 
+    /// kube-apiserver gives webhooks no namespace: `namespaceObject` is null, so reading it is
+    /// an error the failure policy decides, never a match.
+    #[test]
+    fn webhooks_get_no_namespace_object() {
+        let d = decide(&conditions(&["namespaceObject.metadata.labels.env == 'prod'"]), &request());
+        assert!(matches!(d, Decision::Error(_)), "{d:?}");
+        assert_eq!(decide(&conditions(&["namespaceObject == null"]), &request()), Decision::Call);
+    }
+
     #[test]
     fn errors_leave_the_decision_to_the_failure_policy_unless_a_condition_is_false() {
-        let d = decide(&conditions(&["object.spec.missing == 1"]), &request(), None);
-        assert!(matches!(d, Decision::Error(ref m) if m.contains("\"c0\"")), "{d:?}");
-        let d = decide(&conditions(&["'not a bool'"]), &request(), None);
+        let d = decide(&conditions(&["object.spec.missing == 1"]), &request());
+        let expected = "expression 'object.spec.missing == 1' resulted in error: ";
+        assert!(matches!(d, Decision::Error(ref m) if m.starts_with(expected)), "{d:?}");
+        let d = decide(&conditions(&["'not a bool'"]), &request());
         assert!(matches!(d, Decision::Error(_)), "{d:?}");
-        let d = decide(&conditions(&["(((", "false"]), &request(), None);
+        let d = decide(&conditions(&["(((", "false"]), &request());
         assert_eq!(d, Decision::Skip);
     }
 
     #[test]
     fn malformed_expressions_are_errors_not_panics() {
         for e in ["(((", ")", "a..b", "1 +", "'unterminated", "x[", "{1:", "size(", "?:", ""] {
-            let d = decide(&conditions(&[e]), &request(), None);
+            let d = decide(&conditions(&[e]), &request());
             assert!(matches!(d, Decision::Error(_)), "{e:?}: {d:?}");
         }
     }
