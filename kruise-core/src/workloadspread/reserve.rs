@@ -124,6 +124,21 @@ pub fn reserve_versioned(
             {
                 return Reservation { subset: Some(subset), ..Default::default() };
             }
+            // Placed by an earlier call for the same request (a pod that several webhook
+            // entries send): its place is already reserved under the id it carries.
+            if let Some(injected) = InjectedSubset::from_pod(pod)
+                && ws.metadata.name.as_deref() == Some(injected.name.as_str())
+                && let Some(id) = injected.uid.as_deref()
+                && statuses
+                    .iter()
+                    .any(|s| s.name == injected.subset && s.creating_pods.contains_key(id))
+            {
+                return Reservation {
+                    subset: Some(injected.subset),
+                    generated_uid: injected.uid,
+                    ..Default::default()
+                };
+            }
             let Some(chosen) = statuses.iter_mut().find(|s| {
                 let unschedulable = s
                     .conditions

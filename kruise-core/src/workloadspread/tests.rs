@@ -252,6 +252,35 @@ fn pod_without_name_gets_a_generated_uid() {
     assert!(s.versioned_subset_statuses[VERSION_IGNORED][0].creating_pods.contains_key("uid-1"));
 }
 
+/// A pod sent again after an earlier call placed it (several webhook entries select it) keeps
+/// its subset and id, and reserves nothing more.
+#[test]
+fn an_unnamed_pod_placed_once_is_not_reserved_twice() {
+    let mut w =
+        ws(vec![subset("a", Some(IntOrString::Int(2))), subset("b", Some(IntOrString::Int(2)))]);
+    let mut p = pod("");
+    p.metadata.name = None;
+    let first = reserve(&w, &p, PodOperation::Create, 10, "CloneSet", now(), &mut uid());
+    apply(&mut w, &first);
+    inject(&w, first.subset.as_deref().expect("placed"), first.generated_uid.as_deref(), &mut p)
+        .expect("injects");
+    let mut other_uid = || "uid-other".to_owned();
+    let again = reserve(&w, &p, PodOperation::Create, 10, "CloneSet", now(), &mut other_uid);
+    assert_eq!(again.subset, first.subset);
+    assert_eq!(again.generated_uid, first.generated_uid);
+    assert!(again.new_status.is_none(), "nothing more is reserved");
+    // An id the status does not record is no reservation: the pod is placed afresh.
+    let mut forged = pod("");
+    forged.metadata.name = None;
+    forged.metadata.annotations = p.metadata.annotations.clone();
+    let mut w2 =
+        ws(vec![subset("a", Some(IntOrString::Int(2))), subset("b", Some(IntOrString::Int(2)))]);
+    w2.metadata.name = w.metadata.name.clone();
+    let placed = reserve(&w2, &forged, PodOperation::Create, 10, "CloneSet", now(), &mut other_uid);
+    assert_eq!(placed.generated_uid.as_deref(), Some("uid-other"));
+    assert!(placed.new_status.is_some());
+}
+
 #[test]
 fn percent_max_scales_with_replicas_rounding_up() {
     let w = ws(vec![subset("a", Some(IntOrString::String("30%".into()))), subset("b", None)]);
