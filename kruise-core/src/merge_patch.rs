@@ -7,6 +7,15 @@
 
 use serde_json::{Map, Value};
 
+/// `{"status": ...}` as a merge patch writing the status `new` over `old` (the status as
+/// read; `None` when there was none), with [`replacing`].
+pub fn status_patch<S: serde::Serialize>(old: Option<&S>, new: &S) -> Value {
+    // Serialising a typed status to a Value cannot fail (string keys, plain values).
+    let old = old.and_then(|o| serde_json::to_value(o).ok()).unwrap_or(Value::Null);
+    let new = serde_json::to_value(new).unwrap_or(Value::Null);
+    serde_json::json!({ "status": replacing(&old, &new) })
+}
+
 /// A merge patch that writes all of `new` and turns `old` into it: every member of `new`
 /// (objects member by member, anything else whole), and `null` for members only `old` has,
 /// at any depth.

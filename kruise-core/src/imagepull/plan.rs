@@ -62,8 +62,7 @@ fn target_of(
 
 /// The status patch of an object whose status was `old` and is to be `new`.
 fn status_patch<S: Serialize>(old: Option<&S>, new: &S) -> Patch {
-    let old = old.map_or(Value::Null, json_of);
-    Patch::merge(json!({"status": replacing(&old, &json_of(new))}))
+    Patch::merge(crate::merge_patch::status_patch(old, new))
 }
 
 impl NodeImagePlan {

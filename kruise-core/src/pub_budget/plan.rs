@@ -27,11 +27,8 @@ pub fn plan<'a>(
     let mut plan = Plan::empty(Default::default());
     plan.requeue_after = outcome.recheck_after;
     if outcome.changed {
-        let old = budget.status.as_ref().map(|s| serde_json::to_value(s).unwrap_or(Value::Null));
-        let new = serde_json::to_value(&outcome.status).unwrap_or(Value::Null);
         // Entries gone from the maps are removed (`null`), not left in place.
-        let patch =
-            json!({"status": crate::merge_patch::replacing(&old.unwrap_or(Value::Null), &new)});
+        let patch = crate::merge_patch::status_patch(budget.status.as_ref(), &outcome.status);
         let guard =
             budget.metadata.resource_version.clone().map_or(Guard::None, Guard::ResourceVersion);
         plan.actions.push(Action::PatchObject {

@@ -7,7 +7,7 @@
 //! again), as upstream orders them.
 
 use kruise_api::apps::v1beta1::WorkloadSpread;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{MATCHED_WORKLOADSPREAD_ANNOTATION, ReconcilePlan};
 use crate::plan::{Action, Event, Guard, ObjectKind, Patch, Plan, Subresource, Target};
@@ -48,18 +48,16 @@ pub fn plan(ws: &WorkloadSpread, found: &ReconcilePlan) -> Plan<()> {
         });
     }
     if found.status_changed {
-        let old = ws
-            .status
-            .as_ref()
-            .map_or(Value::Null, |s| serde_json::to_value(s).unwrap_or(Value::Null));
-        let new = serde_json::to_value(&found.status).unwrap_or(Value::Null);
         let guard =
             ws.metadata.resource_version.clone().map_or(Guard::None, Guard::ResourceVersion);
         let name = ws.metadata.name.as_deref().unwrap_or_default();
         plan.actions.push(Action::PatchObject {
             target: Target::new(ObjectKind::WORKLOAD_SPREAD, namespace, name).guarded(guard),
             subresource: Subresource::Status,
-            patch: Patch::merge(json!({"status": crate::merge_patch::replacing(&old, &new)})),
+            patch: Patch::merge(crate::merge_patch::status_patch(
+                ws.status.as_ref(),
+                &found.status,
+            )),
         });
     }
     for pod in &found.delete_pods {

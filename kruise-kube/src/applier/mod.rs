@@ -531,16 +531,9 @@ impl EventSink {
     }
 }
 
-/// `{"status": ...}` as a JSON merge patch writing the status `new` over the cached `old`:
-/// all of `new`, and `null` for what `new` no longer has (a counter gone to zero and omitted,
-/// an emptied list, a map entry that went away), which a merge patch of the new status alone
-/// would leave in place ([`kruise_core::merge_patch::replacing`]).
-pub(crate) fn status_patch<S: serde::Serialize>(old: Option<&S>, new: &S) -> serde_json::Value {
-    let old = old.and_then(|o| serde_json::to_value(o).ok()).unwrap_or(serde_json::Value::Null);
-    // Serialising a typed status to a Value cannot fail (string keys, plain values).
-    let new = serde_json::to_value(new).unwrap_or(serde_json::Value::Null);
-    serde_json::json!({ "status": kruise_core::merge_patch::replacing(&old, &new) })
-}
+/// `{"status": ...}` as a JSON merge patch writing the status `new` over the cached `old`
+/// (kruise-core's, shared with the planners).
+pub(crate) use kruise_core::merge_patch::status_patch;
 
 #[cfg(test)]
 mod tests {

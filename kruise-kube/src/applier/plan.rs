@@ -294,8 +294,7 @@ impl Applier {
 
         if let Some(status) = &plan.status {
             let new = serde_json::to_value(status).unwrap_or(Value::Null);
-            let patch =
-                json!({ "status": kruise_core::merge_patch::replacing(&owner.status, &new) });
+            let patch = kruise_core::merge_patch::status_patch(Some(&owner.status), &new);
             let request = collection(&owner.resource, owner.namespace.as_deref())
                 .patch_subresource(
                     "status",
