@@ -180,6 +180,8 @@ pub async fn run(
     }
 
     let caches = SharedCaches::new();
+    // What the writer of the generated pod webhook entries needs, once there is a leader.
+    let mut scope_writer = None;
     // Every replica serves webhooks (the API server may call any of them).
     let webhook = match &config.webhook {
         Some(webhook) => {
@@ -225,6 +227,7 @@ pub async fn run(
                 pod_features.push(Arc::new(sets.clone()));
             }
             pod_features.push(Arc::new(pub_budgets));
+            let scope_features = pod_features.clone();
             let context = crate::admission::AdmissionContext {
                 pods: caches.get::<CachedPod>(),
                 pvcs: caches.get::<PersistentVolumeClaim>(),
@@ -253,6 +256,19 @@ pub async fn run(
             policy.manager_namespace = webhook.namespace.clone();
             policy.gates = gates.clone();
             register_admission(&client, &handle, &policy).await?;
+            // The generated pod webhook entries follow the trust bundle; once they are first
+            // written, the static configuration is written again without the catch-all.
+            let path = crate::admission::pod_scope::PATH;
+            let (mutate_pod_tx, mutate_pod_rx) =
+                watch::channel(handle.config().client_config(path, &handle.trust_bundle()));
+            let mut generated_rx = None;
+            if policy.pod_scope == crate::admission::PodWebhookScope::Selected
+                && gates.enabled("PodWebhook")
+            {
+                let (generated_tx, rx) = watch::channel(false);
+                generated_rx = Some(rx);
+                scope_writer = Some((scope_features, policy.clone(), mutate_pod_rx, generated_tx));
+            }
             let mut updates = handle.trust_updates();
             let (client, webhook_config) = (client.clone(), handle.config().clone());
             let stop = stopped();
@@ -261,9 +277,26 @@ pub async fn run(
                 loop {
                     tokio::select! {
                         changed = updates.changed() => if changed.is_err() { break },
+                        generated = async {
+                            match generated_rx.as_mut() {
+                                Some(rx) => match rx.changed().await {
+                                    Ok(()) => Some(*rx.borrow_and_update()),
+                                    Err(_) => None,
+                                },
+                                None => std::future::pending().await,
+                            }
+                        } => match generated {
+                            Some(true) => {}
+                            Some(false) => continue,
+                            None => {
+                                generated_rx = None;
+                                continue;
+                            }
+                        },
                         _ = &mut stop => break,
                     }
                     let bundle = updates.borrow_and_update().clone();
+                    mutate_pod_tx.send_replace(webhook_config.client_config(path, &bundle));
                     let config = |path: &str| webhook_config.client_config(path, &bundle);
                     let applied =
                         crate::admission::apply_configurations(&client, &policy, config).await;
@@ -301,6 +334,21 @@ pub async fn run(
                 }
             }
         });
+    }
+
+    if let Some((features, policy, client_config, generated)) = scope_writer {
+        let writer = crate::admission::pod_scope::PodScopeWriter {
+            features,
+            policy,
+            applier: crate::applier::Applier::new(
+                client.clone(),
+                leader.clone(),
+                "pod-webhook-scope",
+            ),
+            client_config,
+            generated,
+        };
+        tokio::spawn(writer.run(leader.clone(), stopped()));
     }
 
     // Every enabled controller runs on its own: it waits for its CRD, then its caches, then

@@ -299,6 +299,30 @@ impl crate::admission::PodFeature for PubWebhook {
         })
     }
 
+    /// One term per budget: its selector in its namespace, or the whole namespace for a
+    /// budget that names its workload (`targetRef`), whose pods only the workload knows.
+    fn scope(&self) -> Vec<kruise_core::admission::pod_scope::PodScopeTerm> {
+        use kruise_core::admission::pod_scope::{NamespaceScope, PodScopeTerm};
+        self.budgets
+            .all()
+            .iter()
+            .filter_map(|budget| {
+                let namespace = budget.metadata.namespace.clone().unwrap_or_default();
+                if budget.spec.target_reference.is_some() {
+                    return Some(PodScopeTerm::namespace(&namespace));
+                }
+                PodScopeTerm::selecting(
+                    NamespaceScope::Named(namespace),
+                    budget.spec.selector.as_ref(),
+                )
+            })
+            .collect()
+    }
+
+    fn watch_scope(&self, wake: Arc<tokio::sync::Notify>) {
+        crate::admission::pod_feature::wake_on_spec_change(&self.budgets, wake);
+    }
+
     fn validate<'a>(
         &'a self,
         review: crate::admission::PodReview<'a>,

@@ -88,6 +88,27 @@ impl crate::admission::PodFeature for SidecarSetWebhook {
         let step: crate::admission::pod_feature::PodStepBox = Box::new(self.step(pod, namespace));
         Box::pin(std::future::ready(Ok(Some(step))))
     }
+
+    /// One term per SidecarSet: its pod selector in the namespaces its namespace selector
+    /// picks.
+    fn scope(&self) -> Vec<kruise_core::admission::pod_scope::PodScopeTerm> {
+        use kruise_core::admission::pod_scope::{NamespaceScope, PodScopeTerm};
+        self.sets
+            .all()
+            .iter()
+            .filter_map(|set| {
+                let namespaces = match &set.spec.namespace_selector {
+                    Some(selector) => PodScopeTerm::namespaces_selected(selector),
+                    None => NamespaceScope::All,
+                };
+                PodScopeTerm::selecting(namespaces, set.spec.selector.as_ref())
+            })
+            .collect()
+    }
+
+    fn watch_scope(&self, wake: Arc<tokio::sync::Notify>) {
+        crate::admission::pod_feature::wake_on_spec_change(&self.sets, wake);
+    }
 }
 
 impl SidecarSetWebhook {

@@ -820,6 +820,21 @@ impl crate::admission::PodFeature for WorkloadSpreadWebhook {
             }
         })
     }
+
+    /// The namespaces that hold a WorkloadSpread, whole: a spread selects its pods through
+    /// its target workload, whose selector this feature does not read.
+    fn scope(&self) -> Vec<kruise_core::admission::pod_scope::PodScopeTerm> {
+        use kruise_core::admission::pod_scope::PodScopeTerm;
+        self.spreads
+            .all()
+            .iter()
+            .filter_map(|spread| spread.metadata.namespace.as_deref().map(PodScopeTerm::namespace))
+            .collect()
+    }
+
+    fn watch_scope(&self, wake: Arc<tokio::sync::Notify>) {
+        crate::admission::pod_feature::wake_on_spec_change(&self.spreads, wake);
+    }
 }
 
 #[cfg(test)]

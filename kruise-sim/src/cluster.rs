@@ -620,6 +620,12 @@ impl Cluster {
             ("batch", "jobs") => {
                 causes.extend(job_spec(obj.get("spec"), "spec", JobSpecAt::Job, uid))
             }
+            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+                causes.extend(crate::webhook_validation::configuration(obj, true))
+            }
+            ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+                causes.extend(crate::webhook_validation::configuration(obj, false))
+            }
             ("batch", "cronjobs") => {
                 #[cfg(any(feature = "smp", feature = "controllers"))]
                 causes.extend(crate::batch_validation::cron_job(obj, old));

@@ -61,6 +61,7 @@ mod service_accounts;
 pub mod store;
 pub mod table;
 mod util;
+mod webhook_validation;
 
 pub use cluster::Cluster;
 pub use error::{ApiError, SimError};

@@ -174,9 +174,11 @@ struct ManagerFlags {
     /// self-managed one in the Secret kruise-webhook-certs.
     #[arg(long, value_name = "DIR")]
     webhook_cert_dir: Option<PathBuf>,
-    /// failurePolicy of the pod mutating webhook and of pod evictions: Ignore (a manager that
-    /// is down never blocks pod creation or `kubectl drain`) or Fail. Deletions and updates of
-    /// pods a PodUnavailableBudget covers always fail closed.
+    /// failurePolicy of the catch-all pod mutating webhook `mpod.kb.io` (with
+    /// `--pod-webhook-scope=all`, or until the generated entries are first written) and of pod
+    /// evictions: Ignore (a manager that is down never blocks pod creation or `kubectl drain`)
+    /// or Fail. Generated entries, and deletions and updates of pods a PodUnavailableBudget
+    /// covers, always fail closed.
     #[arg(long, default_value = "Ignore")]
     pod_webhook_failure_policy: String,
     /// Only pods this label selector (JSON, e.g. `{"matchLabels":{"sidecar":"on"}}`) selects
@@ -189,6 +191,14 @@ struct ManagerFlags {
     /// webhook (kube-system and the manager's namespace never do).
     #[arg(long, default_value = "", value_name = "JSON")]
     pod_webhook_namespace_selector: String,
+    /// Which pods the pod mutating webhook sees. `selected`: only those a SidecarSet,
+    /// PodUnavailableBudget or WorkloadSpread selects, through entries generated from those
+    /// objects (`kruise-pod-webhooks-<n>`), each with failurePolicy Fail: other pods never
+    /// wait for the manager, and selected ones are never created without it. `all`: every pod
+    /// outside kube-system and the manager's namespace, through `mpod.kb.io` with
+    /// `--pod-webhook-failure-policy`.
+    #[arg(long, default_value = "selected", value_name = "selected|all")]
+    pod_webhook_scope: String,
     /// failurePolicy of the webhooks for Kruise's kinds and deletion protection.
     #[arg(long, default_value = "Fail")]
     kruise_webhook_failure_policy: String,
@@ -283,6 +293,8 @@ impl ManagerFlags {
             "--pod-webhook-object-selector",
             &self.pod_webhook_object_selector,
         )?;
+        config.webhook_policy.pod_scope =
+            self.pod_webhook_scope.parse().map_err(|e: String| anyhow::anyhow!(e))?;
         config.webhook_policy.pod_namespace_selector = WebhookPolicy::parse_selector(
             "--pod-webhook-namespace-selector",
             &self.pod_webhook_namespace_selector,

@@ -13,6 +13,8 @@
 //! - [`meta`]: object metadata (create and update), labels, annotations, owner references,
 //!   finalizers and label selector validation (parsing and matching: [`crate::selector`]).
 //! - [`pod_chain`]: the pod mutating webhook as one chain of steps in upstream's order.
+//! - [`pod_scope`]: the pod mutating webhook's entries, generated from the objects that act
+//!   on pods, and the writes that keep them current.
 //! - [`pod_edit`]: a pod as the chain's steps change it, with a record of what they changed.
 //! - [`pod_defaults`]: the pod template defaults upstream applies (so revision hashes agree).
 //! - [`pod_template`]: pod template validation (`ValidatePodTemplateSpec`).
@@ -28,6 +30,7 @@ pub mod pod_chain;
 pub mod pod_defaults;
 pub mod pod_edit;
 pub mod pod_patch;
+pub mod pod_scope;
 pub mod pod_template;
 pub mod protection;
 pub mod workload_spec;

@@ -330,6 +330,15 @@ impl ObjectKind {
         namespaced: true,
     };
 
+    /// admissionregistration.k8s.io MutatingWebhookConfiguration (cluster-scoped).
+    pub const MUTATING_WEBHOOK_CONFIGURATION: Self = Self {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        kind: "MutatingWebhookConfiguration",
+        plural: "mutatingwebhookconfigurations",
+        namespaced: false,
+    };
+
     const fn core(kind: &'static str, plural: &'static str) -> Self {
         Self { group: "", version: "v1", kind, plural, namespaced: true }
     }

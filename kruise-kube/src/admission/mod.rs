@@ -87,6 +87,7 @@ pub struct AdmissionContext {
 }
 
 pub mod pod_feature;
+pub mod pod_scope;
 mod registry;
 
 pub use pod_feature::{PodFeature, PodReview, PodVerdict};
@@ -1629,6 +1630,33 @@ pub struct WebhookPolicy {
     /// Narrows the pod mutating webhook to the namespaces this selects, besides leaving out
     /// `kube-system` and the manager's namespace.
     pub pod_namespace_selector: Option<LabelSelector>,
+    /// Which pods the pod mutating webhook sees (`--pod-webhook-scope`).
+    pub pod_scope: PodWebhookScope,
+}
+
+/// Which pods the pod mutating webhook sees.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PodWebhookScope {
+    /// Only the pods some SidecarSet, PodUnavailableBudget or WorkloadSpread selects, through
+    /// entries generated from those objects ([`pod_scope`]), each with `failurePolicy: Fail`.
+    /// Until the first entries are written, the catch-all `mpod.kb.io` stays.
+    #[default]
+    Selected,
+    /// Every pod outside the system namespaces, through `mpod.kb.io` with
+    /// `--pod-webhook-failure-policy`.
+    All,
+}
+
+impl std::str::FromStr for PodWebhookScope {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "selected" => Ok(Self::Selected),
+            "all" => Ok(Self::All),
+            other => Err(format!("--pod-webhook-scope: {other:?} is not selected or all")),
+        }
+    }
 }
 
 impl Default for WebhookPolicy {
@@ -1641,6 +1669,7 @@ impl Default for WebhookPolicy {
             gates: FeatureGates::default(),
             pod_object_selector: None,
             pod_namespace_selector: None,
+            pod_scope: PodWebhookScope::default(),
         }
     }
 }
@@ -1664,6 +1693,15 @@ pub enum ConfigurationError {
         flag: &'static str,
         /// What is wrong, naming the field.
         message: String,
+    },
+    /// The API server could not list what the configuration depends on.
+    #[error("listing {what}: {source}")]
+    List {
+        /// What was listed.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: kube::Error,
     },
     /// The API server refused the configuration.
     #[error("applying {name}: {source}")]
@@ -1739,12 +1777,30 @@ fn and_selectors(base: &Value, more: &LabelSelector) -> Value {
 /// The mutating and validating webhook configurations of every registered webhook whose gates
 /// (in `policy.gates`) are on, with `client_config(path)` giving each webhook's `clientConfig`
 /// (URL or Service, and the caBundle).
+///
+/// With [`PodWebhookScope::Selected`] the catch-all `mpod.kb.io` is left out: the generated
+/// entries ([`pod_scope`]) send the pods instead.
 pub fn configurations(
     policy: &WebhookPolicy,
     client_config: impl Fn(&str) -> Value,
 ) -> (Value, Value) {
+    configurations_with(policy, policy.pod_scope == PodWebhookScope::All, client_config)
+}
+
+/// The name of the catch-all pod mutating webhook.
+pub const CATCH_ALL_POD_WEBHOOK: &str = "mpod.kb.io";
+
+/// As [`configurations`], with the catch-all `mpod.kb.io` in or out.
+fn configurations_with(
+    policy: &WebhookPolicy,
+    catch_all: bool,
+    client_config: impl Fn(&str) -> Value,
+) -> (Value, Value) {
     let (mut mutating, mut validating) = (Vec::new(), Vec::new());
     for registration in registry::enabled(registrations(), &policy.gates) {
+        if registration.name == CATCH_ALL_POD_WEBHOOK && !catch_all {
+            continue;
+        }
         let entry = registration.to_json(policy, &client_config);
         match registration.type_ {
             WebhookType::Mutating => mutating.push(entry),
@@ -1766,7 +1822,10 @@ pub fn configurations(
     (mutating, validating)
 }
 
-/// Writes both configurations with server-side apply (the manager owns them).
+/// Writes both configurations with server-side apply (the manager owns them). With
+/// [`PodWebhookScope::Selected`], the catch-all `mpod.kb.io` is kept until a generated
+/// configuration exists, so that pods are not created unmutated while the first entries are
+/// being written.
 pub async fn apply_configurations(
     client: &kube::Client,
     policy: &WebhookPolicy,
@@ -1776,7 +1835,13 @@ pub async fn apply_configurations(
         MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
     };
     use kube::api::{Patch, PatchParams};
-    let (mutating, validating) = configurations(policy, client_config);
+    let catch_all = match policy.pod_scope {
+        PodWebhookScope::All => true,
+        PodWebhookScope::Selected => !pod_scope::generated_exist(client)
+            .await
+            .map_err(|source| ConfigurationError::List { what: pod_scope::LISTING, source })?,
+    };
+    let (mutating, validating) = configurations_with(policy, catch_all, client_config);
     let params = PatchParams::apply(crate::applier::FIELD_MANAGER).force();
     let api: kube::Api<MutatingWebhookConfiguration> = kube::Api::all(client.clone());
     api.patch(MUTATING_CONFIGURATION, &params, &Patch::Apply(&mutating))
@@ -1793,9 +1858,11 @@ pub async fn apply_configurations(
 mod tests {
     use super::*;
 
+    /// The configurations with the catch-all pod webhook (`--pod-webhook-scope=all`).
     fn configs() -> (Value, Value) {
         let gates = FeatureGates::parse("ResourcesDeletionProtection=true").expect("gates");
-        let policy = WebhookPolicy { gates, ..WebhookPolicy::default() };
+        let policy =
+            WebhookPolicy { gates, pod_scope: PodWebhookScope::All, ..WebhookPolicy::default() };
         configurations(
             &policy,
             |path| json!({"url": format!("https://127.0.0.1:9876{path}"), "caBundle": "Q0E="}),
@@ -1917,18 +1984,29 @@ mod tests {
             "PodWebhook=false,ResourcesDeletionProtection=true",
         ] {
             let gates = FeatureGates::parse(flags).expect("gates");
-            let policy = WebhookPolicy { gates: gates.clone(), ..WebhookPolicy::default() };
-            let configured = configured_paths(&configurations(&policy, by_path));
             let router = routes(offline_context(), &gates);
-            for path in &all_paths {
-                let status = status_at(&router, path).await;
-                if configured.contains(path) {
-                    assert_eq!(status, StatusCode::BAD_REQUEST, "{path} served ({flags})");
-                } else {
-                    assert_eq!(status, StatusCode::NOT_FOUND, "{path} not served ({flags})");
+            for scope in [PodWebhookScope::All, PodWebhookScope::Selected] {
+                let policy = WebhookPolicy {
+                    gates: gates.clone(),
+                    pod_scope: scope,
+                    ..WebhookPolicy::default()
+                };
+                let mut configured = configured_paths(&configurations(&policy, by_path));
+                // With `selected`, `/mutate-pod` is called by the generated entries.
+                if scope == PodWebhookScope::Selected && gates.enabled("PodWebhook") {
+                    assert!(!configured.contains(pod_scope::PATH), "{flags}");
+                    configured.insert(pod_scope::PATH.to_owned());
                 }
+                for path in &all_paths {
+                    let status = status_at(&router, path).await;
+                    if configured.contains(path) {
+                        assert_eq!(status, StatusCode::BAD_REQUEST, "{path} served ({flags})");
+                    } else {
+                        assert_eq!(status, StatusCode::NOT_FOUND, "{path} not served ({flags})");
+                    }
+                }
+                assert!(!configured.is_empty());
             }
-            assert!(!configured.is_empty());
         }
     }
 
@@ -2089,6 +2167,7 @@ mod tests {
         let policy = WebhookPolicy {
             pod_object_selector: object,
             pod_namespace_selector: namespaces,
+            pod_scope: PodWebhookScope::All,
             ..WebhookPolicy::default()
         };
         policy.validate().expect("valid");

@@ -10,10 +10,20 @@
 //! - At pod UPDATE, DELETE and eviction (`/validate-pod`) every feature checks the request
 //!   ([`PodFeature::validate`]); only when all allow it is each told it was admitted
 //!   ([`PodFeature::admitted`]).
+//! - Which pods reach `/mutate-pod` at all: each feature says which pods its objects select
+//!   ([`PodFeature::scope`]), and wakes the writer of the generated webhook entries when that
+//!   may have changed ([`PodFeature::watch_scope`]); see [`super::pod_scope`].
+
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_core::admission::pod_chain::PodMutator;
+use kruise_core::admission::pod_scope::PodScopeTerm;
+use kube::Resource;
+use tokio::sync::Notify;
+
+use crate::cache::Cache;
 
 /// A pod operation under review at `/validate-pod`.
 #[derive(Clone, Copy, Debug)]
@@ -89,4 +99,37 @@ pub trait PodFeature: Send + Sync {
     fn admitted<'a>(&'a self, _review: PodReview<'a>) -> BoxFuture<'a, ()> {
         Box::pin(std::future::ready(()))
     }
+
+    /// The pods its objects act on at creation, one term per object (or per group of them);
+    /// never fewer pods than it would change. The default, every pod, suits a feature that
+    /// cannot say.
+    fn scope(&self) -> Vec<PodScopeTerm> {
+        vec![PodScopeTerm::everything()]
+    }
+
+    /// Arranges for `wake` to be notified whenever [`Self::scope`] may have changed.
+    fn watch_scope(&self, _wake: Arc<Notify>) {}
+}
+
+/// Notifies `wake` when an object of `cache` appears, goes, or has its spec changed (its
+/// generation moves): what a feature's [`PodFeature::scope`] reads. Status writes do not wake.
+pub fn wake_on_spec_change<K>(cache: &Cache<K>, wake: Arc<Notify>)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    cache.subscribe(Arc::new(move |change: &crate::cache::Change<K>| {
+        let generation = |k: &Option<Arc<K>>| k.as_ref().map(|k| k.meta().generation);
+        if change.old.is_none()
+            || change.new.is_none()
+            || generation(&change.old) != generation(&change.new)
+        {
+            wake.notify_one();
+        }
+    }));
 }

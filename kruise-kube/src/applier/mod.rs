@@ -265,9 +265,9 @@ struct WrittenMeta {
     resource_version: Option<String>,
 }
 
-/// Where objects of kind `K` live in namespace `ns`.
+/// Where objects of kind `K` live in namespace `ns` (`""`: a cluster-scoped kind).
 fn request_for<K: Resource<DynamicType = ()>>(ns: &str) -> kube::core::Request {
-    kube::core::Request::new(K::url_path(&(), Some(ns)))
+    kube::core::Request::new(K::url_path(&(), (!ns.is_empty()).then_some(ns)))
 }
 
 /// Shared write context: the leadership gate and the Event recorder.

@@ -187,8 +187,8 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
         })
     };
 
-    // Default: pod webhooks fail open.
-    let mut manager = start_manager(&cluster, &[]);
+    // The catch-all scope: every pod goes to `mpod.kb.io`, which fails open by default.
+    let mut manager = start_manager(&cluster, &["--pod-webhook-scope=all"]);
     assert_eq!(registered(k), "Ignore");
     k.ok_stdin(&["create", "-f", "-"], &pod("with-manager"));
     manager.kill();
@@ -196,7 +196,10 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     k.ok_stdin(&["create", "-n", "kube-system", "-f", "-"], &pod("system-1"));
 
     // Fail: pods outside the system namespaces wait for the manager; kube-system never does.
-    let mut manager = start_manager(&cluster, &["--pod-webhook-failure-policy", "Fail"]);
+    let mut manager = start_manager(
+        &cluster,
+        &["--pod-webhook-scope=all", "--pod-webhook-failure-policy", "Fail"],
+    );
     wait_for("the Fail policy registered", Duration::from_secs(60), || {
         (registered(k) == "Fail").then_some(())
     });
@@ -211,6 +214,7 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     let mut manager = start_manager(
         &cluster,
         &[
+            "--pod-webhook-scope=all",
             "--pod-webhook-failure-policy",
             "Fail",
             "--pod-webhook-object-selector",
@@ -236,6 +240,7 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
     for (i, (flag, value, expected)) in [
         ("--pod-webhook-object-selector", r#"{"matchLabels": 3}"#, "matchLabels"),
         ("--pod-webhook-failure-policy", "Sometimes", "Sometimes"),
+        ("--pod-webhook-scope", "some", "some"),
     ]
     .into_iter()
     .enumerate()
@@ -248,6 +253,132 @@ fn pods_are_created_while_the_manager_is_down_as_the_failure_policy_says() {
         let log = std::fs::read_to_string(dir.join(&log_name)).unwrap_or_default();
         assert!(log.contains(&format!("{flag}: ")) && log.contains(expected), "{log}");
     }
+}
+
+/// The entries of the generated pod webhook configuration `kruise-pod-webhooks-0`: name,
+/// objectSelector and namespaceSelector of each (`None` while it does not exist).
+fn generated_entries(k: &Kubectl) -> Option<Vec<(String, Value, Value)>> {
+    let args = ["get", "mutatingwebhookconfiguration", "kruise-pod-webhooks-0", "-o", "json"];
+    let out = k.run_with(&args, None);
+    if !out.ok {
+        return None;
+    }
+    let config: Value = serde_json::from_str(&out.stdout).ok()?;
+    let webhooks = config["webhooks"].as_array().cloned().unwrap_or_default();
+    Some(
+        webhooks
+            .iter()
+            .map(|w| {
+                let name = w["name"].as_str().unwrap_or("").to_owned();
+                (name, w["objectSelector"].clone(), w["namespaceSelector"].clone())
+            })
+            .collect(),
+    )
+}
+
+fn labelled_pod(name: &str, app: &str) -> String {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
+           "spec": {"containers": [{"name": "main", "image": "registry.example/p:v1"}]}})
+    .to_string()
+}
+
+#[test]
+fn only_pods_an_object_selects_reach_the_pod_webhook_and_those_never_without_it() {
+    let cluster = SimCluster::start(kruise_sim::Config::default().with_kruise_crds());
+    let k = &cluster.kubectl;
+    for ns in ["kruise-system", "kube-system", "shop"] {
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        let out = k.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
+        assert!(out.ok || out.stderr.contains("AlreadyExists"), "{}", out.stderr);
+    }
+    let static_names = |k: &Kubectl| {
+        let jsonpath = "jsonpath={.webhooks[*].name}";
+        let args = ["get", "mutatingwebhookconfiguration", MUTATING_CONFIGURATION, "-o", jsonpath];
+        k.run_with(&args, None).stdout
+    };
+
+    // The default scope: with nothing selecting pods, the generated configuration exists but
+    // is empty, and the catch-all is gone from the static one.
+    let mut manager = start_manager(&cluster, &[]);
+    wait_for("the empty generated configuration", Duration::from_secs(60), || {
+        generated_entries(k).filter(Vec::is_empty)
+    });
+    wait_for("the catch-all removed", Duration::from_secs(60), || {
+        let names = static_names(k);
+        (names.contains("mcloneset.kb.io") && !names.contains("mpod.kb.io")).then_some(())
+    });
+
+    // A SidecarSet selecting app=web and a budget selecting app=db in `shop` give two
+    // entries, with their selectors, both failing closed.
+    let sidecarset = json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "log-agent"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "containers": [{"name": "log-agent", "image": "registry.example/log:v1"}]}
+    });
+    k.ok_stdin(&["apply", "-f", "-"], &sidecarset.to_string());
+    let budget = json!({
+        "apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+        "metadata": {"name": "db", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "maxUnavailable": 1}
+    });
+    k.ok_stdin(&["apply", "-f", "-"], &budget.to_string());
+    let entries = wait_for("two generated entries", Duration::from_secs(60), || {
+        generated_entries(k).filter(|e| e.len() == 2)
+    });
+    let web = entries
+        .iter()
+        .find(|(_, object, _)| object == &json!({"matchLabels": {"app": "web"}}))
+        .unwrap_or_else(|| panic!("no entry for app=web: {entries:?}"));
+    assert!(web.0.ends_with(".mpod.kb.io"), "{entries:?}");
+    let excluded = &web.2["matchExpressions"][0];
+    assert_eq!(excluded["operator"], "NotIn", "{entries:?}");
+    assert_eq!(excluded["values"], json!(["kruise-system", "kube-system"]), "{entries:?}");
+    let db = entries
+        .iter()
+        .find(|(_, object, _)| object == &json!({"matchLabels": {"app": "db"}}))
+        .unwrap_or_else(|| panic!("no entry for app=db: {entries:?}"));
+    assert!(db.2.to_string().contains("\"shop\""), "{entries:?}");
+    let policies = k.ok(&[
+        "get",
+        "mutatingwebhookconfiguration",
+        "kruise-pod-webhooks-0",
+        "-o",
+        "jsonpath={.webhooks[*].failurePolicy}",
+    ]);
+    assert_eq!(policies.trim(), "Fail Fail");
+
+    // With the manager: the selected pod gets its sidecar, the other is left alone.
+    k.ok_stdin(&["create", "-f", "-"], &labelled_pod("web-1", "web"));
+    k.ok_stdin(&["create", "-f", "-"], &labelled_pod("other-1", "other"));
+    let containers = |name: &str| {
+        k.ok(&["get", "pod", name, "-o", "jsonpath={.spec.containers[*].name}"]).trim().to_owned()
+    };
+    assert_eq!(containers("web-1"), "log-agent main");
+    assert_eq!(containers("other-1"), "main");
+
+    // Without it: pods no object selects are created at once; selected ones are refused,
+    // naming their entry, rather than created without their sidecar or budget label.
+    manager.kill();
+    k.ok_stdin(&["create", "-f", "-"], &labelled_pod("other-2", "other"));
+    k.ok_stdin(&["create", "-n", "shop", "-f", "-"], &labelled_pod("other-in-shop", "other"));
+    let out = k.run_with(&["create", "-f", "-"], Some(&labelled_pod("web-2", "web")));
+    assert!(!out.ok, "a selected pod must wait for the manager");
+    assert!(out.stderr.contains(&web.0), "{}", out.stderr);
+    let out = k.run_with(&["create", "-n", "shop", "-f", "-"], Some(&labelled_pod("db-1", "db")));
+    assert!(!out.ok, "a budget's pod must wait for the manager");
+    assert!(out.stderr.contains(&db.0), "{}", out.stderr);
+
+    // Back up, and the SidecarSet deleted: its entry goes, so app=web pods no longer wait.
+    let mut manager = start_manager(&cluster, &[]);
+    k.ok(&["delete", "sidecarset", "log-agent"]);
+    wait_for("the SidecarSet's entry removed", Duration::from_secs(60), || {
+        generated_entries(k).filter(|e| e.len() == 1 && e[0].0 == db.0)
+    });
+    assert!(!static_names(k).contains("mpod.kb.io"), "the catch-all stays out after a restart");
+    manager.kill();
+    k.ok_stdin(&["create", "-f", "-"], &labelled_pod("web-3", "web"));
+    assert_eq!(containers("web-3"), "main");
 }
 
 fn budget(api_version: &str, name: &str, annotations: Value, spec: Value) -> String {

@@ -157,6 +157,7 @@ fn a_deployment_spreads_over_zones_and_scales_in_from_the_last_subset() {
     // A second WorkloadSpread for the same workload is refused.
     let out = k.run_with(&["create", "-f", "-"], Some(&spread("again", "web", subsets, json!({}))));
     assert!(!out.ok && out.stderr.contains("spec.targetRef"), "{}", out.stderr);
+    crate::common::wait_for_pod_webhook_entries(k, 1);
 
     k.ok_stdin(&["apply", "-f", "-"], &deployment("web", 6));
     wait_for("6 pods spread 2/2/2", Duration::from_secs(90), || {
@@ -218,6 +219,7 @@ fn an_adaptive_subset_whose_nodes_are_full_spills_to_the_next() {
         json!([zone_subset("zone-a", "zone-a", Some(2)), zone_subset("zone-b", "zone-b", None)]);
     let strategy = json!({"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 3}});
     k.ok_stdin(&["apply", "-f", "-"], &spread("api-spread", "api", subsets, strategy));
+    crate::common::wait_for_pod_webhook_entries(k, 1);
     k.ok_stdin(&["apply", "-f", "-"], &deployment("api", 2));
     // First placed in zone-a, where they cannot run; then moved to zone-b.
     let deadline = std::time::Instant::now() + Duration::from_secs(90);

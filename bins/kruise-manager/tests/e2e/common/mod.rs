@@ -106,6 +106,24 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Opt
     }
 }
 
+/// Waits until the generated pod webhook configurations hold at least `n` entries: an object
+/// that acts on pods at creation (a WorkloadSpread, a SidecarSet, a budget) reaches the pods
+/// created once its entry exists.
+pub fn wait_for_pod_webhook_entries(k: &Kubectl, n: usize) {
+    wait_for("the generated pod webhook entries", Duration::from_secs(60), || {
+        let args = [
+            "get",
+            "mutatingwebhookconfiguration",
+            "-l",
+            "webhooks.kruise.io/pod-scope=generated",
+            "-o",
+            "jsonpath={.items[*].webhooks[*].name}",
+        ];
+        let out = k.run_with(&args, None);
+        (out.ok && out.stdout.split_whitespace().count() >= n).then_some(())
+    });
+}
+
 /// A child process killed when dropped.
 pub struct Proc {
     pub child: Child,
