@@ -41,6 +41,7 @@
 
 pub mod admission;
 pub mod admission_review;
+pub mod broadcastjob;
 pub mod cloneset;
 pub mod containerrecreate;
 pub mod cron;
@@ -62,8 +63,8 @@ pub mod pod;
 /// ([`workload::plan`](crate::workload::Plan) under its own name).
 pub mod plan {
     pub use crate::workload::{
-        Action, Blocked, DeletePurpose, Event, EventType, Guard, NewPod, ObjectKind, Patch, Plan,
-        PodPatchPurpose, PodStatusPurpose, Subresource, Target,
+        Action, Blocked, DeletePurpose, Event, EventType, Guard, NewPod, NodePin, ObjectKind,
+        Patch, Plan, PodPatchPurpose, PodStatusPurpose, Subresource, Target,
     };
 }
 pub mod pub_budget;

@@ -4,7 +4,8 @@
 //! affinity admits a node. The DaemonSet planner and WorkloadSpread's subsets both read them.
 
 use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, Taint, Toleration,
+    Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodSpec, Taint, Toleration,
 };
 
 /// The field a daemon pod's node affinity pins it by.
@@ -207,4 +208,46 @@ pub fn fits_node_affinity_facts(spec: &PodSpec, facts: &NodeFacts) -> bool {
         None => true,
         Some(selector) => selector.node_selector_terms.iter().any(|t| term_matches_facts(t, facts)),
     }
+}
+
+/// Pins a pod to `node_name` as the DaemonSet and BroadcastJob controllers do: the required node affinity
+/// becomes one term matching the field `metadata.name`; preferred terms and other affinities
+/// are kept.
+pub fn pin_to_node(affinity: Option<Affinity>, node_name: &str) -> Affinity {
+    let term = NodeSelectorTerm {
+        match_fields: Some(vec![NodeSelectorRequirement {
+            key: NODE_NAME_FIELD.to_owned(),
+            operator: "In".to_owned(),
+            values: Some(vec![node_name.to_owned()]),
+        }]),
+        match_expressions: None,
+    };
+    let mut affinity = affinity.unwrap_or_default();
+    let node_affinity = affinity.node_affinity.get_or_insert_with(NodeAffinity::default);
+    node_affinity.required_during_scheduling_ignored_during_execution =
+        Some(NodeSelector { node_selector_terms: vec![term] });
+    affinity
+}
+
+/// The node a pod is pinned to: `spec.nodeName`, or else the single `metadata.name`
+/// value its required node affinity pins it to (upstream's `GetTargetNodeName`).
+pub fn target_node_name(pod: &Pod) -> Option<&str> {
+    let spec = pod.spec.as_ref()?;
+    if let Some(name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        return Some(name);
+    }
+    let terms = &spec
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    terms.iter().flat_map(|t| t.match_fields.iter().flatten()).find_map(|r| {
+        match (r.key.as_str(), r.operator.as_str(), r.values.as_deref()) {
+            (NODE_NAME_FIELD, "In", Some([value])) => Some(value.as_str()),
+            _ => None,
+        }
+    })
 }

@@ -31,6 +31,7 @@ const KINDS: &[&str] = &[
     "pub_budget",
     "containerrecreate",
     "imagepull",
+    "broadcastjob",
 ];
 
 #[derive(Debug, Clone, PartialEq)]

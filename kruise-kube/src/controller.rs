@@ -101,6 +101,9 @@ pub struct ControllerSettings {
     /// The manager's namespace (`POD_NAMESPACE`, default `kruise-system`), where SidecarSets'
     /// ControllerRevisions are kept.
     pub manager_namespace: String,
+    /// Bind BroadcastJob pods to their nodes by node affinity, for the scheduler
+    /// (`--assign-bcj-pods-by-scheduler`, default true), or by `spec.nodeName`.
+    pub assign_bcj_pods_by_scheduler: bool,
 }
 
 impl Default for ControllerSettings {
@@ -113,6 +116,7 @@ impl Default for ControllerSettings {
             backoff: Backoff::default(),
             image_pull: kruise_core::imagepull::ImagePullConfig::default(),
             manager_namespace: crate::webhook::DEFAULT_NAMESPACE.to_owned(),
+            assign_bcj_pods_by_scheduler: true,
         }
     }
 }
@@ -260,6 +264,7 @@ pub fn registry() -> Vec<Registration> {
         crate::sidecarset::registration(),
         crate::workloadspread::registration(),
         crate::crr::registration(),
+        crate::broadcastjob::registration(),
         crate::image_pull::node_image_registration(),
         crate::image_pull::image_pull_job_registration(),
         crate::image_pull::image_list_pull_job_registration(),

@@ -35,6 +35,7 @@
 
 pub mod admission;
 pub mod applier;
+pub mod broadcastjob;
 pub mod cache;
 pub mod cached_pod;
 pub mod client;

@@ -9,15 +9,13 @@
 //! untolerated taint is a `NoExecute` one. `spec.unschedulable` is not read: such nodes carry
 //! the `node.kubernetes.io/unschedulable` taint, which every daemon pod tolerates.
 
-use k8s_openapi::api::core::v1::{
-    Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, PodTemplateSpec, Toleration,
-};
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, PodTemplateSpec, Toleration};
 
 /// Node affinity and tolerations live in the base layer ([`crate::node_affinity`]); these
 /// paths are kept for callers.
 pub use crate::node_affinity::{
-    NODE_NAME_FIELD, fits_node_affinity, term_matches, tolerates, untolerated_taint,
+    NODE_NAME_FIELD, fits_node_affinity, pin_to_node, target_node_name, term_matches, tolerates,
+    untolerated_taint,
 };
 use crate::node_affinity::{NodeFacts, fits_node_affinity_facts, has_untolerated_taint};
 
@@ -116,48 +114,6 @@ pub fn daemon_pod_spec(template: &PodTemplateSpec) -> PodSpec {
     spec
 }
 
-/// Pins a pod to `node_name` as the DaemonSet controller does: the required node affinity
-/// becomes one term matching the field `metadata.name`; preferred terms and other affinities
-/// are kept.
-pub fn pin_to_node(affinity: Option<Affinity>, node_name: &str) -> Affinity {
-    let term = NodeSelectorTerm {
-        match_fields: Some(vec![NodeSelectorRequirement {
-            key: NODE_NAME_FIELD.to_owned(),
-            operator: "In".to_owned(),
-            values: Some(vec![node_name.to_owned()]),
-        }]),
-        match_expressions: None,
-    };
-    let mut affinity = affinity.unwrap_or_default();
-    let node_affinity = affinity.node_affinity.get_or_insert_with(NodeAffinity::default);
-    node_affinity.required_during_scheduling_ignored_during_execution =
-        Some(NodeSelector { node_selector_terms: vec![term] });
-    affinity
-}
-
-/// The node a daemon pod belongs to: `spec.nodeName`, or else the single `metadata.name`
-/// value its required node affinity pins it to (upstream's `GetTargetNodeName`).
-pub fn target_node_name(pod: &Pod) -> Option<&str> {
-    let spec = pod.spec.as_ref()?;
-    if let Some(name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-        return Some(name);
-    }
-    let terms = &spec
-        .affinity
-        .as_ref()?
-        .node_affinity
-        .as_ref()?
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()?
-        .node_selector_terms;
-    terms.iter().flat_map(|t| t.match_fields.iter().flatten()).find_map(|r| {
-        match (r.key.as_str(), r.operator.as_str(), r.values.as_deref()) {
-            (NODE_NAME_FIELD, "In", Some([value])) => Some(value.as_str()),
-            _ => None,
-        }
-    })
-}
-
 /// The pod for `node_name` built from `template` (metadata and spec), with the daemon
 /// tolerations and the node-name affinity, as the DaemonSet controller creates it. Name,
 /// namespace, revision labels and owner are the caller's.
@@ -170,7 +126,10 @@ pub fn pod_for_node(template: &PodTemplateSpec, node_name: &str) -> Pod {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{NodeSpec, Taint};
+    use k8s_openapi::api::core::v1::{
+        Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec,
+        Taint,
+    };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn node(name: &str, labels: &[(&str, &str)], taints: Vec<Taint>) -> Node {

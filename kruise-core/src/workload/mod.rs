@@ -24,8 +24,8 @@ pub use adopt::adoption_plan;
 pub(crate) use facts::LabelLookup;
 pub use facts::{PodFacts, SnapshotPod};
 pub use plan::{
-    Action, Blocked, DeletePurpose, Event, EventType, Guard, NewPod, ObjectKind, Patch, Plan,
-    PodPatchPurpose, PodStatusPurpose, Subresource, Target, WorkloadPlan,
+    Action, Blocked, DeletePurpose, Event, EventType, Guard, NewPod, NodePin, ObjectKind, Patch,
+    Plan, PodPatchPurpose, PodStatusPurpose, Subresource, Target, WorkloadPlan,
 };
 
 use crate::expectations::{ControllerExpectations, ExpectationState, ScaleAction};

@@ -462,8 +462,20 @@ struct PodInstance {
     label: (String, String),
     /// Put ahead of the shared pod's volumes, replacing those of the same name.
     volumes: Vec<Volume>,
+    /// The node the pod is bound to, if any.
+    pin: Option<NodePin>,
     /// The whole pod, once read through `Deref`.
     built: std::sync::OnceLock<Pod>,
+}
+
+/// How a [`NewPod`] is bound to its node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodePin {
+    /// A required node affinity term on `metadata.name` replaces the others, for the
+    /// scheduler to place the pod ([`crate::node_affinity::pin_to_node`]).
+    Affinity(String),
+    /// `spec.nodeName`: bound without the scheduler.
+    NodeName(String),
 }
 
 impl NewPod {
@@ -476,7 +488,16 @@ impl NewPod {
         volumes: Vec<Volume>,
     ) -> Self {
         let built = std::sync::OnceLock::new();
-        Self { shared, own: Some(Box::new(PodInstance { name, label, volumes, built })) }
+        let pin = None;
+        Self { shared, own: Some(Box::new(PodInstance { name, label, volumes, pin, built })) }
+    }
+
+    /// One pod of `shared`'s kind named `name`, with the label `label` added, bound to a node
+    /// by `pin`.
+    pub fn pinned(shared: Arc<Pod>, name: String, label: (String, String), pin: NodePin) -> Self {
+        let built = std::sync::OnceLock::new();
+        let (volumes, pin) = (Vec::new(), Some(pin));
+        Self { shared, own: Some(Box::new(PodInstance { name, label, volumes, pin, built })) }
     }
 
     /// The pod's name.
@@ -513,6 +534,13 @@ impl PodInstance {
                 }
             }
             spec.volumes = Some(volumes);
+        }
+        match (&self.pin, pod.spec.as_mut()) {
+            (Some(NodePin::Affinity(node)), Some(spec)) => {
+                spec.affinity = Some(crate::node_affinity::pin_to_node(spec.affinity.take(), node));
+            }
+            (Some(NodePin::NodeName(node)), Some(spec)) => spec.node_name = Some(node.clone()),
+            _ => {}
         }
         pod
     }

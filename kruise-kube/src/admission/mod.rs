@@ -220,6 +220,14 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             post(mutate_image_list_pull_job),
         ),
         kruise(
+            "mbroadcastjob.kb.io",
+            BROADCASTJOB_MUTATING_PATH,
+            Mutating,
+            "broadcastjobs",
+            CREATE_UPDATE,
+            post(mutate_broadcast_job),
+        ),
+        kruise(
             "mnodeimage.kb.io",
             NODEIMAGE_MUTATING_PATH,
             Mutating,
@@ -324,6 +332,14 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             "workloadspreads",
             CREATE_UPDATE,
             post(validate_workloadspread),
+        ),
+        kruise(
+            "vbroadcastjob.kb.io",
+            "/validate-apps-kruise-io-broadcastjob",
+            Validating,
+            "broadcastjobs",
+            CREATE_UPDATE,
+            post(validate_broadcast_job),
         ),
         kruise(
             "vimagepulljob-v1beta1.kb.io",
@@ -575,6 +591,7 @@ async fn validate_workloadspread(
 /// Upstream's paths of the daemon features' webhooks.
 const CRR_MUTATING_PATH: &str = "/mutate-apps-kruise-io-containerrecreaterequest";
 const IMAGEPULLJOB_MUTATING_PATH: &str = "/mutate-apps-kruise-io-imagepulljob";
+const BROADCASTJOB_MUTATING_PATH: &str = "/mutate-apps-kruise-io-broadcastjob";
 const IMAGEPULLJOB_VALIDATING_PATH: &str = "/validate-apps-kruise-io-imagepulljob";
 const IMAGELISTPULLJOB_MUTATING_PATH: &str = "/mutate-apps-kruise-io-imagelistpulljob";
 const IMAGELISTPULLJOB_VALIDATING_PATH: &str = "/validate-apps-kruise-io-imagelistpulljob";
@@ -656,6 +673,35 @@ async fn mutate_image_pull_job(body: Bytes) -> Response {
         rules::default_image_pull_job(&mut job);
         let defaulted = at_sent_version::<v1alpha1::ImagePullJob>(request, job).map_err(bad)?;
         Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
+}
+
+/// `mbroadcastjob.kb.io`: upstream's defaults, at the version the job was sent in.
+async fn mutate_broadcast_job(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    use kruise_core::broadcastjob::admission as rules;
+    let template_no_defaults = context.statefulset_gates.template_no_defaults;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let mut job =
+            hub_object::<v1alpha1::BroadcastJob>(request, object, "broadcastjob").map_err(bad)?;
+        rules::default_broadcast_job(&mut job, template_no_defaults);
+        let defaulted = at_sent_version::<v1alpha1::BroadcastJob>(request, job).map_err(bad)?;
+        Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
+}
+
+/// `vbroadcastjob.kb.io`: upstream's rules.
+async fn validate_broadcast_job(body: Bytes) -> Response {
+    use kruise_core::broadcastjob::admission as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let job =
+            hub_object::<v1alpha1::BroadcastJob>(request, object, "broadcastjob").map_err(bad)?;
+        rules::validate_broadcast_job(&job).into_result().map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
     })
 }
 

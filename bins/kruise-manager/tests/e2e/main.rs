@@ -4,6 +4,7 @@
 
 mod common;
 
+mod broadcastjob;
 mod chart;
 mod cloneset;
 mod crds_cli;
