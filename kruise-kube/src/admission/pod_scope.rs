@@ -222,7 +222,10 @@ impl PodScopeWriter {
                         }
                         settled = Some(desired);
                         backoff = Duration::from_millis(500);
-                        self.generated.send_replace(true);
+                        // Once: the static configuration is then written again without the
+                        // catch-all.
+                        self.generated
+                            .send_if_modified(|generated| !std::mem::replace(generated, true));
                     }
                     Err(err) => {
                         tracing::warn!(error = %err, "writing the pod webhook entries");
