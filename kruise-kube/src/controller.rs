@@ -104,6 +104,9 @@ pub struct ControllerSettings {
     /// Bind BroadcastJob pods to their nodes by node affinity, for the scheduler
     /// (`--assign-bcj-pods-by-scheduler`, default true), or by `spec.nodeName`.
     pub assign_bcj_pods_by_scheduler: bool,
+    /// Bind Advanced DaemonSet pods to their nodes by node affinity, for the scheduler
+    /// (`--assign-pods-by-scheduler`, default true), or by `spec.nodeName`.
+    pub assign_pods_by_scheduler: bool,
 }
 
 impl Default for ControllerSettings {
@@ -117,6 +120,7 @@ impl Default for ControllerSettings {
             image_pull: kruise_core::imagepull::ImagePullConfig::default(),
             manager_namespace: crate::webhook::DEFAULT_NAMESPACE.to_owned(),
             assign_bcj_pods_by_scheduler: true,
+            assign_pods_by_scheduler: true,
         }
     }
 }

@@ -71,6 +71,7 @@ impl WorkloadKind for DaemonSet {
         snapshot.feature_gates = gates;
         let mut options = PlannerOptions::default();
         options.expectation_timeout = settings.expectation_timeout;
+        options.assign_by_scheduler = settings.assign_pods_by_scheduler;
         snapshot.options = options;
         kruise_core::daemonset::plan(&snapshot, now)
     }

@@ -205,6 +205,11 @@ struct ManagerFlags {
     /// Seconds the API server waits for a webhook's answer.
     #[arg(long, default_value_t = 5)]
     webhook_timeout_seconds: i32,
+    /// Bind Advanced DaemonSet pods to their nodes by a required node affinity term, so the
+    /// scheduler places them (true), or by setting `spec.nodeName` (false).
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    assign_pods_by_scheduler: bool,
     /// Bind BroadcastJob pods to their nodes by a required node affinity term, so the
     /// scheduler places them (true), or by setting `spec.nodeName` (false).
     #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true",
@@ -299,6 +304,7 @@ impl ManagerFlags {
             &self.pod_webhook_object_selector,
         )?;
         config.controller_settings.assign_bcj_pods_by_scheduler = self.assign_bcj_pods_by_scheduler;
+        config.controller_settings.assign_pods_by_scheduler = self.assign_pods_by_scheduler;
         config.webhook_policy.pod_scope =
             self.pod_webhook_scope.parse().map_err(|e: String| anyhow::anyhow!(e))?;
         config.webhook_policy.pod_namespace_selector = WebhookPolicy::parse_selector(

@@ -114,6 +114,14 @@ pub fn daemon_pod_spec(template: &PodTemplateSpec) -> PodSpec {
     spec
 }
 
+/// As [`pod_for_node`], bound by `spec.nodeName` instead of node affinity (upstream with
+/// `--assign-pods-by-scheduler=false`): the scheduler does not place it.
+pub fn pod_bound_to_node(template: &PodTemplateSpec, node_name: &str) -> Pod {
+    let mut spec = daemon_pod_spec(template);
+    spec.node_name = Some(node_name.to_owned());
+    Pod { metadata: template.metadata.clone().unwrap_or_default(), spec: Some(spec), status: None }
+}
+
 /// The pod for `node_name` built from `template` (metadata and spec), with the daemon
 /// tolerations and the node-name affinity, as the DaemonSet controller creates it. Name,
 /// namespace, revision labels and owner are the caller's.

@@ -820,7 +820,11 @@ impl<'a> Round<'a> {
         let node = self.nodes[n].name;
         let name = self.pod_name(node);
         let ds = self.spec.ds;
-        let mut pod = eligibility::pod_for_node(self.template(), node);
+        let mut pod = if self.snapshot.options.assign_by_scheduler {
+            eligibility::pod_for_node(self.template(), node)
+        } else {
+            eligibility::pod_bound_to_node(self.template(), node)
+        };
         let ds_name = ds.metadata.name.as_deref().unwrap_or_default();
         pod.metadata.generate_name = Some(format!("{ds_name}-"));
         pod.metadata.name = Some(name);

@@ -83,11 +83,18 @@ pub struct PlannerOptions {
     pub expectation_timeout: SignedDuration,
     /// The API server changes container resources through the `pods/resize` subresource.
     pub resize_subresource: bool,
+    /// New pods are bound by a required `metadata.name` node affinity term for the scheduler
+    /// (`--assign-pods-by-scheduler`, the default), or else by `spec.nodeName`.
+    pub assign_by_scheduler: bool,
 }
 
 impl Default for PlannerOptions {
     fn default() -> Self {
-        Self { expectation_timeout: DEFAULT_TIMEOUT, resize_subresource: false }
+        Self {
+            expectation_timeout: DEFAULT_TIMEOUT,
+            resize_subresource: false,
+            assign_by_scheduler: true,
+        }
     }
 }
 

@@ -326,3 +326,34 @@ fn jobs_go_once_every_pod_is_updated() {
         [&Action::DeleteImagePullJob { name: snapshot.image_pull_jobs[0].clone() }]
     );
 }
+
+/// `--assign-pods-by-scheduler=false`: new pods carry `spec.nodeName` and no pin.
+#[test]
+fn without_the_scheduler_new_pods_are_bound_by_node_name() {
+    let ds = daemonset("app:v1", json!({}), json!({}));
+    let created = |assign_by_scheduler: bool| -> Vec<Pod> {
+        let mut snapshot = DaemonSetSnapshot::new(ds.clone());
+        snapshot.nodes = vec![node("n1"), node("n2")];
+        snapshot.revisions = vec![revision_of(&ds, 1)];
+        snapshot.options.assign_by_scheduler = assign_by_scheduler;
+        plan(&snapshot, at(0))
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::CreatePod { pod } => Some(pod.build().into_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    let bound = created(false);
+    assert_eq!(bound.len(), 2);
+    for pod in &bound {
+        let spec = pod.spec.as_ref().expect("spec");
+        assert!(spec.node_name.is_some());
+        assert!(spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref()).is_none());
+    }
+    let scheduled = created(true);
+    assert!(scheduled.iter().all(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_none())));
+    let targets: Vec<_> = scheduled.iter().filter_map(eligibility::target_node_name).collect();
+    assert_eq!(targets, ["n1", "n2"]);
+}
