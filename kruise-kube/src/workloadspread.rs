@@ -694,17 +694,8 @@ impl WorkloadSpreadController {
         };
         let plan = core::plan(&ws, &plan);
         let owner = PlanOwner::of(&ws, Value::Null);
-        match self.context.applier.apply(&owner, &plan, None, Timestamp::now()).await {
-            Ok(()) => {}
-            // The webhook reserved a pod meanwhile: compute again from what it wrote.
-            Err(ReconcileError::Write {
-                source: crate::applier::ApplyError::Conflict(_), ..
-            }) => {
-                return Ok(Some(Duration::from_millis(100)));
-            }
-            Err(err) => return Err(err),
-        }
-        Ok(plan.requeue_after.and_then(|d| Duration::try_from(d).ok()))
+        // The webhook may have reserved a pod meanwhile: then computed again from what it wrote.
+        self.context.applier.apply_or_replan(&owner, &plan, Timestamp::now()).await
     }
 }
 

@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use serde_json::{Value, json};
 
 use crate::plan::{Action, ObjectKind, Patch, Subresource, Target};
@@ -137,21 +137,27 @@ impl CanonicalSelector {
         Value::Object(out)
     }
 
-    /// Whether it selects an object with `labels`.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let labels_hold = self.labels.iter().all(|(k, v)| labels.get(k) == Some(v));
-        labels_hold
-            && self.expressions.iter().all(|(key, operator, values)| {
-                let value = labels.get(key);
-                let listed = value.is_some_and(|v| values.contains(v));
-                match operator.as_str() {
-                    "In" => listed,
-                    "NotIn" => !listed,
-                    "Exists" => value.is_some(),
-                    "DoesNotExist" => value.is_none(),
-                    _ => false,
-                }
+    /// As a `LabelSelector`.
+    pub fn to_label_selector(&self) -> LabelSelector {
+        let expressions = self
+            .expressions
+            .iter()
+            .map(|(key, operator, values)| LabelSelectorRequirement {
+                key: key.clone(),
+                operator: operator.clone(),
+                values: (!values.is_empty()).then(|| values.clone()),
             })
+            .collect::<Vec<_>>();
+        LabelSelector {
+            match_labels: (!self.labels.is_empty()).then(|| self.labels.clone()),
+            match_expressions: (!expressions.is_empty()).then_some(expressions),
+        }
+    }
+
+    /// Whether it selects an object with `labels` (matched by [`crate::selector`]).
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        crate::selector::Selector::parse(Some(&self.to_label_selector()))
+            .is_ok_and(|selector| selector.matches(labels))
     }
 }
 
@@ -461,7 +467,6 @@ pub fn configuration_writes(stored: &[StoredConfiguration], desired: &[Vec<Value
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()

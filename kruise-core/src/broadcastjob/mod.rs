@@ -243,7 +243,7 @@ impl<'a> PodFit<'a> {
         let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
         let allocatable_of = |resource: &str| {
             let text = &allocatable?.get(resource)?.0;
-            fast_milli(text).or_else(|| Quantity::parse(text).ok()?.milli_value())
+            crate::revision::quantity::milli_value_of(text)
         };
         if allocatable_of("pods").is_none_or(|m| m < 1000) {
             return false;
@@ -253,23 +253,6 @@ impl<'a> PodFit<'a> {
             _ => false,
         })
     }
-}
-
-/// Thousandths of a quantity written the common ways nodes write them (`110`, `32`,
-/// `128Gi`, `8053064Ki`), without the general parser; `None` for any other form.
-fn fast_milli(text: &str) -> Option<i128> {
-    let (digits, shift) = match text.len().checked_sub(2).map(|at| text.split_at(at)) {
-        Some((digits, "Ki")) => (digits, 10),
-        Some((digits, "Mi")) => (digits, 20),
-        Some((digits, "Gi")) => (digits, 30),
-        Some((digits, "Ti")) => (digits, 40),
-        _ => (text, 0),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 15 {
-        return None;
-    }
-    let n: i128 = digits.parse().ok()?;
-    Some((n << shift) * 1000)
 }
 
 /// Whether a pod with `spec` may run on `node` (see the module documentation).

@@ -26,6 +26,9 @@ use crate::cache::ObjectKey;
 use crate::controller::ReconcileError;
 use crate::expectations::ExpectationStore;
 
+/// How soon [`Applier::apply_or_replan`] plans an owner again after a conflict.
+pub const REPLAN_AFTER_CONFLICT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The object a plan is for: where its Events go, where the workload actions write, and its
 /// status as it was read (the new one is written as the difference).
 #[derive(Clone, Debug)]
@@ -373,6 +376,29 @@ impl Applier {
             }
         }
         result.map(|_| ())
+    }
+
+    /// As [`Applier::apply`] without expectations, for an owner another writer also writes
+    /// (the PodUnavailableBudget and WorkloadSpread webhooks reserve pods in their status): a
+    /// write refused with a conflict is no error, and the owner is planned again after
+    /// [`REPLAN_AFTER_CONFLICT`] from what the other wrote. Otherwise, when to look again:
+    /// `plan.requeue_after`.
+    ///
+    /// # Errors
+    /// As [`Applier::apply`], conflicts aside.
+    pub async fn apply_or_replan<S: Serialize>(
+        &self,
+        owner: &PlanOwner,
+        plan: &Plan<S>,
+        now: jiff::Timestamp,
+    ) -> Result<Option<std::time::Duration>, ReconcileError> {
+        match self.apply(owner, plan, None, now).await {
+            Ok(()) => Ok(plan.requeue_after.and_then(|d| std::time::Duration::try_from(d).ok())),
+            Err(ReconcileError::Write { source: ApplyError::Conflict(_), .. }) => {
+                Ok(Some(REPLAN_AFTER_CONFLICT))
+            }
+            Err(err) => Err(err),
+        }
     }
 
     /// Sends one action for `owner`, leader-gated; the resourceVersion the server answered
