@@ -26,16 +26,23 @@
 //! fields (with second zero). Local times skipped by a daylight-saving jump therefore never
 //! fire, and local times repeated when clocks go back fire once per occurrence, as robfig's
 //! instant-by-instant search does.
+//!
+//! The search itself is the `cronexpr` crate's: this module adds what that crate lacks for
+//! robfig compatibility (the `@` descriptors, `@every`, the `TZ=`/`CRON_TZ=` prefix, robfig's
+//! grammar — `?`, `a/n`, day of week 0-6 — and its error wording) and hands `cronexpr` a
+//! normalised expression of explicit value lists, with `*` kept only where robfig's star rule
+//! for days applies.
 
 use std::fmt;
 
 use jiff::Timestamp;
 use jiff::civil::{Date, DateTime};
-use jiff::tz::{AmbiguousOffset, TimeZone};
+use jiff::tz::TimeZone;
 
-/// How many years past the starting year [`Schedule::next_after`] searches before it gives up,
-/// as robfig does.
-pub const SEARCH_YEARS: i16 = 5;
+/// How many years past the starting instant [`Schedule::next_after`] searches before it gives
+/// up (`cronexpr`'s bound; robfig's is five, which finds nothing more: every possible date
+/// recurs within four years).
+pub const SEARCH_YEARS: i16 = 4;
 
 /// [`Schedule::most_recent_between`] stops counting missed activations at this many, so a
 /// count of 101 means "more than 100" (the threshold at which Kubernetes reports too many
@@ -141,6 +148,9 @@ pub struct Schedule {
     /// caller's default zone.
     zone: Option<TimeZone>,
     kind: ScheduleKind,
+    /// The fields compiled for `cronexpr` in the prefix zone, or in UTC without a prefix;
+    /// `None` for `@every`.
+    compiled: Option<cronexpr::Crontab>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,7 +251,11 @@ impl Schedule {
         } else {
             ScheduleKind::Fields(parse_fields(rest)?)
         };
-        Ok(Schedule { spec: spec.to_owned(), has_time_zone_prefix, zone, kind })
+        let compiled = match &kind {
+            ScheduleKind::Fields(fields) => fields.compile(zone.as_ref().unwrap_or(&TimeZone::UTC)),
+            ScheduleKind::Every { .. } => None,
+        };
+        Ok(Schedule { spec: spec.to_owned(), has_time_zone_prefix, zone, kind, compiled })
     }
 
     /// Whether the spec started with `TZ=` or `CRON_TZ=` (Kubernetes CronJob validation
@@ -283,7 +297,17 @@ impl Schedule {
             }
             ScheduleKind::Fields(fields) => {
                 let zone = self.zone.as_ref().unwrap_or(default_zone);
-                fields.next_after(after, zone)
+                let utc = TimeZone::UTC;
+                let compiled_zone = self.zone.as_ref().unwrap_or(&utc);
+                let other;
+                let crontab = if zone == compiled_zone {
+                    self.compiled.as_ref()?
+                } else {
+                    other = fields.compile(zone)?;
+                    &other
+                };
+                let next = crontab.find_next(cronexpr::MakeTimestamp(after)).ok()?;
+                Some(next.timestamp())
             }
         }
     }
@@ -410,62 +434,43 @@ impl FieldSet {
         }
     }
 
-    /// The earliest instant after `after` whose wall-clock time in `zone` matches.
-    ///
-    /// Days are visited in order from the local date of `after`; within the first matching
-    /// day every matching wall-clock time is converted (both instants of a repeated time,
-    /// none of a skipped one) and the earliest instant after `after` wins. This assumes, as
-    /// every zone since the 19th century does, that clocks never go back by a day or more.
-    fn next_after(&self, after: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
-        let start = zone.to_datetime(after);
-        let last_year = start.year().saturating_add(SEARCH_YEARS);
-        let mut date = start.date();
-        while date.year() <= last_year {
-            if !bit(self.months, date.month()) {
-                // Jump to the first day of the next month.
-                date = date.last_of_month().tomorrow().ok()?;
-                continue;
+    /// This set as a `cronexpr` crontab in `zone`: explicit value lists, and `*` for a day
+    /// field only where robfig's star bit is set (a star always covers the whole field), so
+    /// that `cronexpr`'s rule for combining the day fields is robfig's. `None` for a zone that
+    /// has neither an IANA name nor a fixed offset to write into the expression.
+    fn compile(&self, zone: &TimeZone) -> Option<cronexpr::Crontab> {
+        let zone_text = match zone.iana_name() {
+            Some(name) => name.to_owned(),
+            None => zone.to_fixed_offset().ok()?.to_string(),
+        };
+        let list = |bits: u64, star: bool| {
+            if star {
+                return "*".to_owned();
             }
-            if self.day_matches(date)
-                && let Some(found) = self.earliest_on(date, after, zone)
-            {
-                return Some(found);
-            }
-            date = date.tomorrow().ok()?;
-        }
-        None
+            let values: Vec<String> = (0..64u32)
+                .filter(|value| bits & (1 << value) != 0)
+                .map(|value| value.to_string())
+                .collect();
+            values.join(",")
+        };
+        let expression = format!(
+            "{} {} {} {} {} {zone_text}",
+            list(self.minutes, false),
+            list(self.hours, false),
+            list(self.days_of_month, self.day_of_month_is_star),
+            list(self.months, false),
+            list(self.days_of_week, self.day_of_week_is_star),
+        );
+        cronexpr::parse_crontab(&expression).ok()
     }
-
-    fn earliest_on(&self, date: Date, after: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
-        let mut earliest: Option<Timestamp> = None;
-        for hour in set_values(self.hours, 23) {
-            for minute in set_values(self.minutes, 59) {
-                let local = date.at(hour, minute, 0, 0);
-                let (first, second) = match zone.to_ambiguous_timestamp(local).offset() {
-                    AmbiguousOffset::Unambiguous { offset } => (Some(offset), None),
-                    AmbiguousOffset::Gap { .. } => (None, None),
-                    AmbiguousOffset::Fold { before, after } => (Some(before), Some(after)),
-                };
-                for offset in [first, second].into_iter().flatten() {
-                    let Ok(instant) = offset.to_timestamp(local) else { continue };
-                    if instant > after && earliest.is_none_or(|best| instant < best) {
-                        earliest = Some(instant);
-                    }
-                }
-            }
-        }
-        earliest
-    }
-}
-
-/// The values `0..=max` whose bit is set, ascending.
-fn set_values(bits: u64, max: i8) -> impl Iterator<Item = i8> {
-    (0..=max).filter(move |value| bit(bits, *value))
 }
 
 /// Go's `time.LoadLocation`, minus the process's local zone: `""` and `UTC` are UTC, `Local`
-/// means "the caller's zone" (`None`).
-fn load_location(name: &str) -> Result<Option<TimeZone>, CronError> {
+/// means "the caller's zone" (`None`). Names are case-sensitive, as Go's are.
+///
+/// # Errors
+/// [`CronError::BadLocation`], whose `reason` is Go's error text.
+pub fn load_location(name: &str) -> Result<Option<TimeZone>, CronError> {
     let bad = |reason: String| CronError::BadLocation { zone: name.to_owned(), reason };
     match name {
         "" | "UTC" => return Ok(Some(TimeZone::UTC)),

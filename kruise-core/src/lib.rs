@@ -41,11 +41,13 @@
 
 pub mod admission;
 pub mod admission_review;
+pub mod advancedcronjob;
 pub mod broadcastjob;
 pub mod cloneset;
 pub mod containerrecreate;
 pub mod cron;
 pub mod daemonset;
+pub mod ephemeraljob;
 pub mod expectations;
 pub mod field;
 pub mod image;

@@ -32,6 +32,8 @@ const KINDS: &[&str] = &[
     "containerrecreate",
     "imagepull",
     "broadcastjob",
+    "advancedcronjob",
+    "ephemeraljob",
 ];
 
 #[derive(Debug, Clone, PartialEq)]

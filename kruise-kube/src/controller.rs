@@ -269,6 +269,8 @@ pub fn registry() -> Vec<Registration> {
         crate::workloadspread::registration(),
         crate::crr::registration(),
         crate::broadcastjob::registration(),
+        crate::advancedcronjob::registration(),
+        crate::ephemeraljob::registration(),
         crate::image_pull::node_image_registration(),
         crate::image_pull::image_pull_job_registration(),
         crate::image_pull::image_list_pull_job_registration(),

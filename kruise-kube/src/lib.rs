@@ -34,6 +34,7 @@
 //!   containermeta) over a [`kruise_cri::ContainerRuntime`].
 
 pub mod admission;
+pub mod advancedcronjob;
 pub mod applier;
 pub mod broadcastjob;
 pub mod cache;
@@ -44,6 +45,7 @@ pub mod controller;
 pub mod crr;
 pub mod daemon;
 pub mod daemonset;
+pub mod ephemeraljob;
 pub mod expectations;
 pub mod features;
 pub mod health;

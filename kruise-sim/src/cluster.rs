@@ -1453,6 +1453,13 @@ impl Cluster {
                         fins.retain(|f| f != &fg && f != &orphan);
                         None
                     }
+                    // kube-apiserver orphans a batch/v1 Job's pods unless told otherwise (the
+                    // Job strategy's default garbage collection policy, kept for backward
+                    // compatibility).
+                    None if def.group == "batch" && def.plural == "jobs" => {
+                        fins.retain(|f| f != &fg);
+                        Some(orphan)
+                    }
                     _ => None,
                 };
                 if let Some(a) = add

@@ -25,6 +25,7 @@
 //! named in `podsToDelete`, dependents of an object being deleted, the other
 //! PodUnavailableBudgets of a namespace) is passed in as data.
 
+pub mod image_pull_template;
 pub mod meta;
 pub mod pod_chain;
 pub mod pod_defaults;

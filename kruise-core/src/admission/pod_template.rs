@@ -22,9 +22,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, ContainerResizePolicy, EnvFromSource, EnvVar, HTTPGetAction,
-    KeyToPath, LifecycleHandler, ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe,
-    ResourceFieldSelector, ResourceRequirements, Volume, VolumeDevice, VolumeMount,
+    Container, ContainerPort, ContainerResizePolicy, EnvFromSource, EnvVar, EphemeralContainer,
+    HTTPGetAction, KeyToPath, LifecycleHandler, ObjectFieldSelector, PodSpec, PodTemplateSpec,
+    Probe, ResourceFieldSelector, ResourceRequirements, Volume, VolumeDevice, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -200,7 +200,7 @@ fn qualified_name_errors(value: &str, path: &FieldPath) -> Vec<FieldError> {
     is_qualified_name(value).into_iter().map(|m| FieldError::invalid(path, value, m)).collect()
 }
 
-fn dns_label_errors(value: &str, path: &FieldPath) -> Vec<FieldError> {
+pub(crate) fn dns_label_errors(value: &str, path: &FieldPath) -> Vec<FieldError> {
     is_dns1123_label(value).into_iter().map(|m| FieldError::invalid(path, value, m)).collect()
 }
 
@@ -1038,29 +1038,37 @@ fn validate_ephemeral_containers(
         {
             errs.push(FieldError::not_found(&p.child("targetContainerName"), target));
         }
-        let forbidden = "cannot be set for an Ephemeral Container";
-        for (set, field) in [
-            (ec.ports.is_some(), "ports"),
-            (ec.resources.is_some(), "resources"),
-            (ec.liveness_probe.is_some(), "livenessProbe"),
-            (ec.readiness_probe.is_some(), "readinessProbe"),
-            (ec.startup_probe.is_some(), "startupProbe"),
-            (ec.lifecycle.is_some(), "lifecycle"),
-            (ec.resize_policy.is_some(), "resizePolicy"),
-            (ec.restart_policy.is_some(), "restartPolicy"),
-        ] {
-            if set {
-                errs.push(FieldError::forbidden(&p.child(field), forbidden));
-            }
+        errs.extend(ephemeral_only_errors(ec, &p));
+    }
+    errs
+}
+
+/// The fields an ephemeral container at `p` may not have: ports, resources, probes,
+/// lifecycle, resize and restart policies, and a mount's `subPath` or `subPathExpr`.
+pub(crate) fn ephemeral_only_errors(ec: &EphemeralContainer, p: &FieldPath) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let forbidden = "cannot be set for an Ephemeral Container";
+    for (set, field) in [
+        (ec.ports.is_some(), "ports"),
+        (ec.resources.is_some(), "resources"),
+        (ec.liveness_probe.is_some(), "livenessProbe"),
+        (ec.readiness_probe.is_some(), "readinessProbe"),
+        (ec.startup_probe.is_some(), "startupProbe"),
+        (ec.lifecycle.is_some(), "lifecycle"),
+        (ec.resize_policy.is_some(), "resizePolicy"),
+        (ec.restart_policy.is_some(), "restartPolicy"),
+    ] {
+        if set {
+            errs.push(FieldError::forbidden(&p.child(field), forbidden));
         }
-        for (j, mount) in ec.volume_mounts.iter().flatten().enumerate() {
-            let mp = p.child("volumeMounts").index(j);
-            if mount.sub_path.as_ref().is_some_and(|s| !s.is_empty()) {
-                errs.push(FieldError::forbidden(&mp.child("subPath"), forbidden));
-            }
-            if mount.sub_path_expr.as_ref().is_some_and(|s| !s.is_empty()) {
-                errs.push(FieldError::forbidden(&mp.child("subPathExpr"), forbidden));
-            }
+    }
+    for (j, mount) in ec.volume_mounts.iter().flatten().enumerate() {
+        let mp = p.child("volumeMounts").index(j);
+        if mount.sub_path.as_ref().is_some_and(|s| !s.is_empty()) {
+            errs.push(FieldError::forbidden(&mp.child("subPath"), forbidden));
+        }
+        if mount.sub_path_expr.as_ref().is_some_and(|s| !s.is_empty()) {
+            errs.push(FieldError::forbidden(&mp.child("subPathExpr"), forbidden));
         }
     }
     errs
@@ -1145,7 +1153,10 @@ fn validate_container_common(
     errs
 }
 
-fn validate_container_ports(ports: &[ContainerPort], path: &FieldPath) -> Vec<FieldError> {
+pub(crate) fn validate_container_ports(
+    ports: &[ContainerPort],
+    path: &FieldPath,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut names = BTreeSet::new();
     for (i, port) in ports.iter().enumerate() {
@@ -1230,7 +1241,7 @@ fn validate_host_network_ports(spec: &PodSpec, path: &FieldPath) -> Vec<FieldErr
     errs
 }
 
-fn validate_env(vars: &[EnvVar], path: &FieldPath) -> Vec<FieldError> {
+pub(crate) fn validate_env(vars: &[EnvVar], path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, var) in vars.iter().enumerate() {
         let p = path.index(i);
@@ -1304,7 +1315,7 @@ fn validate_env(vars: &[EnvVar], path: &FieldPath) -> Vec<FieldError> {
     errs
 }
 
-fn validate_env_from(sources: &[EnvFromSource], path: &FieldPath) -> Vec<FieldError> {
+pub(crate) fn validate_env_from(sources: &[EnvFromSource], path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, source) in sources.iter().enumerate() {
         let p = path.index(i);

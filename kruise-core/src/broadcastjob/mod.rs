@@ -373,13 +373,7 @@ fn pod_target(pod: &Pod) -> Target {
 }
 
 /// The BroadcastJob's kind, for the actions that name the job itself.
-pub const BROADCAST_JOB: ObjectKind = ObjectKind {
-    group: "apps.kruise.io",
-    version: "v1beta1",
-    kind: "BroadcastJob",
-    plural: "broadcastjobs",
-    namespaced: true,
-};
+pub const BROADCAST_JOB: ObjectKind = ObjectKind::BROADCAST_JOB;
 
 fn has_finished(status: &BroadcastJobStatus) -> bool {
     status.conditions.iter().any(|c| {

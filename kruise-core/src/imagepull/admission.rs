@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1alpha1 as alpha;
 use kruise_api::apps::v1beta1::{
-    CompletionPolicyType, ImageListPullJob, ImagePullJob, ImagePullJobTemplate, ImagePullPolicy,
-    ImageTagPullPolicy, NodeImage, PullPolicy,
+    CompletionPolicyType, ImageListPullJob, ImagePullJob, ImagePullJobTemplate, ImageTagPullPolicy,
+    NodeImage,
 };
 use kruise_api::conversion::HubConvertible;
 
@@ -17,22 +17,7 @@ use crate::field::{FieldError, FieldErrors, FieldPath};
 
 /// Most images one NodeImage may list.
 pub const MAX_IMAGES_PER_NODE: usize = 256;
-/// Most images one ImageListPullJob may list.
-pub const MAX_IMAGES_PER_LIST_JOB: usize = 255;
-
-/// The mutating webhook's defaults: completion policy Always, timeout 600 s, 3 retries, and
-/// (ImagePullJob only) `imagePullPolicy: IfNotPresent`.
-pub fn default_template(template: &mut ImagePullJobTemplate, image_pull_policy: bool) {
-    if template.completion_policy.type_.is_none() {
-        template.completion_policy.type_ = Some(CompletionPolicyType::Always);
-    }
-    let pull = template.pull_policy.get_or_insert_with(PullPolicy::default);
-    pull.timeout_seconds.get_or_insert(600);
-    pull.backoff_limit.get_or_insert(3);
-    if image_pull_policy && template.image_pull_policy.is_none() {
-        template.image_pull_policy = Some(ImagePullPolicy::IfNotPresent);
-    }
-}
+pub use crate::admission::image_pull_template::{MAX_IMAGES_PER_LIST_JOB, default_template};
 
 /// ImagePullJob defaulting.
 pub fn default_image_pull_job(job: &mut ImagePullJob) {

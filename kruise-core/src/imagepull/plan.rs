@@ -36,13 +36,7 @@ pub const IMAGE_PULL_JOB: ObjectKind = ObjectKind {
 };
 
 /// apps.kruise.io ImageListPullJob.
-pub const IMAGE_LIST_PULL_JOB: ObjectKind = ObjectKind {
-    group: "apps.kruise.io",
-    version: "v1beta1",
-    kind: "ImageListPullJob",
-    plural: "imagelistpulljobs",
-    namespaced: true,
-};
+pub const IMAGE_LIST_PULL_JOB: ObjectKind = ObjectKind::IMAGE_LIST_PULL_JOB;
 
 fn json_of<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)

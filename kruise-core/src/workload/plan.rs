@@ -269,8 +269,8 @@ pub enum Action {
         /// The patch.
         patch: Patch,
     },
-    /// Delete any object, with its guard as the delete precondition. Already gone counts as
-    /// done.
+    /// Delete any object, with its guard as the delete precondition; its dependents are
+    /// deleted in the background. Already gone counts as done.
     #[serde(rename_all = "camelCase")]
     DeleteObject {
         /// What is deleted, and its guard.
@@ -321,6 +321,14 @@ impl ObjectKind {
         Self::kruise("v1beta1", "WorkloadSpread", "workloadspreads", true);
     /// apps.kruise.io SidecarSet (cluster-scoped).
     pub const SIDECAR_SET: Self = Self::kruise("v1beta1", "SidecarSet", "sidecarsets", false);
+    /// apps.kruise.io BroadcastJob.
+    pub const BROADCAST_JOB: Self = Self::kruise("v1beta1", "BroadcastJob", "broadcastjobs", true);
+    /// apps.kruise.io ImageListPullJob.
+    pub const IMAGE_LIST_PULL_JOB: Self =
+        Self::kruise("v1beta1", "ImageListPullJob", "imagelistpulljobs", true);
+    /// batch/v1 Job.
+    pub const JOB: Self =
+        Self { group: "batch", version: "v1", kind: "Job", plural: "jobs", namespaced: true };
     /// policy.kruise.io PodUnavailableBudget.
     pub const POD_UNAVAILABLE_BUDGET: Self = Self {
         group: "policy.kruise.io",
@@ -427,6 +435,8 @@ pub enum Subresource {
     Scale,
     /// `resize` (a pod's container resources).
     Resize,
+    /// `ephemeralcontainers` (a pod's ephemeral containers, which may only be added).
+    EphemeralContainers,
 }
 
 impl Subresource {
@@ -437,6 +447,7 @@ impl Subresource {
             Self::Status => Some("status"),
             Self::Scale => Some("scale"),
             Self::Resize => Some("resize"),
+            Self::EphemeralContainers => Some("ephemeralcontainers"),
         }
     }
 }

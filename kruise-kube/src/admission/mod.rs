@@ -228,6 +228,14 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             post(mutate_broadcast_job),
         ),
         kruise(
+            "madvancedcronjob.kb.io",
+            "/mutate-apps-kruise-io-advancedcronjob",
+            Mutating,
+            "advancedcronjobs",
+            CREATE_UPDATE,
+            post(mutate_advanced_cron_job),
+        ),
+        kruise(
             "mnodeimage.kb.io",
             NODEIMAGE_MUTATING_PATH,
             Mutating,
@@ -340,6 +348,22 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             "broadcastjobs",
             CREATE_UPDATE,
             post(validate_broadcast_job),
+        ),
+        kruise(
+            "vadvancedcronjob.kb.io",
+            "/validate-apps-kruise-io-advancedcronjob",
+            Validating,
+            "advancedcronjobs",
+            CREATE_UPDATE,
+            post(validate_advanced_cron_job),
+        ),
+        kruise(
+            "vephemeraljobs.kb.io",
+            "/validate-apps-kruise-io-v1alpha1-ephemeraljob",
+            Validating,
+            "ephemeraljobs",
+            CREATE_UPDATE,
+            post(validate_ephemeral_job),
         ),
         kruise(
             "vimagepulljob-v1beta1.kb.io",
@@ -701,6 +725,59 @@ async fn validate_broadcast_job(body: Bytes) -> Response {
         let job =
             hub_object::<v1alpha1::BroadcastJob>(request, object, "broadcastjob").map_err(bad)?;
         rules::validate_broadcast_job(&job).into_result().map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
+}
+
+/// `madvancedcronjob.kb.io`: upstream's defaults, at the version the object was sent in; the
+/// pod template is defaulted on create and on an update that changes it.
+async fn mutate_advanced_cron_job(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    use kruise_core::advancedcronjob::admission as rules;
+    let template_no_defaults = context.statefulset_gates.template_no_defaults;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let mut cron_job =
+            hub_object::<v1alpha1::AdvancedCronJob>(request, object, "advancedcronjob")
+                .map_err(bad)?;
+        let old = old_of(request)
+            .map(|old| hub_object::<v1alpha1::AdvancedCronJob>(request, old, "old advancedcronjob"))
+            .transpose()
+            .map_err(bad)?;
+        rules::default_advanced_cron_job(&mut cron_job, old.as_ref(), template_no_defaults);
+        let defaulted =
+            at_sent_version::<v1alpha1::AdvancedCronJob>(request, cron_job).map_err(bad)?;
+        Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
+}
+
+/// `vadvancedcronjob.kb.io`: upstream's rules, and on update the fields that may change.
+async fn validate_advanced_cron_job(body: Bytes) -> Response {
+    use kruise_core::advancedcronjob::admission as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let cron_job = hub_object::<v1alpha1::AdvancedCronJob>(request, object, "advancedcronjob")
+            .map_err(bad)?;
+        let old = old_of(request)
+            .map(|old| hub_object::<v1alpha1::AdvancedCronJob>(request, old, "old advancedcronjob"))
+            .transpose()
+            .map_err(bad)?;
+        rules::validate_advanced_cron_job(&cron_job, old.as_ref())
+            .into_result()
+            .map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
+}
+
+/// `vephemeraljobs.kb.io`: upstream's rules for the ephemeral containers (there is no
+/// mutating webhook: nothing is defaulted).
+async fn validate_ephemeral_job(body: Bytes) -> Response {
+    use kruise_core::ephemeraljob::admission as rules;
+    on_write(&body, |request, object| {
+        let job: v1alpha1::EphemeralJob = typed(object, "ephemeraljob").map_err(|e| (400, e))?;
+        rules::validate_ephemeral_job(&job).into_result().map_err(|e| (400, e.to_string()))?;
         Ok(AdmissionResponse::allow(request))
     })
 }

@@ -510,8 +510,13 @@ impl Applier {
                 self.write_lean(request).await
             }
             Action::DeleteObject { target } => {
-                let request =
-                    target_collection(target).delete(&target.name, &preconditions(&target.guard));
+                // Dependents go in the background, whatever the kind's default (a batch/v1
+                // Job's is to orphan its pods).
+                let params = DeleteParams {
+                    propagation_policy: Some(kube::api::PropagationPolicy::Background),
+                    ..preconditions(&target.guard)
+                };
+                let request = target_collection(target).delete(&target.name, &params);
                 self.write_lean(request).await
             }
             Action::EvictPod { target } => {

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod advancedcronjob;
 mod broadcastjob;
 mod chart;
 mod cloneset;
@@ -11,6 +12,7 @@ mod crds_cli;
 mod daemon_manager;
 mod daemon_playground;
 mod daemonset;
+mod ephemeraljob;
 mod image;
 mod leader_failover;
 mod playground;
