@@ -368,6 +368,23 @@ fn invalid_number(s: &str, expected: &'static str) -> IntStrError {
     IntStrError::InvalidNumber { field: UNNAMED_FIELD, value: s.to_owned(), expected }
 }
 
+/// `strconv.ParseInt(s, 10, 32)`'s result or error text.
+///
+/// # Errors
+/// Go's error text: `invalid syntax` or `value out of range`.
+pub fn go_parse_int32(s: &str) -> Result<i32, String> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "strconv.ParseInt: parsing {}: invalid syntax",
+            crate::field::go::quote(s)
+        ));
+    }
+    s.parse::<i32>().map_err(|_| {
+        format!("strconv.ParseInt: parsing {}: value out of range", crate::field::go::quote(s))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,5 +75,6 @@ pub mod selector;
 pub mod sidecarset;
 pub mod smp;
 pub mod statefulset;
+pub mod uniteddeployment;
 pub mod workload;
 pub mod workloadspread;

@@ -34,6 +34,7 @@ const KINDS: &[&str] = &[
     "broadcastjob",
     "advancedcronjob",
     "ephemeraljob",
+    "uniteddeployment",
 ];
 
 #[derive(Debug, Clone, PartialEq)]

@@ -271,6 +271,7 @@ pub fn registry() -> Vec<Registration> {
         crate::broadcastjob::registration(),
         crate::advancedcronjob::registration(),
         crate::ephemeraljob::registration(),
+        crate::uniteddeployment::registration(),
         crate::image_pull::node_image_registration(),
         crate::image_pull::image_pull_job_registration(),
         crate::image_pull::image_list_pull_job_registration(),

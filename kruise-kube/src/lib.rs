@@ -59,6 +59,7 @@ pub mod runtime;
 pub mod scale;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod uniteddeployment;
 pub mod webhook;
 pub mod workload;
 pub mod workloadspread;

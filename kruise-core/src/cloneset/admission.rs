@@ -509,15 +509,7 @@ fn validate_in_place_update_strategy(
     errs
 }
 
-/// `strconv.ParseInt(s, 10, 32)`'s result or error text.
-fn go_parse_int32(s: &str) -> Result<i32, String> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("strconv.ParseInt: parsing {}: invalid syntax", go::quote(s)));
-    }
-    s.parse::<i32>()
-        .map_err(|_| format!("strconv.ParseInt: parsing {}: value out of range", go::quote(s)))
-}
+use crate::intstr::go_parse_int32;
 
 // ---- Validation: v1alpha1 ----
 

@@ -326,6 +326,27 @@ impl ObjectKind {
     /// apps.kruise.io ImageListPullJob.
     pub const IMAGE_LIST_PULL_JOB: Self =
         Self::kruise("v1beta1", "ImageListPullJob", "imagelistpulljobs", true);
+    /// apps/v1 StatefulSet.
+    pub const STATEFUL_SET: Self = Self {
+        group: "apps",
+        version: "v1",
+        kind: "StatefulSet",
+        plural: "statefulsets",
+        namespaced: true,
+    };
+    /// apps/v1 Deployment.
+    pub const DEPLOYMENT: Self = Self {
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        plural: "deployments",
+        namespaced: true,
+    };
+    /// apps.kruise.io CloneSet.
+    pub const CLONE_SET: Self = Self::kruise("v1beta1", "CloneSet", "clonesets", true);
+    /// apps.kruise.io StatefulSet (the Advanced StatefulSet).
+    pub const ADVANCED_STATEFUL_SET: Self =
+        Self::kruise("v1beta1", "StatefulSet", "statefulsets", true);
     /// batch/v1 Job.
     pub const JOB: Self =
         Self { group: "batch", version: "v1", kind: "Job", plural: "jobs", namespaced: true };

@@ -228,6 +228,14 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             post(mutate_broadcast_job),
         ),
         kruise(
+            "muniteddeployment.kb.io",
+            "/mutate-apps-kruise-io-uniteddeployment",
+            Mutating,
+            "uniteddeployments",
+            CREATE_UPDATE,
+            post(mutate_united_deployment),
+        ),
+        kruise(
             "madvancedcronjob.kb.io",
             "/mutate-apps-kruise-io-advancedcronjob",
             Mutating,
@@ -350,6 +358,14 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             post(validate_broadcast_job),
         ),
         kruise(
+            "vuniteddeployment.kb.io",
+            "/validate-apps-kruise-io-uniteddeployment",
+            Validating,
+            "uniteddeployments",
+            CREATE_UPDATE_DELETE,
+            post(validate_united_deployment),
+        ),
+        kruise(
             "vadvancedcronjob.kb.io",
             "/validate-apps-kruise-io-advancedcronjob",
             Validating,
@@ -427,16 +443,6 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             "apps",
             &["v1"],
             "statefulsets",
-            post(validate_builtin_workload),
-        ),
-        // Until its own validating webhook exists, UnitedDeployment gets a DELETE-only
-        // webhook for protection.
-        protection(
-            "vuniteddeployment.kb.io",
-            "/validate-apps-kruise-io-uniteddeployment",
-            "apps.kruise.io",
-            KRUISE_VERSIONS,
-            "uniteddeployments",
             post(validate_builtin_workload),
         ),
         // Services and Ingresses honour `Always` only.
@@ -725,6 +731,64 @@ async fn validate_broadcast_job(body: Bytes) -> Response {
         let job =
             hub_object::<v1alpha1::BroadcastJob>(request, object, "broadcastjob").map_err(bad)?;
         rules::validate_broadcast_job(&job).into_result().map_err(|e| (422, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
+}
+
+/// `muniteddeployment.kb.io`: upstream's defaults, at the version the object was sent in.
+async fn mutate_united_deployment(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    use kruise_core::uniteddeployment::admission as rules;
+    let template_no_defaults = context.statefulset_gates.template_no_defaults;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let mut ud = hub_object::<v1alpha1::UnitedDeployment>(request, object, "uniteddeployment")
+            .map_err(bad)?;
+        let old = old_of(request)
+            .map(|old| {
+                hub_object::<v1alpha1::UnitedDeployment>(request, old, "old uniteddeployment")
+            })
+            .transpose()
+            .map_err(bad)?;
+        rules::default_united_deployment(&mut ud, old.as_ref(), template_no_defaults);
+        let defaulted = at_sent_version::<v1alpha1::UnitedDeployment>(request, ud).map_err(bad)?;
+        Ok(AdmissionResponse::mutate(request, object, &defaulted))
+    })
+}
+
+/// `vuniteddeployment.kb.io`: upstream's rules; on update a subset keeps its nodes; on
+/// delete, deletion protection.
+async fn validate_united_deployment(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    use kruise_core::uniteddeployment::admission as rules;
+    if let Ok(request) = decode(&body)
+        && request.operation == Operation::Delete
+    {
+        let old = request.old_object.clone().unwrap_or(Value::Null);
+        return review_response(&protect_workload(
+            &context,
+            &request,
+            ProtectedKind::UnitedDeployment,
+            &old,
+        ));
+    }
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let ud = hub_object::<v1alpha1::UnitedDeployment>(request, object, "uniteddeployment")
+            .map_err(bad)?;
+        let old = old_of(request)
+            .map(|old| {
+                hub_object::<v1alpha1::UnitedDeployment>(request, old, "old uniteddeployment")
+            })
+            .transpose()
+            .map_err(bad)?;
+        rules::validate_united_deployment(&ud, old.as_ref())
+            .into_result()
+            .map_err(|e| (422, e.to_string()))?;
         Ok(AdmissionResponse::allow(request))
     })
 }
@@ -1689,7 +1753,6 @@ async fn validate_builtin_workload(
         (false, "deployments") => ProtectedKind::Deployment,
         (false, "replicasets") => ProtectedKind::ReplicaSet,
         (false, "statefulsets") => ProtectedKind::StatefulSet,
-        (true, "uniteddeployments") => ProtectedKind::UnitedDeployment,
         _ => return review_response(&AdmissionResponse::allow(&request)),
     };
     review_response(&protect_workload(&context, &request, kind, &old))
@@ -2176,7 +2239,6 @@ mod tests {
                 "vbuiltindeployment.kb.io",
                 "vbuiltinreplicaset.kb.io",
                 "vbuiltinstatefulset.kb.io",
-                "vuniteddeployment.kb.io",
                 "vservice.kb.io",
                 "vingress.kb.io",
             ]

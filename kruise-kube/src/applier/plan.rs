@@ -43,6 +43,10 @@ pub struct PlanOwner {
     pub reference: ObjectReference,
     /// Its status as read.
     pub status: Value,
+    /// Write the status only over this resourceVersion (the one the plan read), so that a
+    /// status computed from a stale read is refused with a conflict and planned again. For
+    /// owners whose status carries state the planner reads back.
+    pub status_guard: Option<String>,
 }
 
 impl PlanOwner {
@@ -58,7 +62,15 @@ impl PlanOwner {
             name: meta.name.clone().unwrap_or_default(),
             reference: object.object_ref(&()),
             status,
+            status_guard: None,
         }
+    }
+
+    /// With the status written only over the object's resourceVersion as read.
+    #[must_use]
+    pub fn guarding_status(mut self, resource_version: Option<String>) -> Self {
+        self.status_guard = resource_version;
+        self
     }
 
     fn namespace(&self) -> &str {
@@ -176,6 +188,7 @@ fn group_kind(action: &Action) -> Option<u8> {
         Action::DeletePvc { .. } => Some(4),
         Action::PatchPodStatus { .. } => Some(5),
         Action::DeleteRevision { .. } => Some(6),
+        Action::CreateObject { .. } => Some(7),
         Action::CreateRevision { .. }
         | Action::PatchRevision { .. }
         | Action::PatchPvc { .. }
@@ -184,7 +197,6 @@ fn group_kind(action: &Action) -> Option<u8> {
         | Action::CreateImagePullJob { .. }
         | Action::DeleteImagePullJob { .. }
         | Action::PatchWorkload { .. }
-        | Action::CreateObject { .. }
         | Action::PatchObject { .. }
         | Action::DeleteObject { .. }
         | Action::EvictPod { .. } => None,
@@ -297,7 +309,10 @@ impl Applier {
 
         if let Some(status) = &plan.status {
             let new = serde_json::to_value(status).unwrap_or(Value::Null);
-            let patch = kruise_core::merge_patch::status_patch(Some(&owner.status), &new);
+            let mut patch = kruise_core::merge_patch::status_patch(Some(&owner.status), &new);
+            if let (Some(rv), Some(object)) = (&owner.status_guard, patch.as_object_mut()) {
+                object.insert("metadata".into(), json!({"resourceVersion": rv}));
+            }
             let request = collection(&owner.resource, owner.namespace.as_deref())
                 .patch_subresource(
                     "status",

@@ -21,5 +21,6 @@ mod restart;
 mod sidecarset;
 mod statefulset;
 mod takeover;
+mod uniteddeployment;
 mod webhooks;
 mod workloadspread;

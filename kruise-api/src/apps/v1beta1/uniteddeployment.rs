@@ -67,16 +67,16 @@ pub struct UnitedDeploymentSpec {
 pub struct SubsetTemplate {
     /// Subsets are Kubernetes StatefulSets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stateful_set_template: Option<StatefulSetTemplateSpec>,
+    pub stateful_set_template: Option<Box<StatefulSetTemplateSpec>>,
     /// Subsets are Advanced StatefulSets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub advanced_stateful_set_template: Option<AdvancedStatefulSetTemplateSpec>,
+    pub advanced_stateful_set_template: Option<Box<AdvancedStatefulSetTemplateSpec>>,
     /// Subsets are CloneSets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clone_set_template: Option<CloneSetTemplateSpec>,
+    pub clone_set_template: Option<Box<CloneSetTemplateSpec>>,
     /// Subsets are Deployments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deployment_template: Option<DeploymentTemplateSpec>,
+    pub deployment_template: Option<Box<DeploymentTemplateSpec>>,
 }
 
 /// Template of a Kubernetes StatefulSet subset.
