@@ -17,10 +17,10 @@ use kruise_api::apps::v1beta1::{AdvancedCronJob, BroadcastJob, ImageListPullJob}
 use kruise_core::advancedcronjob::{Child, Snapshot, plan};
 
 use crate::applier::PlanOwner;
-use crate::cache::{Cache, ObjectKey, Watched};
+use crate::cache::{Cache, ObjectKey};
 use crate::controller::{
-    ControllerContext, ControllerInfo, KeyMapping, ReconcileError, Reconciler, Registration,
-    ServedResource, Watch,
+    ControllerContext, ControllerInfo, ReconcileError, Reconciler, Registration, ServedResource,
+    Watch,
 };
 
 crate::watched_namespaced!(AdvancedCronJob, Job);
@@ -96,35 +96,13 @@ impl AdvancedCronJobController {
     }
 }
 
-/// A job wakes the AdvancedCronJob that controls it.
-fn owner_watch<K: Watched + kube::Resource>(
-    children: &Cache<K>,
-    cron_jobs: &Cache<AdvancedCronJob>,
-) -> Watch {
-    let cron_jobs = cron_jobs.clone();
-    Watch::new(children, KeyMapping::Custom, move |change| {
-        let Some(child) = change.new.as_deref().or(change.old.as_deref()) else {
-            return Vec::new();
-        };
-        let meta = child.meta();
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        meta.owner_references
-            .iter()
-            .flatten()
-            .filter(|r| r.controller == Some(true) && r.kind == "AdvancedCronJob")
-            .map(|r| ObjectKey::new(namespace.as_str(), r.name.as_str()))
-            .filter(|key| cron_jobs.get(key).is_some())
-            .collect()
-    })
-}
-
 impl Reconciler for AdvancedCronJobController {
     fn watches(&self) -> Vec<Watch> {
         vec![
             Watch::own(&self.cron_jobs),
-            owner_watch(&self.jobs, &self.cron_jobs),
-            owner_watch(&self.broadcast_jobs, &self.cron_jobs),
-            owner_watch(&self.image_list_pull_jobs, &self.cron_jobs),
+            Watch::controller_owner(&self.jobs, &self.cron_jobs, "AdvancedCronJob"),
+            Watch::controller_owner(&self.broadcast_jobs, &self.cron_jobs, "AdvancedCronJob"),
+            Watch::controller_owner(&self.image_list_pull_jobs, &self.cron_jobs, "AdvancedCronJob"),
         ]
     }
 

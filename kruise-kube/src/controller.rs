@@ -219,6 +219,30 @@ impl Watch {
             change.new.as_deref().or(change.old.as_deref()).map(ObjectKey::of).into_iter().collect()
         })
     }
+
+    /// A change of one of `children` wakes the object of `owners` (of kind `owner_kind`)
+    /// that controls it, when it is cached.
+    pub fn controller_owner<K: Watched, O: Watched>(
+        children: &Cache<K>,
+        owners: &Cache<O>,
+        owner_kind: &'static str,
+    ) -> Self {
+        let owners = owners.clone();
+        Self::new(children, KeyMapping::Owner, move |change| {
+            let Some(child) = change.new.as_deref().or(change.old.as_deref()) else {
+                return Vec::new();
+            };
+            let meta = child.meta();
+            let namespace = meta.namespace.clone().unwrap_or_default();
+            meta.owner_references
+                .iter()
+                .flatten()
+                .filter(|r| r.controller == Some(true) && r.kind == owner_kind)
+                .map(|r| ObjectKey::new(namespace.as_str(), r.name.as_str()))
+                .filter(|key| owners.get(key).is_some())
+                .collect()
+        })
+    }
 }
 
 /// A controller's reconcile logic; the framework runs everything around it.

@@ -193,35 +193,16 @@ impl UnitedDeploymentController {
     }
 }
 
-/// A change of an object wakes the UnitedDeployment that controls it.
-fn owner_watch<K: Watched>(children: &Cache<K>, uds: &Cache<UnitedDeployment>) -> Watch {
-    let uds = uds.clone();
-    Watch::new(children, KeyMapping::Custom, move |change| {
-        let Some(child) = change.new.as_deref().or(change.old.as_deref()) else {
-            return Vec::new();
-        };
-        let meta = child.meta();
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        meta.owner_references
-            .iter()
-            .flatten()
-            .filter(|r| r.controller == Some(true) && r.kind == "UnitedDeployment")
-            .map(|r| ObjectKey::new(namespace.as_str(), r.name.as_str()))
-            .filter(|key| uds.get(key).is_some())
-            .collect()
-    })
-}
-
 impl Reconciler for UnitedDeploymentController {
     fn watches(&self) -> Vec<Watch> {
         let uds = self.uds.clone();
         vec![
             Watch::own(&self.uds),
-            owner_watch(&self.clone_sets, &self.uds),
-            owner_watch(&self.advanced_stateful_sets, &self.uds),
-            owner_watch(&self.stateful_sets, &self.uds),
-            owner_watch(&self.deployments, &self.uds),
-            owner_watch(&self.revisions, &self.uds),
+            Watch::controller_owner(&self.clone_sets, &self.uds, "UnitedDeployment"),
+            Watch::controller_owner(&self.advanced_stateful_sets, &self.uds, "UnitedDeployment"),
+            Watch::controller_owner(&self.stateful_sets, &self.uds, "UnitedDeployment"),
+            Watch::controller_owner(&self.deployments, &self.uds, "UnitedDeployment"),
+            Watch::controller_owner(&self.revisions, &self.uds, "UnitedDeployment"),
             // A subset's pod wakes the UnitedDeployments whose selector matches it.
             Watch::new(&self.pods, KeyMapping::Custom, move |change| {
                 let Some(pod) = change.new.as_deref().or(change.old.as_deref()) else {
