@@ -381,6 +381,29 @@ where
     watcher(api, watcher::Config::default().any_semantic()).default_backoff().boxed()
 }
 
+/// The watch events of a namespaced kind's objects that match the label selector `labels`,
+/// in one namespace or all.
+pub fn namespaced_watch_labelled<K>(
+    client: &Client,
+    namespace: Option<&str>,
+    labels: &str,
+) -> WatchEvents<K>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + 'static,
+{
+    let api = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let config = watcher::Config::default().any_semantic().labels(labels);
+    watcher(api, config).default_backoff().boxed()
+}
+
 /// The watch events of a cluster-scoped kind.
 pub fn cluster_watch<K>(client: &Client) -> WatchEvents<K>
 where

@@ -13,7 +13,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, StatefulSet as KubeStatefulSet};
 use kruise_api::apps::v1beta1::{
@@ -23,12 +22,9 @@ use kruise_api::well_known::labels::SUBSET_NAME;
 use kruise_core::selector::Selector;
 use kruise_core::uniteddeployment::subset::SubsetKind;
 use kruise_core::uniteddeployment::{Snapshot, plan};
-use kube::api::Api;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher;
 
 use crate::applier::PlanOwner;
-use crate::cache::{Cache, ObjectKey, WatchEvents, Watched};
+use crate::cache::{Cache, ObjectKey, WatchEvents, Watched, namespaced_watch_labelled};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
     ControllerContext, ControllerInfo, KeyMapping, ReconcileError, Reconciler, Registration,
@@ -37,33 +33,15 @@ use crate::controller::{
 
 crate::watched_namespaced!(UnitedDeployment);
 
-/// Watches only the objects labelled with a subset name.
-fn subset_watch<K>(client: &kube::Client, namespace: Option<&str>) -> WatchEvents<K>
-where
-    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + 'static,
-{
-    let api = match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
-    let config = watcher::Config::default().any_semantic().labels(SUBSET_NAME);
-    watcher(api, config).default_backoff().boxed()
-}
-
 impl Watched for KubeStatefulSet {
     fn watch(client: &kube::Client, namespace: Option<&str>) -> WatchEvents<Self> {
-        subset_watch(client, namespace)
+        namespaced_watch_labelled(client, namespace, SUBSET_NAME)
     }
 }
 
 impl Watched for Deployment {
     fn watch(client: &kube::Client, namespace: Option<&str>) -> WatchEvents<Self> {
-        subset_watch(client, namespace)
+        namespaced_watch_labelled(client, namespace, SUBSET_NAME)
     }
 }
 
