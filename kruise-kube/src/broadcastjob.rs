@@ -92,24 +92,10 @@ fn node_matters(old: &Node, new: &Node) -> bool {
 impl Reconciler for BroadcastJobController {
     fn watches(&self) -> Vec<Watch> {
         let jobs = self.jobs.clone();
-        let for_pods = self.jobs.clone();
         vec![
             Watch::own(&self.jobs),
             // A pod wakes the job that controls it.
-            Watch::new(&self.pods, KeyMapping::Custom, move |change| {
-                let Some(pod) = change.new.as_deref().or(change.old.as_deref()) else {
-                    return Vec::new();
-                };
-                let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-                pod.metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .filter(|r| r.controller == Some(true) && r.kind == "BroadcastJob")
-                    .map(|r| ObjectKey::new(namespace.as_str(), r.name.as_str()))
-                    .filter(|key| for_pods.get(key).is_some())
-                    .collect()
-            }),
+            Watch::controller_owner(&self.pods, &self.jobs, "BroadcastJob"),
             // A node that may fit (or stop fitting) wakes every job.
             Watch::new(&self.nodes, KeyMapping::Custom, move |change| {
                 let wake = match (change.old.as_deref(), change.new.as_deref()) {

@@ -374,11 +374,27 @@ where
         + Send
         + 'static,
 {
+    namespaced_watch_with(client, namespace, watcher::Config::default().any_semantic())
+}
+
+fn namespaced_watch_with<K>(
+    client: &Client,
+    namespace: Option<&str>,
+    config: watcher::Config,
+) -> WatchEvents<K>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + 'static,
+{
     let api = match namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     };
-    watcher(api, watcher::Config::default().any_semantic()).default_backoff().boxed()
+    watcher(api, config).default_backoff().boxed()
 }
 
 /// The watch events of a namespaced kind's objects that match the label selector `labels`,
@@ -396,12 +412,11 @@ where
         + Send
         + 'static,
 {
-    let api = match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
-    let config = watcher::Config::default().any_semantic().labels(labels);
-    watcher(api, config).default_backoff().boxed()
+    namespaced_watch_with(
+        client,
+        namespace,
+        watcher::Config::default().any_semantic().labels(labels),
+    )
 }
 
 /// The watch events of a cluster-scoped kind.
