@@ -54,10 +54,26 @@ fn web_with_log_agent(k: &crate::common::Kubectl, extra: &str, replicas: usize) 
 
 /// Waits until the pod webhook injects `container` into a pod labelled `app: <app>` (its
 /// SidecarSet cache has caught up), trying with server-side dry-run creations.
+///
+/// The probe counts only once the catch-all `mpod.kb.io` has left the static configuration:
+/// until then it may be the catch-all that injects, and the generated entry that will send
+/// such pods to the webhook may not be written yet (pods created in that gap would go
+/// without their sidecar).
 fn wait_until_injected(k: &crate::common::Kubectl, app: &str, container: &str) {
     let probe = format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  labels: {{app: {app}}}\nspec:\n  containers:\n  - name: main\n    image: nginx:1\n"
     );
+    wait_for("the catch-all pod webhook to be replaced", Duration::from_secs(30), || {
+        let args = [
+            "get",
+            "mutatingwebhookconfiguration",
+            "kruise-mutating-webhook-configuration",
+            "-o",
+            "jsonpath={.webhooks[*].name}",
+        ];
+        let names = k.run_with(&args, None).stdout;
+        (names.contains("mcloneset.kb.io") && !names.contains("mpod.kb.io")).then_some(())
+    });
     wait_for("the pod webhook to see the SidecarSet", Duration::from_secs(30), || {
         let out =
             k.run_with(&["create", "--dry-run=server", "-o", "json", "-f", "-"], Some(&probe));
@@ -462,7 +478,8 @@ fn a_sidecar_resources_change_is_resized_in_place() {
             .and_then(|cs| cs.iter().find(|c| c["name"] == "log-agent").cloned())
             .unwrap_or(Value::Null)
     };
-    assert_eq!(sidecar(&pods(k, "app=web")[0], "spec")["resources"]["requests"]["cpu"], "100m");
+    let first = &pods(k, "app=web")[0];
+    assert_eq!(sidecar(first, "spec")["resources"]["requests"]["cpu"], "100m", "{first}");
 
     k.ok(&["patch", "sidecarset", "log-agent", "--type=json", "-p",
         r#"[{"op": "replace", "path": "/spec/containers/0/resources", "value": {"requests": {"cpu": "150m", "memory": "32Mi"}, "limits": {"cpu": "300m", "memory": "64Mi"}}}]"#]);
