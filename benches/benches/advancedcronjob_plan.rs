@@ -1,7 +1,7 @@
 //! The AdvancedCronJob planner (issue #41's target: the next-run computation under 1 µs):
 //!
 //! - `next_run/<schedule>`: `Schedule::next_after` once, for a cron schedule in UTC, the same
-//!   in a zone with daylight saving, and `@every`;
+//!   in a zone with daylight saving, a leap day (the longest search) and `@every`;
 //! - `plan`: one whole reconcile of an AdvancedCronJob with 10 finished jobs and one running,
 //!   when a run is due (history clean-up, the schedule, the new job's body).
 //!
@@ -37,7 +37,9 @@ fn bench(c: &mut Criterion) {
     for (name, spec, zone) in [
         ("weekday_quarter_hours_utc", "*/15 9-17 * * 1-5", TimeZone::UTC),
         ("weekday_quarter_hours_berlin", "*/15 9-17 * * 1-5", berlin.clone()),
-        ("nightly_berlin", "30 2 * * *", berlin),
+        ("nightly_berlin", "30 2 * * *", berlin.clone()),
+        // The slowest kind: a leap day, two years ahead, across four daylight-saving changes.
+        ("leap_day_berlin", "0 0 29 2 *", berlin),
         ("every_10s", "@every 10s", TimeZone::UTC),
     ] {
         let schedule = Schedule::parse(spec).expect("a schedule");

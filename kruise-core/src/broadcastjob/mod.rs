@@ -205,14 +205,7 @@ impl<'a> PodFit<'a> {
     /// As [`PodFit::new`], reusing `like`'s requests when `spec` asks the same resources (a
     /// pod made from the template `like` was read from), so they are not parsed again.
     pub fn like(spec: &'a PodSpec, like: &'a PodFit<'_>) -> Self {
-        fn requests(s: &PodSpec) -> impl Iterator<Item = Option<&ResourceList>> {
-            let containers = s.containers.iter().chain(s.init_containers.iter().flatten());
-            containers.map(|c| c.resources.as_ref().and_then(|r| r.requests.as_ref()))
-        }
-        let same = spec.containers.len() == like.spec.containers.len()
-            && spec.overhead == like.spec.overhead
-            && requests(spec).eq(requests(like.spec));
-        if !same {
+        if !same_requests(spec, like.spec) {
             return Self::new(spec);
         }
         let mut fit = Self::new_without_requests(spec);
@@ -253,6 +246,34 @@ impl<'a> PodFit<'a> {
             _ => false,
         })
     }
+}
+
+/// Whether two specs ask the same requests and overhead (one is read once for both).
+fn same_requests(a: &PodSpec, b: &PodSpec) -> bool {
+    fn requests(c: &k8s_openapi::api::core::v1::Container) -> Option<&ResourceList> {
+        c.resources.as_ref().and_then(|r| r.requests.as_ref())
+    }
+    fn same_list(a: Option<&ResourceList>, b: Option<&ResourceList>) -> bool {
+        match (a, b) {
+            (Some(a), Some(b)) => {
+                a.len() == b.len()
+                    && a.iter().zip(b).all(|((ka, va), (kb, vb))| ka == kb && va.0 == vb.0)
+            }
+            (a, b) => a.is_none_or(|a| a.is_empty()) && b.is_none_or(|b| b.is_empty()),
+        }
+    }
+    fn same_containers(
+        a: &[k8s_openapi::api::core::v1::Container],
+        b: &[k8s_openapi::api::core::v1::Container],
+    ) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_list(requests(x), requests(y)))
+    }
+    same_containers(&a.containers, &b.containers)
+        && same_containers(
+            a.init_containers.as_deref().unwrap_or_default(),
+            b.init_containers.as_deref().unwrap_or_default(),
+        )
+        && same_list(a.overhead.as_ref(), b.overhead.as_ref())
 }
 
 /// Whether a pod with `spec` may run on `node` (see the module documentation).
@@ -446,7 +467,8 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<BroadcastJobStatus> {
     }
 
     // Pods by node; a second pod on one node is reported (the later one wins, as upstream).
-    let mut by_node: HashMap<&str, &Pod> = HashMap::with_capacity(snapshot.pods.len());
+    let mut by_node: HashMap<&str, &Pod, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(snapshot.pods.len(), Default::default());
     for pod in &snapshot.pods {
         let node = assigned_node(pod).unwrap_or_default();
         if let Some(earlier) = by_node.insert(node, pod) {

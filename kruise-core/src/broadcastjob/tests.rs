@@ -234,3 +234,32 @@ fn on_failure_restarts_past_the_limit_count_as_a_failure() {
     let status = plan.status.expect("status");
     assert_eq!((status.failed, status.active), (1, 0));
 }
+
+/// A running pod is checked with its own requests, not the template's: one resized past its
+/// node's allocatable goes, its neighbour with the template's requests stays.
+#[test]
+fn a_pod_is_checked_with_its_own_requests() {
+    let job = job(
+        None,
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox",
+            "resources": {"requests": {"cpu": "500m"}}}]}}}}),
+    );
+    let mut resized = pod_on(&job, "n1", "Running");
+    let spec = resized.spec.as_mut().expect("spec");
+    let requests = spec.containers[0].resources.as_mut().and_then(|r| r.requests.as_mut());
+    requests
+        .expect("requests")
+        .insert("cpu".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("8".into()));
+    let kept = pod_on(&job, "n2", "Running");
+    let plan = plan(&snapshot(job, vec![resized, kept], &["n1", "n2"]), now());
+    let deleted: Vec<&str> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::DeleteObject { target } => Some(target.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deleted, [pod_name("job", "n1")]);
+    assert_eq!(plan.status.expect("status").desired, 1);
+}
