@@ -55,13 +55,7 @@ fn created(plan: &Plan<AdvancedCronJobStatus>) -> Vec<(String, serde_json::Value
 }
 
 fn deleted(plan: &Plan<AdvancedCronJobStatus>) -> Vec<String> {
-    plan.actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::DeleteObject { target } => Some(target.name.clone()),
-            _ => None,
-        })
-        .collect()
+    plan.deletions().map(|t| t.name.clone()).collect()
 }
 
 fn reasons(plan: &Plan<AdvancedCronJobStatus>) -> Vec<&str> {

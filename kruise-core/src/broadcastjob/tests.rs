@@ -252,14 +252,7 @@ fn a_pod_is_checked_with_its_own_requests() {
         .insert("cpu".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("8".into()));
     let kept = pod_on(&job, "n2", "Running");
     let plan = plan(&snapshot(job, vec![resized, kept], &["n1", "n2"]), now());
-    let deleted: Vec<&str> = plan
-        .actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::DeleteObject { target } => Some(target.name.as_str()),
-            _ => None,
-        })
-        .collect();
+    let deleted: Vec<&str> = plan.deletions().map(|t| t.name.as_str()).collect();
     assert_eq!(deleted, [pod_name("job", "n1")]);
     assert_eq!(plan.status.expect("status").desired, 1);
 }

@@ -213,14 +213,7 @@ fn workloads_of_other_kinds_removed_subsets_and_duplicates_go() {
         "uid": "d", "labels": {SUBSET_NAME: "subset-a"}}}),
     ));
     let out = plan(&snap, ts(NOW));
-    let mut deleted: Vec<&str> = out
-        .actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::DeleteObject { target } => Some(target.name.as_str()),
-            _ => None,
-        })
-        .collect();
+    let mut deleted: Vec<&str> = out.deletions().map(|t| t.name.as_str()).collect();
     deleted.sort();
     assert_eq!(deleted, ["old-deploy", "sample-ud-subset-a-zzzzz", "sample-ud-subset-x-bbbbb"]);
 }

@@ -761,6 +761,14 @@ impl<S> Plan<S> {
     pub fn is_noop(&self) -> bool {
         self.actions.is_empty() && self.status.is_none()
     }
+
+    /// The objects the plan deletes ([`Action::DeleteObject`]), in order.
+    pub fn deletions(&self) -> impl Iterator<Item = &Target> {
+        self.actions.iter().filter_map(|action| match action {
+            Action::DeleteObject { target } => Some(target),
+            _ => None,
+        })
+    }
 }
 
 #[cfg(test)]

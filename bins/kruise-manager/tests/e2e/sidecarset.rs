@@ -63,17 +63,7 @@ fn wait_until_injected(k: &crate::common::Kubectl, app: &str, container: &str) {
     let probe = format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  labels: {{app: {app}}}\nspec:\n  containers:\n  - name: main\n    image: nginx:1\n"
     );
-    wait_for("the catch-all pod webhook to be replaced", Duration::from_secs(30), || {
-        let args = [
-            "get",
-            "mutatingwebhookconfiguration",
-            "kruise-mutating-webhook-configuration",
-            "-o",
-            "jsonpath={.webhooks[*].name}",
-        ];
-        let names = k.run_with(&args, None).stdout;
-        (names.contains("mcloneset.kb.io") && !names.contains("mpod.kb.io")).then_some(())
-    });
+    crate::common::wait_for_catch_all_pod_webhook_removed(k);
     wait_for("the pod webhook to see the SidecarSet", Duration::from_secs(30), || {
         let out =
             k.run_with(&["create", "--dry-run=server", "-o", "json", "-f", "-"], Some(&probe));

@@ -291,22 +291,13 @@ fn only_pods_an_object_selects_reach_the_pod_webhook_and_those_never_without_it(
         let out = k.run_with(&["create", "-f", "-"], Some(&namespace.to_string()));
         assert!(out.ok || out.stderr.contains("AlreadyExists"), "{}", out.stderr);
     }
-    let static_names = |k: &Kubectl| {
-        let jsonpath = "jsonpath={.webhooks[*].name}";
-        let args = ["get", "mutatingwebhookconfiguration", MUTATING_CONFIGURATION, "-o", jsonpath];
-        k.run_with(&args, None).stdout
-    };
-
     // The default scope: with nothing selecting pods, the generated configuration exists but
     // is empty, and the catch-all is gone from the static one.
     let mut manager = start_manager(&cluster, &[]);
     wait_for("the empty generated configuration", Duration::from_secs(60), || {
         generated_entries(k).filter(Vec::is_empty)
     });
-    wait_for("the catch-all removed", Duration::from_secs(60), || {
-        let names = static_names(k);
-        (names.contains("mcloneset.kb.io") && !names.contains("mpod.kb.io")).then_some(())
-    });
+    common::wait_for_catch_all_pod_webhook_removed(k);
 
     // A SidecarSet selecting app=web and a budget selecting app=db in `shop` give two
     // entries, with their selectors, both failing closed.
@@ -375,7 +366,10 @@ fn only_pods_an_object_selects_reach_the_pod_webhook_and_those_never_without_it(
     wait_for("the SidecarSet's entry removed", Duration::from_secs(60), || {
         generated_entries(k).filter(|e| e.len() == 1 && e[0].0 == db.0)
     });
-    assert!(!static_names(k).contains("mpod.kb.io"), "the catch-all stays out after a restart");
+    assert!(
+        !common::static_mutating_webhook_names(k).contains("mpod.kb.io"),
+        "the catch-all stays out after a restart"
+    );
     manager.kill();
     k.ok_stdin(&["create", "-f", "-"], &labelled_pod("web-3", "web"));
     assert_eq!(containers("web-3"), "main");

@@ -106,6 +106,29 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Opt
     }
 }
 
+/// The names of the webhooks in the manager's static `kruise-mutating-webhook-configuration`,
+/// space-separated.
+pub fn static_mutating_webhook_names(k: &Kubectl) -> String {
+    let jsonpath = "jsonpath={.webhooks[*].name}";
+    let args = [
+        "get",
+        "mutatingwebhookconfiguration",
+        "kruise-mutating-webhook-configuration",
+        "-o",
+        jsonpath,
+    ];
+    k.run_with(&args, None).stdout
+}
+
+/// Waits until the manager has written its static mutating configuration without the
+/// catch-all `mpod.kb.io` (`--pod-webhook-scope=selected` once the generated entries exist).
+pub fn wait_for_catch_all_pod_webhook_removed(k: &Kubectl) {
+    wait_for("the catch-all removed", Duration::from_secs(60), || {
+        let names = static_mutating_webhook_names(k);
+        (names.contains("mcloneset.kb.io") && !names.contains("mpod.kb.io")).then_some(())
+    });
+}
+
 /// Waits until the generated pod webhook configurations hold at least `n` entries: an object
 /// that acts on pods at creation (a WorkloadSpread, a SidecarSet, a budget) reaches the pods
 /// created once its entry exists.
