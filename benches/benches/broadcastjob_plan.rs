@@ -57,6 +57,7 @@ fn bench(c: &mut Criterion) {
         pods: vec![],
         nodes: nodes.clone(),
         assign_by_scheduler: true,
+        readiness_gate: true,
     };
     assert_eq!(plan(&first, now).actions.len(), 500);
     c.bench_function("broadcastjob_plan/first_round_5000_nodes", |b| {
@@ -68,7 +69,7 @@ fn bench(c: &mut Criterion) {
             with_phase(pod, i, if i % 2 == 0 { "Running" } else { "Succeeded" })
         })
         .collect();
-    let steady = Snapshot { job, pods, nodes, assign_by_scheduler: true };
+    let steady = Snapshot { job, pods, nodes, assign_by_scheduler: true, readiness_gate: true };
     assert!(plan(&steady, now).actions.is_empty());
     c.bench_function("broadcastjob_plan/steady_5000_nodes", |b| {
         b.iter(|| plan(std::hint::black_box(&steady), now))

@@ -19,6 +19,8 @@
 //! - [`ordering`]: update priority and scatter ordering.
 //! - [`lifecycle`]: the lifecycle hook state machine.
 //! - [`pod`]: pod readiness and availability.
+//! - [`readiness`]: the `KruisePodReady` readiness gate: which pods get it, and the
+//!   condition that opens it.
 //! - [`expectations`]: in-flight creations, deletions and updates the cache has not seen yet.
 //! - [`workload`]: what every workload planner shares: the action vocabulary, the plan and
 //!   the expectation gates.
@@ -70,6 +72,7 @@ pub mod plan {
     };
 }
 pub mod pub_budget;
+pub mod readiness;
 pub mod revision;
 pub mod selector;
 pub mod sidecarset;

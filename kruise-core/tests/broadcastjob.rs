@@ -115,6 +115,7 @@ proptest! {
                 pods: pods.values().cloned().collect(),
                 nodes: nodes.clone(),
                 assign_by_scheduler: true,
+                readiness_gate: true,
             };
             let planned = plan(&snapshot, now);
             let new = created(&planned.actions);

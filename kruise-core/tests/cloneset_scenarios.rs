@@ -13,6 +13,7 @@ mod support;
 
 use std::path::Path;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kruise_core::cloneset::{CloneSetSnapshot, plan};
 use serde::Deserialize;
 
@@ -26,8 +27,24 @@ struct Scenario {
 
 fn run(path: &Path) {
     let text = std::fs::read_to_string(path).expect("read scenario");
-    let scenario: Scenario =
+    let mut scenario: Scenario =
         serde_yaml::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    // The pods as the CloneSet created them (its controller reference) and admission left
+    // them: the readiness gate comes from the webhook's rule.
+    let set = scenario.snapshot.cloneset.to_v1beta1().expect("the scenario's CloneSet converts");
+    let owner = OwnerReference {
+        api_version: "apps.kruise.io/v1beta1".into(),
+        kind: "CloneSet".into(),
+        name: set.metadata.name.clone().unwrap_or_default(),
+        uid: set.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
+    for pod in &mut scenario.snapshot.pods {
+        let mut created = pod.pod().as_ref().clone();
+        created.metadata.owner_references.get_or_insert_with(|| vec![owner.clone()]);
+        *pod = support::admitted(created).into();
+    }
     let now: jiff::Timestamp = scenario.now.parse().expect("scenario.now is RFC 3339");
     let first = plan(&scenario.snapshot, now);
     // Determinism: planning twice gives the same plan.

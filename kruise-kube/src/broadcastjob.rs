@@ -71,6 +71,7 @@ impl BroadcastJobController {
             pods,
             nodes: self.nodes.all().iter().map(|n| (**n).clone()).collect(),
             assign_by_scheduler: self.context.settings.assign_bcj_pods_by_scheduler,
+            readiness_gate: self.context.settings.gates.enabled("PodWebhook"),
         };
         let now = jiff::Timestamp::now();
         let plan = plan(&snapshot, now);

@@ -97,6 +97,22 @@ impl CachedPod {
             .unwrap_or_default()
     }
 
+    /// Whether `spec.readinessGates` names `condition_type`, read from the kept spec text:
+    /// the text is searched for the name first, and only the gates are decoded.
+    pub fn has_readiness_gate(&self, condition_type: &str) -> bool {
+        #[derive(Deserialize)]
+        struct GatesOnly {
+            #[serde(rename = "readinessGates", default)]
+            readiness_gates: Option<Vec<k8s_openapi::api::core::v1::PodReadinessGate>>,
+        }
+        let Some(text) = self.spec.as_deref().filter(|t| t.contains(condition_type)) else {
+            return false;
+        };
+        serde_json::from_str::<GatesOnly>(text).is_ok_and(|spec| {
+            spec.readiness_gates.iter().flatten().any(|g| g.condition_type == condition_type)
+        })
+    }
+
     /// A Pod with this pod's metadata and status but no spec: enough for checks that read
     /// only those (phase, conditions, deletion), without decoding the spec.
     pub fn without_spec(&self) -> Pod {

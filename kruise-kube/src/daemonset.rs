@@ -68,6 +68,7 @@ impl WorkloadKind for DaemonSet {
         gates.in_place_update_env_from_metadata =
             settings.gates.enabled("InPlaceUpdateEnvFromMetadata");
         gates.pre_download_image_for_daemon_set_update = settings.gates.enabled(PRE_DOWNLOAD_GATE);
+        gates.pod_webhook = settings.gates.enabled("PodWebhook");
         snapshot.feature_gates = gates;
         let mut options = PlannerOptions::default();
         options.expectation_timeout = settings.expectation_timeout;

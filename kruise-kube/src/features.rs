@@ -338,6 +338,7 @@ impl FeatureGates {
         g.recreate_pod_when_change_vct = self.enabled("RecreatePodWhenChangeVCTInCloneSetGate");
         g.in_place_update_env_from_metadata = self.enabled("InPlaceUpdateEnvFromMetadata");
         g.pre_download_image_for_in_place_update = self.enabled("PreDownloadImageForInPlaceUpdate");
+        g.pod_webhook = self.enabled("PodWebhook");
         g
     }
 
@@ -352,6 +353,7 @@ impl FeatureGates {
         g.in_place_workload_vertical_scaling = self.enabled("InPlaceWorkloadVerticalScaling");
         g.in_place_update_env_from_metadata = self.enabled("InPlaceUpdateEnvFromMetadata");
         g.pre_download_image_for_in_place_update = self.enabled("PreDownloadImageForInPlaceUpdate");
+        g.pod_webhook = self.enabled("PodWebhook");
         g
     }
 }

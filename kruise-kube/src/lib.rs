@@ -53,6 +53,7 @@ pub mod image_pull;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+pub mod podreadiness;
 pub mod pub_budget;
 pub mod queue;
 pub mod runtime;

@@ -220,6 +220,11 @@ pub async fn run(
             // The features the pod webhooks ask, each behind its gates (the chain orders
             // their steps as upstream does).
             let mut pod_features: Vec<Arc<dyn crate::admission::PodFeature>> = Vec::new();
+            if gates.enabled("PodWebhook") {
+                pod_features.push(Arc::new(crate::podreadiness::ReadinessGateWebhook {
+                    all_pods: gates.enabled("KruisePodReadinessGate"),
+                }));
+            }
             if let Some(spreads) = &workload_spreads {
                 pod_features.push(Arc::new(spreads.clone()));
             }

@@ -574,8 +574,6 @@ impl Cluster {
         obj: &Value,
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        #[cfg(not(any(feature = "smp", feature = "controllers")))]
-        let _ = old;
         let mut causes = Vec::new();
         // Pod specs, and the pod templates of the built-in workloads.
         let pod_spec_path = match (def.group.as_str(), def.plural.as_str()) {
@@ -622,6 +620,9 @@ impl Cluster {
             }
             ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
                 causes.extend(crate::webhook_validation::configuration(obj, true))
+            }
+            ("discovery.k8s.io", "endpointslices") => {
+                causes.extend(crate::endpointslice_validation::endpoint_slice(obj, old))
             }
             ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
                 causes.extend(crate::webhook_validation::configuration(obj, false))
@@ -1104,6 +1105,12 @@ impl Cluster {
             } else {
                 without(old, &["metadata", "status"]) != without(&result, &["metadata", "status"])
             };
+            // An EndpointSlice's generation also counts its labels (the endpointslice
+            // strategy), which say what Service it belongs to and who manages it.
+            let changed = changed
+                || ((def.group.as_str(), def.plural.as_str())
+                    == ("discovery.k8s.io", "endpointslices")
+                    && old.pointer("/metadata/labels") != result.pointer("/metadata/labels"));
             let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             if let Some(meta) = meta_mut(&mut result) {
                 meta.insert("generation".into(), json!(if changed { g + 1 } else { g }));

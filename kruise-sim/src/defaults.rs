@@ -197,6 +197,32 @@ fn job(obj: &mut Value) {
     }
 }
 
+/// An EndpointSlice as kube-apiserver stores it: ports named `""` and `TCP` unless said
+/// otherwise (the v1 defaults); `conditions` always present on an endpoint and
+/// `deprecatedTopology` dropped (not writable through v1); no ports or endpoints read back as
+/// `null` (both fields lack `omitempty`, and an empty list does not survive storage).
+fn endpoint_slice(obj: &mut Value) {
+    let Some(m) = obj.as_object_mut() else { return };
+    for key in ["endpoints", "ports"] {
+        let empty = m.get(key).is_none_or(|v| v.as_array().is_some_and(Vec::is_empty));
+        if empty {
+            m.insert(key.into(), Value::Null);
+        }
+    }
+    if let Some(Value::Array(ports)) = m.get_mut("ports") {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            put_default(p, "name", json!(""));
+            put_default(p, "protocol", json!("TCP"));
+        }
+    }
+    if let Some(Value::Array(endpoints)) = m.get_mut("endpoints") {
+        for e in endpoints.iter_mut().filter_map(Value::as_object_mut) {
+            put_default(e, "conditions", json!({}));
+            e.remove("deprecatedTopology");
+        }
+    }
+}
+
 pub fn apply(group: &str, plural: &str, obj: &mut Value) {
     match (group, plural) {
         ("", "pods") => {
@@ -309,6 +335,7 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
                 }
             }
         }
+        ("discovery.k8s.io", "endpointslices") => endpoint_slice(obj),
         ("", "namespaces") => {
             if let Some(m) = obj.as_object_mut() {
                 let spec = m.entry("spec").or_insert_with(|| json!({}));

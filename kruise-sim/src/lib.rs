@@ -39,6 +39,7 @@ pub mod conversion;
 pub mod crd;
 mod defaults;
 mod discovery;
+mod endpointslice_validation;
 pub mod error;
 mod event_validation;
 pub mod faults;

@@ -65,6 +65,12 @@ pub enum CellSource {
     CronJobTimeZone,
     /// A CronJob's last schedule time as an age, `<none>` when unset.
     CronJobLastSchedule,
+    /// An EndpointSlice's ports: the first three port numbers (a port without a number shows
+    /// its name, or `*`), `+ N more...` beyond, `<unset>` when none.
+    EndpointSlicePorts,
+    /// An EndpointSlice's endpoints: the first three addresses, `+ N more...` beyond,
+    /// `<unset>` when none.
+    EndpointSliceEndpoints,
 }
 
 /// The paths of a scale subresource.
@@ -343,6 +349,7 @@ const BUILTINS: &[B] = &[
         .generation()
         .smp(SmpKind::TemplateAt(&["spec", "jobTemplate", "spec", "template"])),
     b("coordination.k8s.io", "v1", "Lease", "leases", true),
+    b("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true).generation(),
     b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
     b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
     b("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
@@ -453,6 +460,12 @@ fn columns_for(group: &str, plural: &str) -> Vec<Column> {
             jp("Suspend", "boolean", ".spec.suspend"),
             col("Active", "integer", 0, Count(s(".status.active"))),
             col("Last Schedule", "string", 0, CronJobLastSchedule),
+            age(),
+        ],
+        ("discovery.k8s.io", "endpointslices") => vec![
+            jp("AddressType", "string", ".addressType"),
+            col("Ports", "string", 0, EndpointSlicePorts),
+            col("Endpoints", "string", 0, EndpointSliceEndpoints),
             age(),
         ],
         ("coordination.k8s.io", "leases") => {

@@ -255,7 +255,39 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
                 .unwrap_or_default();
             json!(if ports.is_empty() { "<none>".to_string() } else { ports.join(",") })
         }
+        CellSource::EndpointSlicePorts => {
+            let shown: Vec<String> = items(o, "/ports")
+                .map(|p| match (p.get("port").and_then(Value::as_i64), p.get("name")) {
+                    (Some(port), _) => port.to_string(),
+                    (None, Some(Value::String(name))) => name.clone(),
+                    (None, _) => "*".to_string(),
+                })
+                .collect();
+            json!(first_three(shown))
+        }
+        CellSource::EndpointSliceEndpoints => {
+            let addresses: Vec<String> = items(o, "/endpoints")
+                .flat_map(|e| e.get("addresses").and_then(Value::as_array).into_iter().flatten())
+                .map(|a| a.as_str().unwrap_or_default().to_string())
+                .collect();
+            json!(first_three(addresses))
+        }
     }
+}
+
+/// The items of the list at `pointer`, none when it is absent or not a list.
+fn items<'a>(o: &'a Value, pointer: &str) -> impl Iterator<Item = &'a Value> {
+    o.pointer(pointer).and_then(Value::as_array).into_iter().flatten()
+}
+
+/// The printers' `listWithMoreString`: the first three joined with commas, `+ N more...` for
+/// the rest, `<unset>` for none.
+fn first_three(all: Vec<String>) -> String {
+    const MAX: usize = 3;
+    if all.len() > MAX {
+        return format!("{} + {} more...", all[..MAX].join(","), all.len() - MAX);
+    }
+    if all.is_empty() { "<unset>".to_string() } else { all.join(",") }
 }
 
 /// Events (core, and `events.k8s.io` ones, stored as core Events) list their name last,

@@ -72,6 +72,9 @@ pub struct Snapshot {
     /// Bind pods by node affinity for the scheduler (`--assign-bcj-pods-by-scheduler`, the
     /// default), or by `spec.nodeName`.
     pub assign_by_scheduler: bool,
+    /// New pods carry the `KruisePodReady` readiness gate, as upstream's pod webhook gives
+    /// them (`PodWebhook`; see [`crate::readiness`]).
+    pub readiness_gate: bool,
 }
 
 /// The node a pod is bound to: `spec.nodeName`, or the one node its required node affinity
@@ -289,8 +292,8 @@ pub fn pod_name(job: &str, node: &str) -> String {
 }
 
 /// The pod every node's pod of `job` is made from: the template with the job's labels and
-/// owner, not yet named or bound.
-pub fn shared_pod(job: &BroadcastJob) -> Pod {
+/// owner (and the `KruisePodReady` gate with `readiness_gate`), not yet named or bound.
+pub fn shared_pod(job: &BroadcastJob, readiness_gate: bool) -> Pod {
     let name = job.metadata.name.clone().unwrap_or_default();
     let uid = job.metadata.uid.clone().unwrap_or_default();
     let template = &job.spec.template;
@@ -298,7 +301,7 @@ pub fn shared_pod(job: &BroadcastJob) -> Pod {
     let mut labels = template_meta.labels.unwrap_or_default();
     labels.insert(JOB_NAME_LABEL.into(), name.clone());
     labels.insert(CONTROLLER_UID_LABEL.into(), uid.clone());
-    Pod {
+    let mut pod = Pod {
         metadata: ObjectMeta {
             namespace: job.metadata.namespace.clone(),
             labels: Some(labels),
@@ -316,7 +319,11 @@ pub fn shared_pod(job: &BroadcastJob) -> Pod {
         },
         spec: template.spec.clone(),
         status: None,
+    };
+    if readiness_gate && crate::readiness::wants_gate(&pod, false) {
+        crate::readiness::inject_gate(pod.spec.get_or_insert_with(Default::default));
     }
+    pod
 }
 
 /// The job's pod for `node`, from `shared` ([`shared_pod`]), built when it is sent.
@@ -330,10 +337,10 @@ fn new_pod(job: &str, shared: &Arc<Pod>, node: &str, assign_by_scheduler: bool) 
     NewPod::pinned(shared.clone(), pod_name(job, node), label, pin)
 }
 
-/// The job's pod for `node`.
+/// The job's pod for `node`, as the planner creates it with `PodWebhook` on.
 pub fn pod_for_node(job: &BroadcastJob, node: &str, assign_by_scheduler: bool) -> Pod {
     let name = job.metadata.name.clone().unwrap_or_default();
-    let shared = Arc::new(shared_pod(job));
+    let shared = Arc::new(shared_pod(job, true));
     new_pod(&name, &shared, node, assign_by_scheduler).build().into_owned()
 }
 
@@ -657,7 +664,7 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<BroadcastJobStatus> {
             )),
             Ok(parallelism) => {
                 let room = usize::try_from(parallelism - active).unwrap_or(0);
-                let shared = Arc::new(shared_pod(job));
+                let shared = Arc::new(shared_pod(job, snapshot.readiness_gate));
                 for node in waiting.iter().take(room) {
                     let pod = new_pod(&name, &shared, node, snapshot.assign_by_scheduler);
                     let pod_name = pod.name().to_owned();

@@ -66,6 +66,7 @@ fn snapshot(job: BroadcastJob, pods: Vec<Pod>, nodes: &[&str]) -> Snapshot {
         pods,
         nodes: nodes.iter().map(|n| node(n)).collect(),
         assign_by_scheduler: true,
+        readiness_gate: true,
     }
 }
 
@@ -107,6 +108,7 @@ fn cordoned_and_untolerated_nodes_get_no_pod() {
         pods: vec![],
         nodes: vec![node("n1"), cordoned, tainted, full],
         assign_by_scheduler: true,
+        readiness_gate: true,
     };
     let plan = plan(&snap, now());
     assert_eq!(created_nodes(&plan), ["n1"]);

@@ -172,6 +172,15 @@ impl PodPrototype {
         PodPrototype { pod: std::sync::Arc::new(pod) }
     }
 
+    /// Gives the new pods the `KruisePodReady` readiness gate, as upstream's pod webhook
+    /// would ([`crate::readiness::wants_gate`]: a CloneSet controls them).
+    pub(crate) fn admit_readiness_gate(&mut self) {
+        let pod = std::sync::Arc::make_mut(&mut self.pod);
+        if crate::readiness::wants_gate(pod, false) {
+            crate::readiness::inject_gate(pod.spec.get_or_insert_with(Default::default));
+        }
+    }
+
     /// The new pod of instance `id`: named after it, labelled with it, and with a volume for
     /// each of its `claims` ([`claims_for`] the id; in template order) ahead of the
     /// template's other volumes. It shares the prototype and is built when sent.

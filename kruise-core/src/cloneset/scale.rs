@@ -169,9 +169,19 @@ fn create_pods(r: &mut Round<'_, '_>, expected: i32, expected_current: i32) -> u
     } else {
         usize::try_from(expected_current).unwrap_or(0)
     };
-    let short_hash = r.gates.clone_set_short_hash;
+    let (short_hash, readiness_gate) = (r.gates.clone_set_short_hash, r.gates.pod_webhook);
     let prototype = |revision: &super::revisions::Revision| {
-        newpods::PodPrototype::new(r.spec, &revision.template, &revision.name, short_hash, r.now)
+        let mut prototype = newpods::PodPrototype::new(
+            r.spec,
+            &revision.template,
+            &revision.name,
+            short_hash,
+            r.now,
+        );
+        if readiness_gate {
+            prototype.admit_readiness_gate();
+        }
+        prototype
     };
     let (current, update) = (prototype(&r.current), prototype(&r.update));
     for (n, id) in ids.iter().enumerate() {

@@ -830,6 +830,9 @@ impl<'a> Round<'a> {
         pod.metadata.name = Some(name);
         pod.metadata.namespace = ds.metadata.namespace.clone();
         pod.metadata.owner_references = Some(vec![rev::controller_ref(ds)]);
+        if self.snapshot.feature_gates.pod_webhook && crate::readiness::wants_gate(&pod, false) {
+            crate::readiness::inject_gate(pod.spec.get_or_insert_with(Default::default));
+        }
         pod
     }
 

@@ -39,6 +39,10 @@ pub struct FeatureGates {
     /// `PreDownloadImageForDaemonSetUpdate`: ImagePullJobs pull a new revision's images onto
     /// the nodes still running old pods before a partitioned or progressive update (off).
     pub pre_download_image_for_daemon_set_update: bool,
+    /// `PodWebhook` (on): new pods carry the `KruisePodReady` readiness gate, which upstream's
+    /// pod webhook gives every pod a Kruise workload controls ([`crate::readiness`]). Off only
+    /// where nothing would open the gate (no pod-readiness controller runs).
+    pub pod_webhook: bool,
 }
 
 impl Default for FeatureGates {
@@ -48,6 +52,7 @@ impl Default for FeatureGates {
             in_place_workload_vertical_scaling: false,
             in_place_update_env_from_metadata: true,
             pre_download_image_for_daemon_set_update: false,
+            pod_webhook: true,
         }
     }
 }

@@ -77,6 +77,9 @@ pub(crate) fn new_pod(
         LifecycleState::Normal
     };
     LifecyclePatch::for_state(&state, now).apply_to(&mut pod);
+    if spec.readiness_gate && crate::readiness::wants_gate(&pod, false) {
+        crate::readiness::inject_gate(pod.spec.get_or_insert_with(Default::default));
+    }
     pod
 }
 

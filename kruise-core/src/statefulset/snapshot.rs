@@ -49,6 +49,10 @@ pub struct FeatureGates {
     /// the nodes of the pods still at other revisions before a partitioned or progressive
     /// in-place update (off).
     pub pre_download_image_for_in_place_update: bool,
+    /// `PodWebhook` (on): new pods carry the `KruisePodReady` readiness gate, which upstream's
+    /// pod webhook gives every pod a Kruise workload controls ([`crate::readiness`]). Off only
+    /// where nothing would open the gate (no pod-readiness controller runs).
+    pub pod_webhook: bool,
 }
 
 impl Default for FeatureGates {
@@ -62,6 +66,7 @@ impl Default for FeatureGates {
             in_place_workload_vertical_scaling: false,
             in_place_update_env_from_metadata: true,
             pre_download_image_for_in_place_update: false,
+            pod_webhook: true,
         }
     }
 }

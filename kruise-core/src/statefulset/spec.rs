@@ -65,6 +65,8 @@ pub(crate) struct Spec<'a> {
     pub resize_claims: bool,
     pub revision_history_limit: i32,
     pub pod_index_label: bool,
+    /// New pods carry the `KruisePodReady` readiness gate (`PodWebhook`).
+    pub readiness_gate: bool,
 }
 
 impl<'a> Spec<'a> {
@@ -169,6 +171,7 @@ impl<'a> Spec<'a> {
                 .unwrap_or(DEFAULT_REVISION_HISTORY_LIMIT)
                 .max(0),
             pod_index_label: gates.pod_index_label,
+            readiness_gate: gates.pod_webhook,
         })
     }
 

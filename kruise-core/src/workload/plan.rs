@@ -100,6 +100,9 @@ pub enum PodStatusPurpose {
     InPlaceUpdateReady,
     /// Add or remove a lifecycle hook's key in the `KruisePodReady` condition.
     KruisePodReady,
+    /// Add the `KruisePodReady` condition, `True`, to a pod that has the gate and no
+    /// condition yet (the pod-readiness controller).
+    KruisePodReadyOpened,
     /// Record in the `SidecarSetUpgradable` condition whether a SidecarSet can upgrade the pod.
     SidecarSetUpgradable,
 }

@@ -7,7 +7,10 @@ pub mod statefulset;
 
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kruise_core::admission::pod_chain::PodChain;
+use kruise_core::readiness::ReadinessGateStep;
 use kruise_core::smp::{PatchSchema, apply_patch};
 use serde_json::{Value, json};
 
@@ -65,4 +68,25 @@ pub fn scenario_files(kind: &str) -> Vec<PathBuf> {
     files.sort();
     assert!(!files.is_empty(), "no scenarios in {}", dir.display());
     files
+}
+
+/// `pod` as the cluster holds it once created: through the pod webhook's readiness-gate step
+/// (upstream's rule: a pod a Kruise workload controls gets `KruisePodReady`), then opened by
+/// the pod-readiness controller (the condition `True`, since the pod's creation) unless a
+/// scenario wrote the condition itself.
+pub fn admitted(mut pod: Pod) -> Pod {
+    let step = ReadinessGateStep::default();
+    PodChain::new(vec![&step]).run(&mut pod).expect("the readiness-gate step never fails");
+    let gated = kruise_core::pod::has_readiness_gate(&pod, "KruisePodReady");
+    if gated && kruise_core::pod::condition(&pod, "KruisePodReady").is_none() {
+        let since = pod.metadata.creation_timestamp.clone();
+        let status = pod.status.get_or_insert_with(Default::default);
+        status.conditions.get_or_insert_with(Vec::new).push(PodCondition {
+            type_: "KruisePodReady".into(),
+            status: "True".into(),
+            last_transition_time: since,
+            ..Default::default()
+        });
+    }
+    pod
 }

@@ -194,7 +194,7 @@ pub fn pod(set: &StatefulSet, template_set: &StatefulSet, revision: &str, state:
         container_statuses: Some(images),
         ..Default::default()
     });
-    pod
+    super::admitted(pod)
 }
 
 /// The snapshot after `plan` is carried out and the cache has caught up. Created pods start
@@ -309,6 +309,8 @@ pub fn settle_pods(snapshot: &mut StatefulSetSnapshot, fail_image: Option<&str>)
             // A failed pod stays failed until it is deleted.
             continue;
         }
+        // The pod-readiness controller opens a new pod's KruisePodReady gate.
+        let opens_gate = kruise_core::readiness::needs_condition(pod);
         let status = pod.status.get_or_insert_with(Default::default);
         status.phase = Some(if failing { "Failed" } else { "Running" }.into());
         let statuses: Vec<ContainerStatus> = spec
@@ -324,6 +326,13 @@ pub fn settle_pods(snapshot: &mut StatefulSetSnapshot, fail_image: Option<&str>)
             .collect();
         status.container_statuses = Some(statuses);
         let mut conditions = status.conditions.clone().unwrap_or_default();
+        if opens_gate {
+            conditions.push(PodCondition {
+                type_: "KruisePodReady".into(),
+                status: "True".into(),
+                ..Default::default()
+            });
+        }
         let gates_hold =
             spec.readiness_gates.iter().flatten().all(|g| {
                 conditions.iter().any(|c| c.type_ == g.condition_type && c.status == "True")

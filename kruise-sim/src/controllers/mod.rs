@@ -23,6 +23,9 @@
 //!
 //! - [`taint_eviction`]: pods on a node with a `NoExecute` taint they do not tolerate are
 //!   deleted, at once or after their `tolerationSeconds`.
+//! - [`endpointslice`]: every Service with a selector gets EndpointSlices listing the pods it
+//!   selects (addresses, ready/serving/terminating, node, zone, ports resolved per pod), at
+//!   most 100 endpoints each, updated in place as pods come, go and change readiness.
 //!
 //! [`Controllers::start`] runs them until the handle is dropped. `kruise-sim serve` and the
 //! playground start them; [`crate::Config::with_controllers`] does in tests.
@@ -31,6 +34,7 @@ pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpointslice;
 pub mod job;
 pub mod replicaset;
 pub mod statefulset;
@@ -487,6 +491,7 @@ impl Controllers {
         let deployment = deployment::run(client.clone(), pods.subscribe(), sets.subscribe());
         let disruption = disruption::run(client.clone(), pods.subscribe());
         let taints = taint_eviction::run(client.clone(), pods.subscribe(), nodes.subscribe());
+        let endpointslice = endpointslice::run(client.clone(), pods.subscribe(), nodes.subscribe());
         let mut stateful_sets = SharedCache::<StatefulSet>::new();
         let statefulset =
             statefulset::run(client.clone(), pods.subscribe(), stateful_sets.subscribe());
@@ -510,6 +515,7 @@ impl Controllers {
             tokio::spawn(deployment),
             tokio::spawn(disruption),
             tokio::spawn(taints),
+            tokio::spawn(endpointslice),
         ];
         Self { tasks }
     }

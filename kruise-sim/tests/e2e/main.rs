@@ -13,6 +13,7 @@ mod cronjob;
 mod daemonset;
 mod deployment;
 mod disruption;
+mod endpointslice;
 mod events_one_store;
 mod faults;
 mod gc;

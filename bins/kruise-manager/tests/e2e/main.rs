@@ -17,6 +17,7 @@ mod image;
 mod leader_failover;
 mod playground;
 mod pub_budget;
+mod readiness;
 mod restart;
 mod sidecarset;
 mod statefulset;

@@ -1,0 +1,183 @@
+//! The pod-readiness controller (`pod-readiness-controller`), over kruise-core's
+//! [`kruise_core::readiness`]: every pod with the `KruisePodReady` readiness gate and no
+//! condition for it gets the condition `True`, so that the gate lets the pod become ready. From
+//! then on only lifecycle hooks and ContainerRecreateRequests change it.
+//!
+//! Keys are pods. A pod change wakes the pod only when it needs the condition, which is
+//! decided from the cached status and the spec text without decoding the spec: a cluster's
+//! pod traffic costs a lookup per change.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kruise_api::well_known::readiness_gates::KRUISE_POD_READY;
+
+use crate::applier::PlanOwner;
+use crate::cache::{Cache, ObjectKey};
+use crate::cached_pod::CachedPod;
+use crate::controller::{
+    ControllerContext, ControllerInfo, KeyMapping, ReconcileError, Reconciler, Registration, Watch,
+};
+
+/// Upstream's controller name.
+pub const CONTROLLER_NAME: &str = "pod-readiness-controller";
+
+/// The pod-readiness controller.
+pub struct PodReadinessController {
+    context: ControllerContext,
+    pods: Cache<CachedPod>,
+}
+
+/// Whether the cached pod has the gate, no condition for it, and is not being deleted.
+fn needs_condition(pod: &CachedPod) -> bool {
+    let has_condition = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == KRUISE_POD_READY));
+    pod.metadata.deletion_timestamp.is_none()
+        && !has_condition
+        && pod.has_readiness_gate(KRUISE_POD_READY)
+}
+
+impl PodReadinessController {
+    const INFO: ControllerInfo = ControllerInfo::new(CONTROLLER_NAME, "podreadiness-workers", None);
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        Arc::new(Self { pods: context.caches.get(), context })
+    }
+
+    async fn reconcile_pod(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
+        let Some(cached) = self.pods.get(key) else {
+            return Ok(None);
+        };
+        if !needs_condition(&cached) {
+            return Ok(None);
+        }
+        let pod = cached.to_pod()?;
+        let now = jiff::Timestamp::now();
+        let plan = kruise_core::readiness::plan(&pod, now);
+        let owner = PlanOwner::of(&pod, serde_json::Value::Null);
+        self.context.applier.apply(&owner, &plan, None, now).await?;
+        Ok(None)
+    }
+}
+
+impl Reconciler for PodReadinessController {
+    fn watches(&self) -> Vec<Watch> {
+        vec![Watch::new(&self.pods, KeyMapping::Own, |change| {
+            change
+                .new
+                .as_deref()
+                .filter(|p| needs_condition(p))
+                .map(ObjectKey::of)
+                .into_iter()
+                .collect()
+        })]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.pods
+            .all()
+            .iter()
+            .filter(|p| needs_condition(p))
+            .map(|p| ObjectKey::of(p.as_ref()))
+            .collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_pod(key))
+    }
+}
+
+/// The controller's registration.
+pub fn registration() -> Registration {
+    Registration { info: PodReadinessController::INFO, build: PodReadinessController::build }
+}
+
+/// The readiness gate as a pod feature: the first step of the pod mutating webhook
+/// ([`kruise_core::readiness::ReadinessGateStep`]).
+///
+/// Under `--pod-webhook-scope=selected`, with `KruisePodReadinessGate` off, it asks for no
+/// pods of its own: the pods it is for, those a Kruise workload controls, are created by this
+/// manager's controllers with the gate already (see [`kruise_core::readiness`]); it acts on the
+/// others that reach the webhook. With the gate on it asks for every pod.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadinessGateWebhook {
+    /// `KruisePodReadinessGate`: every pod gets the gate.
+    pub all_pods: bool,
+}
+
+impl crate::admission::PodFeature for ReadinessGateWebhook {
+    fn name(&self) -> &'static str {
+        "ReadinessGate"
+    }
+
+    fn is_synced(&self) -> bool {
+        true
+    }
+
+    fn wait_synced(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    fn on_create<'a>(
+        &'a self,
+        pod: &'a k8s_openapi::api::core::v1::Pod,
+        _namespace: &'a str,
+        _dry_run: bool,
+    ) -> BoxFuture<'a, Result<Option<crate::admission::pod_feature::PodStepBox>, String>> {
+        let step = kruise_core::readiness::ReadinessGateStep { all_pods: self.all_pods };
+        let wanted = kruise_core::readiness::wants_gate(pod, self.all_pods);
+        let step: Option<crate::admission::pod_feature::PodStepBox> =
+            wanted.then(|| Box::new(step) as _);
+        Box::pin(std::future::ready(Ok(step)))
+    }
+
+    fn scope(&self) -> Vec<kruise_core::admission::pod_scope::PodScopeTerm> {
+        if self.all_pods {
+            vec![kruise_core::admission::pod_scope::PodScopeTerm::everything()]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cached(pod: serde_json::Value) -> CachedPod {
+        CachedPod::from_pod(serde_json::from_value(pod).expect("a pod"))
+    }
+
+    #[test]
+    fn only_a_gated_pod_without_the_condition_needs_it() {
+        let gated = serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [], "readinessGates": [{"conditionType": "KruisePodReady"}]},
+        });
+        assert!(needs_condition(&cached(gated.clone())));
+
+        let mut opened = gated.clone();
+        opened["status"] =
+            serde_json::json!({"conditions": [{"type": "KruisePodReady", "status": "False"}]});
+        assert!(!needs_condition(&cached(opened)), "a hold's False is left alone");
+
+        let mut leaving = gated.clone();
+        leaving["metadata"]["deletionTimestamp"] = "2026-12-06T00:00:00Z".into();
+        assert!(!needs_condition(&cached(leaving)));
+
+        // The name elsewhere in the spec (an env value) is not a gate.
+        let named = serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c", "env": [{"name": "X", "value": "KruisePodReady"}]}],
+                     "readinessGates": [{"conditionType": "InPlaceUpdateReady"}]},
+        });
+        assert!(!needs_condition(&cached(named)));
+    }
+}
