@@ -19,6 +19,8 @@
 //! - [`ordering`]: update priority and scatter ordering.
 //! - [`lifecycle`]: the lifecycle hook state machine.
 //! - [`pod`]: pod readiness and availability.
+//! - [`launch_priority`]: container launch priority: the webhook step and the barrier
+//!   controller's plan.
 //! - [`readiness`]: the `KruisePodReady` readiness gate: which pods get it, and the
 //!   condition that opens it.
 //! - [`expectations`]: in-flight creations, deletions and updates the cache has not seen yet.
@@ -56,6 +58,7 @@ pub mod image;
 pub mod imagepull;
 pub mod inplace;
 pub mod intstr;
+pub mod launch_priority;
 pub mod lifecycle;
 pub mod merge_patch;
 pub mod names;

@@ -97,6 +97,11 @@ impl CachedPod {
             .unwrap_or_default()
     }
 
+    /// Whether the kept spec text contains `text` anywhere (a cheap filter before decoding).
+    pub fn spec_mentions(&self, text: &str) -> bool {
+        self.spec.as_deref().is_some_and(|t| t.contains(text))
+    }
+
     /// Whether `spec.readinessGates` names `condition_type`, read from the kept spec text:
     /// the text is searched for the name first, and only the gates are decoded.
     pub fn has_readiness_gate(&self, condition_type: &str) -> bool {

@@ -300,6 +300,7 @@ pub fn registry() -> Vec<Registration> {
         crate::image_pull::image_pull_job_registration(),
         crate::image_pull::image_list_pull_job_registration(),
         crate::podreadiness::registration(),
+        crate::launch_priority::registration(),
     ]
 }
 

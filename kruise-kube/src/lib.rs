@@ -50,6 +50,7 @@ pub mod expectations;
 pub mod features;
 pub mod health;
 pub mod image_pull;
+pub mod launch_priority;
 pub mod leader;
 pub mod manager;
 pub mod metrics;

@@ -224,6 +224,7 @@ pub async fn run(
                 pod_features.push(Arc::new(crate::podreadiness::ReadinessGateWebhook {
                     all_pods: gates.enabled("KruisePodReadinessGate"),
                 }));
+                pod_features.push(Arc::new(crate::launch_priority::LaunchPriorityWebhook));
             }
             if let Some(spreads) = &workload_spreads {
                 pod_features.push(Arc::new(spreads.clone()));

@@ -172,19 +172,44 @@ pub enum NamespaceScope {
     Selected(CanonicalSelector),
 }
 
-/// What one object acting on pods selects: the namespaces and the pod labels.
+/// A webhook `matchConditions` entry: a CEL expression over the request, which the API server
+/// evaluates before calling the webhook (the pod is sent only when it is true).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MatchCondition {
+    /// Its name, unique in the entry.
+    pub name: String,
+    /// The CEL expression.
+    pub expression: String,
+}
+
+/// What one object acting on pods selects: the namespaces and the pod labels, and, for a
+/// feature that selects by what labels cannot say (an annotation, an env), a match condition.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PodScopeTerm {
     /// The namespaces.
     pub namespaces: NamespaceScope,
     /// The pods' labels.
     pub pods: CanonicalSelector,
+    /// Only the pods this condition holds for.
+    pub condition: Option<MatchCondition>,
 }
 
 impl PodScopeTerm {
     /// Every pod of every namespace (a feature that cannot say what it selects).
     pub fn everything() -> Self {
-        Self { namespaces: NamespaceScope::All, pods: CanonicalSelector::everything() }
+        Self {
+            namespaces: NamespaceScope::All,
+            pods: CanonicalSelector::everything(),
+            condition: None,
+        }
+    }
+
+    /// The same pods, narrowed to those the CEL `expression` (named `name`) holds for.
+    #[must_use]
+    pub fn with_condition(mut self, name: &str, expression: &str) -> Self {
+        self.condition =
+            Some(MatchCondition { name: name.to_owned(), expression: expression.to_owned() });
+        self
     }
 
     /// Every pod of `namespace` (an object that selects its pods through a workload).
@@ -192,6 +217,7 @@ impl PodScopeTerm {
         Self {
             namespaces: NamespaceScope::Named(namespace.to_owned()),
             pods: CanonicalSelector::everything(),
+            condition: None,
         }
     }
 
@@ -199,7 +225,7 @@ impl PodScopeTerm {
     /// selects no pod). A selector the API server would refuse widens to every pod.
     pub fn selecting(namespaces: NamespaceScope, selector: Option<&LabelSelector>) -> Option<Self> {
         let pods = CanonicalSelector::new(selector?).unwrap_or_default();
-        Some(Self { namespaces, pods })
+        Some(Self { namespaces, pods, condition: None })
     }
 
     /// The namespaces a namespace selector selects; a selector the API server would refuse
@@ -216,7 +242,7 @@ impl PodScopeTerm {
     fn covered_by(&self, other: &Self) -> bool {
         let namespaces =
             other.namespaces == NamespaceScope::All || (other.namespaces == self.namespaces);
-        namespaces && other.pods.is_everything()
+        namespaces && other.pods.is_everything() && other.condition.is_none()
     }
 }
 
@@ -241,6 +267,8 @@ pub struct ScopedEntry {
     pub namespace_selector: CanonicalSelector,
     /// The pods it sees.
     pub object_selector: CanonicalSelector,
+    /// Its match condition, if its terms have one.
+    pub condition: Option<MatchCondition>,
     /// How many terms it stands for.
     pub terms: usize,
 }
@@ -254,11 +282,18 @@ impl ScopedEntry {
             object.insert("name".into(), json!(self.name));
             object.insert("namespaceSelector".into(), self.namespace_selector.to_json());
             object.insert("objectSelector".into(), self.object_selector.to_json());
+            if let Some(c) = &self.condition {
+                object.insert(
+                    "matchConditions".into(),
+                    json!([{"name": c.name, "expression": c.expression}]),
+                );
+            }
         }
         webhook
     }
 
-    /// Whether a pod in a namespace with `namespace_labels`, with `pod_labels`, is sent.
+    /// Whether a pod in a namespace with `namespace_labels`, with `pod_labels`, is sent, by
+    /// the selectors (the match condition, if any, narrows it further).
     pub fn matches(
         &self,
         namespace_labels: &BTreeMap<String, String>,
@@ -299,9 +334,15 @@ pub fn scoped_entries(
         *grouped.entry(term).or_default() += 1;
     }
     // Terms that select every pod of their namespaces cover the others there.
-    let wide: Vec<PodScopeTerm> =
-        grouped.keys().filter(|t| t.pods.is_everything()).cloned().collect();
-    let mut by_selectors: BTreeMap<(CanonicalSelector, CanonicalSelector), usize> = BTreeMap::new();
+    let wide: Vec<PodScopeTerm> = grouped
+        .keys()
+        .filter(|t| t.pods.is_everything() && t.condition.is_none())
+        .cloned()
+        .collect();
+    let mut by_selectors: BTreeMap<
+        (CanonicalSelector, CanonicalSelector, Option<MatchCondition>),
+        usize,
+    > = BTreeMap::new();
     for (term, count) in grouped {
         if wide.iter().any(|w| *w != term && term.covered_by(w)) {
             continue;
@@ -320,12 +361,15 @@ pub fn scoped_entries(
         if let Some(narrower) = &policy.pods {
             pods = pods.and(narrower);
         }
-        *by_selectors.entry((namespaces, pods)).or_default() += count;
+        *by_selectors.entry((namespaces, pods, term.condition)).or_default() += count;
     }
     let mut entries: Vec<ScopedEntry> = Vec::with_capacity(by_selectors.len());
     let mut used = BTreeSet::new();
-    for ((namespace_selector, object_selector), terms) in by_selectors {
-        let key = format!("{}|{}", namespace_selector.to_json(), object_selector.to_json());
+    for ((namespace_selector, object_selector, condition), terms) in by_selectors {
+        let mut key = format!("{}|{}", namespace_selector.to_json(), object_selector.to_json());
+        if let Some(c) = &condition {
+            key.push_str(&format!("|{}|{}", c.name, c.expression));
+        }
         let hash = stable_hash(&key);
         // Two groups hashing alike (never seen, but possible) still get distinct names.
         let mut name = format!("p-{hash:016x}{ENTRY_SUFFIX}");
@@ -334,7 +378,7 @@ pub fn scoped_entries(
             n += 1;
             name = format!("p-{hash:016x}-{n}{ENTRY_SUFFIX}");
         }
-        entries.push(ScopedEntry { name, namespace_selector, object_selector, terms });
+        entries.push(ScopedEntry { name, namespace_selector, object_selector, condition, terms });
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     entries
@@ -478,6 +522,34 @@ mod tests {
 
     fn policy() -> ScopePolicy {
         ScopePolicy { manager_namespace: "kruise-system".into(), ..ScopePolicy::default() }
+    }
+
+    #[test]
+    fn a_condition_term_gets_its_own_entry_with_match_conditions() {
+        let app = selector(&[("app", "web")]);
+        let conditioned = PodScopeTerm::everything().with_condition("c", "true");
+        let terms = vec![
+            PodScopeTerm::selecting(NamespaceScope::All, Some(&app)).expect("term"),
+            conditioned.clone(),
+            conditioned.clone(),
+        ];
+        let entries = scoped_entries(terms, &policy());
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        let with = entries.iter().find(|e| e.condition.is_some()).expect("the conditioned entry");
+        assert_eq!(with.terms, 2);
+        let webhook = with.to_webhook(&json!({}));
+        assert_eq!(webhook["matchConditions"], json!([{"name": "c", "expression": "true"}]));
+        let without = entries.iter().find(|e| e.condition.is_none()).expect("the other");
+        assert!(without.to_webhook(&json!({})).get("matchConditions").is_none());
+        // A term for every pod covers the conditioned one; a conditioned term covers none.
+        let wide = scoped_entries(vec![PodScopeTerm::everything(), conditioned.clone()], &policy());
+        assert_eq!(wide.len(), 1);
+        assert!(wide[0].condition.is_none());
+        let both = scoped_entries(
+            vec![conditioned, PodScopeTerm::selecting(NamespaceScope::All, Some(&app)).expect("t")],
+            &policy(),
+        );
+        assert_eq!(both.len(), 2);
     }
 
     #[test]

@@ -90,6 +90,8 @@ pub enum PodPatchPurpose {
     /// Reset the old container of a hot-upgrade sidecar to the empty image once the new one
     /// runs.
     SidecarSetHotUpgradeReset,
+    /// Mark a pod's container launch priority completed (every barrier key given).
+    LaunchPriorityCompleted,
 }
 
 /// Why a pod's status is patched.
@@ -308,6 +310,8 @@ impl ObjectKind {
     pub const POD: Self = Self::core("Pod", "pods");
     /// core/v1 Secret.
     pub const SECRET: Self = Self::core("Secret", "secrets");
+    /// core/v1 ConfigMap.
+    pub const CONFIG_MAP: Self = Self::core("ConfigMap", "configmaps");
     /// apps/v1 ControllerRevision.
     pub const CONTROLLER_REVISION: Self = Self {
         group: "apps",

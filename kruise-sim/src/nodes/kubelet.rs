@@ -19,7 +19,18 @@
 //! restart count as their attempt. On every sync the kubelet asks the runtime for the state
 //! of each container it runs (its PLEG): one stopped from outside (kruise-daemon recreating
 //! it) exits, and the restart policy brings it back.
+//!
+//! Before it creates a container, the kubelet resolves the ConfigMaps and Secrets its
+//! environment names (`envFrom`, then `env[].valueFrom.configMapKeyRef` / `secretKeyRef`, as
+//! `makeEnvironmentVariables` does), reading them from [`EnvObjects`]. A missing object or key
+//! that is not `optional` leaves that container waiting in `CreateContainerConfigError` with the
+//! kubelet's message (`configmap "x" not found`, `couldn't find key k in ConfigMap ns/x`) and
+//! does not hold back the containers after it; every later sync tries again. The simulator
+//! models no environment values, so only whether the container can start is decided.
+//! A regular container that has never run and waits to start keeps the pod `Pending`, as the
+//! kubelet's `getPhase` has it.
 
+use super::objects::{EnvKind, EnvObjects, Lookup};
 use super::runtime::{ContainerMeta, ContainerRuntime, ContainerState};
 use super::scheduler::{Resources, parse_quantity, spec_requests};
 use super::script::{self, Ending};
@@ -95,6 +106,123 @@ enum Stage {
         until: Instant,
         message: String,
     },
+    /// Not created: its environment names a ConfigMap, Secret or key that is missing
+    /// (`CreateContainerConfigError` with the kubelet's `message`). Every sync tries again;
+    /// `retry` is when the kubelet looks again if nothing wakes it sooner.
+    ConfigError {
+        message: String,
+        retry: Instant,
+    },
+}
+
+/// How often a container in `CreateContainerConfigError` is tried again when no change to a
+/// watched ConfigMap or Secret wakes the kubelet sooner (a real kubelet's pod worker retries
+/// a failed sync after about 10 s, or on a change to the pod).
+const CONFIG_RETRY: Duration = Duration::from_secs(1);
+
+/// How long the kubelet waits for its ConfigMap or Secret cache to sync before the container
+/// fails with `failed to sync configmap cache: ...` (a real kubelet's one second).
+const CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How often the kubelet looks again at a cache that has not synced.
+const CACHE_SYNC_POLL: Duration = Duration::from_millis(50);
+
+/// One ConfigMap or Secret a container's environment reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct EnvRef {
+    kind: EnvKind,
+    name: String,
+    /// The key an `env[].valueFrom` entry takes; `None` for an `envFrom` entry (the whole
+    /// object, whatever its keys).
+    key: Option<String>,
+    optional: bool,
+}
+
+/// What a container's environment reads from ConfigMaps and Secrets, in the order the
+/// kubelet's `makeEnvironmentVariables` reads it: `envFrom`, then `env`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct EnvRefs {
+    namespace: String,
+    refs: Vec<EnvRef>,
+}
+
+/// Why a container cannot be created yet.
+#[derive(Debug, PartialEq, Eq)]
+enum EnvBlocked {
+    /// The cache of this kind has not synced yet.
+    NotSynced(EnvKind),
+    /// `CreateContainerConfigError` with this message.
+    Failed(String),
+}
+
+impl EnvKind {
+    /// The resource in the kubelet's not-found and cache errors.
+    fn resource(self) -> &'static str {
+        match self {
+            EnvKind::ConfigMap => "configmap",
+            EnvKind::Secret => "secret",
+        }
+    }
+
+    /// The kind in the kubelet's missing-key errors.
+    fn kind(self) -> &'static str {
+        match self {
+            EnvKind::ConfigMap => "ConfigMap",
+            EnvKind::Secret => "Secret",
+        }
+    }
+}
+
+impl EnvRefs {
+    /// The references of container `c` of `pod`. As in the kubelet, an `env` entry with a
+    /// non-empty `value` reads nothing, and `fieldRef` and `resourceFieldRef` (which read the
+    /// pod) take precedence over the other sources.
+    fn of(pod: &Pod, c: &Container) -> Arc<EnvRefs> {
+        let mut refs = Vec::new();
+        for from in c.env_from.iter().flatten() {
+            if let Some(r) = &from.config_map_ref {
+                refs.push(EnvRef {
+                    kind: EnvKind::ConfigMap,
+                    name: r.name.clone(),
+                    key: None,
+                    optional: r.optional == Some(true),
+                });
+            } else if let Some(r) = &from.secret_ref {
+                refs.push(EnvRef {
+                    kind: EnvKind::Secret,
+                    name: r.name.clone(),
+                    key: None,
+                    optional: r.optional == Some(true),
+                });
+            }
+        }
+        for e in c.env.iter().flatten() {
+            if e.value.as_deref().is_some_and(|v| !v.is_empty()) {
+                continue;
+            }
+            let Some(from) = &e.value_from else { continue };
+            if from.field_ref.is_some() || from.resource_field_ref.is_some() {
+                continue;
+            }
+            if let Some(r) = &from.config_map_key_ref {
+                refs.push(EnvRef {
+                    kind: EnvKind::ConfigMap,
+                    name: r.name.clone(),
+                    key: Some(r.key.clone()),
+                    optional: r.optional == Some(true),
+                });
+            } else if let Some(r) = &from.secret_key_ref {
+                refs.push(EnvRef {
+                    kind: EnvKind::Secret,
+                    name: r.name.clone(),
+                    key: Some(r.key.clone()),
+                    optional: r.optional == Some(true),
+                });
+            }
+        }
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        Arc::new(EnvRefs { namespace, refs })
+    }
 }
 
 /// When the kubelet restarts a container that exited.
@@ -191,6 +319,10 @@ struct Ctr {
     backoff: Option<Duration>,
     /// CRI labels and annotations of its containers.
     cri: Arc<CriMeta>,
+    /// The ConfigMaps and Secrets its environment reads.
+    env: Arc<EnvRefs>,
+    /// Since when its creation waits for a ConfigMap or Secret cache to sync.
+    cache_wait: Option<Instant>,
 }
 
 /// The CRI labels and annotations the kubelet gives a container's instances.
@@ -278,12 +410,16 @@ impl Ctr {
             actual: Res::of(c),
             resize_at: None,
             cri: Arc::default(),
+            env: Arc::default(),
+            cache_wait: None,
         }
     }
 
-    /// Sets the CRI labels and annotations for the containers of `pod`.
+    /// Sets the CRI labels and annotations for the containers of `pod`, and what their
+    /// environment reads.
     fn in_pod(mut self, pod: &Pod, c: &Container) -> Ctr {
         self.cri = CriMeta::of(pod, c);
+        self.env = EnvRefs::of(pod, c);
         self
     }
 
@@ -331,6 +467,9 @@ impl Ctr {
                 }
             }
             Stage::BackOff { until, .. } => Some(*until),
+            Stage::ConfigError { retry, .. } => {
+                Some(if *retry > now { *retry } else { now + CONFIG_RETRY })
+            }
             _ => None,
         }
     }
@@ -402,6 +541,9 @@ pub struct Kubelet {
     next_ip: u32,
     /// The node's allocatable resources, for resize admission; `None` admits every resize.
     allocatable: Option<Resources>,
+    /// Where containers' environments read ConfigMaps and Secrets; `None` is a kubelet without
+    /// an API client, whose containers that name any fail to start.
+    objects: Option<Arc<dyn EnvObjects>>,
 }
 
 fn pod_uid(pod: &Pod) -> &str {
@@ -426,6 +568,105 @@ impl Kubelet {
             pods: HashMap::new(),
             next_ip: 0,
             allocatable: None,
+            objects: None,
+        }
+    }
+
+    /// Reads the ConfigMaps and Secrets that containers' environments name from `objects`.
+    pub fn with_objects(mut self, objects: Arc<dyn EnvObjects>) -> Kubelet {
+        self.objects = Some(objects);
+        self
+    }
+
+    /// Tells the object source whose namespace's ConfigMaps and Secrets `ctrs` will read, once
+    /// per kind (the kubelet's `RegisterPod`).
+    fn register<'a>(&self, ctrs: impl IntoIterator<Item = &'a Ctr>) {
+        let Some(objects) = &self.objects else { return };
+        let mut done: Vec<(EnvKind, &str)> = Vec::new();
+        for c in ctrs {
+            for r in &c.env.refs {
+                let k = (r.kind, c.env.namespace.as_str());
+                if !done.contains(&k) {
+                    objects.register(k.0, k.1);
+                    done.push(k);
+                }
+            }
+        }
+    }
+
+    /// Resolves a container's ConfigMap and Secret references as the kubelet's
+    /// `makeEnvironmentVariables` does when it generates the container's config: the first
+    /// that fails gives the error. A missing object or key is skipped when `optional`.
+    fn check_env(&self, env: &EnvRefs) -> Result<(), EnvBlocked> {
+        let ns = env.namespace.as_str();
+        for r in &env.refs {
+            let Some(objects) = &self.objects else {
+                let what = match r.kind {
+                    EnvKind::ConfigMap => "configMap",
+                    EnvKind::Secret => "secret",
+                };
+                return Err(EnvBlocked::Failed(format!(
+                    "couldn't get {what} {ns}/{}, no kubeClient defined",
+                    r.name
+                )));
+            };
+            // Whether the object has the key (any object does for `envFrom`). Only `data`
+            // counts: the kubelet does not look at a ConfigMap's `binaryData`.
+            let has = |in_data: &dyn Fn(&str) -> bool| r.key.as_deref().is_none_or(in_data);
+            let found = match r.kind {
+                EnvKind::ConfigMap => match objects.config_map(ns, &r.name) {
+                    Lookup::Found(cm) => {
+                        Lookup::Found(has(&|k| cm.data.as_ref().is_some_and(|d| d.contains_key(k))))
+                    }
+                    Lookup::NotFound => Lookup::NotFound,
+                    Lookup::NotSynced => Lookup::NotSynced,
+                },
+                EnvKind::Secret => match objects.secret(ns, &r.name) {
+                    Lookup::Found(s) => {
+                        Lookup::Found(has(&|k| s.data.as_ref().is_some_and(|d| d.contains_key(k))))
+                    }
+                    Lookup::NotFound => Lookup::NotFound,
+                    Lookup::NotSynced => Lookup::NotSynced,
+                },
+            };
+            match found {
+                Lookup::NotSynced => return Err(EnvBlocked::NotSynced(r.kind)),
+                Lookup::Found(true) => {}
+                Lookup::NotFound | Lookup::Found(false) if r.optional => {}
+                Lookup::NotFound => {
+                    return Err(EnvBlocked::Failed(format!(
+                        "{} \"{}\" not found",
+                        r.kind.resource(),
+                        r.name
+                    )));
+                }
+                Lookup::Found(false) => {
+                    return Err(EnvBlocked::Failed(format!(
+                        "couldn't find key {} in {} {ns}/{}",
+                        r.key.as_deref().unwrap_or_default(),
+                        r.kind.kind(),
+                        r.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts `c` in `CreateContainerConfigError` with `message`; true when that changed its
+    /// status.
+    fn config_error(c: &mut Ctr, message: String, now: Instant) -> bool {
+        match &mut c.stage {
+            Stage::ConfigError { message: m, retry } if *m == message => {
+                if *retry <= now {
+                    *retry = now + CONFIG_RETRY;
+                }
+                false
+            }
+            _ => {
+                c.stage = Stage::ConfigError { message, retry: now + CONFIG_RETRY };
+                true
+            }
         }
     }
 
@@ -604,31 +845,8 @@ impl Kubelet {
                 }
                 true
             }
-            Stage::Creating(t) if now >= t => {
-                let id = self
-                    .runtime
-                    .create_container(uid, &c.name, &c.image, c.cri.for_attempt(c.restart_count))
-                    .and_then(|id| self.runtime.start_container(&id).map(|()| id));
-                match id {
-                    Ok(id) => {
-                        if let Some(info) = self.runtime.container_status(&id) {
-                            c.image_id = info.image_id;
-                        }
-                        c.container_id = Some(id);
-                        c.actual = c.allocated.clone();
-                        c.resize_at = None;
-                        let ready_at = if c.probe { now + self.delays.ready } else { now };
-                        let ends = match c.ending {
-                            Ending::Never => None,
-                            Ending::After { after, code } => Some((now + after, code)),
-                        };
-                        c.stage =
-                            Stage::Running { since: now_rfc3339(), started: now, ready_at, ends };
-                    }
-                    Err(_) => c.stage = Stage::Pulling(now + self.delays.pull),
-                }
-                true
-            }
+            Stage::Creating(t) if now >= t => self.create(uid, c, now),
+            Stage::ConfigError { .. } => self.create(uid, c, now),
             Stage::Running { since, started, ends: Some((at, code)), .. } if now >= at => {
                 if let Some(id) = &c.container_id {
                     let _ = self.runtime.stop_container(id, code);
@@ -664,6 +882,58 @@ impl Kubelet {
             }
             _ => false,
         }
+    }
+
+    /// Generates the container's config, then creates and starts it: the kubelet's
+    /// `startContainer` once the image is there. A ConfigMap or Secret its environment needs
+    /// and cannot have leaves it in `CreateContainerConfigError`, to be tried again on a later
+    /// sync. True when something changed.
+    fn create(&self, uid: &str, c: &mut Ctr, now: Instant) -> bool {
+        match self.check_env(&c.env) {
+            Ok(()) => c.cache_wait = None,
+            Err(EnvBlocked::Failed(message)) => {
+                c.cache_wait = None;
+                return Self::config_error(c, message, now);
+            }
+            Err(EnvBlocked::NotSynced(kind)) => {
+                let since = *c.cache_wait.get_or_insert(now);
+                if now.duration_since(since) < CACHE_SYNC_TIMEOUT {
+                    // Look again shortly, in whatever state it shows now.
+                    match &mut c.stage {
+                        Stage::ConfigError { retry, .. } => *retry = now + CACHE_SYNC_POLL,
+                        stage => *stage = Stage::Creating(now + CACHE_SYNC_POLL),
+                    }
+                    return false;
+                }
+                let message = format!(
+                    "failed to sync {} cache: timed out waiting for the condition",
+                    kind.resource()
+                );
+                return Self::config_error(c, message, now);
+            }
+        }
+        let id = self
+            .runtime
+            .create_container(uid, &c.name, &c.image, c.cri.for_attempt(c.restart_count))
+            .and_then(|id| self.runtime.start_container(&id).map(|()| id));
+        match id {
+            Ok(id) => {
+                if let Some(info) = self.runtime.container_status(&id) {
+                    c.image_id = info.image_id;
+                }
+                c.container_id = Some(id);
+                c.actual = c.allocated.clone();
+                c.resize_at = None;
+                let ready_at = if c.probe { now + self.delays.ready } else { now };
+                let ends = match c.ending {
+                    Ending::Never => None,
+                    Ending::After { after, code } => Some((now + after, code)),
+                };
+                c.stage = Stage::Running { since: now_rfc3339(), started: now, ready_at, ends };
+            }
+            Err(_) => c.stage = Stage::Pulling(now + self.delays.pull),
+        }
+        true
     }
 
     /// The PLEG's part: a running container that the runtime shows exited (stopped by someone
@@ -776,6 +1046,7 @@ impl Kubelet {
                 finishing: false,
                 finished: None,
             };
+            self.register(st.init.iter().chain(st.main.iter()));
             self.pods.insert(uid.clone(), st);
         }
         let Some(mut st) = self.pods.remove(&uid) else { return SyncResult::default() };
@@ -798,7 +1069,8 @@ impl Kubelet {
                     Stage::NotStarted
                     | Stage::Pulling(_)
                     | Stage::Creating(_)
-                    | Stage::BackOff { .. } => {
+                    | Stage::BackOff { .. }
+                    | Stage::ConfigError { .. } => {
                         // Never ran (or not now): the kubelet reports what it could not
                         // find, as the real one does for a pod deleted before it ran.
                         c.stage = Stage::Exited {
@@ -982,6 +1254,7 @@ impl Kubelet {
             let mut c =
                 Ctr::new(&container, false, Restart::Always, &self.delays).in_pod(pod, &container);
             c.restart = Restart::Never;
+            self.register([&c]);
             st.ephemeral.push(c);
         }
         let running = st.finished.is_none() && !st.finishing;
@@ -1104,6 +1377,18 @@ impl Kubelet {
         } else if terminating && all_exited(st) {
             if st.main.iter().all(|c| c.exited() == Some(0)) { "Succeeded" } else { "Failed" }
         } else if initialized
+            // As the kubelet's getPhase: a regular container that has never run and waits to
+            // start (being created, or in CreateContainerConfigError) keeps the pod Pending.
+            && !st.main.iter().any(|c| {
+                c.last.is_none()
+                    && matches!(
+                        c.stage,
+                        Stage::NotStarted
+                            | Stage::Pulling(_)
+                            | Stage::Creating(_)
+                            | Stage::ConfigError { .. }
+                    )
+            })
             && st
                 .main
                 .iter()
@@ -1220,6 +1505,9 @@ fn ctr_status(c: &Ctr, now: Instant, initialized: bool, terminating: bool) -> Va
         }
         Stage::BackOff { message, .. } => {
             json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}})
+        }
+        Stage::ConfigError { message, .. } => {
+            json!({"waiting": {"reason": "CreateContainerConfigError", "message": message}})
         }
         Stage::Running { since, .. } | Stage::Stopping { since, .. } => {
             json!({"running": {"startedAt": since}})
@@ -1638,5 +1926,280 @@ mod tests {
             )),
             "Burstable"
         );
+    }
+
+    /// ConfigMaps and Secrets in memory, by `namespace/name`.
+    #[derive(Default)]
+    struct MapObjects {
+        config_maps: std::sync::Mutex<BTreeMap<String, Arc<k8s_openapi::api::core::v1::ConfigMap>>>,
+        secrets: std::sync::Mutex<BTreeMap<String, Arc<k8s_openapi::api::core::v1::Secret>>>,
+        unsynced: std::sync::atomic::AtomicBool,
+        registered: std::sync::Mutex<Vec<(EnvKind, String)>>,
+    }
+
+    impl MapObjects {
+        fn put_config_map(&self, name: &str, data: Value) {
+            let cm = serde_json::from_value(
+                json!({"metadata": {"name": name, "namespace": "default"}, "data": data}),
+            )
+            .expect("configmap");
+            self.config_maps.lock().expect("lock").insert(format!("default/{name}"), Arc::new(cm));
+        }
+
+        fn put_secret(&self, name: &str, data: Value) {
+            let s = serde_json::from_value(
+                json!({"metadata": {"name": name, "namespace": "default"}, "data": data}),
+            )
+            .expect("secret");
+            self.secrets.lock().expect("lock").insert(format!("default/{name}"), Arc::new(s));
+        }
+
+        fn lookup<T: Clone>(&self, m: &BTreeMap<String, T>, ns: &str, name: &str) -> Lookup<T> {
+            if self.unsynced.load(std::sync::atomic::Ordering::SeqCst) {
+                return Lookup::NotSynced;
+            }
+            m.get(&format!("{ns}/{name}")).cloned().map_or(Lookup::NotFound, Lookup::Found)
+        }
+    }
+
+    impl EnvObjects for MapObjects {
+        fn register(&self, kind: EnvKind, namespace: &str) {
+            self.registered.lock().expect("lock").push((kind, namespace.to_owned()));
+        }
+
+        fn config_map(
+            &self,
+            ns: &str,
+            name: &str,
+        ) -> Lookup<Arc<k8s_openapi::api::core::v1::ConfigMap>> {
+            self.lookup(&self.config_maps.lock().expect("lock"), ns, name)
+        }
+
+        fn secret(&self, ns: &str, name: &str) -> Lookup<Arc<k8s_openapi::api::core::v1::Secret>> {
+            self.lookup(&self.secrets.lock().expect("lock"), ns, name)
+        }
+    }
+
+    fn kubelet_with(objects: &Arc<MapObjects>) -> Kubelet {
+        kubelet().with_objects(objects.clone())
+    }
+
+    fn barrier_env(key: &str) -> Value {
+        json!([{"name": "KRUISE_CONTAINER_BARRIER", "valueFrom": {"configMapKeyRef": {"name": "p-barrier", "key": key}}}])
+    }
+
+    fn state_of(s: &Value, i: usize) -> Value {
+        s["status"]["containerStatuses"][i]["state"].clone()
+    }
+
+    #[test]
+    fn containers_start_one_by_one_as_their_config_map_keys_appear() {
+        let objects = Arc::new(MapObjects::default());
+        objects.put_config_map("p-barrier", json!({}));
+        let mut k = kubelet_with(&objects);
+        let p = pod(json!({"containers": [
+            {"name": "a", "image": "nginx", "env": barrier_env("p_2")},
+            {"name": "b", "image": "nginx", "env": barrier_env("p_1")},
+            {"name": "c", "image": "nginx", "env": barrier_env("p_0")},
+            {"name": "d", "image": "nginx"}
+        ]}));
+        assert_eq!(
+            *objects.registered.lock().expect("lock"),
+            Vec::<(EnvKind, String)>::new(),
+            "nothing before the pod is seen"
+        );
+        let t0 = Instant::now();
+        let s = run_for(&mut k, &p, t0, t0 + Duration::from_secs(3));
+        assert_eq!(
+            *objects.registered.lock().expect("lock"),
+            vec![(EnvKind::ConfigMap, "default".to_owned())]
+        );
+        for (i, key) in [(0, "p_2"), (1, "p_1"), (2, "p_0")] {
+            assert_eq!(
+                state_of(&s, i),
+                json!({"waiting": {"reason": "CreateContainerConfigError",
+                    "message": format!("couldn't find key {key} in ConfigMap default/p-barrier")}}),
+                "{s}"
+            );
+            assert_eq!(s["status"]["containerStatuses"][i]["started"], false);
+        }
+        // The container without a reference is not held back by the ones before it.
+        assert!(state_of(&s, 3)["running"].is_object(), "{s}");
+        // A container that never ran and waits keeps the pod Pending (kubelet's getPhase).
+        assert_eq!(s["status"]["phase"], "Pending");
+        let ready = condition(&s, "Ready");
+        assert_eq!(ready["status"], "False");
+        assert_eq!(ready["message"], "containers with unready status: [a b c]");
+        assert_eq!(condition(&s, "ContainersReady")["reason"], "ContainersNotReady");
+
+        // Adding the keys one at a time starts the containers one at a time.
+        let mut t = t0 + Duration::from_secs(3);
+        let mut data = serde_json::Map::new();
+        for (key, starts, still_waiting) in
+            [("p_0", 2, vec![0, 1]), ("p_1", 1, vec![0]), ("p_2", 0, vec![])]
+        {
+            data.insert(key.to_owned(), json!(""));
+            objects.put_config_map("p-barrier", Value::Object(data.clone()));
+            // One sync notices it (as a change to a watched ConfigMap would wake the node).
+            let s = k.sync(&p, t).status.expect("status");
+            assert!(state_of(&s, starts)["running"].is_object(), "{key}: {s}");
+            for i in still_waiting {
+                assert_eq!(state_of(&s, i)["waiting"]["reason"], "CreateContainerConfigError");
+            }
+            t += Duration::from_secs(2);
+        }
+        let s = run_for(&mut k, &p, t, t + Duration::from_secs(1));
+        assert_eq!(s["status"]["phase"], "Running");
+        assert_eq!(condition(&s, "Ready")["status"], "True");
+        let started = |i: usize| state_of(&s, i)["running"]["startedAt"].as_str().map(String::from);
+        assert!(started(2) <= started(1) && started(1) <= started(0), "{s}");
+        assert!(started(0).is_some());
+    }
+
+    #[test]
+    fn missing_objects_and_keys_fail_with_the_kubelets_messages() {
+        let objects = Arc::new(MapObjects::default());
+        objects.put_config_map("cm", json!({"k": "v"}));
+        objects.put_secret("s", json!({"password": "c2VjcmV0"}));
+        let bin =
+            serde_json::from_value(json!({"metadata": {"name": "bin", "namespace": "default"},
+            "binaryData": {"k": "AAE="}}))
+            .expect("configmap");
+        objects.config_maps.lock().expect("lock").insert("default/bin".into(), Arc::new(bin));
+        let cases = [
+            // Only `data` counts, not `binaryData`.
+            (
+                json!({"env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "bin", "key": "k"}}}]}),
+                Some("couldn't find key k in ConfigMap default/bin"),
+            ),
+            // A missing ConfigMap; the first failing reference gives the message.
+            (
+                json!({"env": [
+                    {"name": "A", "valueFrom": {"configMapKeyRef": {"name": "nope", "key": "k"}}},
+                    {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "x"}}}]}),
+                Some("configmap \"nope\" not found"),
+            ),
+            (
+                json!({"env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "user"}}}]}),
+                Some("couldn't find key user in Secret default/s"),
+            ),
+            (
+                json!({"env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "gone", "key": "k"}}}]}),
+                Some("secret \"gone\" not found"),
+            ),
+            // envFrom is read before env.
+            (
+                json!({"env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "x"}}}],
+                       "envFrom": [{"configMapRef": {"name": "absent"}}]}),
+                Some("configmap \"absent\" not found"),
+            ),
+            (
+                json!({"envFrom": [{"secretRef": {"name": "absent"}}]}),
+                Some("secret \"absent\" not found"),
+            ),
+            // Optional: skipped.
+            (
+                json!({"env": [
+                    {"name": "A", "valueFrom": {"configMapKeyRef": {"name": "nope", "key": "k", "optional": true}}},
+                    {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "x", "optional": true}}},
+                    {"name": "C", "valueFrom": {"secretKeyRef": {"name": "s", "key": "x", "optional": true}}}],
+                       "envFrom": [{"configMapRef": {"name": "absent", "optional": true}},
+                                   {"secretRef": {"name": "absent", "optional": true}}]}),
+                None,
+            ),
+            // Present keys, a literal value, a field reference: nothing to wait for.
+            (
+                json!({"env": [
+                    {"name": "A", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k"}}},
+                    {"name": "B", "valueFrom": {"secretKeyRef": {"name": "s", "key": "password"}}},
+                    {"name": "C", "value": "x"},
+                    {"name": "D", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                       "envFrom": [{"configMapRef": {"name": "cm"}}, {"secretRef": {"name": "s"}}]}),
+                None,
+            ),
+        ];
+        for (env, message) in cases {
+            let mut c = json!({"name": "app", "image": "nginx"});
+            for (k, v) in env.as_object().expect("object") {
+                c[k] = v.clone();
+            }
+            let p = pod(json!({"containers": [c]}));
+            let mut k = kubelet_with(&objects);
+            let t0 = Instant::now();
+            let s = run_for(&mut k, &p, t0, t0 + Duration::from_secs(2));
+            let state = state_of(&s, 0);
+            match message {
+                Some(m) => {
+                    assert_eq!(state["waiting"]["reason"], "CreateContainerConfigError", "{env}");
+                    assert_eq!(state["waiting"]["message"], m, "{env}");
+                    assert_eq!(s["status"]["phase"], "Pending");
+                }
+                None => assert!(state["running"].is_object(), "{env}: {s}"),
+            }
+        }
+    }
+
+    #[test]
+    fn without_an_api_client_a_reference_cannot_be_read() {
+        let mut k = kubelet();
+        let p = pod(
+            json!({"containers": [{"name": "app", "image": "nginx", "env": barrier_env("p_0")}]}),
+        );
+        let t0 = Instant::now();
+        let s = run_for(&mut k, &p, t0, t0 + Duration::from_secs(2));
+        assert_eq!(
+            state_of(&s, 0)["waiting"]["message"],
+            "couldn't get configMap default/p-barrier, no kubeClient defined"
+        );
+    }
+
+    #[test]
+    fn an_unsynced_cache_holds_the_container_then_fails_after_a_second() {
+        let objects = Arc::new(MapObjects::default());
+        objects.put_config_map("p-barrier", json!({"p_0": ""}));
+        objects.unsynced.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut k = kubelet_with(&objects);
+        let p = pod(
+            json!({"containers": [{"name": "app", "image": "nginx", "env": barrier_env("p_0")}]}),
+        );
+        let t0 = Instant::now();
+        let s = run_for(&mut k, &p, t0, t0 + Duration::from_millis(700));
+        assert_eq!(state_of(&s, 0), json!({"waiting": {"reason": "ContainerCreating"}}));
+        let s = run_for(&mut k, &p, t0 + Duration::from_millis(700), t0 + Duration::from_secs(3));
+        assert_eq!(
+            state_of(&s, 0)["waiting"]["message"],
+            "failed to sync configmap cache: timed out waiting for the condition"
+        );
+        objects.unsynced.store(false, std::sync::atomic::Ordering::SeqCst);
+        let s = k.sync(&p, t0 + Duration::from_secs(3)).status.expect("status");
+        assert!(state_of(&s, 0)["running"].is_object(), "{s}");
+    }
+
+    #[test]
+    fn a_restart_resolves_the_environment_again() {
+        let objects = Arc::new(MapObjects::default());
+        objects.put_config_map("p-barrier", json!({"p_0": ""}));
+        let mut k = kubelet_with(&objects);
+        let p = pod(json!({"containers": [{"name": "app", "image": "busybox",
+            "command": ["sh", "-c", "sleep 1; exit 1"], "env": barrier_env("p_0")}]}));
+        let t0 = Instant::now();
+        let s = run_for(&mut k, &p, t0, t0 + Duration::from_millis(500));
+        assert!(state_of(&s, 0)["running"].is_object(), "{s}");
+        // The key goes; the container exits and its restart cannot get its config.
+        objects.put_config_map("p-barrier", json!({}));
+        let s = run_for(&mut k, &p, t0 + Duration::from_millis(500), t0 + Duration::from_secs(3));
+        let app = &s["status"]["containerStatuses"][0];
+        assert_eq!(app["state"]["waiting"]["reason"], "CreateContainerConfigError", "{s}");
+        assert_eq!(app["lastState"]["terminated"]["exitCode"], 1);
+        // It ran before: the pod stays Running (the kubelet counts it as stopped, not waiting).
+        assert_eq!(s["status"]["phase"], "Running");
+        // Deleting the pod: a container that is not running ends at once.
+        let mut gone = p.clone();
+        gone.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()));
+        let r = k.sync(&gone, t0 + Duration::from_secs(3));
+        assert!(r.delete);
+        let app = &r.status.expect("status")["status"]["containerStatuses"][0];
+        assert_eq!(app["state"]["terminated"]["reason"], "ContainerStatusUnknown");
     }
 }

@@ -7,6 +7,8 @@
 //! - [`kubelet`]: the per-pod state machine (phases, conditions, container statuses, in-place
 //!   image updates, graceful termination).
 //! - [`runtime`]: the CRI-shaped [`runtime::ContainerRuntime`] trait and its in-memory fake.
+//! - [`objects`]: the ConfigMaps and Secrets the kubelets read for containers' environments,
+//!   watched through the API server per namespace.
 //! - `cri` (feature `cri`): kruise-cri's `ContainerRuntime` over a node's runtime, so that
 //!   kruise-daemon's workers run on simulated nodes.
 //!
@@ -17,6 +19,7 @@
 #[cfg(feature = "cri")]
 pub mod cri;
 pub mod kubelet;
+pub mod objects;
 pub mod runtime;
 pub mod scheduler;
 pub mod script;
@@ -28,6 +31,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use kubelet::{Delays, Kubelet};
+use objects::ApiObjects;
 use runtime::{ContainerRuntime, FakeRuntime};
 use scheduler::{Placed, View};
 use serde_json::{Value, json};
@@ -299,6 +303,7 @@ impl NodeSim {
         let (nodes, nodes_w) = reflector::store::<Node>();
         let runtimes = Runtimes::default();
         let (added, _) = tokio::sync::broadcast::channel(64);
+        let objects = Arc::new(ApiObjects::new(client.clone(), notify.clone()));
         spawn_reflector(Api::<Pod>::all(client.clone()), pods_w, notify.clone(), stop_rx.clone());
         spawn_reflector(Api::<Node>::all(client.clone()), nodes_w, notify.clone(), stop_rx.clone());
         let mut sim = Sim {
@@ -318,6 +323,7 @@ impl NodeSim {
             notify: notify.clone(),
             runtimes: runtimes.clone(),
             added: added.clone(),
+            objects,
         };
         for spec in config.nodes {
             sim.add(spec).await?;
@@ -428,6 +434,8 @@ struct Sim {
     notify: Arc<Notify>,
     runtimes: Runtimes,
     added: tokio::sync::broadcast::Sender<NodeRuntime>,
+    /// The ConfigMaps and Secrets the kubelets read for containers' environments.
+    objects: Arc<ApiObjects>,
 }
 
 enum Write {
@@ -568,7 +576,8 @@ impl Sim {
         let ip = format!("172.18.{}.{}", i / 250, i % 250 + 2);
         let mut node = SimNode {
             kubelet: Kubelet::new(&spec.name, &ip, &prefix, runtime, self.delays)
-                .with_allocatable(&spec.cpu, &spec.memory),
+                .with_allocatable(&spec.cpu, &spec.memory)
+                .with_objects(self.objects.clone()),
             kubelet_prefix: prefix,
             spec,
             uid: String::new(),
@@ -848,6 +857,7 @@ impl Sim {
             node.kubelet.retain(per_node.get(name).unwrap_or(&empty));
         }
         self.execute(writes).await;
+        self.objects.collect_idle();
         min_opt(wake, self.retry_at)
     }
 

@@ -7,6 +7,7 @@ mod common;
 mod admission;
 mod admission_more;
 mod apply;
+mod container_env;
 mod conversion;
 mod crds;
 mod cronjob;

@@ -225,8 +225,12 @@ fn wait_ready_with_standby(cluster: &Cluster, app: &str, n: usize, standby: Opti
         }
         (cluster.pods(app) == (n, n)).then_some(())
     });
-    let status = cluster.kubectl.json(&["get", "clone", app])["status"].clone();
-    assert_eq!(status["readyReplicas"], n, "{app} status: {status}");
+    // The status follows the pods' readiness (a pod turns ready after the pod-readiness
+    // controller opens its gate, and the CloneSet's status is written after that).
+    wait_for(&format!("{app}: status with {n} ready"), secs(30), || {
+        let status = cluster.kubectl.json(&["get", "clone", app])["status"].clone();
+        (status["readyReplicas"] == n).then_some(())
+    });
 }
 
 /// The Lease spec's `leaseTransitions`.

@@ -14,6 +14,7 @@ mod daemon_playground;
 mod daemonset;
 mod ephemeraljob;
 mod image;
+mod launch_priority;
 mod leader_failover;
 mod playground;
 mod pub_budget;
