@@ -40,9 +40,9 @@ use crate::expectations::ControllerExpectations;
 use crate::plan::{Action, ObjectKind, Patch, Plan, PodPatchPurpose, Subresource, Target};
 
 /// The env a container's priority is asked with.
-pub const PRIORITY_ENV: &str = "KRUISE_CONTAINER_PRIORITY";
+pub const PRIORITY_ENV: &str = kruise_api::well_known::env::container::KRUISE_CONTAINER_PRIORITY;
 /// The env the webhook gives a container to hold it back.
-pub const BARRIER_ENV: &str = "KRUISE_CONTAINER_BARRIER";
+pub const BARRIER_ENV: &str = kruise_api::well_known::env::container::KRUISE_CONTAINER_BARRIER;
 /// The annotation value that asks for spec order.
 pub const ORDERED: &str = "Ordered";
 /// The lowest priority a container may ask for.

@@ -19,6 +19,7 @@
 //! - [`ordering`]: update priority and scatter ordering.
 //! - [`lifecycle`]: the lifecycle hook state machine.
 //! - [`pod`]: pod readiness and availability.
+//! - [`sidecar_terminator`]: the Job sidecar terminator's plan.
 //! - [`launch_priority`]: container launch priority: the webhook step and the barrier
 //!   controller's plan.
 //! - [`readiness`]: the `KruisePodReady` readiness gate: which pods get it, and the
@@ -78,6 +79,7 @@ pub mod pub_budget;
 pub mod readiness;
 pub mod revision;
 pub mod selector;
+pub mod sidecar_terminator;
 pub mod sidecarset;
 pub mod smp;
 pub mod statefulset;

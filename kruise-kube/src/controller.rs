@@ -220,6 +220,14 @@ impl Watch {
         })
     }
 
+    /// The controller reconciles the objects of `cache` that `wanted` keeps (a change wakes
+    /// the object only when, as changed, it is wanted).
+    pub fn own_where<K: Watched>(cache: &Cache<K>, wanted: fn(&K) -> bool) -> Self {
+        Self::new(cache, KeyMapping::Own, move |change| {
+            change.new.as_deref().filter(|k| wanted(k)).map(ObjectKey::of).into_iter().collect()
+        })
+    }
+
     /// A change of one of `children` wakes the object of `owners` (of kind `owner_kind`)
     /// that controls it, when it is cached.
     pub fn controller_owner<K: Watched, O: Watched>(
@@ -243,6 +251,12 @@ impl Watch {
                 .collect()
         })
     }
+}
+
+/// The keys of the objects of `cache` that `wanted` keeps: [`Reconciler::keys`] for a
+/// controller that watches with [`Watch::own_where`].
+pub fn keys_where<K: Watched>(cache: &Cache<K>, wanted: fn(&K) -> bool) -> Vec<ObjectKey> {
+    cache.all().iter().filter(|k| wanted(k)).map(|k| ObjectKey::of(k.as_ref())).collect()
 }
 
 /// A controller's reconcile logic; the framework runs everything around it.
@@ -301,6 +315,7 @@ pub fn registry() -> Vec<Registration> {
         crate::image_pull::image_list_pull_job_registration(),
         crate::podreadiness::registration(),
         crate::launch_priority::registration(),
+        crate::sidecar_terminator::registration(),
     ]
 }
 

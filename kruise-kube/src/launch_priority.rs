@@ -21,7 +21,7 @@ use crate::applier::PlanOwner;
 use crate::cache::{Cache, ObjectKey};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
-    ControllerContext, ControllerInfo, KeyMapping, ReconcileError, Reconciler, Registration, Watch,
+    ControllerContext, ControllerInfo, ReconcileError, Reconciler, Registration, Watch,
 };
 
 /// Upstream's controller name.
@@ -85,13 +85,11 @@ impl LaunchPriorityController {
 
 impl Reconciler for LaunchPriorityController {
     fn watches(&self) -> Vec<Watch> {
-        vec![Watch::new(&self.pods, KeyMapping::Own, |change| {
-            change.new.as_deref().filter(|p| wanted(p)).map(ObjectKey::of).into_iter().collect()
-        })]
+        vec![Watch::own_where(&self.pods, wanted)]
     }
 
     fn keys(&self) -> Vec<ObjectKey> {
-        self.pods.all().iter().filter(|p| wanted(p)).map(|p| ObjectKey::of(p.as_ref())).collect()
+        crate::controller::keys_where(&self.pods, wanted)
     }
 
     fn reconcile<'a>(

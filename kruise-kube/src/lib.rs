@@ -59,6 +59,7 @@ pub mod pub_budget;
 pub mod queue;
 pub mod runtime;
 pub mod scale;
+pub mod sidecar_terminator;
 pub mod sidecarset;
 pub mod statefulset;
 pub mod uniteddeployment;

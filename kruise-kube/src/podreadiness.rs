@@ -17,7 +17,7 @@ use crate::applier::PlanOwner;
 use crate::cache::{Cache, ObjectKey};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
-    ControllerContext, ControllerInfo, KeyMapping, ReconcileError, Reconciler, Registration, Watch,
+    ControllerContext, ControllerInfo, ReconcileError, Reconciler, Registration, Watch,
 };
 
 /// Upstream's controller name.
@@ -66,24 +66,11 @@ impl PodReadinessController {
 
 impl Reconciler for PodReadinessController {
     fn watches(&self) -> Vec<Watch> {
-        vec![Watch::new(&self.pods, KeyMapping::Own, |change| {
-            change
-                .new
-                .as_deref()
-                .filter(|p| needs_condition(p))
-                .map(ObjectKey::of)
-                .into_iter()
-                .collect()
-        })]
+        vec![Watch::own_where(&self.pods, needs_condition)]
     }
 
     fn keys(&self) -> Vec<ObjectKey> {
-        self.pods
-            .all()
-            .iter()
-            .filter(|p| needs_condition(p))
-            .map(|p| ObjectKey::of(p.as_ref()))
-            .collect()
+        crate::controller::keys_where(&self.pods, needs_condition)
     }
 
     fn reconcile<'a>(

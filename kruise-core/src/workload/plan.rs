@@ -92,6 +92,8 @@ pub enum PodPatchPurpose {
     SidecarSetHotUpgradeReset,
     /// Mark a pod's container launch priority completed (every barrier key given).
     LaunchPriorityCompleted,
+    /// Swap in a job pod's sidecar terminator image (`..._WITH_IMAGE`, on a virtual kubelet).
+    SidecarTerminatorImage,
 }
 
 /// Why a pod's status is patched.
@@ -107,6 +109,8 @@ pub enum PodStatusPurpose {
     KruisePodReadyOpened,
     /// Record in the `SidecarSetUpgradable` condition whether a SidecarSet can upgrade the pod.
     SidecarSetUpgradable,
+    /// Set a job pod's phase from its main containers, with the `SidecarTerminated` condition.
+    SidecarTerminated,
 }
 
 /// Why a pod is deleted.

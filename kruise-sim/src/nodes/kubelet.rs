@@ -1398,6 +1398,13 @@ impl Kubelet {
         } else {
             "Pending"
         };
+        // Pods are not allowed to move out of a terminal phase: one the API server holds, set
+        // by another writer (the sidecar terminator, say), stays, as the kubelet's
+        // generateAPIPodStatus forces it back.
+        let phase = match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
+            Some(held @ ("Succeeded" | "Failed")) => held,
+            _ => phase,
+        };
         let mut status = json!({
             "phase": phase,
             "conditions": conditions,

@@ -20,6 +20,7 @@ mod playground;
 mod pub_budget;
 mod readiness;
 mod restart;
+mod sidecar_terminator;
 mod sidecarset;
 mod statefulset;
 mod takeover;

@@ -139,3 +139,42 @@ fn a_pre_delete_hook_drains_the_pod_from_its_service_before_deleting_it() {
         (eps.len() == 2 && eps.iter().all(|(_, ready)| *ready)).then_some(())
     });
 }
+
+/// With `KruisePodReadinessGate` on, every pod gets the gate, a bare pod included, through the
+/// generated webhook entry for every pod; the pod-readiness controller opens it and the pod
+/// turns Ready. Without the gate a bare pod gets none.
+#[test]
+fn the_gate_on_gives_every_pod_the_readiness_gate() {
+    let bare = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: main, image: registry.example/app:v1}}]\n"
+        )
+    };
+    let gates = |k: &Kubectl, name: &str| -> Vec<String> {
+        k.json(&["get", "pod", name, "-o", "json"])["spec"]["readinessGates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g["conditionType"].as_str().map(str::to_owned))
+            .collect()
+    };
+
+    let on = Playground::start(1, &["--feature-gates", "KruisePodReadinessGate=true"]);
+    let k = &on.kubectl;
+    crate::common::wait_for_catch_all_pod_webhook_removed(k);
+    k.ok_stdin(&["apply", "-f", "-"], &bare("bare"));
+    assert_eq!(gates(k, "bare"), ["KruisePodReady"]);
+    wait_for("the bare pod Ready through its opened gate", Duration::from_secs(60), || {
+        let pod = k.json(&["get", "pod", "bare", "-o", "json"]);
+        let opened = condition(&pod, "KruisePodReady").is_some_and(|c| c["status"] == "True");
+        let ready = condition(&pod, "Ready").is_some_and(|c| c["status"] == "True");
+        (opened && ready).then_some(())
+    });
+    drop(on);
+
+    let off = Playground::start(1, &[]);
+    let k = &off.kubectl;
+    crate::common::wait_for_catch_all_pod_webhook_removed(k);
+    k.ok_stdin(&["apply", "-f", "-"], &bare("plain"));
+    assert!(gates(k, "plain").is_empty(), "no gate for a bare pod by default");
+}
