@@ -19,6 +19,7 @@
 //! - [`ordering`]: update priority and scatter ordering.
 //! - [`lifecycle`]: the lifecycle hook state machine.
 //! - [`pod`]: pod readiness and availability.
+//! - [`enhanced_liveness`]: the enhanced liveness probe's webhook step and saved probes.
 //! - [`sidecar_terminator`]: the Job sidecar terminator's plan.
 //! - [`launch_priority`]: container launch priority: the webhook step and the barrier
 //!   controller's plan.
@@ -52,6 +53,7 @@ pub mod cloneset;
 pub mod containerrecreate;
 pub mod cron;
 pub mod daemonset;
+pub mod enhanced_liveness;
 pub mod ephemeraljob;
 pub mod expectations;
 pub mod field;

@@ -17,6 +17,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kruise_api::well_known::annotations::CONTAINER_LAUNCH_PRIORITY_COMPLETED;
 use kruise_core::launch_priority::{BARRIER_ENV, barrier_name, plan};
 
+use kruise_core::admission::pod_scope::PodScopeTerm;
+
+use crate::admission::pod_feature::{PodStepBox, StatelessPodFeature};
 use crate::applier::PlanOwner;
 use crate::cache::{Cache, ObjectKey};
 use crate::cached_pod::CachedPod;
@@ -106,9 +109,21 @@ pub fn registration() -> Registration {
 }
 
 /// Launch priority as a pod feature: the step of the pod mutating webhook
-/// ([`kruise_core::launch_priority::LaunchPriorityStep`]).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LaunchPriorityWebhook;
+/// ([`kruise_core::launch_priority::LaunchPriorityStep`]), for the pods [`MATCH_CONDITION`]
+/// holds for.
+pub fn launch_priority_feature() -> StatelessPodFeature {
+    StatelessPodFeature {
+        name: "ContainerLaunchPriority",
+        step: Box::new(|_| {
+            let step =
+                kruise_core::launch_priority::LaunchPriorityStep { name_suffix: name_suffix() };
+            Some(Box::new(step) as PodStepBox)
+        }),
+        scope: vec![
+            PodScopeTerm::everything().with_condition("container-launch-priority", MATCH_CONDITION),
+        ],
+    }
+}
 
 /// Five characters of the API server's name generator (its alphabet has no vowels, so no
 /// words; no `0`, `1` or `3`, which read as letters).
@@ -117,38 +132,6 @@ fn name_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut rng = rand::rng();
     (0..5).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])).collect()
-}
-
-impl crate::admission::PodFeature for LaunchPriorityWebhook {
-    fn name(&self) -> &'static str {
-        "ContainerLaunchPriority"
-    }
-
-    fn is_synced(&self) -> bool {
-        true
-    }
-
-    fn wait_synced(&self) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::ready(()))
-    }
-
-    fn on_create<'a>(
-        &'a self,
-        _pod: &'a Pod,
-        _namespace: &'a str,
-        _dry_run: bool,
-    ) -> BoxFuture<'a, Result<Option<crate::admission::pod_feature::PodStepBox>, String>> {
-        let step = kruise_core::launch_priority::LaunchPriorityStep { name_suffix: name_suffix() };
-        let step: crate::admission::pod_feature::PodStepBox = Box::new(step);
-        Box::pin(std::future::ready(Ok(Some(step))))
-    }
-
-    fn scope(&self) -> Vec<kruise_core::admission::pod_scope::PodScopeTerm> {
-        vec![
-            kruise_core::admission::pod_scope::PodScopeTerm::everything()
-                .with_condition("container-launch-priority", MATCH_CONDITION),
-        ]
-    }
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ pub mod controller;
 pub mod crr;
 pub mod daemon;
 pub mod daemonset;
+pub mod enhanced_liveness;
 pub mod ephemeraljob;
 pub mod expectations;
 pub mod features;

@@ -221,10 +221,14 @@ pub async fn run(
             // their steps as upstream does).
             let mut pod_features: Vec<Arc<dyn crate::admission::PodFeature>> = Vec::new();
             if gates.enabled("PodWebhook") {
-                pod_features.push(Arc::new(crate::podreadiness::ReadinessGateWebhook {
-                    all_pods: gates.enabled("KruisePodReadinessGate"),
-                }));
-                pod_features.push(Arc::new(crate::launch_priority::LaunchPriorityWebhook));
+                pod_features.push(Arc::new(crate::podreadiness::readiness_gate_feature(
+                    gates.enabled("KruisePodReadinessGate"),
+                )));
+                pod_features.push(Arc::new(crate::launch_priority::launch_priority_feature()));
+                if gates.enabled("EnhancedLivenessProbe") {
+                    pod_features
+                        .push(Arc::new(crate::enhanced_liveness::enhanced_liveness_feature()));
+                }
             }
             if let Some(spreads) = &workload_spreads {
                 pod_features.push(Arc::new(spreads.clone()));

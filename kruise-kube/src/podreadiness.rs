@@ -13,6 +13,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use kruise_api::well_known::readiness_gates::KRUISE_POD_READY;
 
+use kruise_core::admission::pod_scope::PodScopeTerm;
+
+use crate::admission::pod_feature::{PodStepBox, StatelessPodFeature};
 use crate::applier::PlanOwner;
 use crate::cache::{Cache, ObjectKey};
 use crate::cached_pod::CachedPod;
@@ -87,50 +90,21 @@ pub fn registration() -> Registration {
 }
 
 /// The readiness gate as a pod feature: the first step of the pod mutating webhook
-/// ([`kruise_core::readiness::ReadinessGateStep`]).
+/// ([`kruise_core::readiness::ReadinessGateStep`]); `all_pods` is `KruisePodReadinessGate`.
 ///
-/// Under `--pod-webhook-scope=selected`, with `KruisePodReadinessGate` off, it asks for no
-/// pods of its own: the pods it is for, those a Kruise workload controls, are created by this
-/// manager's controllers with the gate already (see [`kruise_core::readiness`]); it acts on the
-/// others that reach the webhook. With the gate on it asks for every pod.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReadinessGateWebhook {
-    /// `KruisePodReadinessGate`: every pod gets the gate.
-    pub all_pods: bool,
-}
-
-impl crate::admission::PodFeature for ReadinessGateWebhook {
-    fn name(&self) -> &'static str {
-        "ReadinessGate"
-    }
-
-    fn is_synced(&self) -> bool {
-        true
-    }
-
-    fn wait_synced(&self) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::ready(()))
-    }
-
-    fn on_create<'a>(
-        &'a self,
-        pod: &'a k8s_openapi::api::core::v1::Pod,
-        _namespace: &'a str,
-        _dry_run: bool,
-    ) -> BoxFuture<'a, Result<Option<crate::admission::pod_feature::PodStepBox>, String>> {
-        let step = kruise_core::readiness::ReadinessGateStep { all_pods: self.all_pods };
-        let wanted = kruise_core::readiness::wants_gate(pod, self.all_pods);
-        let step: Option<crate::admission::pod_feature::PodStepBox> =
-            wanted.then(|| Box::new(step) as _);
-        Box::pin(std::future::ready(Ok(step)))
-    }
-
-    fn scope(&self) -> Vec<kruise_core::admission::pod_scope::PodScopeTerm> {
-        if self.all_pods {
-            vec![kruise_core::admission::pod_scope::PodScopeTerm::everything()]
-        } else {
-            Vec::new()
-        }
+/// Under `--pod-webhook-scope=selected`, with `all_pods` off, it asks for no pods of its own:
+/// the pods it is for, those a Kruise workload controls, are created by this manager's
+/// controllers with the gate already (see [`kruise_core::readiness`]); it acts on the others
+/// that reach the webhook. With `all_pods` it asks for every pod.
+pub fn readiness_gate_feature(all_pods: bool) -> StatelessPodFeature {
+    StatelessPodFeature {
+        name: "ReadinessGate",
+        step: Box::new(move |pod| {
+            kruise_core::readiness::wants_gate(pod, all_pods).then(|| {
+                Box::new(kruise_core::readiness::ReadinessGateStep { all_pods }) as PodStepBox
+            })
+        }),
+        scope: if all_pods { vec![PodScopeTerm::everything()] } else { Vec::new() },
     }
 }
 

@@ -183,16 +183,38 @@ pub fn container_plain_hashes(container: &Container) -> (u64, u64) {
 }
 
 /// The hash kruise-daemon reports for the env vars a container takes from pod labels and
-/// annotations, with their current values on `pod`.
+/// annotations, with their current values on `pod` (upstream's `GetExpectHash`).
 pub fn container_env_from_metadata_hash(container: &Container, pod: &Pod) -> u64 {
-    let mut envs: Vec<(&str, String)> = Vec::new();
-    for (name, path, key) in metadata_env(container) {
+    env_from_metadata_hash_with(container, |_, path, key| {
         let source = match path {
             "metadata.annotations" => pod.metadata.annotations.as_ref(),
-            "metadata.labels" => pod.metadata.labels.as_ref(),
-            _ => continue,
+            _ => pod.metadata.labels.as_ref(),
         };
-        envs.push((name, source.and_then(|m| m.get(key)).cloned().unwrap_or_default()));
+        source.and_then(|m| m.get(key)).cloned().unwrap_or_default()
+    })
+}
+
+/// The same hash over the values a running container holds, read from it (`env` in the
+/// container; upstream's `GetCurrentHash`): a variable it does not have counts as empty.
+pub fn running_env_from_metadata_hash(
+    container: &Container,
+    env: &std::collections::BTreeMap<String, String>,
+) -> u64 {
+    env_from_metadata_hash_with(container, |name, _, _| env.get(name).cloned().unwrap_or_default())
+}
+
+/// Upstream's `hashEnvs` over the container's env vars from `metadata.labels['…']` and
+/// `metadata.annotations['…']`, each valued by `value(name, path, key)`, sorted by name.
+fn env_from_metadata_hash_with<'c>(
+    container: &'c Container,
+    mut value: impl FnMut(&'c str, &'c str, &'c str) -> String,
+) -> u64 {
+    let mut envs: Vec<(&str, String)> = Vec::new();
+    for (name, path, key) in metadata_env(container) {
+        if !matches!(path, "metadata.annotations" | "metadata.labels") {
+            continue;
+        }
+        envs.push((name, value(name, path, key)));
     }
     envs.sort_by(|a, b| a.0.cmp(b.0));
     let json = if envs.is_empty() {

@@ -46,7 +46,7 @@ use serde_json::Value;
 pub use calculate::{calculate_revision_update_spec, calculate_update_spec};
 pub use complete::{
     NotCompleted, check_containers_update_completed, check_in_place_update_completed,
-    container_env_from_metadata_hash, container_plain_hashes,
+    container_env_from_metadata_hash, container_plain_hashes, running_env_from_metadata_hash,
 };
 pub use condition::{
     check_pod_needs_be_unready, has_readiness_gate, in_place_update_condition,

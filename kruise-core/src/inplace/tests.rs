@@ -1180,6 +1180,21 @@ fn env_hash_matches_go() {
         container_env_from_metadata_hash(&bare, &pod),
         u64::from(revision::hash::deep_hash_json(b"null"))
     );
+    // What a running container holds hashes the same when it holds the pod's value, and
+    // differently once the label moved on (kruise-daemon's restart cue).
+    let held: std::collections::BTreeMap<String, String> =
+        [("TIER".to_owned(), "gold".to_owned()), ("PATH".to_owned(), "/bin".to_owned())].into();
+    assert_eq!(running_env_from_metadata_hash(&container, &held), u64::from(expected));
+    let mut moved = pod.clone();
+    moved.metadata.labels = Some([("tier".to_owned(), "silver".to_owned())].into());
+    assert_ne!(
+        running_env_from_metadata_hash(&container, &held),
+        container_env_from_metadata_hash(&container, &moved)
+    );
+    assert_eq!(
+        running_env_from_metadata_hash(&bare, &held),
+        u64::from(revision::hash::deep_hash_json(b"null"))
+    );
     // The kubelet's own expectation for its 1.31+ container hash.
     let kubelet: k8s_openapi::api::core::v1::Container = serde_json::from_value(json!({
         "name": "test_container", "image": "foo/image:v1", "args": ["/bin/sh", "-c", "echo abc"],

@@ -111,6 +111,56 @@ pub trait PodFeature: Send + Sync {
     fn watch_scope(&self, _wake: Arc<Notify>) {}
 }
 
+/// Gives a [`StatelessPodFeature`]'s step for a pod being created, or `None`.
+pub type StepFor = Box<dyn Fn(&Pod) -> Option<PodStepBox> + Send + Sync>;
+
+/// A feature whose step needs nothing from the cluster (no cache, so always synced): its step
+/// for a pod comes from the pod alone, and its scope is fixed.
+pub struct StatelessPodFeature {
+    /// Its name.
+    pub name: &'static str,
+    /// Its step for a pod being created, or `None` when it has nothing to do.
+    pub step: StepFor,
+    /// The pods it asks for.
+    pub scope: Vec<PodScopeTerm>,
+}
+
+impl std::fmt::Debug for StatelessPodFeature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatelessPodFeature")
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PodFeature for StatelessPodFeature {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn is_synced(&self) -> bool {
+        true
+    }
+
+    fn wait_synced(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    fn on_create<'a>(
+        &'a self,
+        pod: &'a Pod,
+        _namespace: &'a str,
+        _dry_run: bool,
+    ) -> BoxFuture<'a, Result<Option<PodStepBox>, String>> {
+        Box::pin(std::future::ready(Ok((self.step)(pod))))
+    }
+
+    fn scope(&self) -> Vec<PodScopeTerm> {
+        self.scope.clone()
+    }
+}
+
 /// Notifies `wake` when an object of `cache` appears, goes, or has its spec changed (its
 /// generation moves): what a feature's [`PodFeature::scope`] reads. Status writes do not wake.
 pub fn wake_on_spec_change<K>(cache: &Cache<K>, wake: Arc<Notify>)

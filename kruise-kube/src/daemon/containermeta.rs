@@ -8,17 +8,26 @@
 //! most about once a second per pod (a change is queued with a one-second delay, which folds
 //! bursts of pod updates), with backoff after a failure.
 //!
-//! Not done: the env-from-metadata hash and the restarter of `InPlaceUpdateEnvFromMetadata`.
+//! With `InPlaceUpdateEnvFromMetadata` (on by default) it also reports, for each running
+//! container, the hash of the env vars it takes from pod labels and annotations, as the
+//! container holds them: read once per container with `env` through CRI `ExecSync`, the way
+//! upstream's daemon does, and kept while the container ID stays. While the pod is being
+//! updated in place (`InPlaceUpdateReady` `False`), a running container whose hash differs
+//! from the one the pod's current labels and annotations give is stopped (two seconds of
+//! grace, upstream's minimum), so that the kubelet starts it again with the new values: an
+//! in-place update that changes only such an env var then completes.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::common::{
     RuntimeContainerHashes, RuntimeContainerMeta, RuntimeContainerMetaSet,
 };
 use kruise_api::well_known::annotations::{RUNTIME_CONTAINERS_META, SIDECARSET_HASH};
-use kruise_cri::{Container, ContainerFilter, ContainerRuntime};
+use kruise_cri::{Container, ContainerFilter, ContainerRuntime, ContainerState};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
@@ -32,6 +41,11 @@ use crate::queue::{Backoff, WorkQueue};
 
 /// Delay between a pod change and its sync (folds bursts; upstream's one second).
 const SYNC_DELAY: Duration = Duration::from_secs(1);
+/// How long reading a container's env may take, and how long until it is tried again after
+/// it failed (upstream's three seconds).
+const ENV_READ: Duration = Duration::from_secs(3);
+/// The grace period of a restart for new env values (upstream's minimum grace period).
+const RESTART_GRACE_SECS: i64 = 2;
 
 /// The containermeta worker of one node.
 #[derive(Clone)]
@@ -51,6 +65,8 @@ struct Inner {
     runtime_type: String,
     pods: Cache<CachedPod>,
     queue: WorkQueue<ObjectKey>,
+    /// `InPlaceUpdateEnvFromMetadata`: report env hashes and restart for new values.
+    env_from_metadata: bool,
 }
 
 impl ContainerMetaWorker {
@@ -66,11 +82,12 @@ impl ContainerMetaWorker {
             "runtime_container_meta",
             Backoff { base: Duration::from_millis(500), max: Duration::from_secs(50) },
         );
+        let env_from_metadata = config.feature_gates.enabled("InPlaceUpdateEnvFromMetadata");
         {
             let queue = queue.clone();
             pods.subscribe(Arc::new(move |change| {
                 let Some(new) = change.new.as_deref() else { return };
-                if wants_sync(new) {
+                if wants_sync(new) || (env_from_metadata && may_need_env_restart(new)) {
                     queue.add_after(ObjectKey::of(new), SYNC_DELAY);
                 }
             }));
@@ -89,6 +106,7 @@ impl ContainerMetaWorker {
             runtime_type: config.runtime_type.clone(),
             pods,
             queue,
+            env_from_metadata,
         });
         for _ in 0..2 {
             let worker = ContainerMetaWorker { inner: inner.clone() };
@@ -140,7 +158,12 @@ impl ContainerMetaWorker {
             .unwrap_or(&inner.runtime_type)
             .to_owned();
         let old = meta_set_of(&pod.metadata);
-        let new = build_meta_set(&pod.without_spec(), &containers, old.as_ref(), &runtime_type);
+        let mut new = build_meta_set(&pod.without_spec(), &containers, old.as_ref(), &runtime_type);
+        if inner.env_from_metadata {
+            let whole = pod.to_pod()?;
+            self.read_env_hashes(key, &whole, &containers, &runtime_type, &mut new).await;
+            self.restart_for_env(key, &whole, &containers, &runtime_type, &new).await?;
+        }
         if old.as_ref() == Some(&new) {
             return Ok(());
         }
@@ -154,6 +177,131 @@ impl ContainerMetaWorker {
             .await?;
         Ok(())
     }
+}
+
+impl ContainerMetaWorker {
+    /// Fills in the env-from-metadata hash of each running container that has none yet, from
+    /// the values the container holds. A container whose env cannot be read keeps 0 and the
+    /// pod is looked at again later.
+    async fn read_env_hashes(
+        &self,
+        key: &ObjectKey,
+        pod: &Pod,
+        containers: &[Container],
+        runtime_type: &str,
+        set: &mut RuntimeContainerMetaSet,
+    ) {
+        for meta in
+            set.containers.iter_mut().filter(|m| m.hashes.extracted_env_from_metadata_hash == 0)
+        {
+            let Some(spec) = container_spec(pod, &meta.name) else { continue };
+            let Some(running) = runtime_container(containers, runtime_type, &meta.container_id)
+                .filter(|c| c.state == ContainerState::Running)
+            else {
+                continue;
+            };
+            let cmd = vec!["env".to_owned()];
+            match self.inner.runtime.exec_sync(&running.id, cmd, ENV_READ).await {
+                Ok(out) if out.exit_code == 0 => {
+                    let env = parse_env(&String::from_utf8_lossy(&out.stdout));
+                    meta.hashes.extracted_env_from_metadata_hash =
+                        kruise_core::inplace::running_env_from_metadata_hash(spec, &env);
+                }
+                Ok(out) => {
+                    tracing::warn!(pod = %key, container = %meta.name, code = out.exit_code,
+                        "reading the container's env failed");
+                    self.inner.queue.add_after(key.clone(), ENV_READ);
+                }
+                Err(err) => {
+                    tracing::warn!(pod = %key, container = %meta.name, error = %err,
+                        "reading the container's env failed");
+                    self.inner.queue.add_after(key.clone(), ENV_READ);
+                }
+            }
+        }
+    }
+
+    /// While the pod is updated in place, stops each running container whose env-from-metadata
+    /// hash is not the one the pod's labels and annotations give now.
+    async fn restart_for_env(
+        &self,
+        key: &ObjectKey,
+        pod: &Pod,
+        containers: &[Container],
+        runtime_type: &str,
+        set: &RuntimeContainerMetaSet,
+    ) -> Result<(), kruise_cri::CriError> {
+        if !in_place_updating(pod) {
+            return Ok(());
+        }
+        for meta in &set.containers {
+            let reported = meta.hashes.extracted_env_from_metadata_hash;
+            let Some(spec) = container_spec(pod, &meta.name) else { continue };
+            if reported == 0
+                || reported == kruise_core::inplace::container_env_from_metadata_hash(spec, pod)
+            {
+                continue;
+            }
+            let Some(running) = runtime_container(containers, runtime_type, &meta.container_id)
+                .filter(|c| c.state == ContainerState::Running)
+            else {
+                continue;
+            };
+            tracing::info!(pod = %key, container = %meta.name, id = %meta.container_id,
+                "stopping the container: its env from pod metadata changed");
+            self.inner.runtime.stop_container(&running.id, RESTART_GRACE_SECS).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The container of the pod spec named `name`.
+fn container_spec<'p>(
+    pod: &'p Pod,
+    name: &str,
+) -> Option<&'p k8s_openapi::api::core::v1::Container> {
+    pod.spec.as_ref()?.containers.iter().find(|c| c.name == name)
+}
+
+/// The runtime container a reported ID (`<type>://<id>`) names.
+fn runtime_container<'c>(
+    containers: &'c [Container],
+    runtime_type: &str,
+    reported: &str,
+) -> Option<&'c Container> {
+    let id = reported.strip_prefix(runtime_type)?.strip_prefix("://")?;
+    containers.iter().find(|c| c.id == id)
+}
+
+/// `NAME=value` lines, as `env` prints them (a line without `=` is skipped).
+fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.trim().split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Whether the pod is being updated in place: its `InPlaceUpdateReady` condition is `False`.
+fn in_place_updating(pod: &Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+        c.iter().any(|c| {
+            c.type_ == kruise_api::well_known::readiness_gates::IN_PLACE_UPDATE_READY
+                && c.status == "False"
+        })
+    })
+}
+
+/// A cheap first look at a pod change: it is being updated in place and some container takes
+/// env vars from its labels or annotations, so a container may have to be restarted.
+fn may_need_env_restart(pod: &CachedPod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && (pod.spec_mentions("metadata.labels") || pod.spec_mentions("metadata.annotations"))
+        && pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+            c.iter().any(|c| {
+                c.type_ == kruise_api::well_known::readiness_gates::IN_PLACE_UPDATE_READY
+                    && c.status == "False"
+            })
+        })
 }
 
 /// The set a pod's annotation holds, if it parses.
@@ -252,6 +400,34 @@ mod tests {
             annotations: [(CONTAINER_HASH_ANNOTATION.to_owned(), hash.to_owned())].into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn env_output_and_reported_ids_are_read_as_the_runtime_gives_them() {
+        let env = parse_env("PATH=/usr/bin\nAPP_VERSION=v1\nEMPTY=\nA=b=c\nnoise\n");
+        assert_eq!(env.get("APP_VERSION").map(String::as_str), Some("v1"));
+        assert_eq!(env.get("EMPTY").map(String::as_str), Some(""));
+        assert_eq!(env.get("A").map(String::as_str), Some("b=c"));
+        assert!(!env.contains_key("noise"));
+
+        let containers = [container("abc", "main", 0, "1")];
+        assert!(runtime_container(&containers, "containerd", "containerd://abc").is_some());
+        assert!(runtime_container(&containers, "containerd", "docker://abc").is_none());
+        assert!(runtime_container(&containers, "containerd", "containerd://other").is_none());
+    }
+
+    #[test]
+    fn only_an_in_place_update_in_progress_restarts() {
+        let pod = |status: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p"},
+                "status": {"conditions": [{"type": "InPlaceUpdateReady", "status": status}]},
+            }))
+            .unwrap()
+        };
+        assert!(in_place_updating(&pod("False")));
+        assert!(!in_place_updating(&pod("True")));
+        assert!(!in_place_updating(&Pod::default()));
     }
 
     /// A pod the cache loaded before the worker subscribed (its reflector runs on a task of

@@ -13,7 +13,14 @@
 //!   wakes the kubelets, which see it exited and restart it as the pod's restart policy says.
 //! - images are the node's image store: pulls add to it, listings read it. Credentials and
 //!   the sandbox config are accepted and not checked.
-//! - `exec_sync` is [`ErrorKind::Unimplemented`].
+//! - [`exec_sync`](kruise_cri::ContainerRuntime::exec_sync) runs `env` and `printenv` (also
+//!   as `/usr/bin/env`, `/bin/env`, ...) in a running container: they print the environment
+//!   the container was created with ([`ContainerInfo::env`]: `PATH`, `HOSTNAME`, the
+//!   kubelet's variables, `HOME`), one `NAME=value` line each, as kruise-daemon reads a
+//!   container's environment from a real runtime. Other commands are
+//!   [`ErrorKind::Unimplemented`] (simulated containers run no programs). A container that is
+//!   not running gives containerd's error: [`ErrorKind::Unknown`],
+//!   `failed to exec in container: container is in CONTAINER_EXITED state`.
 
 use std::time::Duration;
 
@@ -146,6 +153,39 @@ fn to_status(c: ContainerInfo) -> ContainerStatus {
     }
 }
 
+/// Runs `cmd` in a container whose processes see `env`: `env` and `printenv` without
+/// arguments print every variable as a `NAME=value` line; `printenv NAME...` prints the values
+/// and exits 1 when one is not set. `None` for any other command.
+fn exec(env: &[(String, String)], cmd: &[String]) -> Option<ExecSyncResult> {
+    let (program, args) = cmd.split_first()?;
+    let program = program.rsplit('/').next().unwrap_or(program);
+    match (program, args.is_empty()) {
+        ("env" | "printenv", true) => {
+            let stdout = env.iter().map(|(k, v)| format!("{k}={v}\n")).collect::<String>();
+            Some(ExecSyncResult { stdout: stdout.into_bytes(), ..ExecSyncResult::default() })
+        }
+        ("printenv", false) if args.iter().all(|a| !a.starts_with('-')) => {
+            let mut stdout = String::new();
+            let mut exit_code = 0;
+            for name in args {
+                match env.iter().find(|(k, _)| k == name) {
+                    Some((_, v)) => {
+                        stdout.push_str(v);
+                        stdout.push('\n');
+                    }
+                    None => exit_code = 1,
+                }
+            }
+            Some(ExecSyncResult {
+                stdout: stdout.into_bytes(),
+                exit_code,
+                ..ExecSyncResult::default()
+            })
+        }
+        _ => None,
+    }
+}
+
 fn has_labels(labels: &StringMap, selector: &StringMap) -> bool {
     selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
@@ -264,15 +304,30 @@ impl kruise_cri::ContainerRuntime for SimCri {
 
     fn exec_sync<'a>(
         &'a self,
-        _id: &'a str,
-        _cmd: Vec<String>,
+        id: &'a str,
+        cmd: Vec<String>,
         _timeout: Duration,
     ) -> BoxFuture<'a, CriResult<ExecSyncResult>> {
-        Box::pin(async {
-            Err(CriError::Rpc {
+        Box::pin(async move {
+            let c = self.find(id)?;
+            let not_running = match c.state {
+                ContainerState::Running => None,
+                ContainerState::Created => Some("CONTAINER_CREATED"),
+                ContainerState::Exited(_) => Some("CONTAINER_EXITED"),
+            };
+            if let Some(state) = not_running {
+                // containerd's `execInContainer`, wrapped by `ExecSync`; a plain error, so
+                // gRPC's Unknown.
+                return Err(CriError::Rpc {
+                    method: "ExecSync",
+                    kind: ErrorKind::Unknown,
+                    message: format!("failed to exec in container: container is in {state} state"),
+                });
+            }
+            exec(&c.env, &cmd).ok_or_else(|| CriError::Rpc {
                 method: "ExecSync",
                 kind: ErrorKind::Unimplemented,
-                message: "simulated containers run no processes".to_owned(),
+                message: format!("simulated containers run no programs: {cmd:?}"),
             })
         })
     }
@@ -286,7 +341,11 @@ mod tests {
     use kruise_api::well_known::kubernetes::cri as labels;
     use kruise_cri::ContainerRuntime as _;
 
+    use k8s_openapi::api::core::v1::Pod;
+    use tokio::time::Instant;
+
     use super::*;
+    use crate::nodes::kubelet::{Delays, Kubelet};
     use crate::nodes::runtime::{ContainerMeta, ContainerRuntime as _, FakeRuntime};
 
     fn node() -> (NodeRuntime, Arc<FakeRuntime>, Arc<tokio::sync::Notify>) {
@@ -306,6 +365,7 @@ mod tests {
             attempt: 2,
             labels: [(labels::POD_UID.to_owned(), "u1".to_owned())].into(),
             annotations: [(labels::CONTAINER_HASH.to_owned(), "abc".to_owned())].into(),
+            ..ContainerMeta::default()
         };
         let id = fake.create_container("u1", "app", "nginx:1", meta).unwrap();
         fake.start_container(&id).unwrap();
@@ -340,7 +400,114 @@ mod tests {
         assert_eq!(cri.list_images(Some("busybox:1.36")).await.unwrap().len(), 1);
         assert_eq!(cri.list_images(None).await.unwrap().len(), 2);
         assert!(cri.pull_image("", None, None).await.is_err());
-        let exec = cri.exec_sync(&cri_id(&other), vec!["true".into()], Duration::ZERO).await;
+        // A command other than `env` and `printenv` runs nowhere; `env` prints the environment.
+        let other = cri_id(&other);
+        fake.start_container(&format!("{ID_PREFIX}{other}")).unwrap();
+        let exec = cri.exec_sync(&other, vec!["true".into()], Duration::ZERO).await;
         assert_eq!(exec.unwrap_err().kind(), ErrorKind::Unimplemented);
+        let exec = cri.exec_sync(&other, vec!["env".into()], Duration::ZERO).await.unwrap();
+        assert_eq!(exec.exit_code, 0);
+        assert_eq!(
+            String::from_utf8(exec.stdout).unwrap(),
+            format!("PATH={}\nHOSTNAME=n1\nHOME=/root\n", super::super::runtime::DEFAULT_PATH)
+        );
+        // The stopped one gives containerd's error.
+        let exec = cri.exec_sync(&c.id, vec!["env".into()], Duration::ZERO).await.unwrap_err();
+        assert_eq!(exec.kind(), ErrorKind::Unknown);
+        assert!(
+            exec.to_string()
+                .contains("failed to exec in container: container is in CONTAINER_EXITED state"),
+            "{exec}"
+        );
+        let exec = cri.exec_sync("nope", vec!["env".into()], Duration::ZERO).await.unwrap_err();
+        assert!(exec.is_not_found());
+    }
+
+    /// Syncs `pod` until the kubelet has nothing more to do; the time it got to.
+    fn settle(k: &mut Kubelet, pod: &Pod, mut now: Instant) -> Instant {
+        loop {
+            match k.sync(pod, now).wake {
+                Some(w) => now = w,
+                None => return now,
+            }
+        }
+    }
+
+    /// The running container of `pod_uid` through the CRI.
+    async fn running(cri: &SimCri, pod_uid: &str) -> Container {
+        let filter = ContainerFilter {
+            state: Some(kruise_cri::ContainerState::Running),
+            ..ContainerFilter::default().label(labels::POD_UID, pod_uid)
+        };
+        let mut listed = cri.list_containers(&filter).await.unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        listed.remove(0)
+    }
+
+    /// What `cmd` prints in container `id`, and its exit code.
+    async fn run(cri: &SimCri, id: &str, cmd: &[&str]) -> (String, i32) {
+        let cmd = cmd.iter().map(|s| (*s).to_owned()).collect();
+        let r = cri.exec_sync(id, cmd, Duration::from_secs(5)).await.unwrap();
+        (String::from_utf8(r.stdout).unwrap(), r.exit_code)
+    }
+
+    #[tokio::test]
+    async fn env_shows_the_values_of_the_containers_creation() {
+        let (node, fake, _) = node();
+        let cri = SimCri::new(node);
+        let mut k = Kubelet::new("n1", "172.18.0.2", "10.244.0", fake.clone(), Delays::default());
+        let mut pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-0", "namespace": "default", "uid": "u1",
+                "labels": {"version": "v1"}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "nginx:1.25",
+                "env": [
+                    {"name": "APP_VERSION", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['version']"}}},
+                    {"name": "GREETING", "value": "hello-$(APP_VERSION)"}
+                ]}]}
+        }))
+        .unwrap();
+        let t = settle(&mut k, &pod, Instant::now());
+        let first = running(&cri, "u1").await;
+        let (out, code) = run(&cri, &first.id, &["env"]).await;
+        assert_eq!(code, 0);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                format!("PATH={}", super::super::runtime::DEFAULT_PATH).as_str(),
+                "HOSTNAME=web-0",
+                "APP_VERSION=v1",
+                "GREETING=hello-v1",
+                "HOME=/root"
+            ]
+        );
+        for argv in [&["/usr/bin/env"][..], &["printenv"], &["/bin/env"]] {
+            assert_eq!(run(&cri, &first.id, argv).await, (out.clone(), 0), "{argv:?}");
+        }
+        assert_eq!(run(&cri, &first.id, &["printenv", "APP_VERSION"]).await, ("v1\n".into(), 0));
+        assert_eq!(
+            run(&cri, &first.id, &["printenv", "NOPE", "HOSTNAME"]).await,
+            ("web-0\n".into(), 1)
+        );
+
+        // The label changes: the running container keeps the value it was created with.
+        pod.metadata.labels = Some([("version".to_owned(), "v2".to_owned())].into());
+        let t = settle(&mut k, &pod, t);
+        let same = running(&cri, "u1").await;
+        assert_eq!(same.id, first.id);
+        assert!(run(&cri, &first.id, &["env"]).await.0.contains("APP_VERSION=v1\n"));
+
+        // Stopped through the CRI (kruise-daemon's restart), it is created again with the
+        // label's value of now.
+        cri.stop_container(&first.id, 30).await.unwrap();
+        let stopped = cri.exec_sync(&first.id, vec!["env".into()], Duration::ZERO).await;
+        assert_eq!(stopped.unwrap_err().kind(), ErrorKind::Unknown);
+        settle(&mut k, &pod, t);
+        let second = running(&cri, "u1").await;
+        assert_ne!(second.id, first.id);
+        assert_eq!(second.attempt, 1);
+        let (out, _) = run(&cri, &second.id, &["env"]).await;
+        assert!(out.contains("APP_VERSION=v2\nGREETING=hello-v2\n"), "{out}");
+        assert!(!out.contains("v1"), "{out}");
     }
 }

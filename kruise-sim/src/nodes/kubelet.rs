@@ -20,17 +20,20 @@
 //! of each container it runs (its PLEG): one stopped from outside (kruise-daemon recreating
 //! it) exits, and the restart policy brings it back.
 //!
-//! Before it creates a container, the kubelet resolves the ConfigMaps and Secrets its
-//! environment names (`envFrom`, then `env[].valueFrom.configMapKeyRef` / `secretKeyRef`, as
-//! `makeEnvironmentVariables` does), reading them from [`EnvObjects`]. A missing object or key
-//! that is not `optional` leaves that container waiting in `CreateContainerConfigError` with the
-//! kubelet's message (`configmap "x" not found`, `couldn't find key k in ConfigMap ns/x`) and
-//! does not hold back the containers after it; every later sync tries again. The simulator
-//! models no environment values, so only whether the container can start is decided.
+//! When it creates a container, the kubelet makes the container's environment from the pod as
+//! it is at that moment ([`super::env`], as `makeEnvironmentVariables` does: `envFrom`, then
+//! `env` values, field, resource, ConfigMap and Secret references), reading ConfigMaps and
+//! Secrets from [`EnvObjects`], and hands it to the runtime with the container, which keeps
+//! it: a label the environment reads that changes later shows only in the next container. A
+//! missing object or key that is not `optional` (or a reference the kubelet cannot resolve)
+//! leaves that container waiting in `CreateContainerConfigError` with the kubelet's message
+//! (`configmap "x" not found`, `couldn't find key k in ConfigMap ns/x`) and does not hold back
+//! the containers after it; every later sync tries again.
 //! A regular container that has never run and waits to start keeps the pod `Pending`, as the
 //! kubelet's `getPhase` has it.
 
-use super::objects::{EnvKind, EnvObjects, Lookup};
+use super::env::{ContainerEnv, EnvContext, EnvError, ResourceLists, make_env};
+use super::objects::{EnvKind, EnvObjects};
 use super::runtime::{ContainerMeta, ContainerRuntime, ContainerState};
 use super::scheduler::{Resources, parse_quantity, spec_requests};
 use super::script::{self, Ending};
@@ -115,6 +118,9 @@ enum Stage {
     },
 }
 
+/// The ephemeral storage every simulated node has (its capacity and allocatable).
+pub const EPHEMERAL_STORAGE: &str = "100Gi";
+
 /// How often a container in `CreateContainerConfigError` is tried again when no change to a
 /// watched ConfigMap or Secret wakes the kubelet sooner (a real kubelet's pod worker retries
 /// a failed sync after about 10 s, or on a change to the pod).
@@ -126,104 +132,6 @@ const CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How often the kubelet looks again at a cache that has not synced.
 const CACHE_SYNC_POLL: Duration = Duration::from_millis(50);
-
-/// One ConfigMap or Secret a container's environment reads.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct EnvRef {
-    kind: EnvKind,
-    name: String,
-    /// The key an `env[].valueFrom` entry takes; `None` for an `envFrom` entry (the whole
-    /// object, whatever its keys).
-    key: Option<String>,
-    optional: bool,
-}
-
-/// What a container's environment reads from ConfigMaps and Secrets, in the order the
-/// kubelet's `makeEnvironmentVariables` reads it: `envFrom`, then `env`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct EnvRefs {
-    namespace: String,
-    refs: Vec<EnvRef>,
-}
-
-/// Why a container cannot be created yet.
-#[derive(Debug, PartialEq, Eq)]
-enum EnvBlocked {
-    /// The cache of this kind has not synced yet.
-    NotSynced(EnvKind),
-    /// `CreateContainerConfigError` with this message.
-    Failed(String),
-}
-
-impl EnvKind {
-    /// The resource in the kubelet's not-found and cache errors.
-    fn resource(self) -> &'static str {
-        match self {
-            EnvKind::ConfigMap => "configmap",
-            EnvKind::Secret => "secret",
-        }
-    }
-
-    /// The kind in the kubelet's missing-key errors.
-    fn kind(self) -> &'static str {
-        match self {
-            EnvKind::ConfigMap => "ConfigMap",
-            EnvKind::Secret => "Secret",
-        }
-    }
-}
-
-impl EnvRefs {
-    /// The references of container `c` of `pod`. As in the kubelet, an `env` entry with a
-    /// non-empty `value` reads nothing, and `fieldRef` and `resourceFieldRef` (which read the
-    /// pod) take precedence over the other sources.
-    fn of(pod: &Pod, c: &Container) -> Arc<EnvRefs> {
-        let mut refs = Vec::new();
-        for from in c.env_from.iter().flatten() {
-            if let Some(r) = &from.config_map_ref {
-                refs.push(EnvRef {
-                    kind: EnvKind::ConfigMap,
-                    name: r.name.clone(),
-                    key: None,
-                    optional: r.optional == Some(true),
-                });
-            } else if let Some(r) = &from.secret_ref {
-                refs.push(EnvRef {
-                    kind: EnvKind::Secret,
-                    name: r.name.clone(),
-                    key: None,
-                    optional: r.optional == Some(true),
-                });
-            }
-        }
-        for e in c.env.iter().flatten() {
-            if e.value.as_deref().is_some_and(|v| !v.is_empty()) {
-                continue;
-            }
-            let Some(from) = &e.value_from else { continue };
-            if from.field_ref.is_some() || from.resource_field_ref.is_some() {
-                continue;
-            }
-            if let Some(r) = &from.config_map_key_ref {
-                refs.push(EnvRef {
-                    kind: EnvKind::ConfigMap,
-                    name: r.name.clone(),
-                    key: Some(r.key.clone()),
-                    optional: r.optional == Some(true),
-                });
-            } else if let Some(r) = &from.secret_key_ref {
-                refs.push(EnvRef {
-                    kind: EnvKind::Secret,
-                    name: r.name.clone(),
-                    key: Some(r.key.clone()),
-                    optional: r.optional == Some(true),
-                });
-            }
-        }
-        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-        Arc::new(EnvRefs { namespace, refs })
-    }
-}
 
 /// When the kubelet restarts a container that exited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,8 +227,8 @@ struct Ctr {
     backoff: Option<Duration>,
     /// CRI labels and annotations of its containers.
     cri: Arc<CriMeta>,
-    /// The ConfigMaps and Secrets its environment reads.
-    env: Arc<EnvRefs>,
+    /// Its `env` and `envFrom`, resolved each time it is created.
+    env: Arc<ContainerEnv>,
     /// Since when its creation waits for a ConfigMap or Secret cache to sync.
     cache_wait: Option<Instant>,
 }
@@ -364,6 +272,7 @@ impl CriMeta {
             attempt: u32::try_from(attempt).unwrap_or(0),
             labels: self.labels.clone(),
             annotations,
+            ..ContainerMeta::default()
         }
     }
 }
@@ -419,7 +328,7 @@ impl Ctr {
     /// environment reads.
     fn in_pod(mut self, pod: &Pod, c: &Container) -> Ctr {
         self.cri = CriMeta::of(pod, c);
-        self.env = EnvRefs::of(pod, c);
+        self.env = ContainerEnv::of(pod, c);
         self
     }
 
@@ -550,6 +459,33 @@ fn pod_uid(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or_default()
 }
 
+/// The pod a sync works on, as creating its containers needs it.
+struct PodCtx<'a> {
+    /// The pod as the API server has it now.
+    pod: &'a Pod,
+    uid: &'a str,
+    /// Its IP.
+    ip: &'a str,
+}
+
+/// The hostname of a pod's sandbox, as the kubelet's `GeneratePodHostNameAndDomain` makes it:
+/// `spec.hostname` or the pod's name, cut to 63 characters without a trailing `-` or `.`.
+/// Empty for a pod on the host's network (the runtime then gives the node's).
+fn sandbox_hostname(pod: &Pod) -> String {
+    let spec = pod.spec.as_ref();
+    if spec.and_then(|s| s.host_network) == Some(true) {
+        return String::new();
+    }
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let hostname = spec.and_then(|s| s.hostname.as_deref()).filter(|h| !h.is_empty());
+    let hostname = hostname.unwrap_or(name);
+    if hostname.len() <= 63 {
+        return hostname.to_owned();
+    }
+    // Names are DNS labels or subdomains: ASCII, so byte 63 is a character boundary.
+    hostname.get(..63).unwrap_or(hostname).trim_end_matches(['-', '.']).to_owned()
+}
+
 impl Kubelet {
     /// The kubelet of `node`, whose pods get IPs `<pod_cidr_prefix>.N`.
     pub fn new(
@@ -584,8 +520,8 @@ impl Kubelet {
         let Some(objects) = &self.objects else { return };
         let mut done: Vec<(EnvKind, &str)> = Vec::new();
         for c in ctrs {
-            for r in &c.env.refs {
-                let k = (r.kind, c.env.namespace.as_str());
+            for kind in c.env.kinds() {
+                let k = (kind, c.env.namespace.as_str());
                 if !done.contains(&k) {
                     objects.register(k.0, k.1);
                     done.push(k);
@@ -594,63 +530,18 @@ impl Kubelet {
         }
     }
 
-    /// Resolves a container's ConfigMap and Secret references as the kubelet's
-    /// `makeEnvironmentVariables` does when it generates the container's config: the first
-    /// that fails gives the error. A missing object or key is skipped when `optional`.
-    fn check_env(&self, env: &EnvRefs) -> Result<(), EnvBlocked> {
-        let ns = env.namespace.as_str();
-        for r in &env.refs {
-            let Some(objects) = &self.objects else {
-                let what = match r.kind {
-                    EnvKind::ConfigMap => "configMap",
-                    EnvKind::Secret => "secret",
-                };
-                return Err(EnvBlocked::Failed(format!(
-                    "couldn't get {what} {ns}/{}, no kubeClient defined",
-                    r.name
-                )));
-            };
-            // Whether the object has the key (any object does for `envFrom`). Only `data`
-            // counts: the kubelet does not look at a ConfigMap's `binaryData`.
-            let has = |in_data: &dyn Fn(&str) -> bool| r.key.as_deref().is_none_or(in_data);
-            let found = match r.kind {
-                EnvKind::ConfigMap => match objects.config_map(ns, &r.name) {
-                    Lookup::Found(cm) => {
-                        Lookup::Found(has(&|k| cm.data.as_ref().is_some_and(|d| d.contains_key(k))))
-                    }
-                    Lookup::NotFound => Lookup::NotFound,
-                    Lookup::NotSynced => Lookup::NotSynced,
-                },
-                EnvKind::Secret => match objects.secret(ns, &r.name) {
-                    Lookup::Found(s) => {
-                        Lookup::Found(has(&|k| s.data.as_ref().is_some_and(|d| d.contains_key(k))))
-                    }
-                    Lookup::NotFound => Lookup::NotFound,
-                    Lookup::NotSynced => Lookup::NotSynced,
-                },
-            };
-            match found {
-                Lookup::NotSynced => return Err(EnvBlocked::NotSynced(r.kind)),
-                Lookup::Found(true) => {}
-                Lookup::NotFound | Lookup::Found(false) if r.optional => {}
-                Lookup::NotFound => {
-                    return Err(EnvBlocked::Failed(format!(
-                        "{} \"{}\" not found",
-                        r.kind.resource(),
-                        r.name
-                    )));
-                }
-                Lookup::Found(false) => {
-                    return Err(EnvBlocked::Failed(format!(
-                        "couldn't find key {} in {} {ns}/{}",
-                        r.key.as_deref().unwrap_or_default(),
-                        r.kind.kind(),
-                        r.name
-                    )));
-                }
-            }
-        }
-        Ok(())
+    /// Makes the environment of `c` as the kubelet's `makeEnvironmentVariables` does when it
+    /// generates the container's config (see [`super::env`]).
+    fn make_env(&self, pod: &PodCtx<'_>, c: &Ctr) -> Result<Vec<(String, String)>, EnvError> {
+        let ctx = EnvContext {
+            pod: pod.pod,
+            pod_ip: pod.ip,
+            host_ip: &self.node_ip,
+            allocatable: self.allocatable.as_ref(),
+            objects: self.objects.as_deref(),
+        };
+        let own = ResourceLists { requests: &c.allocated.requests, limits: &c.allocated.limits };
+        make_env(&ctx, &c.env, own)
     }
 
     /// Puts `c` in `CreateContainerConfigError` with `message`; true when that changed its
@@ -671,10 +562,12 @@ impl Kubelet {
     }
 
     /// Sets the node's allocatable CPU and memory (quantities such as `"32"` and `"256Gi"`),
-    /// against which in-place resizes are admitted. Unparsable quantities are ignored.
+    /// against which in-place resizes are admitted, and its [`EPHEMERAL_STORAGE`]; they are
+    /// also the limits the downward API reports for a container without one. Unparsable
+    /// quantities are ignored.
     pub fn with_allocatable(mut self, cpu: &str, memory: &str) -> Kubelet {
         let mut r = Resources::new();
-        for (k, q) in [("cpu", cpu), ("memory", memory)] {
+        for (k, q) in [("cpu", cpu), ("memory", memory), ("ephemeral-storage", EPHEMERAL_STORAGE)] {
             if let Some(v) = parse_quantity(q) {
                 r.insert(k.to_string(), v);
             }
@@ -816,7 +709,7 @@ impl Kubelet {
     }
 
     /// Advances one container's timers; true when something changed.
-    fn advance(&self, uid: &str, c: &mut Ctr, now: Instant) -> bool {
+    fn advance(&self, pod: &PodCtx<'_>, c: &mut Ctr, now: Instant) -> bool {
         if let Some(t) = c.resize_at
             && now >= t
         {
@@ -845,8 +738,8 @@ impl Kubelet {
                 }
                 true
             }
-            Stage::Creating(t) if now >= t => self.create(uid, c, now),
-            Stage::ConfigError { .. } => self.create(uid, c, now),
+            Stage::Creating(t) if now >= t => self.create(pod, c, now),
+            Stage::ConfigError { .. } => self.create(pod, c, now),
             Stage::Running { since, started, ends: Some((at, code)), .. } if now >= at => {
                 if let Some(id) = &c.container_id {
                     let _ = self.runtime.stop_container(id, code);
@@ -885,17 +778,23 @@ impl Kubelet {
     }
 
     /// Generates the container's config, then creates and starts it: the kubelet's
-    /// `startContainer` once the image is there. A ConfigMap or Secret its environment needs
-    /// and cannot have leaves it in `CreateContainerConfigError`, to be tried again on a later
-    /// sync. True when something changed.
-    fn create(&self, uid: &str, c: &mut Ctr, now: Instant) -> bool {
-        match self.check_env(&c.env) {
-            Ok(()) => c.cache_wait = None,
-            Err(EnvBlocked::Failed(message)) => {
+    /// `startContainer` once the image is there. The environment is made now, from the pod as
+    /// it is now, and goes with the container into the runtime (a later change to a label the
+    /// environment reads shows only in the next container). A ConfigMap or Secret its
+    /// environment needs and cannot have (or a reference the kubelet cannot resolve) leaves it
+    /// in `CreateContainerConfigError`, to be tried again on a later sync. True when something
+    /// changed.
+    fn create(&self, pod: &PodCtx<'_>, c: &mut Ctr, now: Instant) -> bool {
+        let env = match self.make_env(pod, c) {
+            Ok(env) => {
+                c.cache_wait = None;
+                env
+            }
+            Err(EnvError::Failed(message)) => {
                 c.cache_wait = None;
                 return Self::config_error(c, message, now);
             }
-            Err(EnvBlocked::NotSynced(kind)) => {
+            Err(EnvError::NotSynced(kind)) => {
                 let since = *c.cache_wait.get_or_insert(now);
                 if now.duration_since(since) < CACHE_SYNC_TIMEOUT {
                     // Look again shortly, in whatever state it shows now.
@@ -911,10 +810,13 @@ impl Kubelet {
                 );
                 return Self::config_error(c, message, now);
             }
-        }
+        };
+        let mut meta = c.cri.for_attempt(c.restart_count);
+        meta.env = env;
+        meta.hostname = sandbox_hostname(pod.pod);
         let id = self
             .runtime
-            .create_container(uid, &c.name, &c.image, c.cri.for_attempt(c.restart_count))
+            .create_container(pod.uid, &c.name, &c.image, meta)
             .and_then(|id| self.runtime.start_container(&id).map(|()| id));
         match id {
             Ok(id) => {
@@ -1083,8 +985,10 @@ impl Kubelet {
                     _ => {}
                 }
             }
+            let ip = st.ip.clone();
+            let ctx = PodCtx { pod, uid: &uid, ip: &ip };
             for c in st.init.iter_mut().chain(st.main.iter_mut()).chain(st.ephemeral.iter_mut()) {
-                self.advance(&uid, c, now);
+                self.advance(&ctx, c, now);
             }
         } else {
             // In-place update: a changed image restarts only that container.
@@ -1134,7 +1038,7 @@ impl Kubelet {
                 pod.metadata.name.as_deref().unwrap_or_default(),
                 pod.metadata.namespace.as_deref().unwrap_or_default()
             );
-            self.run_containers(&uid, &pod_ref, &mut st, now);
+            self.run_containers(pod, &pod_ref, &mut st, now);
             self.run_ephemeral(pod, spec, &mut st, now);
         }
         let status = self.status(pod, &mut st, now, terminating);
@@ -1160,15 +1064,17 @@ impl Kubelet {
     /// Starts, advances and restarts the containers of a live pod, in order: init containers
     /// one after another (a native sidecar counts once started), then the regular ones. When
     /// the regular containers are done for good, stops the sidecars and finishes the pod.
-    fn run_containers(&self, uid: &str, pod_ref: &str, st: &mut PodState, now: Instant) {
+    fn run_containers(&self, pod: &Pod, pod_ref: &str, st: &mut PodState, now: Instant) {
         if st.finished.is_some() {
             return;
         }
+        let ip = st.ip.clone();
+        let ctx = PodCtx { pod, uid: pod_uid(pod), ip: &ip };
         for _ in 0..(2 * (st.init.len() + st.main.len()) + 4) {
             let mut changed = false;
             if st.finishing {
                 for c in st.init.iter_mut().chain(st.main.iter_mut()) {
-                    changed |= self.advance(uid, c, now);
+                    changed |= self.advance(&ctx, c, now);
                 }
             } else {
                 let mut init_done = true;
@@ -1178,7 +1084,7 @@ impl Kubelet {
                         self.begin(&mut c, now);
                         changed = true;
                     }
-                    changed |= self.advance(uid, &mut c, now);
+                    changed |= self.advance(&ctx, &mut c, now);
                     changed |= self.restart_if_due(&mut c, pod_ref, now);
                     let ok = c.init_satisfied();
                     st.init[i] = c;
@@ -1194,7 +1100,7 @@ impl Kubelet {
                             self.begin(&mut c, now);
                             changed = true;
                         }
-                        changed |= self.advance(uid, &mut c, now);
+                        changed |= self.advance(&ctx, &mut c, now);
                         changed |= self.restart_if_due(&mut c, pod_ref, now);
                         st.main[i] = c;
                     }
@@ -1258,12 +1164,13 @@ impl Kubelet {
             st.ephemeral.push(c);
         }
         let running = st.finished.is_none() && !st.finishing;
+        let ctx = PodCtx { pod, uid: pod_uid(pod), ip: &st.ip };
         for c in &mut st.ephemeral {
             if running && matches!(c.stage, Stage::NotStarted) {
                 self.begin(c, now);
             }
             for _ in 0..4 {
-                if !self.advance(pod_uid(pod), c, now) {
+                if !self.advance(&ctx, c, now) {
                     break;
                 }
             }
@@ -1583,6 +1490,7 @@ pub(crate) fn qos_class(pod: &Pod) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use super::super::objects::testing::MapObjects;
     use super::super::runtime::FakeRuntime;
     use super::*;
 
@@ -1650,6 +1558,128 @@ mod tests {
         assert_eq!(newest.meta.attempt, 1);
         assert_ne!(newest.id, app.id);
         assert_eq!(statuses[0]["containerID"], newest.id.as_str());
+    }
+
+    /// The newest container of `name` in pod `u1`.
+    fn newest(k: &Kubelet, name: &str) -> super::super::runtime::ContainerInfo {
+        k.runtime()
+            .list_containers(Some("u1"))
+            .into_iter()
+            .filter(|c| c.name == name)
+            .max_by_key(|c| c.meta.attempt)
+            .expect("container")
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn the_environment_is_made_at_creation_and_kept_by_the_container() {
+        let mut k = kubelet();
+        let mut p = pod(json!({"containers": [{"name": "app", "image": "nginx", "env": [
+            {"name": "APP_VERSION", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['version']"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+            {"name": "PATH", "value": "/app/bin:$(PATH)"}
+        ]}]}));
+        p.metadata.labels = Some([("version".to_owned(), "v1".to_owned())].into());
+        let (s, t) = run_until_settled(&mut k, &p, Instant::now());
+        let ip = s["status"]["podIP"].as_str().expect("pod IP").to_owned();
+        let first = newest(&k, "app");
+        // What the kubelet handed over; PATH is not one of its variables, so its reference
+        // stays (the runtime's PATH is not the kubelet's to expand).
+        let made = [
+            ("APP_VERSION", "v1"),
+            ("POD_IP", ip.as_str()),
+            ("HOST_IP", "10.0.0.1"),
+            ("PATH", "/app/bin:$(PATH)"),
+        ];
+        assert_eq!(first.meta.env, pairs(&made));
+        assert_eq!(first.meta.hostname, "p");
+        // What its processes see: the runtime's PATH replaced in place, HOSTNAME, HOME.
+        assert_eq!(
+            first.env,
+            pairs(&[
+                ("PATH", "/app/bin:$(PATH)"),
+                ("HOSTNAME", "p"),
+                ("APP_VERSION", "v1"),
+                ("POD_IP", ip.as_str()),
+                ("HOST_IP", "10.0.0.1"),
+                ("HOME", "/root"),
+            ])
+        );
+
+        // A new label value does not reach the running container.
+        p.metadata.labels = Some([("version".to_owned(), "v2".to_owned())].into());
+        let (_, t) = run_until_settled(&mut k, &p, t);
+        let same = newest(&k, "app");
+        assert_eq!(
+            (same.id.as_str(), same.env.as_slice()),
+            (first.id.as_str(), first.env.as_slice())
+        );
+        // Its next container gets it.
+        k.runtime().stop_container(&first.id, 143).expect("stop");
+        run_until_settled(&mut k, &p, t);
+        let second = newest(&k, "app");
+        assert_eq!(second.meta.attempt, 1);
+        assert_ne!(second.id, first.id);
+        assert_eq!(second.meta.env[0], ("APP_VERSION".to_owned(), "v2".to_owned()));
+        // The old one keeps its own.
+        let old = k.runtime().container_status(&first.id).expect("old container");
+        assert_eq!(old.meta.env[0], ("APP_VERSION".to_owned(), "v1".to_owned()));
+    }
+
+    #[test]
+    fn missing_limits_in_the_environment_are_the_nodes_allocatable() {
+        let mut k = kubelet().with_allocatable("4", "8Gi");
+        let limit = |name: &str, resource: &str, divisor: &str| json!({"name": name, "valueFrom": {"resourceFieldRef": {"resource": resource, "divisor": divisor}}});
+        let p = pod(json!({"containers": [{"name": "app", "image": "nginx",
+            "resources": {"requests": {"cpu": "100m"}},
+            "env": [limit("CPU", "limits.cpu", "1"), limit("MEM", "limits.memory", "1Mi"),
+                limit("DISK", "limits.ephemeral-storage", "1Gi"),
+                limit("CPU_REQ", "requests.cpu", "1m")]}]}));
+        run_until_settled(&mut k, &p, Instant::now());
+        assert_eq!(
+            newest(&k, "app").meta.env,
+            pairs(&[("CPU", "4"), ("MEM", "8192"), ("DISK", "100"), ("CPU_REQ", "100")])
+        );
+    }
+
+    #[test]
+    fn the_hostname_is_the_pods_or_the_nodes() {
+        let long = format!("{}-x", "a".repeat(62));
+        for (spec, name, want) in [
+            (json!({}), "p", "p"),
+            (json!({"hostname": "h1", "subdomain": "s"}), "p", "h1"),
+            (json!({"hostNetwork": true}), "p", "n1"),
+            // Cut to 63 characters, without the trailing `-`.
+            (json!({}), long.as_str(), &long[..62]),
+        ] {
+            let mut k = kubelet();
+            let mut spec = spec;
+            spec["containers"] = json!([{"name": "app", "image": "nginx"}]);
+            let mut p = pod(spec.clone());
+            p.metadata.name = Some(name.to_owned());
+            run_until_settled(&mut k, &p, Instant::now());
+            let c = newest(&k, "app");
+            let hostname = c.env.iter().find(|(k, _)| k == "HOSTNAME").map(|(_, v)| v.as_str());
+            assert_eq!(hostname, Some(want), "{spec}");
+        }
+    }
+
+    #[test]
+    fn an_unresolvable_field_reference_is_a_config_error() {
+        let mut k = kubelet();
+        let p = pod(json!({"containers": [{"name": "app", "image": "nginx", "env": [
+            {"name": "PHASE", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}}]}]}));
+        let t0 = Instant::now();
+        let s = run_for(&mut k, &p, t0, t0 + Duration::from_secs(2));
+        assert_eq!(
+            state_of(&s, 0),
+            json!({"waiting": {"reason": "CreateContainerConfigError",
+                "message": "unsupported fieldPath: status.phase"}})
+        );
     }
 
     #[test]
@@ -1933,58 +1963,6 @@ mod tests {
             )),
             "Burstable"
         );
-    }
-
-    /// ConfigMaps and Secrets in memory, by `namespace/name`.
-    #[derive(Default)]
-    struct MapObjects {
-        config_maps: std::sync::Mutex<BTreeMap<String, Arc<k8s_openapi::api::core::v1::ConfigMap>>>,
-        secrets: std::sync::Mutex<BTreeMap<String, Arc<k8s_openapi::api::core::v1::Secret>>>,
-        unsynced: std::sync::atomic::AtomicBool,
-        registered: std::sync::Mutex<Vec<(EnvKind, String)>>,
-    }
-
-    impl MapObjects {
-        fn put_config_map(&self, name: &str, data: Value) {
-            let cm = serde_json::from_value(
-                json!({"metadata": {"name": name, "namespace": "default"}, "data": data}),
-            )
-            .expect("configmap");
-            self.config_maps.lock().expect("lock").insert(format!("default/{name}"), Arc::new(cm));
-        }
-
-        fn put_secret(&self, name: &str, data: Value) {
-            let s = serde_json::from_value(
-                json!({"metadata": {"name": name, "namespace": "default"}, "data": data}),
-            )
-            .expect("secret");
-            self.secrets.lock().expect("lock").insert(format!("default/{name}"), Arc::new(s));
-        }
-
-        fn lookup<T: Clone>(&self, m: &BTreeMap<String, T>, ns: &str, name: &str) -> Lookup<T> {
-            if self.unsynced.load(std::sync::atomic::Ordering::SeqCst) {
-                return Lookup::NotSynced;
-            }
-            m.get(&format!("{ns}/{name}")).cloned().map_or(Lookup::NotFound, Lookup::Found)
-        }
-    }
-
-    impl EnvObjects for MapObjects {
-        fn register(&self, kind: EnvKind, namespace: &str) {
-            self.registered.lock().expect("lock").push((kind, namespace.to_owned()));
-        }
-
-        fn config_map(
-            &self,
-            ns: &str,
-            name: &str,
-        ) -> Lookup<Arc<k8s_openapi::api::core::v1::ConfigMap>> {
-            self.lookup(&self.config_maps.lock().expect("lock"), ns, name)
-        }
-
-        fn secret(&self, ns: &str, name: &str) -> Lookup<Arc<k8s_openapi::api::core::v1::Secret>> {
-            self.lookup(&self.secrets.lock().expect("lock"), ns, name)
-        }
     }
 
     fn kubelet_with(objects: &Arc<MapObjects>) -> Kubelet {

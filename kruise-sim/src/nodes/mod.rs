@@ -7,6 +7,9 @@
 //! - [`kubelet`]: the per-pod state machine (phases, conditions, container statuses, in-place
 //!   image updates, graceful termination).
 //! - [`runtime`]: the CRI-shaped [`runtime::ContainerRuntime`] trait and its in-memory fake.
+//! - [`env`]: a container's environment as the kubelet makes it when it creates the container
+//!   (`envFrom`, `env` values with `$(VAR)` expansion, field, resource, ConfigMap and Secret
+//!   references).
 //! - [`objects`]: the ConfigMaps and Secrets the kubelets read for containers' environments,
 //!   watched through the API server per namespace.
 //! - `cri` (feature `cri`): kruise-cri's `ContainerRuntime` over a node's runtime, so that
@@ -18,6 +21,7 @@
 
 #[cfg(feature = "cri")]
 pub mod cri;
+pub mod env;
 pub mod kubelet;
 pub mod objects;
 pub mod runtime;
@@ -515,7 +519,7 @@ fn node_status(n: &SimNode) -> Value {
             json!({"type": t, "status": "False", "reason": r, "message": m, "lastHeartbeatTime": now, "lastTransitionTime": now})
         }
     };
-    let capacity = json!({"cpu": s.cpu, "memory": s.memory, "pods": s.pods.to_string(), "ephemeral-storage": "100Gi"});
+    let capacity = json!({"cpu": s.cpu, "memory": s.memory, "pods": s.pods.to_string(), "ephemeral-storage": kubelet::EPHEMERAL_STORAGE});
     let images: Vec<Value> = n
         .kubelet
         .runtime()

@@ -236,3 +236,66 @@ impl EnvObjects for ApiObjects {
         self.secrets.get(&self.client, &self.notify, namespace, name)
     }
 }
+
+/// An in-memory object source for tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{EnvKind, EnvObjects, Lookup};
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    /// ConfigMaps and Secrets in memory, by `namespace/name`.
+    #[derive(Default)]
+    pub(crate) struct MapObjects {
+        pub(crate) config_maps:
+            std::sync::Mutex<BTreeMap<String, Arc<k8s_openapi::api::core::v1::ConfigMap>>>,
+        pub(crate) secrets:
+            std::sync::Mutex<BTreeMap<String, Arc<k8s_openapi::api::core::v1::Secret>>>,
+        pub(crate) unsynced: std::sync::atomic::AtomicBool,
+        pub(crate) registered: std::sync::Mutex<Vec<(EnvKind, String)>>,
+    }
+
+    impl MapObjects {
+        pub(crate) fn put_config_map(&self, name: &str, data: Value) {
+            let cm = serde_json::from_value(
+                json!({"metadata": {"name": name, "namespace": "default"}, "data": data}),
+            )
+            .expect("configmap");
+            self.config_maps.lock().expect("lock").insert(format!("default/{name}"), Arc::new(cm));
+        }
+
+        pub(crate) fn put_secret(&self, name: &str, data: Value) {
+            let s = serde_json::from_value(
+                json!({"metadata": {"name": name, "namespace": "default"}, "data": data}),
+            )
+            .expect("secret");
+            self.secrets.lock().expect("lock").insert(format!("default/{name}"), Arc::new(s));
+        }
+
+        fn lookup<T: Clone>(&self, m: &BTreeMap<String, T>, ns: &str, name: &str) -> Lookup<T> {
+            if self.unsynced.load(std::sync::atomic::Ordering::SeqCst) {
+                return Lookup::NotSynced;
+            }
+            m.get(&format!("{ns}/{name}")).cloned().map_or(Lookup::NotFound, Lookup::Found)
+        }
+    }
+
+    impl EnvObjects for MapObjects {
+        fn register(&self, kind: EnvKind, namespace: &str) {
+            self.registered.lock().expect("lock").push((kind, namespace.to_owned()));
+        }
+
+        fn config_map(
+            &self,
+            ns: &str,
+            name: &str,
+        ) -> Lookup<Arc<k8s_openapi::api::core::v1::ConfigMap>> {
+            self.lookup(&self.config_maps.lock().expect("lock"), ns, name)
+        }
+
+        fn secret(&self, ns: &str, name: &str) -> Lookup<Arc<k8s_openapi::api::core::v1::Secret>> {
+            self.lookup(&self.secrets.lock().expect("lock"), ns, name)
+        }
+    }
+}

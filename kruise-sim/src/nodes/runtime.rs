@@ -38,7 +38,8 @@ pub enum ContainerState {
 }
 
 /// What the kubelet tells the runtime about a container beyond pod, name and image (CRI
-/// `ContainerConfig`'s metadata attempt, labels and annotations).
+/// `ContainerConfig`'s metadata attempt, labels, annotations and environment, and the pod
+/// sandbox's hostname).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ContainerMeta {
     /// Creation attempt: the kubelet's restart count for this container name.
@@ -47,6 +48,11 @@ pub struct ContainerMeta {
     pub labels: BTreeMap<String, String>,
     /// Annotations (the kubelet's `io.kubernetes.container.hash`, …).
     pub annotations: BTreeMap<String, String>,
+    /// The environment the kubelet made for it (CRI `ContainerConfig.envs`), in order.
+    pub env: Vec<(String, String)>,
+    /// The hostname of its pod's sandbox (CRI `PodSandboxConfig.hostname`); empty for a pod
+    /// on the host's network, whose containers get the node's.
+    pub hostname: String,
 }
 
 /// A container as the runtime reports it.
@@ -64,8 +70,11 @@ pub struct ContainerInfo {
     pub image_id: String,
     /// Its state.
     pub state: ContainerState,
-    /// Attempt, labels and annotations given at creation.
+    /// Attempt, labels, annotations and environment given at creation.
     pub meta: ContainerMeta,
+    /// The environment its processes see, fixed at creation ([`process_env`]): what `env`
+    /// prints in it.
+    pub env: Vec<(String, String)>,
     /// Creation time, nanoseconds since the epoch.
     pub created_at: i64,
     /// Start time, nanoseconds since the epoch (0 if never started).
@@ -115,6 +124,32 @@ pub fn now_nanos() -> i64 {
         .duration_since(std::time::SystemTime::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// The `PATH` containerd gives a container whose image sets none (`oci.WithDefaultPathEnv`).
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The environment of a container's processes, as containerd's CRI plugin and runc make it:
+/// `PATH` (the default; simulated images set no environment of their own), `HOSTNAME` (the
+/// sandbox's hostname, or the node's), then the kubelet's variables in order, each replacing a
+/// variable of the same name in place (`oci.WithEnv`); and `HOME=/root` last unless set (runc
+/// sets it from the user's home, and simulated containers run as root).
+pub fn process_env(node: &str, meta: &ContainerMeta) -> Vec<(String, String)> {
+    let hostname = if meta.hostname.is_empty() { node } else { meta.hostname.as_str() };
+    let mut env: Vec<(String, String)> = vec![
+        ("PATH".to_owned(), DEFAULT_PATH.to_owned()),
+        ("HOSTNAME".to_owned(), hostname.to_owned()),
+    ];
+    for (k, v) in &meta.env {
+        match env.iter_mut().find(|(name, _)| name == k) {
+            Some(e) => e.1 = v.clone(),
+            None => env.push((k.clone(), v.clone())),
+        }
+    }
+    if !env.iter().any(|(k, _)| k == "HOME") {
+        env.push(("HOME".to_owned(), "/root".to_owned()));
+    }
+    env
 }
 
 /// The SHA-256 of `data` in hex.
@@ -188,6 +223,7 @@ impl ContainerRuntime for FakeRuntime {
         st.serial += 1;
         let seed = format!("{}/{pod_uid}/{name}/{}", self.node, st.serial);
         let id = format!("containerd://{}", sha256_hex(seed.as_bytes()));
+        let env = process_env(&self.node, &meta);
         st.containers.insert(
             id.clone(),
             ContainerInfo {
@@ -198,6 +234,7 @@ impl ContainerRuntime for FakeRuntime {
                 image_id,
                 state: ContainerState::Created,
                 meta,
+                env,
                 created_at: now_nanos(),
                 started_at: 0,
                 finished_at: 0,

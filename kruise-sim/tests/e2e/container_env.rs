@@ -246,3 +246,85 @@ fn missing_config_maps_secrets_and_keys_and_optional_references() {
     e.ok(&["wait", "--for=condition=Ready", "pod/vault-cm", "--timeout=20s"]);
     assert_eq!(waiting(&get("missing-secret"), "app"), config_error("secret \"vault\" not found"));
 }
+
+/// Runs `cmd` through the CRI in the running container `name` of pod `pod`; its stdout.
+#[cfg(feature = "cri")]
+fn exec_in(e: &Env, pod: &Value, name: &str, cmd: &[&str]) -> String {
+    use kruise_cri::ContainerRuntime as _;
+    let id = status(pod, name)["containerID"].as_str().expect("container ID");
+    let id = id.strip_prefix("containerd://").expect("containerd ID").to_owned();
+    let node = pod["spec"]["nodeName"].as_str().expect("node");
+    let rt = e.server.nodes().expect("nodes").runtime(node).expect("runtime");
+    let cri = kruise_sim::nodes::cri::SimCri::new(rt);
+    let cmd = cmd.iter().map(|s| (*s).to_owned()).collect();
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+    let r = tokio.block_on(cri.exec_sync(&id, cmd, Duration::from_secs(5))).expect("exec");
+    assert_eq!(r.exit_code, 0);
+    String::from_utf8(r.stdout).expect("utf-8")
+}
+
+/// kruise-daemon reads a container's environment with `env` through the CRI: a label the
+/// environment takes is fixed when the container is created, so a new label value shows only
+/// once the container is recreated (stopped through the CRI and started again by the kubelet).
+#[cfg(feature = "cri")]
+#[test]
+fn a_label_in_the_environment_changes_only_with_a_new_container() {
+    use kruise_cri::ContainerRuntime as _;
+    let e = env();
+    e.ok(&["create", "configmap", "app-config", "--from-literal=mode=fast"]);
+    e.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  labels: {version: v1}\nspec:\n  containers:\n  - name: app\n    image: nginx:1.25\n    envFrom:\n    - configMapRef: {name: app-config}\n      prefix: CFG_\n    env:\n    - name: APP_VERSION\n      valueFrom:\n        fieldRef: {fieldPath: \"metadata.labels['version']\"}\n    - name: POD_NAME\n      valueFrom:\n        fieldRef: {fieldPath: metadata.name}\n    - name: TAG\n      value: $(POD_NAME)-$(APP_VERSION)\n",
+    );
+    e.ok(&["wait", "--for=condition=Ready", "pod/web", "--timeout=20s"]);
+    let p = e.json(&["get", "pod", "web"]);
+    let out = exec_in(&e, &p, "app", &["env"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    );
+    for want in [
+        "HOSTNAME=web",
+        "CFG_mode=fast",
+        "APP_VERSION=v1",
+        "POD_NAME=web",
+        "TAG=web-v1",
+        "HOME=/root",
+    ] {
+        assert!(lines.contains(&want), "{want} in {out}");
+    }
+
+    e.ok(&["label", "pod", "web", "--overwrite", "version=v2"]);
+    // A pod created after the label change has started: the node has seen the change.
+    e.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: marker\nspec:\n  containers:\n  - name: app\n    image: nginx:1.25\n",
+    );
+    e.ok(&["wait", "--for=condition=Ready", "pod/marker", "--timeout=20s"]);
+    let same = e.json(&["get", "pod", "web"]);
+    assert_eq!(status(&same, "app")["containerID"], status(&p, "app")["containerID"]);
+    assert_eq!(status(&same, "app")["restartCount"], 0);
+    let out = exec_in(&e, &same, "app", &["env"]);
+    assert!(out.contains("\nAPP_VERSION=v1\n") && out.contains("\nTAG=web-v1\n"), "{out}");
+
+    // Stopped through the CRI as kruise-daemon does, then started again by the kubelet.
+    let id = status(&p, "app")["containerID"].as_str().expect("ID").to_owned();
+    let rt = e.server.nodes().expect("nodes").runtime("n-a").expect("runtime");
+    let cri = kruise_sim::nodes::cri::SimCri::new(rt);
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+    let cri_id = id.strip_prefix("containerd://").expect("containerd ID");
+    tokio.block_on(cri.stop_container(cri_id, 30)).expect("stop");
+    let again = eventually("the container to run again", || {
+        let p = e.json(&["get", "pod", "web"]);
+        (running(&p, "app") && status(&p, "app")["restartCount"] == 1).then_some(p)
+    });
+    assert_ne!(status(&again, "app")["containerID"], id.as_str());
+    let out = exec_in(&e, &again, "app", &["printenv"]);
+    assert!(out.contains("\nAPP_VERSION=v2\n") && out.contains("\nTAG=web-v2\n"), "{out}");
+    // The stopped container is no place to run anything: containerd's error.
+    let err = tokio
+        .block_on(cri.exec_sync(cri_id, vec!["env".to_owned()], Duration::from_secs(5)))
+        .expect_err("exited");
+    assert!(err.to_string().contains("container is in CONTAINER_EXITED state"), "{err}");
+}

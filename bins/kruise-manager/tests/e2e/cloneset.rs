@@ -78,3 +78,80 @@ fn a_partitioned_in_place_update_pre_downloads_its_image() {
         (st["updatedReplicas"] == 4 && st["readyReplicas"] == 4).then_some(())
     });
 }
+
+/// An in-place update that changes only a label an env var is taken from completes:
+/// kruise-daemon reports each container's env-from-metadata hash, sees the running container
+/// hold the old value, and restarts it, so the kubelet starts it with the new one.
+#[test]
+fn an_update_of_only_an_env_from_a_label_completes_in_place() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    let cloneset = r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: CloneSet
+metadata:
+  name: envy
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: envy}
+  template:
+    metadata:
+      labels: {app: envy, version: v1}
+    spec:
+      containers:
+      - name: main
+        image: registry.example/web:v1
+        env:
+        - name: APP_VERSION
+          valueFrom: {fieldRef: {fieldPath: "metadata.labels['version']"}}
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate: {podUpdatePolicy: InPlaceIfPossible, maxUnavailable: 2}
+"#;
+    k.ok_stdin(&["apply", "-f", "-"], cloneset);
+    let status = || {
+        k.json(&["get", "clonesets.v1beta1.apps.kruise.io", "envy", "-o", "json"])["status"].clone()
+    };
+    wait_for("2 ready pods", Duration::from_secs(60), || {
+        let st = status();
+        (st["readyReplicas"] == 2 && st["updatedReadyReplicas"] == 2).then_some(())
+    });
+    let pods = || {
+        k.json(&["get", "pods", "-l", "app=envy", "-o", "json"])["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let uids: Vec<serde_json::Value> =
+        pods().iter().map(|p| p["metadata"]["uid"].clone()).collect();
+
+    let patch = r#"{"spec": {"template": {"metadata": {"labels": {"version": "v2"}}}}}"#;
+    k.ok(&["patch", "clonesets.v1beta1.apps.kruise.io", "envy", "--type=merge", "-p", patch]);
+    let updated = wait_for("both pods updated in place and ready", Duration::from_secs(90), || {
+        let st = status();
+        let done = st["updatedReplicas"] == 2
+            && st["updatedReadyReplicas"] == 2
+            && st["observedGeneration"] == 2;
+        done.then(pods)
+    });
+    for pod in &updated {
+        assert!(uids.contains(&pod["metadata"]["uid"]), "updated in place, not recreated: {pod}");
+        assert_eq!(pod["metadata"]["labels"]["version"], "v2");
+        let status = &pod["status"]["containerStatuses"][0];
+        assert_eq!(status["restartCount"], 1, "restarted once for the new value: {status}");
+        let meta: serde_json::Value = serde_json::from_str(
+            pod["metadata"]["annotations"]["apps.kruise.io/runtime-containers-meta"]
+                .as_str()
+                .expect("the daemon's report"),
+        )
+        .expect("json");
+        let hash = &meta["containers"][0]["hashes"]["extractedEnvFromMetadataHash"];
+        assert!(hash.as_u64().is_some_and(|h| h > 0), "an env hash: {meta}");
+        let ready = pod["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "InPlaceUpdateReady").cloned())
+            .expect("InPlaceUpdateReady");
+        assert_eq!(ready["status"], "True");
+    }
+}
