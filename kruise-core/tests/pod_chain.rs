@@ -106,3 +106,94 @@ fn the_pub_step_names_the_budget_and_labels_the_pod_once() {
     let none = PubAnnotation { covering: None, label: None };
     assert!(run(&PodChain::new(vec![&none]), &Pod::default()).expect("runs").is_none());
 }
+
+mod stateless_steps {
+    //! The cache-less steps (readiness gate, container launch priority, enhanced liveness)
+    //! over generated pods: the patch applies, a refusal names a field, and the chain changes
+    //! nothing on its own outcome.
+
+    use super::run;
+    use kruise_core::admission::pod_chain::{PodChain, PodMutator};
+    use kruise_core::enhanced_liveness::EnhancedLivenessStep;
+    use kruise_core::launch_priority::LaunchPriorityStep;
+    use kruise_core::readiness::ReadinessGateStep;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn pod() -> impl Strategy<Value = k8s_openapi::api::core::v1::Pod> {
+        let container = (
+            prop::option::of(prop_oneof![Just("3".to_owned()), Just("-1".to_owned()), Just("0".to_owned()), Just("x".to_owned()), Just("99999999999".to_owned())]),
+            any::<bool>(),
+            any::<bool>(),
+        );
+        (
+            prop::collection::vec(container, 1..5),
+            any::<bool>(),
+            any::<bool>(),
+            prop_oneof![Just("apps.kruise.io/v1alpha1"), Just("apps/v1"), Just("")],
+            any::<bool>(),
+        )
+            .prop_map(|(containers, ordered, enhanced, owner, generated)| {
+                let containers: Vec<serde_json::Value> = containers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (priority, probe, barrier))| {
+                        let mut c = json!({"name": format!("c{i}"), "image": "app:1"});
+                        let mut env = Vec::new();
+                        if let Some(p) = priority {
+                            env.push(json!({"name": "KRUISE_CONTAINER_PRIORITY", "value": p}));
+                        }
+                        if *barrier {
+                            env.push(json!({"name": "KRUISE_CONTAINER_BARRIER", "value": "mine"}));
+                        }
+                        if !env.is_empty() {
+                            c["env"] = json!(env);
+                        }
+                        if *probe {
+                            c["livenessProbe"] = json!({"exec": {"command": ["true"]}, "periodSeconds": 5});
+                        }
+                        c
+                    })
+                    .collect();
+                let mut notes = serde_json::Map::new();
+                if ordered {
+                    notes.insert("apps.kruise.io/container-launch-priority".into(), "Ordered".into());
+                }
+                if enhanced {
+                    notes.insert("apps.kruise.io/using-enhanced-liveness".into(), "true".into());
+                }
+                let mut meta = json!({"namespace": "ns", "annotations": notes});
+                if generated {
+                    meta["generateName"] = "web-".into();
+                } else {
+                    meta["name"] = "web-0".into();
+                }
+                if !owner.is_empty() {
+                    meta["ownerReferences"] = json!([{"apiVersion": owner, "kind": "CloneSet", "name": "web", "uid": "u", "controller": true}]);
+                }
+                serde_json::from_value(json!({"metadata": meta, "spec": {"containers": containers}}))
+                    .expect("a pod")
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn the_steps_patch_exactly_and_settle(pod in pod(), all_pods in any::<bool>()) {
+            let readiness = ReadinessGateStep { all_pods };
+            let priority = LaunchPriorityStep { name_suffix: "x7k2q".into() };
+            let liveness = EnhancedLivenessStep;
+            let steps: Vec<&dyn PodMutator> = vec![&liveness, &priority, &readiness];
+            let chain = PodChain::new(steps);
+            match run(&chain, &pod) {
+                Err(err) => {
+                    let message = err.to_string();
+                    prop_assert!(message.contains("spec.containers["), "{}", message);
+                }
+                Ok(changed) => {
+                    let changed = changed.unwrap_or(pod);
+                    prop_assert_eq!(run(&chain, &changed).expect("admitted again"), None);
+                }
+            }
+        }
+    }
+}
