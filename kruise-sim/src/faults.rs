@@ -1,6 +1,7 @@
 //! Fault injection for tests: make chosen requests fail (409, 429 with `Retry-After`, 500),
 //! slow them down, end watch streams, and (with [`crate::store::Store::compact`]) force
-//! `410 Gone` on resumed watches.
+//! `410 Gone` on resumed watches. [`Faults::inject`] returns a [`FaultHits`] that counts the
+//! requests the fault acted on, so a test can show that its fault fired.
 //!
 //! ```
 //! use kruise_sim::faults::{Fault, FaultAction};
@@ -11,7 +12,8 @@
 //! # let _ = f;
 //! ```
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::broadcast;
 
@@ -46,12 +48,33 @@ pub struct Fault {
     namespace: Option<String>,
     remaining: Option<usize>,
     action: FaultAction,
+    hits: Arc<AtomicUsize>,
+}
+
+/// How many requests an injected fault has acted on so far (see [`Faults::inject`]): a test
+/// that injects a fault checks that it fired.
+#[derive(Clone, Debug, Default)]
+pub struct FaultHits(Arc<AtomicUsize>);
+
+impl FaultHits {
+    /// The requests the fault has acted on.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 impl Fault {
     /// A fault for every request, until limited by the builder methods.
     pub fn new(action: FaultAction) -> Self {
-        Fault { verb: None, resource: None, name: None, namespace: None, remaining: None, action }
+        Fault {
+            verb: None,
+            resource: None,
+            name: None,
+            namespace: None,
+            remaining: None,
+            action,
+            hits: Arc::default(),
+        }
     }
 
     /// Only this verb: `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
@@ -110,9 +133,12 @@ impl Default for Faults {
 }
 
 impl Faults {
-    /// Adds a fault.
-    pub fn inject(&self, fault: Fault) {
+    /// Adds a fault. The handle counts the requests it acts on, also after it is used up or
+    /// cleared.
+    pub fn inject(&self, fault: Fault) -> FaultHits {
+        let hits = FaultHits(fault.hits.clone());
         self.rules.lock().unwrap_or_else(|e| e.into_inner()).push(fault);
+        hits
     }
 
     /// Delays every write (create, update, patch, delete, deletecollection) by `latency`,
@@ -120,7 +146,7 @@ impl Faults {
     /// concurrently; reads and watches are not delayed.
     pub fn slow_writes(&self, latency: Duration) {
         for verb in ["create", "update", "patch", "delete", "deletecollection"] {
-            self.inject(Fault::new(FaultAction::Latency(latency)).verb(verb));
+            let _ = self.inject(Fault::new(FaultAction::Latency(latency)).verb(verb));
         }
     }
 
@@ -159,6 +185,7 @@ impl Faults {
                 if let Some(n) = f.remaining.as_mut() {
                     *n -= 1;
                 }
+                f.hits.fetch_add(1, Ordering::SeqCst);
                 out.push(f.action.clone());
             }
         }
@@ -174,7 +201,8 @@ mod tests {
     #[test]
     fn counts_and_matching() {
         let f = Faults::default();
-        f.inject(Fault::new(FaultAction::InternalError).verb("get").resource("pods").times(1));
+        let hits =
+            f.inject(Fault::new(FaultAction::InternalError).verb("get").resource("pods").times(1));
         let req = RequestInfo {
             verb: "get",
             resource: "pods",
@@ -185,7 +213,9 @@ mod tests {
         let other = RequestInfo { verb: "list", name: None, ..req };
         assert!(f.check(&other).is_empty());
         let req = RequestInfo { verb: "get", name: Some("a"), ..other };
+        assert_eq!(hits.count(), 0);
         assert_eq!(f.check(&req), vec![FaultAction::InternalError]);
         assert!(f.check(&req).is_empty());
+        assert_eq!(hits.count(), 1, "used up after one, counted once");
     }
 }

@@ -222,7 +222,7 @@ async fn failing_renewals_lose_leadership_then_it_comes_back() {
     assert!(*rx.borrow_and_update());
 
     // Every lease update fails from now on (reads still work).
-    server
+    let failed = server
         .faults()
         .inject(Fault::new(FaultAction::InternalError).verb("update").resource("leases"));
     // Lost within the renew deadline (1.5s) plus a retry period; the elector must not panic.
@@ -232,6 +232,7 @@ async fn failing_renewals_lose_leadership_then_it_comes_back() {
         timeout(Duration::from_secs(5), async { rx.wait_for(|leader| !*leader).await.is_ok() })
             .await;
     assert_eq!(lost, Ok(true), "leadership not given up while renewals fail");
+    assert!(failed.count() > 0, "the renewals failed");
     assert!(!a.handle.is_leader());
     // Stays a follower while updates keep failing.
     sleep(Duration::from_millis(1000)).await;
@@ -315,14 +316,15 @@ async fn an_empty_holder_is_free_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lease_is_created_despite_transient_errors() {
     let (server, client) = setup().await;
-    server
+    let creates = server
         .faults()
         .inject(Fault::new(FaultAction::InternalError).verb("create").resource("leases").times(2));
-    server
+    let gets = server
         .faults()
         .inject(Fault::new(FaultAction::InternalError).verb("get").resource("leases").times(1));
     let a = Candidate::start(&client, short("a"));
     leads_within(&a.handle, Duration::from_secs(5), "a after transient errors").await;
+    assert_eq!((creates.count(), gets.count()), (2, 1), "every transient error was met");
     assert_eq!(spec(&lease(&client).await).holder_identity.as_deref(), Some("a"));
     a.shutdown().await;
 }

@@ -70,11 +70,13 @@ async fn watcher_survives_dropped_watches_and_gone() {
 
     // Reconnections fail: twice dropped at once, once a 500, then allowed.
     let watch = |a| Fault::new(a).verb("watch").resource("configmaps");
-    server.faults().inject(watch(FaultAction::DropWatch { after_events: 0 }).times(2));
-    server.faults().inject(watch(FaultAction::InternalError).times(1));
+    let dropped =
+        server.faults().inject(watch(FaultAction::DropWatch { after_events: 0 }).times(2));
+    let refused = server.faults().inject(watch(FaultAction::InternalError).times(1));
     server.faults().drop_watches();
     api.create(&PostParams::default(), &cm("c")).await.expect("create c");
     until("c", has("c")).await;
+    assert_eq!((dropped.count(), refused.count()), (2, 1), "every reconnection fault was met");
     assert_eq!(inits.load(Ordering::SeqCst), 1, "no relist was needed so far");
 
     // History compacted past the watcher's resourceVersion: 410 Gone, then a relist.
@@ -117,11 +119,12 @@ async fn injected_errors_reach_kube_clients() {
         }
         other => panic!("expected a 500, got {other:?}"),
     }
-    server
+    let slowed = server
         .faults()
         .inject(Fault::new(FaultAction::Latency(Duration::from_millis(300))).verb("get").times(1));
     let t = Instant::now();
     api.get("a").await.expect("slow get");
+    assert_eq!(slowed.count(), 1, "the latency fault acted on the get");
     assert!(t.elapsed() >= Duration::from_millis(300));
     server.faults().inject(Fault::new(FaultAction::InternalError).resource("secrets"));
     server.faults().clear();

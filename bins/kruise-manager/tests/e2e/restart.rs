@@ -130,17 +130,25 @@ fn manager_crashes_mid_rollout_under_faults() {
             kubectl.ok(&["patch", "clone", app, "--type", "merge", "-p", &patch]);
         }
         // Faults for a while: conflicts and 5xx on pod writes, dropped watches.
+        // The controller writes its status through `clonesets/status` (never the CloneSet
+        // itself), so that is where its 5xx go.
         let faults = cluster.server.faults();
-        faults.inject(Fault::new(FaultAction::Conflict).verb("patch").resource("pods").times(4));
-        faults.inject(
-            Fault::new(FaultAction::InternalError).verb("create").resource("pods").times(3),
-        );
-        faults.inject(
-            Fault::new(FaultAction::InternalError).verb("delete").resource("pods").times(2),
-        );
-        faults.inject(
-            Fault::new(FaultAction::InternalError).verb("patch").resource("clonesets").times(2),
-        );
+        let fired = [
+            faults
+                .inject(Fault::new(FaultAction::Conflict).verb("patch").resource("pods").times(4)),
+            faults.inject(
+                Fault::new(FaultAction::InternalError).verb("create").resource("pods").times(3),
+            ),
+            faults.inject(
+                Fault::new(FaultAction::InternalError).verb("delete").resource("pods").times(2),
+            ),
+            faults.inject(
+                Fault::new(FaultAction::InternalError)
+                    .verb("patch")
+                    .resource("clonesets/status")
+                    .times(2),
+            ),
+        ];
         // Crash and restart the manager a few times while the rollout runs.
         let inplace_image = format!("registry.example/inplace:{version}");
         let recreate_image = format!("registry.example/recreate:{version}");
@@ -164,6 +172,8 @@ fn manager_crashes_mid_rollout_under_faults() {
                 && progress(kubectl, "recreate", &recreate_image) == (6, 6))
                 .then_some(())
         });
+        let counts: Vec<usize> = fired.iter().map(|f| f.count()).collect();
+        assert!(counts.iter().all(|n| *n > 0), "every fault fired (seed {seed}): {counts:?}");
         faults.clear();
     }
 

@@ -303,17 +303,28 @@ fn asts_manager_killed_mid_rollout_converges() {
             );
             kubectl.ok(&["patch", "asts", app, "--type", "merge", "-p", &patch]);
         }
+        // The controller writes its status through `statefulsets/status` (never the set
+        // itself), so that is where its 5xx go. The rollout recreates pods and patches none;
+        // the new pods' status is patched once each (their readiness gate opened), so that is
+        // where the conflicts go.
         let faults = cluster.server.faults();
-        faults.inject(Fault::new(FaultAction::Conflict).verb("patch").resource("pods").times(3));
-        faults.inject(
-            Fault::new(FaultAction::InternalError).verb("create").resource("pods").times(3),
-        );
-        faults.inject(
-            Fault::new(FaultAction::InternalError).verb("delete").resource("pods").times(2),
-        );
-        faults.inject(
-            Fault::new(FaultAction::InternalError).verb("patch").resource("statefulsets").times(2),
-        );
+        let fired = [
+            faults.inject(
+                Fault::new(FaultAction::Conflict).verb("patch").resource("pods/status").times(3),
+            ),
+            faults.inject(
+                Fault::new(FaultAction::InternalError).verb("create").resource("pods").times(3),
+            ),
+            faults.inject(
+                Fault::new(FaultAction::InternalError).verb("delete").resource("pods").times(2),
+            ),
+            faults.inject(
+                Fault::new(FaultAction::InternalError)
+                    .verb("patch")
+                    .resource("statefulsets/status")
+                    .times(2),
+            ),
+        ];
         let mut mid_rollout = 0;
         for round in 0..3u64 {
             std::thread::sleep(Duration::from_millis(400 + 350 * round));
@@ -333,6 +344,8 @@ fn asts_manager_killed_mid_rollout_converges() {
                 && converged(kubectl, "ord", &format!("registry.example/ord:{version}"), 3))
             .then_some(())
         });
+        let counts: Vec<usize> = fired.iter().map(|f| f.count()).collect();
+        assert!(counts.iter().all(|n| *n > 0), "every fault fired: {counts:?}");
         faults.clear();
     }
 
