@@ -78,9 +78,17 @@ impl PodMutator for ReadinessGateStep {
 }
 
 /// Whether the pod-readiness controller has anything to do for `pod`: it has the gate, no
-/// `KruisePodReady` condition yet, and is not being deleted.
+/// `KruisePodReady` condition yet, is bound to a node, and is not being deleted.
+///
+/// Difference from upstream, which opens the gate as soon as the pod is created: here it is
+/// opened once the pod is bound. The gate only matters once the pod's containers can be
+/// ready, which needs a node; a pod that is never scheduled costs no write, and a scale-out's
+/// burst of creates is not joined by a burst of status writes.
 pub fn needs_condition(pod: &Pod) -> bool {
+    let bound =
+        pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
     pod.metadata.deletion_timestamp.is_none()
+        && bound
         && has_readiness_gate(pod, KRUISE_POD_READY)
         && condition(pod, KRUISE_POD_READY).is_none()
 }
@@ -206,6 +214,8 @@ mod tests {
         let mut p = pod(Some(("apps.kruise.io/v1alpha1", true)));
         assert!(plan(&p, now).actions.is_empty(), "no gate, nothing to do");
         inject_gate(p.spec.as_mut().expect("spec"));
+        assert!(plan(&p, now).actions.is_empty(), "not bound yet, nothing to do");
+        p.spec.as_mut().expect("spec").node_name = Some("node-1".into());
         let first = plan(&p, now);
         let [Action::PatchPodStatus { name, uid, patch, purpose, .. }] = first.actions.as_slice()
         else {
@@ -233,6 +243,7 @@ mod tests {
         // A pod being deleted is left alone.
         let mut leaving = pod(Some(("apps.kruise.io/v1alpha1", true)));
         inject_gate(leaving.spec.as_mut().expect("spec"));
+        leaving.spec.as_mut().expect("spec").node_name = Some("node-1".into());
         leaving.metadata.deletion_timestamp = Some(Time(now));
         assert!(plan(&leaving, now).actions.is_empty());
     }

@@ -32,7 +32,8 @@ pub struct PodReadinessController {
     pods: Cache<CachedPod>,
 }
 
-/// Whether the cached pod has the gate, no condition for it, and is not being deleted.
+/// Whether the cached pod has the gate, no condition for it, is bound to a node and is not
+/// being deleted (as [`kruise_core::readiness::needs_condition`] decides for a whole pod).
 fn needs_condition(pod: &CachedPod) -> bool {
     let has_condition = pod
         .status
@@ -42,6 +43,7 @@ fn needs_condition(pod: &CachedPod) -> bool {
     pod.metadata.deletion_timestamp.is_none()
         && !has_condition
         && pod.has_readiness_gate(KRUISE_POD_READY)
+        && !pod.node_name().is_empty()
 }
 
 impl PodReadinessController {
@@ -118,10 +120,12 @@ mod tests {
 
     #[test]
     fn only_a_gated_pod_without_the_condition_needs_it() {
-        let gated = serde_json::json!({
+        let mut gated = serde_json::json!({
             "metadata": {"name": "p", "namespace": "ns"},
             "spec": {"containers": [], "readinessGates": [{"conditionType": "KruisePodReady"}]},
         });
+        assert!(!needs_condition(&cached(gated.clone())), "not bound yet");
+        gated["spec"]["nodeName"] = "node-1".into();
         assert!(needs_condition(&cached(gated.clone())));
 
         let mut opened = gated.clone();

@@ -309,8 +309,11 @@ pub fn settle_pods(snapshot: &mut StatefulSetSnapshot, fail_image: Option<&str>)
             // A failed pod stays failed until it is deleted.
             continue;
         }
-        // The pod-readiness controller opens a new pod's KruisePodReady gate.
-        let opens_gate = kruise_core::readiness::needs_condition(pod);
+        // The pod-readiness controller opens a new pod's KruisePodReady gate (these pods are
+        // running, so bound, whether or not they name a node).
+        let opens_gate = kruise_core::pod::has_readiness_gate(pod, "KruisePodReady")
+            && kruise_core::pod::condition(pod, "KruisePodReady").is_none()
+            && pod.metadata.deletion_timestamp.is_none();
         let status = pod.status.get_or_insert_with(Default::default);
         status.phase = Some(if failing { "Failed" } else { "Running" }.into());
         let statuses: Vec<ContainerStatus> = spec
