@@ -122,7 +122,13 @@ mod stateless_steps {
 
     fn pod() -> impl Strategy<Value = k8s_openapi::api::core::v1::Pod> {
         let container = (
-            prop::option::of(prop_oneof![Just("3".to_owned()), Just("-1".to_owned()), Just("0".to_owned()), Just("x".to_owned()), Just("99999999999".to_owned())]),
+            prop::option::of(prop_oneof![
+                Just("3".to_owned()),
+                Just("-1".to_owned()),
+                Just("0".to_owned()),
+                Just("x".to_owned()),
+                Just("99999999999".to_owned())
+            ]),
             any::<bool>(),
             any::<bool>(),
         );
