@@ -9,23 +9,18 @@
 //!   asks for the pods that ask for a priority, by a CEL match condition on the annotation and
 //!   the env (labels cannot say it), so that other pods never reach the webhook for it.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kruise_api::well_known::annotations::CONTAINER_LAUNCH_PRIORITY_COMPLETED;
-use kruise_core::launch_priority::{BARRIER_ENV, barrier_name, plan};
-
 use kruise_core::admission::pod_scope::PodScopeTerm;
+use kruise_core::launch_priority::{BARRIER_ENV, barrier_name, plan};
+use kruise_core::plan::Plan;
 
 use crate::admission::pod_feature::{PodStepBox, StatelessPodFeature};
-use crate::applier::PlanOwner;
-use crate::cache::{Cache, ObjectKey};
+use crate::cache::ObjectKey;
 use crate::cached_pod::CachedPod;
-use crate::controller::{
-    ControllerContext, ControllerInfo, ReconcileError, Reconciler, Registration, Watch,
-};
+use crate::controller::{ControllerContext, ControllerInfo, ReconcileError, Registration};
+use crate::pod_controller::PodPlanner;
 
 /// Upstream's controller name.
 pub const CONTROLLER_NAME: &str = "container-launch-priority-controller";
@@ -38,10 +33,7 @@ pub const MATCH_CONDITION: &str = "(has(object.metadata.annotations) && \
      c.env.exists(e, e.name == 'KRUISE_CONTAINER_PRIORITY'))";
 
 /// The container-launch-priority controller.
-pub struct LaunchPriorityController {
-    context: ControllerContext,
-    pods: Cache<CachedPod>,
-}
+pub struct LaunchPriority;
 
 /// Whether the cached pod may need a barrier key or the completed mark.
 fn wanted(pod: &CachedPod) -> bool {
@@ -54,58 +46,46 @@ fn wanted(pod: &CachedPod) -> bool {
     pod.metadata.deletion_timestamp.is_none() && !completed && pod.spec_mentions(BARRIER_ENV)
 }
 
-impl LaunchPriorityController {
+impl PodPlanner for LaunchPriority {
     const INFO: ControllerInfo =
         ControllerInfo::new(CONTROLLER_NAME, "containerlaunchpriority-workers", None);
 
-    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
-        Arc::new(Self { pods: context.caches.get(), context })
+    fn new(_context: &ControllerContext) -> Self {
+        LaunchPriority
     }
 
-    async fn reconcile_pod(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
-        let Some(cached) = self.pods.get(key) else {
-            return Ok(None);
-        };
-        if !wanted(&cached) {
-            return Ok(None);
-        }
-        let pod: Pod = cached.to_pod()?;
-        if !kruise_core::launch_priority::has_barrier(&pod) {
-            return Ok(None);
-        }
-        let name = barrier_name(&key.name);
-        let barrier =
-            self.context.applier.get_opt::<ConfigMap>(&key.namespace, &name).await.map_err(
-                |source| ReconcileError::Write { action: "get configmap", target: name, source },
-            )?;
-        let now = jiff::Timestamp::now();
-        let plan = plan(&pod, barrier.as_ref());
-        let owner = PlanOwner::of(&pod, serde_json::Value::Null);
-        self.context.applier.apply(&owner, &plan, None, now).await?;
-        Ok(None)
-    }
-}
-
-impl Reconciler for LaunchPriorityController {
-    fn watches(&self) -> Vec<Watch> {
-        vec![Watch::own_where(&self.pods, wanted)]
+    fn wanted(pod: &CachedPod) -> bool {
+        wanted(pod)
     }
 
-    fn keys(&self) -> Vec<ObjectKey> {
-        crate::controller::keys_where(&self.pods, wanted)
-    }
-
-    fn reconcile<'a>(
+    fn plan<'a>(
         &'a self,
+        context: &'a ControllerContext,
         key: &'a ObjectKey,
-    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
-        Box::pin(self.reconcile_pod(key))
+        pod: &'a Pod,
+        _now: jiff::Timestamp,
+    ) -> BoxFuture<'a, Result<Plan<()>, ReconcileError>> {
+        Box::pin(async move {
+            if !kruise_core::launch_priority::has_barrier(pod) {
+                return Ok(Plan::empty(Default::default()));
+            }
+            let name = barrier_name(&key.name);
+            let barrier =
+                context.applier.get_opt::<ConfigMap>(&key.namespace, &name).await.map_err(
+                    |source| ReconcileError::Write {
+                        action: "get configmap",
+                        target: name,
+                        source,
+                    },
+                )?;
+            Ok(plan(pod, barrier.as_ref()))
+        })
     }
 }
 
 /// The controller's registration.
 pub fn registration() -> Registration {
-    Registration { info: LaunchPriorityController::INFO, build: LaunchPriorityController::build }
+    crate::pod_controller::registration::<LaunchPriority>()
 }
 
 /// Launch priority as a pod feature: the step of the pod mutating webhook

@@ -7,30 +7,23 @@
 //! decided from the cached status and the spec text without decoding the spec: a cluster's
 //! pod traffic costs a lookup per change.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
 use kruise_api::well_known::readiness_gates::KRUISE_POD_READY;
-
 use kruise_core::admission::pod_scope::PodScopeTerm;
+use kruise_core::plan::Plan;
 
 use crate::admission::pod_feature::{PodStepBox, StatelessPodFeature};
-use crate::applier::PlanOwner;
-use crate::cache::{Cache, ObjectKey};
+use crate::cache::ObjectKey;
 use crate::cached_pod::CachedPod;
-use crate::controller::{
-    ControllerContext, ControllerInfo, ReconcileError, Reconciler, Registration, Watch,
-};
+use crate::controller::{ControllerContext, ControllerInfo, ReconcileError, Registration};
+use crate::pod_controller::PodPlanner;
 
 /// Upstream's controller name.
 pub const CONTROLLER_NAME: &str = "pod-readiness-controller";
 
 /// The pod-readiness controller.
-pub struct PodReadinessController {
-    context: ControllerContext,
-    pods: Cache<CachedPod>,
-}
+pub struct PodReadiness;
 
 /// Whether the cached pod has the gate, no condition for it, is bound to a node and is not
 /// being deleted (as [`kruise_core::readiness::needs_condition`] decides for a whole pod).
@@ -46,49 +39,31 @@ fn needs_condition(pod: &CachedPod) -> bool {
         && !pod.node_name().is_empty()
 }
 
-impl PodReadinessController {
+impl PodPlanner for PodReadiness {
     const INFO: ControllerInfo = ControllerInfo::new(CONTROLLER_NAME, "podreadiness-workers", None);
 
-    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
-        Arc::new(Self { pods: context.caches.get(), context })
+    fn new(_context: &ControllerContext) -> Self {
+        PodReadiness
     }
 
-    async fn reconcile_pod(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
-        let Some(cached) = self.pods.get(key) else {
-            return Ok(None);
-        };
-        if !needs_condition(&cached) {
-            return Ok(None);
-        }
-        let pod = cached.to_pod()?;
-        let now = jiff::Timestamp::now();
-        let plan = kruise_core::readiness::plan(&pod, now);
-        let owner = PlanOwner::of(&pod, serde_json::Value::Null);
-        self.context.applier.apply(&owner, &plan, None, now).await?;
-        Ok(None)
-    }
-}
-
-impl Reconciler for PodReadinessController {
-    fn watches(&self) -> Vec<Watch> {
-        vec![Watch::own_where(&self.pods, needs_condition)]
+    fn wanted(pod: &CachedPod) -> bool {
+        needs_condition(pod)
     }
 
-    fn keys(&self) -> Vec<ObjectKey> {
-        crate::controller::keys_where(&self.pods, needs_condition)
-    }
-
-    fn reconcile<'a>(
+    fn plan<'a>(
         &'a self,
-        key: &'a ObjectKey,
-    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
-        Box::pin(self.reconcile_pod(key))
+        _context: &'a ControllerContext,
+        _key: &'a ObjectKey,
+        pod: &'a Pod,
+        now: jiff::Timestamp,
+    ) -> BoxFuture<'a, Result<Plan<()>, ReconcileError>> {
+        Box::pin(std::future::ready(Ok(kruise_core::readiness::plan(pod, now))))
     }
 }
 
 /// The controller's registration.
 pub fn registration() -> Registration {
-    Registration { info: PodReadinessController::INFO, build: PodReadinessController::build }
+    crate::pod_controller::registration::<PodReadiness>()
 }
 
 /// The readiness gate as a pod feature: the first step of the pod mutating webhook
