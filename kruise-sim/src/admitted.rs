@@ -163,6 +163,7 @@ impl Cluster {
             return self.patch(def, ns, name, sub, ptype, body, opts);
         }
         let patch = self.check_patch(def, sub, ptype, body, opts)?;
+        let opts = &WriteOptions { patch: Some((ptype, patch.clone())), ..opts.clone() };
         let apply = ptype == PatchType::Apply;
         let out = self
             .write_admitted(def, ns, name, sub, opts, apply, |current| match current {

@@ -53,6 +53,9 @@ pub struct WriteOptions {
     /// The write comes through `pods/resize` or `pods/ephemeralcontainers`, which may change
     /// what a pod update may not.
     pub(crate) pod_subresource: bool,
+    /// The write is a patch (of this type, with this body), not a `PUT`: kube-apiserver words
+    /// unknown fields and a changed `metadata.uid` differently for patches.
+    pub(crate) patch: Option<(PatchType, Value)>,
 }
 
 /// A patch's media type.
@@ -994,6 +997,53 @@ impl Cluster {
                 ));
             }
         }
+        // Unknown fields, as decoding the body (a PUT) or the patched object (a patch) finds
+        // them: the whole object, also for `/status`. An apply is checked before it is applied
+        // (`apply_unknown_fields`); a Scale has no fields of the object.
+        let checked_here = sub != Sub::Scale && !matches!(opts.patch, Some((PatchType::Apply, _)));
+        if checked_here {
+            let unknown = unknown_fields(def, &new);
+            if !unknown.is_empty() {
+                let listed: Vec<String> =
+                    unknown.iter().map(|u| format!("unknown field {u:?}")).collect();
+                match opts.field_validation {
+                    FieldValidation::Strict => {
+                        return Err(match &opts.patch {
+                            None => decode_strict_error(def, &listed),
+                            Some((PatchType::Strategic, p)) => {
+                                patch_strict_error(go_map(p), &listed)
+                            }
+                            Some(_) => patch_strict_error(go_json(&new), &listed),
+                        });
+                    }
+                    FieldValidation::Warn => warnings.extend(listed),
+                    FieldValidation::Ignore => {}
+                }
+            }
+        }
+        // Pruning below reports nothing more where the check above has run.
+        let later_fv = if checked_here { FieldValidation::Ignore } else { opts.field_validation };
+        // A PUT whose body names a uid makes it a precondition of the storage update, checked
+        // before the resourceVersion (`defaultUpdatedObjectInfo.Preconditions`,
+        // `storage.Preconditions.Check`, `InterpretUpdateError`).
+        let new_uid = meta_str(&new, "uid").filter(|u| !u.is_empty()).map(str::to_string);
+        let old_uid = meta_str(old, "uid").unwrap_or_default().to_string();
+        if let Some(uid) = &new_uid
+            && *uid != old_uid
+            && opts.patch.is_none()
+            && sub != Sub::Scale
+        {
+            let ns = meta_str(old, "namespace").unwrap_or_default();
+            return Err(ApiError::conflict(
+                &def.group,
+                &def.plural,
+                &name,
+                &format!(
+                    "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}",
+                    storage_key(def, ns, &name)
+                ),
+            ));
+        }
         match rv_of(&new) {
             Some(rv) if Some(rv) != rv_of(old) => {
                 return Err(ApiError::stale(&def.group, &def.plural, &name));
@@ -1011,6 +1061,18 @@ impl Cluster {
                 ));
             }
             _ => {}
+        }
+        // A patch that changes the uid fails `ValidateObjectMetaUpdate` in `BeforeUpdate`.
+        if let Some(uid) = &new_uid
+            && *uid != old_uid
+            && opts.patch.is_some()
+        {
+            return Err(ApiError::invalid(
+                &def.group,
+                &def.kind,
+                &name,
+                vec![Cause::invalid("metadata.uid", &json!(uid), "field is immutable")],
+            ));
         }
         to_storage(def, &mut new);
         let mut result = match sub {
@@ -1079,9 +1141,9 @@ impl Cluster {
             }
         }
         if def.is_custom() {
-            warnings.extend(self.check_custom(def, &mut result, opts.field_validation)?);
+            warnings.extend(self.check_custom(def, &mut result, later_fv)?);
         } else {
-            warnings.extend(check_builtin_fields(def, &mut result, opts.field_validation)?);
+            warnings.extend(check_builtin_fields(def, &mut result, later_fv)?);
             defaults::apply(&def.group, &def.plural, &mut result);
             if sub == Sub::Main {
                 self.validate_builtin(def, &result, Some(old))?;
@@ -1233,6 +1295,7 @@ impl Cluster {
         opts: &WriteOptions,
     ) -> Result<(Value, bool, Vec<String>), ApiError> {
         let patch = self.check_patch(def, sub, ptype, body, opts)?;
+        let opts = &WriteOptions { patch: Some((ptype, patch.clone())), ..opts.clone() };
         let key = Self::obj_key(def, ns, name);
         let mut warnings = Vec::new();
         let mut created = false;
@@ -1297,6 +1360,7 @@ impl Cluster {
             ]));
         }
         if ptype == PatchType::Apply {
+            apply_unknown_fields(def, &patch)?;
             if opts.field_manager.as_deref().unwrap_or("").is_empty() {
                 return Err(ApiError::invalid(
                     "meta.k8s.io",
@@ -1911,5 +1975,132 @@ fn check_builtin_fields(
         ))),
         FieldValidation::Warn => Ok(listed),
         FieldValidation::Ignore => Ok(Vec::new()),
+    }
+}
+
+/// The fields of `obj` that decoding it would drop (`obj` is left as it is).
+fn unknown_fields(def: &ResourceDef, obj: &Value) -> Vec<String> {
+    let mut copy = obj.clone();
+    if def.is_custom() {
+        match &def.schema {
+            Some(schema) => crate::schema::prune(&mut copy, schema),
+            None => Vec::new(),
+        }
+    } else {
+        crate::openapi::drop_unknown_builtin_fields(&def.group, &def.version, &def.kind, &mut copy)
+    }
+}
+
+/// The 400 of a create or update body with unknown fields under `fieldValidation=Strict`
+/// (`transformDecodeError` over the strict decoding error).
+fn decode_strict_error(def: &ResourceDef, listed: &[String]) -> ApiError {
+    ApiError::bad_request(format!(
+        "{kind} in version {v:?} cannot be handled as a {kind}: strict decoding error: {}",
+        listed.join(", "),
+        kind = def.kind,
+        v = def.version
+    ))
+}
+
+/// The 422 of a patch whose result has unknown fields under `fieldValidation=Strict`:
+/// `NewInvalid(schema.GroupKind{}, "", field.Invalid(field.NewPath("patch"), <shown>, <strict
+/// decoding error>))`, with the patched object's JSON (JSON and merge patches) or the patch's
+/// map as Go prints it (strategic merge patches) as the value.
+fn patch_strict_error(shown: String, listed: &[String]) -> ApiError {
+    ApiError::invalid(
+        "",
+        "",
+        "",
+        vec![Cause::invalid(
+            "patch",
+            &Value::String(shown),
+            &format!("strict decoding error: {}", listed.join(", ")),
+        )],
+    )
+}
+
+/// Server-side apply converts the applied configuration to a typed object first, and that
+/// conversion refuses fields the schema does not declare whatever `fieldValidation` says:
+/// kube-apiserver answers a plain error (500, no reason). Only custom resources are checked.
+fn apply_unknown_fields(def: &ResourceDef, patch: &Value) -> Result<(), ApiError> {
+    if !def.is_custom() {
+        return Ok(());
+    }
+    let mut unknown = unknown_fields(def, patch);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    unknown.sort();
+    let errors: Vec<String> =
+        unknown.iter().map(|u| format!(".{u}: field not declared in schema")).collect();
+    let detail = if errors.len() == 1 {
+        errors.join("")
+    } else {
+        format!("errors:\n  {}", errors.join("\n  "))
+    };
+    let ns = meta_str(patch, "namespace").unwrap_or_default();
+    let name = meta_str(patch, "name").unwrap_or_default();
+    let group_version = if def.group.is_empty() {
+        def.version.clone()
+    } else {
+        format!("{}/{}", def.group, def.version)
+    };
+    Err(ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({ns}/{name}; {group_version}, Kind={}): {detail}",
+            def.kind
+        ),
+    ))
+}
+
+/// The etcd key kube-apiserver names in storage errors: `/registry/<prefix>/<ns>/<name>`,
+/// the prefix being the resource's (`DefaultStorageFactory.ResourcePrefix`).
+fn storage_key(def: &ResourceDef, ns: &str, name: &str) -> String {
+    let prefix = match (def.group.as_str(), def.plural.as_str()) {
+        _ if def.is_custom() => format!("{}/{}", def.group, def.plural),
+        ("apiextensions.k8s.io" | "apiregistration.k8s.io", p) => format!("{}/{p}", def.group),
+        ("", "replicationcontrollers") => "controllers".into(),
+        ("", "endpoints") => "services/endpoints".into(),
+        ("", "nodes") => "minions".into(),
+        ("", "services") => "services/specs".into(),
+        ("networking.k8s.io" | "extensions", "ingresses") => "ingress".into(),
+        (_, p) => p.to_string(),
+    };
+    if def.namespaced && !ns.is_empty() {
+        format!("/registry/{prefix}/{ns}/{name}")
+    } else {
+        format!("/registry/{prefix}/{name}")
+    }
+}
+
+/// An object as Go's `json.Marshal` writes it: compact, keys sorted, `<`, `>` and `&` escaped.
+fn go_json(v: &Value) -> String {
+    serde_json::to_string(v)
+        .unwrap_or_default()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// A decoded JSON value as Go's `fmt.Sprintf("%+v", ...)` prints it: `map[k:v ...]` with the
+/// keys sorted, `[a b]`, strings bare, `<nil>`.
+fn go_map(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            format!("[{}]", items.iter().map(go_map).collect::<Vec<_>>().join(" "))
+        }
+        Value::Object(m) => {
+            let mut pairs: Vec<(&String, &Value)> = m.iter().collect();
+            pairs.sort_by(|a, b| a.0.cmp(b.0));
+            let parts: Vec<String> =
+                pairs.iter().map(|(k, v)| format!("{k}:{}", go_map(v))).collect();
+            format!("map[{}]", parts.join(" "))
+        }
     }
 }

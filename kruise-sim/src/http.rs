@@ -229,6 +229,7 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, ApiError> 
         field_manager: q.get("fieldManager").cloned(),
         force: truthy(q.get("force")),
         pod_subresource: false,
+        patch: None,
     })
 }
 

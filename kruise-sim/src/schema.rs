@@ -119,9 +119,14 @@ fn join(path: &str, key: &str) -> String {
     if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
 }
 
-/// Removes fields the schema does not know; returns their paths (for strict field validation).
+/// Removes fields the schema does not know; returns their paths (for strict field validation)
+/// in kube-apiserver's order: unknown `metadata` fields first (`GetObjectMetaWithOptions`), then
+/// the pruned paths sorted (`PruneWithOptions` sorts them), then unknown fields in the metadata
+/// of embedded resources (`CoerceWithOptions`).
 pub fn prune(obj: &mut Value, schema: &Structural) -> Vec<String> {
     let mut unknown = Vec::new();
+    let mut pruned = Vec::new();
+    let mut embedded = Vec::new();
     if let Value::Object(map) = obj {
         prune_meta(map, "", &mut unknown);
         for (k, v) in map.iter_mut() {
@@ -129,7 +134,7 @@ pub fn prune(obj: &mut Value, schema: &Structural) -> Vec<String> {
                 continue;
             }
             if let Some(p) = schema.properties.get(k) {
-                prune_node(v, p, k, &mut unknown);
+                prune_node(v, p, k, &mut pruned, &mut embedded);
             }
         }
         if !schema.preserve_unknown {
@@ -139,12 +144,15 @@ pub fn prune(obj: &mut Value, schema: &Structural) -> Vec<String> {
                     || k == "metadata"
                     || schema.properties.contains_key(k);
                 if !keep {
-                    unknown.push(k.clone());
+                    pruned.push(k.clone());
                 }
                 keep
             });
         }
     }
+    pruned.sort();
+    unknown.extend(pruned);
+    unknown.extend(embedded);
     unknown
 }
 
@@ -160,21 +168,27 @@ fn prune_meta(map: &mut Map<String, Value>, path: &str, unknown: &mut Vec<String
     }
 }
 
-fn prune_node(v: &mut Value, s: &Structural, path: &str, unknown: &mut Vec<String>) {
+fn prune_node(
+    v: &mut Value,
+    s: &Structural,
+    path: &str,
+    unknown: &mut Vec<String>,
+    embedded: &mut Vec<String>,
+) {
     match v {
         Value::Object(map) => {
             if s.embedded {
-                prune_meta(map, path, unknown);
+                prune_meta(map, path, embedded);
             }
             if let Some(ap) = &s.additional {
                 for (k, item) in map.iter_mut() {
-                    prune_node(item, ap, &join(path, k), unknown);
+                    prune_node(item, ap, &join(path, k), unknown, embedded);
                 }
                 return;
             }
             for (k, item) in map.iter_mut() {
                 if let Some(p) = s.properties.get(k) {
-                    prune_node(item, p, &join(path, k), unknown);
+                    prune_node(item, p, &join(path, k), unknown, embedded);
                 }
             }
             if !s.preserve_unknown {
@@ -191,7 +205,7 @@ fn prune_node(v: &mut Value, s: &Structural, path: &str, unknown: &mut Vec<Strin
         Value::Array(items) => {
             if let Some(is) = &s.items {
                 for (i, item) in items.iter_mut().enumerate() {
-                    prune_node(item, is, &format!("{path}[{i}]"), unknown);
+                    prune_node(item, is, &format!("{path}[{i}]"), unknown, embedded);
                 }
             }
         }
@@ -444,10 +458,11 @@ mod tests {
     fn prune_default_validate() {
         let s = schema();
         let mut o = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a", "junk": 1},
-            "spec": {"selector": {"any": {"thing": 1}}, "extra": true, "max": "10%"}, "top": 1});
-        let mut unknown = prune(&mut o, &s);
-        unknown.sort();
-        assert_eq!(unknown, vec!["metadata.junk", "spec.extra", "top"]);
+            "spec": {"selector": {"any": {"thing": 1}}, "extra": true, "max": "10%"}, "top": 1,
+            "a_top": 2});
+        // Unknown metadata fields first, then the pruned paths sorted.
+        let unknown = prune(&mut o, &s);
+        assert_eq!(unknown, vec!["metadata.junk", "a_top", "spec.extra", "top"]);
         default(&mut o, &s);
         assert_eq!(o["spec"]["replicas"], json!(1));
         assert!(validate(&o, &s).is_empty());

@@ -17,6 +17,7 @@ mod disruption;
 mod endpointslice;
 mod events_one_store;
 mod faults;
+mod field_validation;
 mod gc;
 mod job;
 mod kube_client;
