@@ -127,7 +127,8 @@ fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
         );
     }
 
-    // Defaults: the CRDs, the manager with upstream's HA settings, RBAC, no daemon (not built).
+    // Defaults: the CRDs, the manager with upstream's HA settings, RBAC, and the daemon (as
+    // upstream's chart).
     let docs = render(&[]);
     let crds = docs.iter().filter(|d| d["kind"] == "CustomResourceDefinition").count();
     assert_eq!(crds, 18);
@@ -163,7 +164,8 @@ fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
     ] {
         assert!(find(&docs, kind, name).is_some(), "{kind} {name} is rendered");
     }
-    assert!(find(&docs, "DaemonSet", "kruise-daemon").is_none(), "the daemon is not built yet");
+    assert!(find(&docs, "DaemonSet", "kruise-daemon").is_some(), "the daemon by default");
+    assert!(find(&docs, "ServiceAccount", "kruise-daemon").is_some());
     // No Secret can be listed or written outside the manager's namespace; with
     // ImagePullJobGate (on in the default values) one can be read by name, to copy an
     // ImagePullJob's pullSecrets for the daemon.
@@ -185,7 +187,7 @@ fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
         "openkruise/kruise-manager:v1.8.3"
     );
 
-    // The daemon on (KruiseDaemon=true), kept off virtual-kubelet nodes.
+    // The daemon named on (KruiseDaemon=true, as by default), kept off virtual-kubelet nodes.
     let docs = render(&["--set", "featureGates=KruiseDaemon=true"]);
     let daemon = find(&docs, "DaemonSet", "kruise-daemon").expect("the daemon renders");
     // Root for the runtime's socket, but without capabilities and on a read-only root.
