@@ -1485,14 +1485,16 @@ impl Cluster {
             let Some(old) = cur else {
                 return Err(ApiError::not_found(&def.group, &def.plural, name));
             };
+            // As kube-apiserver's `rest.BeforeDelete`, which checks the preconditions first and
+            // names the object by its kind (`GroupResource{Group, Resource: Kind}`).
             if let Some(uid) = &opts.uid {
                 let have = meta_str(old, "uid").unwrap_or_default();
                 if have != uid {
                     return Err(ApiError::conflict(
                         &def.group,
-                        &def.plural,
+                        &def.kind,
                         name,
-                        &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"),
+                        &format!("the UID in the precondition ({uid}) does not match the UID in record ({have}). The object might have been deleted and then recreated"),
                     ));
                 }
             }
@@ -1501,9 +1503,9 @@ impl Cluster {
                 if have != rv {
                     return Err(ApiError::conflict(
                         &def.group,
-                        &def.plural,
+                        &def.kind,
                         name,
-                        &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}"),
+                        &format!("the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({have}). The object might have been modified"),
                     ));
                 }
             }

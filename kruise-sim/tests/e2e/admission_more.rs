@@ -249,7 +249,10 @@ async fn eviction_deletes_with_its_delete_options() {
         .await
         .expect_err("precondition fails");
     assert_eq!(e.code, 409, "{e:?}");
-    assert!(e.message.contains("Precondition failed: UID in precondition: not-the-uid"), "{e:?}");
+    assert!(
+        e.message.starts_with(r#"Operation cannot be fulfilled on Pod "p": the UID in the precondition (not-the-uid) does not match the UID in record ("#),
+        "{e:?}"
+    );
     assert!(exists(&c, &format!("{PODS}/p")).await);
     // A dry run in the deleteOptions deletes nothing.
     post(&c, &path, evict(json!({"dryRun": ["All"]}))).await.expect("dry run");

@@ -72,11 +72,20 @@ async fn crud_conflict_and_errors() {
         ..Default::default()
     };
     match api.delete("a", &dp).await {
-        Err(kube::Error::Api(s)) => assert!(
-            s.message.contains("Precondition failed: UID in precondition: nope"),
-            "{}",
-            s.message
-        ),
+        Err(kube::Error::Api(s)) => {
+            // kube-apiserver's rest.BeforeDelete text, the object named by its kind.
+            assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+            assert!(
+                s.message.starts_with(r#"Operation cannot be fulfilled on ConfigMap "a": the UID in the precondition (nope) does not match the UID in record ("#),
+                "{}",
+                s.message
+            );
+            assert!(
+                s.message.ends_with("). The object might have been deleted and then recreated"),
+                "{}",
+                s.message
+            );
+        }
         other => panic!("expected a precondition failure, got {other:?}"),
     }
     api.delete("a", &DeleteParams::default()).await.expect("delete");
