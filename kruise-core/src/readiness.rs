@@ -46,7 +46,12 @@ pub fn wants_gate(pod: &Pod, all_pods: bool) -> bool {
 /// Appends the `KruisePodReady` readiness gate to `spec` unless it is there. Returns whether
 /// it was added.
 pub fn inject_gate(spec: &mut PodSpec) -> bool {
-    let gates = spec.readiness_gates.get_or_insert_with(Vec::new);
+    inject_into(&mut spec.readiness_gates)
+}
+
+/// [`inject_gate`] on a pod spec's `readinessGates`.
+fn inject_into(gates: &mut Option<Vec<PodReadinessGate>>) -> bool {
+    let gates = gates.get_or_insert_with(Vec::new);
     if gates.iter().any(|g| g.condition_type == KRUISE_POD_READY) {
         return false;
     }
@@ -71,8 +76,7 @@ impl PodMutator for ReadinessGateStep {
         {
             return Ok(());
         }
-        let gates = pod.readiness_gates_mut().get_or_insert_with(Vec::new);
-        gates.push(PodReadinessGate { condition_type: KRUISE_POD_READY.to_owned() });
+        inject_into(pod.readiness_gates_mut());
         Ok(())
     }
 }

@@ -33,7 +33,9 @@ fn wanted(pod: &CachedPod) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
     pod.metadata.deletion_timestamp.is_none()
         && phase != "Pending"
-        && pod.spec_mentions("KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT")
+        && pod.spec_mentions(
+            kruise_api::well_known::env::container::KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT,
+        )
 }
 
 impl PodPlanner for SidecarTerminator {

@@ -231,7 +231,7 @@ impl ContainerMetaWorker {
         runtime_type: &str,
         set: &RuntimeContainerMetaSet,
     ) -> Result<(), kruise_cri::CriError> {
-        if !in_place_updating(pod) {
+        if !in_place_updating(pod.status.as_ref()) {
             return Ok(());
         }
         for meta in &set.containers {
@@ -282,8 +282,8 @@ fn parse_env(text: &str) -> BTreeMap<String, String> {
 }
 
 /// Whether the pod is being updated in place: its `InPlaceUpdateReady` condition is `False`.
-fn in_place_updating(pod: &Pod) -> bool {
-    pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+fn in_place_updating(status: Option<&k8s_openapi::api::core::v1::PodStatus>) -> bool {
+    status.and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
         c.iter().any(|c| {
             c.type_ == kruise_api::well_known::readiness_gates::IN_PLACE_UPDATE_READY
                 && c.status == "False"
@@ -296,12 +296,7 @@ fn in_place_updating(pod: &Pod) -> bool {
 fn may_need_env_restart(pod: &CachedPod) -> bool {
     pod.metadata.deletion_timestamp.is_none()
         && (pod.spec_mentions("metadata.labels") || pod.spec_mentions("metadata.annotations"))
-        && pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
-            c.iter().any(|c| {
-                c.type_ == kruise_api::well_known::readiness_gates::IN_PLACE_UPDATE_READY
-                    && c.status == "False"
-            })
-        })
+        && in_place_updating(pod.status.as_ref())
 }
 
 /// The set a pod's annotation holds, if it parses.
@@ -425,9 +420,9 @@ mod tests {
             }))
             .unwrap()
         };
-        assert!(in_place_updating(&pod("False")));
-        assert!(!in_place_updating(&pod("True")));
-        assert!(!in_place_updating(&Pod::default()));
+        assert!(in_place_updating(pod("False").status.as_ref()));
+        assert!(!in_place_updating(pod("True").status.as_ref()));
+        assert!(!in_place_updating(None));
     }
 
     /// A pod the cache loaded before the worker subscribed (its reflector runs on a task of
