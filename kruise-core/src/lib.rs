@@ -79,6 +79,7 @@ pub mod plan {
 }
 pub mod pub_budget;
 pub mod readiness;
+pub mod resourcedistribution;
 pub mod revision;
 pub mod selector;
 pub mod sidecar_terminator;

@@ -316,6 +316,7 @@ pub fn registry() -> Vec<Registration> {
         crate::podreadiness::registration(),
         crate::launch_priority::registration(),
         crate::sidecar_terminator::registration(),
+        crate::resourcedistribution::registration(),
     ]
 }
 

@@ -59,6 +59,7 @@ pub mod pod_controller;
 pub mod podreadiness;
 pub mod pub_budget;
 pub mod queue;
+pub mod resourcedistribution;
 pub mod runtime;
 pub mod scale;
 pub mod sidecar_terminator;

@@ -257,6 +257,7 @@ pub async fn run(
                 manager_namespace: webhook.namespace.clone(),
                 patch_metadata_defaults_allowed: gates
                     .enabled("SidecarSetPatchPodMetadataDefaultsAllowed"),
+                resource_distribution: gates.enabled("ResourceDistributionGate"),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())
                 .routes(crate::admission::routes(context, gates))

@@ -84,6 +84,9 @@ pub struct AdmissionContext {
     /// `SidecarSetPatchPodMetadataDefaultsAllowed`: `patchPodMetadata` passes when no
     /// whitelist rule applies.
     pub patch_metadata_defaults_allowed: bool,
+    /// `ResourceDistributionGate`: with it off, ResourceDistributions are refused, as upstream
+    /// refuses them.
+    pub resource_distribution: bool,
 }
 
 pub mod pod_feature;
@@ -372,6 +375,14 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             "advancedcronjobs",
             CREATE_UPDATE,
             post(validate_advanced_cron_job),
+        ),
+        kruise(
+            "vresourcedistribution.kb.io",
+            "/validate-apps-kruise-io-resourcedistribution",
+            Validating,
+            "resourcedistributions",
+            CREATE_UPDATE,
+            post(validate_resource_distribution),
         ),
         kruise(
             "vephemeraljobs.kb.io",
@@ -833,6 +844,111 @@ async fn validate_advanced_cron_job(body: Bytes) -> Response {
             .map_err(|e| (422, e.to_string()))?;
         Ok(AdmissionResponse::allow(request))
     })
+}
+
+/// `vresourcedistribution.kb.io`: refused while `ResourceDistributionGate` is off; upstream's
+/// rules; then the resource is created with `dryRun=All` in the manager's namespace, so that
+/// kube-apiserver validates its body as it will validate each copy.
+async fn validate_resource_distribution(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    use kruise_core::resourcedistribution::{Resource, admission as rules};
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let Some(object) = request
+        .object
+        .as_ref()
+        .filter(|_| matches!(request.operation, Operation::Create | Operation::Update))
+    else {
+        return review_response(&AdmissionResponse::allow(&request));
+    };
+    if !context.resource_distribution {
+        let message = "feature-gate ResourceDistributionGate is not enabled";
+        return review_response(&AdmissionResponse::deny(&request, 403, message));
+    }
+    let checked =
+        hub_object::<v1alpha1::ResourceDistribution>(&request, object, "resourcedistribution")
+            .map_err(|message| (400, message))
+            .and_then(|distribution| {
+                let old = old_of(&request)
+                    .map(|old| {
+                        hub_object::<v1alpha1::ResourceDistribution>(
+                            &request,
+                            old,
+                            "old resourcedistribution",
+                        )
+                    })
+                    .transpose()
+                    .map_err(|message| (400, message))?;
+                rules::validate_resource_distribution(&distribution, old.as_ref())
+                    .into_result()
+                    .map_err(|e| (422, e.to_string()))?;
+                Ok(distribution)
+            });
+    let distribution = match checked {
+        Ok(distribution) => distribution,
+        Err((code, message)) => {
+            return review_response(&AdmissionResponse::deny(&request, code, message));
+        }
+    };
+    let raw = &distribution.spec.resource.0;
+    let Ok(resource) = Resource::parse(raw) else {
+        return review_response(&AdmissionResponse::allow(&request));
+    };
+    let response = match dry_run_create(&context, &resource).await {
+        Ok(()) => AdmissionResponse::allow(&request),
+        Err(detail) => AdmissionResponse::deny(&request, 422, detail),
+    };
+    review_response(&response)
+}
+
+/// Creates `resource` with `dryRun=All` in the manager's namespace; what kube-apiserver
+/// refused, worded as upstream's webhook words it.
+async fn dry_run_create(
+    context: &AdmissionContext,
+    resource: &kruise_core::resourcedistribution::Resource<'_>,
+) -> Result<(), String> {
+    let kind = resource.kind.object_kind();
+    let api_resource = kube::api::ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: kind.kind.into(),
+        plural: kind.plural.into(),
+    };
+    let mut body = Value::Object(resource.body.clone());
+    body["metadata"]["namespace"] = json!(context.manager_namespace);
+    let object: kube::api::DynamicObject = match serde_json::from_value(body) {
+        Ok(object) => object,
+        Err(err) => {
+            return Err(format!(
+                "spec.resource: Invalid value: null: spec.resource is invalid: {err}"
+            ));
+        }
+    };
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        context.client.clone(),
+        &context.manager_namespace,
+        &api_resource,
+    );
+    let params = kube::api::PostParams { dry_run: true, ..Default::default() };
+    match api.create(&params, &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(kube::Error::Api(status)) if matches!(status.code, 400 | 422) => Err(format!(
+            "spec.resource: Invalid value: null: spec.resource is invalid: {}",
+            status.message
+        )),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            Err(format!("spec.resource: Forbidden: spec.resource is forbidden: {}", status.message))
+        }
+        Err(err) => Err(format!(
+            "spec.resource: Internal error: failed to dry-run validate spec.resource: {err}"
+        )),
+    }
 }
 
 /// `vephemeraljobs.kb.io`: upstream's rules for the ephemeral containers (there is no
@@ -2136,6 +2252,7 @@ mod tests {
             nodes: None,
             manager_namespace: crate::webhook::DEFAULT_NAMESPACE.into(),
             patch_metadata_defaults_allowed: false,
+            resource_distribution: true,
         }
     }
 

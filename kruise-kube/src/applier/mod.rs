@@ -17,7 +17,7 @@ use crate::leader::LeaderHandle;
 
 mod plan;
 
-pub use plan::{ExpectationsFor, PlanOwner, REPLAN_AFTER_CONFLICT};
+pub use plan::{ActionOutcome, ExpectationsFor, PlanOwner, REPLAN_AFTER_CONFLICT};
 
 /// The field manager and user-agent name of every write.
 pub const FIELD_MANAGER: &str = "kruise-manager";

@@ -179,6 +179,29 @@ fn refused_by_guard(action: &Action, err: &ReconcileError) -> bool {
     guarded && matches!(err, ReconcileError::Write { source: ApplyError::Conflict(_), .. })
 }
 
+/// How one action of a plan went ([`Applier::apply_reporting`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ActionOutcome {
+    /// Not attempted: an earlier run of actions failed.
+    NotAttempted,
+    /// Done (or found done: created already, deleted already), with the resourceVersion the
+    /// server answered, if any.
+    Done(Option<String>),
+    /// Refused by its resourceVersion guard: the object changed since it was read.
+    Stale,
+    /// Failed; what the server answered.
+    Failed(String),
+}
+
+/// The server's answer in a failed write, without the action and target around it.
+fn failure_text(err: &ReconcileError) -> String {
+    match err {
+        ReconcileError::Write { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// Which actions may run together: independent writes of the same kind.
 fn group_kind(action: &Action) -> Option<u8> {
     match action {
@@ -257,6 +280,20 @@ impl Applier {
         expectations: Option<ExpectationsFor<'_>>,
         now: jiff::Timestamp,
     ) -> Result<(), ReconcileError> {
+        self.apply_reporting(owner, plan, expectations, now).await.1
+    }
+
+    /// As [`Applier::apply`], with how each action went, in the plan's order: for a
+    /// controller that remembers its writes until its cache shows them, or reports failed
+    /// ones in the next status.
+    pub async fn apply_reporting<S: Serialize>(
+        &self,
+        owner: &PlanOwner,
+        plan: &Plan<S>,
+        expectations: Option<ExpectationsFor<'_>>,
+        now: jiff::Timestamp,
+    ) -> (Vec<ActionOutcome>, Result<(), ReconcileError>) {
+        let mut outcomes = vec![ActionOutcome::NotAttempted; plan.actions.len()];
         let mut succeeded = vec![false; plan.actions.len()];
         let mut failure: Option<ReconcileError> = None;
         let mut start = 0;
@@ -273,13 +310,19 @@ impl Applier {
             let mut group_failed = false;
             for (offset, result) in results.into_iter().enumerate() {
                 match result {
-                    Some(Ok(())) => succeeded[start + offset] = true,
+                    Some(Ok(resource_version)) => {
+                        succeeded[start + offset] = true;
+                        outcomes[start + offset] = ActionOutcome::Done(resource_version);
+                    }
                     Some(Err(err)) => {
                         group_failed = true;
                         // A guard that refused a stale write did its job: the owner is planned
                         // again, and nothing failed that a user should see.
-                        if !refused_by_guard(&plan.actions[start + offset], &err) {
+                        if refused_by_guard(&plan.actions[start + offset], &err) {
+                            outcomes[start + offset] = ActionOutcome::Stale;
+                        } else {
                             self.failure_event(owner, &err).await;
+                            outcomes[start + offset] = ActionOutcome::Failed(failure_text(&err));
                         }
                         failure.get_or_insert(err);
                     }
@@ -331,7 +374,7 @@ impl Applier {
                 }
             }
         }
-        failure.map_or(Ok(()), Err)
+        (outcomes, failure.map_or(Ok(()), Err))
     }
 
     /// Runs a run of same-kind actions; `None` for actions not attempted (slow start stopped).
@@ -341,14 +384,14 @@ impl Applier {
         actions: &[Action],
         expectations: Option<ExpectationsFor<'_>>,
         now: jiff::Timestamp,
-    ) -> Vec<Option<Result<(), ReconcileError>>> {
+    ) -> Vec<Option<Result<Option<String>, ReconcileError>>> {
         let run = |i: usize| self.run_action(owner, &actions[i], expectations, now);
         if matches!(actions[0], Action::CreatePod { .. } | Action::CreatePvc { .. }) {
             return slow_start(actions.len(), self.create_burst, run).await;
         }
-        let mut results: Vec<Option<Result<(), ReconcileError>>> =
+        let mut results: Vec<Option<Result<Option<String>, ReconcileError>>> =
             (0..actions.len()).map(|_| None).collect();
-        let outcomes: Vec<(usize, Result<(), ReconcileError>)> =
+        let outcomes: Vec<(usize, Result<Option<String>, ReconcileError>)> =
             futures::stream::iter(0..actions.len())
                 .map(|i| async move { (i, run(i).await) })
                 .buffer_unordered(self.concurrency.max(1))
@@ -360,14 +403,15 @@ impl Applier {
         results
     }
 
-    /// One action, with its expectation recorded around the write.
+    /// One action, with its expectation recorded around the write; the resourceVersion the
+    /// server answered with, if any.
     async fn run_action(
         &self,
         owner: &PlanOwner,
         action: &Action,
         expectations: Option<ExpectationsFor<'_>>,
         now: jiff::Timestamp,
-    ) -> Result<(), ReconcileError> {
+    ) -> Result<Option<String>, ReconcileError> {
         let expectation = expectations.and(action.expectation());
         if let (Some(exp), Some(on)) = (&expectation, expectations) {
             on.store.before_write(on.key, exp, now);
@@ -390,7 +434,7 @@ impl Applier {
                 _ => {}
             }
         }
-        result.map(|_| ())
+        result
     }
 
     /// As [`Applier::apply`] without expectations, for an owner another writer also writes

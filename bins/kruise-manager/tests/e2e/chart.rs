@@ -246,7 +246,9 @@ fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
 /// ServiceAccount token.
 fn install_chart(cluster: &SimCluster, drop_rule: Option<&str>) -> PathBuf {
     let k = &cluster.kubectl;
-    let mut docs = render(&["--set", "featureGates=ImagePullJobGate=true\\,KruiseDaemon=true"]);
+    let gates =
+        "featureGates=ImagePullJobGate=true\\,KruiseDaemon=true\\,ResourceDistributionGate=true";
+    let mut docs = render(&["--set", gates]);
     if let Some(resource) = drop_rule {
         for doc in &mut docs {
             if doc["kind"] == "ClusterRole" && doc["metadata"]["name"] == "kruise-manager-role" {
@@ -291,7 +293,7 @@ fn run_with_kubeconfig(cluster: &SimCluster, kubeconfig: &Path, log: &str) -> cr
         "--webhook-port",
         "0",
         "--feature-gates",
-        "ImagePullJobGate=true",
+        "ImagePullJobGate=true,ResourceDistributionGate=true",
         "--nodeimage-creation-delay",
         "0s",
     ]);
@@ -367,6 +369,18 @@ fn the_manager_runs_with_the_charts_service_account_and_fails_without_one_rule()
             let secrets = image["pullSecrets"].as_array()?;
             secrets.iter().any(|s| s["name"] == copy.as_str()).then_some(())
         })
+    });
+    // A ResourceDistribution (its webhook's dry-run create, the Secret watch, the copies).
+    let distribution = serde_json::json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "ResourceDistribution",
+        "metadata": {"name": "shared"},
+        "spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "shared"}, "data": {"k": "v"}},
+                 "targets": {"includedNamespaces": {"list": [{"name": "default"}]}}},
+    });
+    k.ok_stdin(&["create", "-f", "-"], &distribution.to_string());
+    wait_for("the distributed ConfigMap", Duration::from_secs(60), || {
+        k.run_with(&["get", "configmap", "shared", "-n", "default"], None).ok.then_some(())
     });
     let log = std::fs::read_to_string(&manager.log).expect("log");
     assert!(!log.contains("forbidden"), "no 403 under the chart's rules:\n{log}");

@@ -19,6 +19,7 @@ mod leader_failover;
 mod playground;
 mod pub_budget;
 mod readiness;
+mod resourcedistribution;
 mod restart;
 mod sidecar_terminator;
 mod sidecarset;
