@@ -589,6 +589,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         manager_namespace: NAMESPACE.to_owned(),
         patch_metadata_defaults_allowed: false,
         resource_distribution: false,
+        pod_probe_marker_off: Some("PodProbeMarkerGate"),
     };
     let gates = kruise_kube::features::FeatureGates::default();
     let routes = admission::routes(context, &gates).route(NOOP_PATH, post(noop));

@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(mut acj) = serde_json::from_slice::<v1beta1::AdvancedCronJob>(json) {
         use kruise_core::advancedcronjob::{Snapshot, admission, plan};
-        admission::default_advanced_cron_job(&mut acj, None, false);
+        admission::default_advanced_cron_job(&mut acj, None, Default::default());
         let _ = admission::validate_advanced_cron_job(&acj, None);
         let snapshot =
             Snapshot { cron_job: acj, children: Vec::new(), default_zone: TimeZone::UTC };

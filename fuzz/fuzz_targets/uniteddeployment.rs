@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let now = jiff::Timestamp::from_second(1_760_000_000).expect("a time");
     for mut ud in uds {
-        admission::default_united_deployment(&mut ud, None, false);
+        admission::default_united_deployment(&mut ud, None, Default::default());
         let _ = admission::validate_united_deployment(&ud, None);
         if let Ok(allocation) = allocate(&AllocationSpec::of(&ud.spec), &BTreeMap::new()) {
             assert!(allocation.subsets.iter().all(|(_, r)| *r >= 0), "{allocation:?}");

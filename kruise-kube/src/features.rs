@@ -134,7 +134,55 @@ pub enum FeatureGateError {
         /// The value as given.
         value: String,
     },
+    /// The gate is on, and its feature is not built here.
+    #[error("feature gate {gate} cannot be turned on: {why}")]
+    NotBuilt {
+        /// The gate.
+        gate: &'static str,
+        /// What is missing.
+        why: &'static str,
+    },
 }
+
+/// What kruise-rs does with one of upstream's gates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Support {
+    /// It does what upstream's gate does, on and off.
+    Built,
+    /// What the gate turns on is how kruise-rs always works: named off, it is accepted with a
+    /// warning at start that this changes nothing.
+    AlwaysOn(&'static str),
+    /// Its feature is not built: turning it on is refused; on without being named (upstream's
+    /// default, `AllAlpha`/`AllBeta`), it is off here, with a warning at start.
+    NotBuilt(&'static str),
+}
+
+/// The gates that are not [`Support::Built`].
+const SUPPORT: &[(&str, Support)] = &[
+    (
+        "PodProbeMarkerGate",
+        Support::NotBuilt(
+            "PodProbeMarker and NodePodProbe are not built yet (issue 43); PodProbeMarkers are refused as with the gate off",
+        ),
+    ),
+    (
+        "EnablePodProbeMarkerOnServerless",
+        Support::NotBuilt("PodProbeMarker is not built yet (issue 43)"),
+    ),
+    (
+        "CloneSetEventHandlerOptimization",
+        Support::NotBuilt(
+            "the CloneSet controller wakes on every change of its pods; upstream's filter of pod updates is not built",
+        ),
+    ),
+    (
+        "ForceDeleteTimeoutExpectationGate",
+        Support::AlwaysOn(
+            "expectations not met within --expectation-timeout are always dropped (a Warning ExpectationTimeout Event), as this gate does upstream",
+        ),
+    ),
+];
 
 fn did_you_mean(suggestions: &[&str]) -> String {
     if suggestions.is_empty() {
@@ -175,11 +223,48 @@ impl Default for FeatureGates {
 impl FeatureGates {
     /// Parses a `--feature-gates` value such as `"CloneSetShortHash=true, PodWebhook=false"`
     /// (empty: all defaults), then applies [`FeatureGates::apply_dependencies`].
+    ///
+    /// Then each gate is checked against what kruise-rs builds ([`FeatureGates::support`]):
+    /// a gate whose feature is not built may not be named on; the error names the gate and
+    /// why.
     pub fn parse(flag: &str) -> Result<Self, FeatureGateError> {
         let mut gates = FeatureGates::default();
         gates.set_from_flag(flag)?;
         gates.apply_dependencies();
+        gates.check_support()?;
         Ok(gates)
+    }
+
+    /// What kruise-rs does with `gate`.
+    pub fn support(gate: &str) -> Support {
+        SUPPORT.iter().find(|(name, _)| *name == gate).map_or(Support::Built, |(_, s)| *s)
+    }
+
+    /// Refuses a [`Support::NotBuilt`] gate named on; turns off, with a warning, a not-built
+    /// gate that is on without being named (by upstream's default, or `AllAlpha`/`AllBeta`);
+    /// warns of a [`Support::AlwaysOn`] gate named off.
+    pub fn check_support(&mut self) -> Result<(), FeatureGateError> {
+        for (gate, support) in SUPPORT {
+            let spec = GATES.iter().find(|g| g.name == *gate);
+            let Some(spec) = spec else { continue };
+            let on = self.enabled(gate);
+            // Not named in the flag: on by upstream's default, or by `AllAlpha`/`AllBeta`.
+            let by_default = !self.explicit.contains(gate);
+            match support {
+                Support::NotBuilt(why) if on && by_default => {
+                    tracing::warn!(gate, why, "feature gate on by default upstream is off here");
+                    self.values.insert(spec.name, false);
+                }
+                Support::NotBuilt(why) if on => {
+                    return Err(FeatureGateError::NotBuilt { gate: spec.name, why });
+                }
+                Support::AlwaysOn(why) if !on && !by_default => {
+                    tracing::warn!(gate, why, "feature gate turned off changes nothing here");
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Applies a further `--feature-gates` value on top of these gates, without applying
@@ -435,6 +520,55 @@ mod tests {
         }
     }
 
+    /// Every gate, named on and named off: the manager takes it and the gate reads so, or
+    /// refuses it at start with an error that names it and says why. Only the gates listed
+    /// as not built are refused; the rest must be read by a test of their own (see
+    /// `docs/manager.md`, "Feature gates").
+    #[test]
+    fn every_gate_is_taken_as_named_or_refused_by_name() {
+        let dependents = ["PodWebhook", "KruiseDaemon", "ResourcesDeletionProtection"];
+        for (gate, _) in FeatureGates::known().filter(|(n, _)| *n != ALL_ALPHA && *n != ALL_BETA) {
+            for on in [true, false] {
+                // The gates other gates depend on, on, so that no dependency overrides `gate`.
+                let mut flag: Vec<String> =
+                    dependents.iter().map(|d| format!("{d}=true")).collect();
+                flag.retain(|item| !item.starts_with(&format!("{gate}=")));
+                flag.push(format!("{gate}={on}"));
+                let flag = flag.join(",");
+                match (FeatureGates::parse(&flag), FeatureGates::support(gate)) {
+                    (Ok(g), Support::Built | Support::AlwaysOn(_)) => {
+                        assert_eq!(g.enabled(gate), on, "{flag}");
+                    }
+                    (Ok(g), Support::NotBuilt(_)) => {
+                        assert!(!on && !g.enabled(gate), "{flag} was taken");
+                    }
+                    (Err(err), Support::NotBuilt(why)) => {
+                        assert!(on, "{flag}: {err}");
+                        let text = err.to_string();
+                        assert!(text.contains(gate) && text.contains(why), "{text}");
+                    }
+                    (Err(err), _) => panic!("{flag}: {err}"),
+                }
+            }
+        }
+        let not_built: Vec<&str> = FeatureGates::known()
+            .map(|(n, _)| n)
+            .filter(|n| matches!(FeatureGates::support(n), Support::NotBuilt(_)))
+            .collect();
+        assert_eq!(
+            not_built,
+            [
+                "PodProbeMarkerGate",
+                "CloneSetEventHandlerOptimization",
+                "EnablePodProbeMarkerOnServerless"
+            ]
+        );
+        // Named by AllAlpha rather than by name, a not-built gate is off with a warning.
+        let g = parse("AllAlpha=true");
+        assert!(!g.enabled("EnablePodProbeMarkerOnServerless"));
+        assert!(g.enabled("CloneSetShortHash"));
+    }
+
     #[test]
     fn defaults_are_upstreams() {
         let g = FeatureGates::default();
@@ -449,7 +583,7 @@ mod tests {
             "PodProbeMarkerGate",
             "PodIndexLabel",
         ] {
-            assert!(g.enabled(on), "{on} should default on");
+            assert!(g.enabled(on), "{on} should default on upstream");
         }
         for off in ["CloneSetShortHash", "ResourcesDeletionProtection", "ImagePullJobGate"] {
             assert!(!g.enabled(off), "{off} should default off");
@@ -463,9 +597,12 @@ mod tests {
         assert_eq!(FeatureGates::spec("EnhancedLivenessProbe").map(|s| s.stage), Some(Alpha));
         assert_eq!(FeatureGates::spec("EnhancedLivenessProbeGate"), None);
         assert_eq!(g.to_string(), "");
-        // Upstream's defaults are a fixed point of SetDefaultFeatureGates.
-        assert_eq!(parse(""), g);
-        assert_eq!(parse(" , ,"), g);
+        // Upstream's defaults are a fixed point of SetDefaultFeatureGates, but for the gate on
+        // by default whose feature is not built here.
+        let mut here = g.clone();
+        here.values.insert("PodProbeMarkerGate", false);
+        assert_eq!(parse(""), here);
+        assert_eq!(parse(" , ,"), here);
     }
 
     #[test]
@@ -581,7 +718,10 @@ mod tests {
     #[test]
     fn display_round_trips() {
         let g = parse("PodWebhook=true,CloneSetShortHash=true,StatefulSetAutoDeletePVC=false");
-        assert_eq!(g.to_string(), "CloneSetShortHash=true,StatefulSetAutoDeletePVC=false");
+        assert_eq!(
+            g.to_string(),
+            "CloneSetShortHash=true,PodProbeMarkerGate=false,StatefulSetAutoDeletePVC=false"
+        );
         assert_eq!(parse(&g.to_string()), g);
         let all = format!("{g:#}");
         assert_eq!(all.split(',').count(), 38);

@@ -247,7 +247,10 @@ pub async fn run(
                 statefulset_gates: kruise_core::statefulset::admission::AdmissionGates::default()
                     .with_auto_delete_pvc(gates.enabled("StatefulSetAutoDeletePVC"))
                     .with_auto_resize_pvc(gates.enabled("StatefulSetAutoResizePVCGate"))
-                    .with_template_no_defaults(gates.enabled("TemplateNoDefaults")),
+                    .with_template_no_defaults(gates.enabled("TemplateNoDefaults"))
+                    .with_host_network_host_ports(
+                        gates.enabled("DefaultHostNetworkHostPortsInPodTemplates"),
+                    ),
                 pub_enabled: gates.enabled("PodUnavailableBudgetDeleteGate")
                     || gates.enabled("PodUnavailableBudgetUpdateGate"),
                 pod_features,
@@ -258,6 +261,9 @@ pub async fn run(
                 patch_metadata_defaults_allowed: gates
                     .enabled("SidecarSetPatchPodMetadataDefaultsAllowed"),
                 resource_distribution: gates.enabled("ResourceDistributionGate"),
+                pod_probe_marker_off: ["PodProbeMarkerGate", "KruiseDaemon"]
+                    .into_iter()
+                    .find(|gate| !gates.enabled(gate)),
             };
             let handle = crate::webhook::WebhookServer::new(webhook.clone())
                 .routes(crate::admission::routes(context, gates))

@@ -49,6 +49,34 @@ impl PodDefaultsOptions {
     }
 }
 
+/// How a workload's pod template is defaulted at admission, for every kind that defaults one
+/// (CloneSet, Advanced StatefulSet, BroadcastJob, UnitedDeployment, AdvancedCronJob): upstream's
+/// `TemplateNoDefaults` and `DefaultHostNetworkHostPortsInPodTemplates` gates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TemplateDefaults {
+    /// `TemplateNoDefaults`: the templates are never defaulted.
+    pub skip: bool,
+    /// How a pod template is defaulted when it is.
+    pub pod: PodDefaultsOptions,
+}
+
+impl TemplateDefaults {
+    /// Templates defaulted as upstream's defaults gates do.
+    pub fn new(template_no_defaults: bool, host_network_host_ports: bool) -> Self {
+        Self {
+            skip: template_no_defaults,
+            pod: PodDefaultsOptions::default()
+                .with_host_network_host_ports(host_network_host_ports),
+        }
+    }
+
+    /// `TemplateNoDefaults` on: templates are left as written.
+    pub fn none() -> Self {
+        Self::new(true, false)
+    }
+}
+
 /// Applies upstream's `SetDefaultPodSpec` with its default gates.
 pub fn default_pod_spec(spec: &mut PodSpec) {
     default_pod_spec_with(spec, PodDefaultsOptions::default());

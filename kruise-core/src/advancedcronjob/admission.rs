@@ -15,7 +15,7 @@ use kruise_api::apps::v1beta1::{
 use super::{DEFAULT_FAILED_HISTORY, DEFAULT_SUCCESSFUL_HISTORY};
 use crate::admission::image_pull_template::{MAX_IMAGES_PER_LIST_JOB, default_template};
 use crate::admission::meta::label_selector_as_selector;
-use crate::admission::pod_defaults::default_pod_spec;
+use crate::admission::pod_defaults::{TemplateDefaults, default_pod_spec_with};
 use crate::admission::pod_template::validate_pod_template_spec;
 use crate::cron::{CronError, Schedule, load_location};
 use crate::field::{FieldError, FieldErrors, FieldPath};
@@ -23,15 +23,16 @@ use crate::field::{FieldError, FieldErrors, FieldPath};
 /// Upstream's defaults: `concurrencyPolicy` (`Replace` for an ImageListPullJob template,
 /// else `Allow`), `paused: false`, history limits 3 and 1, the ImageListPullJob template's
 /// pull defaults when its completion policy is unset, and the pod template's defaults (unless
-/// `template_no_defaults`, the `TemplateNoDefaults` gate, or an update that leaves the
-/// template alone: pass the old object as `old`). The status is cleared.
+/// `template.skip`, the `TemplateNoDefaults` gate, or an update that leaves the template alone:
+/// pass the old object as `old`; `template.pod` carries
+/// `DefaultHostNetworkHostPortsInPodTemplates`). The status is cleared.
 pub fn default_advanced_cron_job(
     cron_job: &mut AdvancedCronJob,
     old: Option<&AdvancedCronJob>,
-    template_no_defaults: bool,
+    template: TemplateDefaults,
 ) {
     let inject =
-        !template_no_defaults && old.is_none_or(|old| old.spec.template != cron_job.spec.template);
+        !template.skip && old.is_none_or(|old| old.spec.template != cron_job.spec.template);
     let spec = &mut cron_job.spec;
     if inject {
         if let Some(pod) = spec
@@ -40,7 +41,7 @@ pub fn default_advanced_cron_job(
             .as_mut()
             .and_then(|t| t.spec.as_mut()?.template.spec.as_mut())
         {
-            default_pod_spec(pod);
+            default_pod_spec_with(pod, template.pod);
         }
         if let Some(pod) = spec
             .template
@@ -48,7 +49,7 @@ pub fn default_advanced_cron_job(
             .as_mut()
             .and_then(|t| t.spec.template.spec.as_mut())
         {
-            default_pod_spec(pod);
+            default_pod_spec_with(pod, template.pod);
         }
     }
     let image_list = spec.template.image_list_pull_job_template.as_mut();
@@ -388,7 +389,7 @@ mod tests {
             }
         }
         let mut cron_job: AdvancedCronJob = serde_json::from_value(value).expect("a cron job");
-        default_advanced_cron_job(&mut cron_job, None, false);
+        default_advanced_cron_job(&mut cron_job, None, TemplateDefaults::default());
         cron_job
     }
 
@@ -428,7 +429,7 @@ mod tests {
             pod.dns_policy = None;
         }
         let mut same = new.clone();
-        default_advanced_cron_job(&mut same, Some(&new), false);
+        default_advanced_cron_job(&mut same, Some(&new), TemplateDefaults::default());
         let dns = |c: &AdvancedCronJob| {
             c.spec
                 .template
@@ -437,7 +438,7 @@ mod tests {
                 .and_then(|t| t.spec.as_ref()?.template.spec.as_ref()?.dns_policy.clone())
         };
         assert_eq!(dns(&same), None, "an update that keeps the template adds no pod defaults");
-        default_advanced_cron_job(&mut new, Some(&old), false);
+        default_advanced_cron_job(&mut new, Some(&old), TemplateDefaults::default());
         assert_eq!(dns(&new).as_deref(), Some("ClusterFirst"));
     }
 

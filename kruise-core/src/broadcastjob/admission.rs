@@ -5,20 +5,22 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::{BroadcastJob, CompletionPolicyType, FailurePolicyType};
 
 use super::{CONTROLLER_UID_LABEL, JOB_NAME_LABEL};
-use crate::admission::pod_defaults::default_pod_spec;
+use crate::admission::pod_defaults::{TemplateDefaults, default_pod_spec_with};
 use crate::admission::pod_template::validate_pod_template_spec;
 use crate::field::{FieldError, FieldErrors, FieldPath};
 
 /// Upstream's defaults: `completionPolicy.type: Always`, no parallelism limit (`2147483647`),
-/// `failurePolicy.type: FailFast`, the pod template's defaults (unless `template_no_defaults`,
-/// the `TemplateNoDefaults` gate), and no status.
-pub fn default_broadcast_job(job: &mut BroadcastJob, template_no_defaults: bool) {
+/// `failurePolicy.type: FailFast`, the pod template's defaults (as `template` says: the
+/// `TemplateNoDefaults` and `DefaultHostNetworkHostPortsInPodTemplates` gates), and no status.
+pub fn default_broadcast_job(job: &mut BroadcastJob, template: TemplateDefaults) {
     let spec = &mut job.spec;
     spec.completion_policy.type_.get_or_insert(CompletionPolicyType::Always);
     spec.parallelism.get_or_insert(IntOrString::Int(i32::MAX));
     spec.failure_policy.type_.get_or_insert(FailurePolicyType::FailFast);
-    if !template_no_defaults && let Some(pod) = spec.template.spec.as_mut() {
-        default_pod_spec(pod);
+    if !template.skip
+        && let Some(pod) = spec.template.spec.as_mut()
+    {
+        default_pod_spec_with(pod, template.pod);
     }
     job.status = None;
 }
@@ -108,14 +110,14 @@ mod tests {
         }
         let mut job: BroadcastJob = serde_json::from_value(value).expect("a job");
         // The mutating webhook runs first.
-        default_broadcast_job(&mut job, false);
+        default_broadcast_job(&mut job, TemplateDefaults::default());
         job
     }
 
     #[test]
     fn defaults_are_upstreams() {
         let mut j = job(json!({}));
-        default_broadcast_job(&mut j, false);
+        default_broadcast_job(&mut j, TemplateDefaults::default());
         assert_eq!(j.spec.completion_policy.type_, Some(CompletionPolicyType::Always));
         assert_eq!(j.spec.parallelism, Some(IntOrString::Int(i32::MAX)));
         assert_eq!(j.spec.failure_policy.type_, Some(FailurePolicyType::FailFast));

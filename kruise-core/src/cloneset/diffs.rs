@@ -255,6 +255,12 @@ mod tests {
     }
 
     fn diffs(cs: &CloneSet, pods: &[Pod], counting: Counting) -> Diffs {
+        diffs_with(cs, pods, counting, false)
+    }
+
+    /// With `partition_rollback` (the `CloneSetPartitionRollback` gate) as given; the update
+    /// revision differs from the current one.
+    fn diffs_with(cs: &CloneSet, pods: &[Pod], counting: Counting, rollback: bool) -> Diffs {
         let mut warnings = Vec::new();
         let spec = Spec::parse(cs, false, &mut warnings).expect("valid spec");
         let update = InPlay { update: RevisionName::new(NEW), current: RevisionName::new(NEW) };
@@ -262,7 +268,7 @@ mod tests {
         let pods: Vec<SnapshotPod> = pods.iter().cloned().map(SnapshotPod::from).collect();
         let infos: Vec<PodInfo<'_>> =
             pods.iter().map(|p| PodInfo::new(p, &spec, &update, now)).collect();
-        calculate(&spec, &infos, false, false, counting)
+        calculate(&spec, &infos, false, rollback, counting)
     }
 
     fn n(state: &str, count: usize, revision: &str, ready: bool) -> Vec<Pod> {
@@ -303,6 +309,30 @@ mod tests {
         pods.push(pod(NEW, "Normal", true, false));
         let d = diffs(&cloneset(5, 0, 0, 1), &pods, SCALE);
         assert_eq!(d, Diffs { delete_ready_limit: 1, use_surge: 1, ..Default::default() });
+    }
+
+    /// `CloneSetPartitionRollback`: with more pods updated than the partition leaves, the
+    /// gate rolls the extra ones back; without it they stay.
+    #[test]
+    fn partition_rollback_gate_rolls_back_past_the_partition() {
+        let cs = cloneset(5, 3, 1, 0);
+        let pods = n("Normal", 5, NEW, true);
+        assert_eq!(diffs_with(&cs, &pods, Counting::Update, false), Diffs::default());
+        let rolled = diffs_with(&cs, &pods, Counting::Update, true);
+        assert_eq!(rolled.update_num, -3, "{rolled:?}");
+    }
+
+    /// `PreparingUpdateAsUpdate`: an old pod in PreparingUpdate counts as updated when scaling,
+    /// so a scale-in takes it first (as an old pod) only without the gate.
+    #[test]
+    fn preparing_update_as_update_gate_counts_the_pod_as_updated() {
+        let cs = cloneset(4, 0, 1, 0);
+        let mut pods = n("Normal", 4, NEW, true);
+        pods.push(pod(OLD, "PreparingUpdate", true, false));
+        let off = diffs(&cs, &pods, Counting::Scale { preparing_update_as_update: false });
+        let on = diffs(&cs, &pods, Counting::Scale { preparing_update_as_update: true });
+        assert_eq!((off.scale_down_num, off.scale_down_num_old_revision), (1, 1), "{off:?}");
+        assert_eq!((on.scale_down_num, on.scale_down_num_old_revision), (1, 0), "{on:?}");
     }
 
     #[test]

@@ -98,6 +98,20 @@ impl AdmissionGates {
         self.template_no_defaults = on;
         self
     }
+
+    /// These gates with `DefaultHostNetworkHostPortsInPodTemplates` as given.
+    pub fn with_host_network_host_ports(mut self, on: bool) -> Self {
+        self.host_network_host_ports = on;
+        self
+    }
+
+    /// How every workload kind's templates are defaulted under these gates.
+    pub fn template_defaults(&self) -> crate::admission::pod_defaults::TemplateDefaults {
+        crate::admission::pod_defaults::TemplateDefaults::new(
+            self.template_no_defaults,
+            self.host_network_host_ports,
+        )
+    }
 }
 
 // ---- Defaulting ----

@@ -17,7 +17,7 @@ use kruise_api::apps::v1beta1::{
 };
 
 use super::allocation::parse_subset_replicas;
-use crate::admission::pod_defaults::default_pod_spec;
+use crate::admission::pod_defaults::{TemplateDefaults, default_pod_spec, default_pod_spec_with};
 use crate::admission::pod_template::{validate_pod_template_spec, validate_tolerations_list};
 use crate::field::{FieldError, FieldErrors, FieldPath};
 use crate::selector::Selector;
@@ -28,14 +28,14 @@ pub const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;
 /// Upstream's defaults: `replicas: 1`, `revisionHistoryLimit: 10`, `updateStrategy.type:
 /// Manual`, `minReplicas: 0` on subsets when the topology uses minimums or maximums, and the
 /// pod defaults of a `statefulSetTemplate` (on create, or when an update changes the template,
-/// unless `template_no_defaults`). The status is cleared.
+/// as `template` says: the `TemplateNoDefaults` and `DefaultHostNetworkHostPortsInPodTemplates`
+/// gates). The status is cleared.
 pub fn default_united_deployment(
     ud: &mut UnitedDeployment,
     old: Option<&UnitedDeployment>,
-    template_no_defaults: bool,
+    template: TemplateDefaults,
 ) {
-    let inject =
-        !template_no_defaults && old.is_none_or(|old| old.spec.template != ud.spec.template);
+    let inject = !template.skip && old.is_none_or(|old| old.spec.template != ud.spec.template);
     let spec = &mut ud.spec;
     spec.replicas.get_or_insert(1);
     spec.revision_history_limit.get_or_insert(DEFAULT_REVISION_HISTORY_LIMIT);
@@ -51,7 +51,7 @@ pub fn default_united_deployment(
             .as_mut()
             .and_then(|t| t.spec.object.template.spec.as_mut())
     {
-        default_pod_spec(pod);
+        default_pod_spec_with(pod, template.pod);
     }
     let subsets = &mut spec.topology.subsets;
     let elastic = subsets.iter().any(|s| s.min_replicas.is_some() || s.max_replicas.is_some());
@@ -454,7 +454,7 @@ mod tests {
             }
         }
         let mut ud: UnitedDeployment = serde_json::from_value(value).expect("a ud");
-        default_united_deployment(&mut ud, None, false);
+        default_united_deployment(&mut ud, None, TemplateDefaults::default());
         ud
     }
 

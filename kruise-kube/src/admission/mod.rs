@@ -87,6 +87,9 @@ pub struct AdmissionContext {
     /// `ResourceDistributionGate`: with it off, ResourceDistributions are refused, as upstream
     /// refuses them.
     pub resource_distribution: bool,
+    /// The gate that refuses PodProbeMarkers, as upstream's webhook does with it off:
+    /// `PodProbeMarkerGate` (not built yet, so always off) or `KruiseDaemon`.
+    pub pod_probe_marker_off: Option<&'static str>,
 }
 
 pub mod pod_feature;
@@ -375,6 +378,14 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             "advancedcronjobs",
             CREATE_UPDATE,
             post(validate_advanced_cron_job),
+        ),
+        kruise(
+            "vpodprobemarker.kb.io",
+            "/validate-apps-kruise-io-podprobemarker",
+            Validating,
+            "podprobemarkers",
+            CREATE_UPDATE,
+            post(validate_pod_probe_marker),
         ),
         kruise(
             "vresourcedistribution.kb.io",
@@ -723,12 +734,12 @@ async fn mutate_broadcast_job(
     body: Bytes,
 ) -> Response {
     use kruise_core::broadcastjob::admission as rules;
-    let template_no_defaults = context.statefulset_gates.template_no_defaults;
+    let template = context.statefulset_gates.template_defaults();
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let mut job =
             hub_object::<v1alpha1::BroadcastJob>(request, object, "broadcastjob").map_err(bad)?;
-        rules::default_broadcast_job(&mut job, template_no_defaults);
+        rules::default_broadcast_job(&mut job, template);
         let defaulted = at_sent_version::<v1alpha1::BroadcastJob>(request, job).map_err(bad)?;
         Ok(AdmissionResponse::mutate(request, object, &defaulted))
     })
@@ -752,7 +763,7 @@ async fn mutate_united_deployment(
     body: Bytes,
 ) -> Response {
     use kruise_core::uniteddeployment::admission as rules;
-    let template_no_defaults = context.statefulset_gates.template_no_defaults;
+    let template = context.statefulset_gates.template_defaults();
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let mut ud = hub_object::<v1alpha1::UnitedDeployment>(request, object, "uniteddeployment")
@@ -763,7 +774,7 @@ async fn mutate_united_deployment(
             })
             .transpose()
             .map_err(bad)?;
-        rules::default_united_deployment(&mut ud, old.as_ref(), template_no_defaults);
+        rules::default_united_deployment(&mut ud, old.as_ref(), template);
         let defaulted = at_sent_version::<v1alpha1::UnitedDeployment>(request, ud).map_err(bad)?;
         Ok(AdmissionResponse::mutate(request, object, &defaulted))
     })
@@ -811,7 +822,7 @@ async fn mutate_advanced_cron_job(
     body: Bytes,
 ) -> Response {
     use kruise_core::advancedcronjob::admission as rules;
-    let template_no_defaults = context.statefulset_gates.template_no_defaults;
+    let template = context.statefulset_gates.template_defaults();
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let mut cron_job =
@@ -821,7 +832,7 @@ async fn mutate_advanced_cron_job(
             .map(|old| hub_object::<v1alpha1::AdvancedCronJob>(request, old, "old advancedcronjob"))
             .transpose()
             .map_err(bad)?;
-        rules::default_advanced_cron_job(&mut cron_job, old.as_ref(), template_no_defaults);
+        rules::default_advanced_cron_job(&mut cron_job, old.as_ref(), template);
         let defaulted =
             at_sent_version::<v1alpha1::AdvancedCronJob>(request, cron_job).map_err(bad)?;
         Ok(AdmissionResponse::mutate(request, object, &defaulted))
@@ -843,6 +854,19 @@ async fn validate_advanced_cron_job(body: Bytes) -> Response {
             .into_result()
             .map_err(|e| (422, e.to_string()))?;
         Ok(AdmissionResponse::allow(request))
+    })
+}
+
+/// `vpodprobemarker.kb.io`: refused, as upstream's webhook refuses a PodProbeMarker while
+/// `PodProbeMarkerGate` or `KruiseDaemon` is off (here the first always is: PodProbeMarker is
+/// not built yet).
+async fn validate_pod_probe_marker(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    on_write(&body, |request, _| match context.pod_probe_marker_off {
+        Some(gate) => Err((403, format!("feature-gate {gate} is not enabled"))),
+        None => Ok(AdmissionResponse::allow(request)),
     })
 }
 
@@ -1422,7 +1446,15 @@ fn default_cloneset(
     request: &AdmissionRequest,
     object: Option<Obj<'_>>,
     old: Option<Obj<'_>>,
+    template: kruise_core::admission::pod_defaults::TemplateDefaults,
 ) -> Result<AdmissionResponse, String> {
+    // Templates are defaulted on create and on an update that changes them, unless
+    // `TemplateNoDefaults`.
+    let options = |changed: bool| {
+        rules::DefaultingOptions::default()
+            .with_template_defaults(changed && !template.skip)
+            .with_pod_options(template.pod)
+    };
     let (Some(object), true) =
         (object, matches!(request.operation, Operation::Create | Operation::Update))
     else {
@@ -1432,27 +1464,26 @@ fn default_cloneset(
     let defaulted = match cloneset_version(request) {
         "v1alpha1" => {
             let mut cs: v1alpha1::CloneSet = object.typed("cloneset")?;
-            match old.map(|o| o.typed::<v1alpha1::CloneSet>("old cloneset")).transpose()? {
-                Some(old) => rules::default_cloneset_v1alpha1_update(&mut cs, &old),
-                None => rules::default_cloneset_v1alpha1(&mut cs),
-            }
+            let old = old.map(|o| o.typed::<v1alpha1::CloneSet>("old cloneset")).transpose()?;
+            let changed = old.is_none_or(|old| old.spec.template != cs.spec.template);
+            rules::default_cloneset_v1alpha1_with(&mut cs, options(changed));
             serde_json::to_value(&cs).map_err(|e| e.to_string())?
         }
         _ => {
             let mut cs: v1beta1::CloneSet = object.typed("cloneset")?;
-            match old.map(|o| o.typed::<v1beta1::CloneSet>("old cloneset")).transpose()? {
-                Some(old) => rules::default_cloneset_v1beta1_update(&mut cs, &old),
-                None => rules::default_cloneset_v1beta1(&mut cs),
-            }
+            let old = old.map(|o| o.typed::<v1beta1::CloneSet>("old cloneset")).transpose()?;
+            let changed = old.is_none_or(|old| old.spec.template != cs.spec.template);
+            rules::default_cloneset_v1beta1_with(&mut cs, options(changed));
             serde_json::to_value(&cs).map_err(|e| e.to_string())?
         }
     };
     Ok(AdmissionResponse::mutate(request, &object.value()?, &defaulted))
 }
 
-async fn mutate_cloneset(body: Bytes) -> Response {
+async fn mutate_cloneset(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
+    let template = context.statefulset_gates.template_defaults();
     let response = match fast_decode(&body) {
-        Some((request, object, old)) => default_cloneset(&request, object, old)
+        Some((request, object, old)) => default_cloneset(&request, object, old, template)
             .unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message)),
         None => {
             let request = match decode(&body) {
@@ -1461,7 +1492,7 @@ async fn mutate_cloneset(body: Bytes) -> Response {
             };
             let object = request.object.as_ref().map(Obj::Value);
             let old = request.old_object.as_ref().map(Obj::Value);
-            default_cloneset(&request, object, old)
+            default_cloneset(&request, object, old, template)
                 .unwrap_or_else(|message| AdmissionResponse::deny(&request, 400, message))
         }
     };
@@ -2253,6 +2284,7 @@ mod tests {
             manager_namespace: crate::webhook::DEFAULT_NAMESPACE.into(),
             patch_metadata_defaults_allowed: false,
             resource_distribution: true,
+            pod_probe_marker_off: Some("PodProbeMarkerGate"),
         }
     }
 

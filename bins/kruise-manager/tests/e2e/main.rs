@@ -24,6 +24,7 @@ mod restart;
 mod sidecar_terminator;
 mod sidecarset;
 mod statefulset;
+mod switches;
 mod takeover;
 mod uniteddeployment;
 mod webhooks;
