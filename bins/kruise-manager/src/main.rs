@@ -324,6 +324,7 @@ impl ManagerFlags {
                 webhook = webhook.with_host(host.clone());
             }
             webhook.cert_dir = self.webhook_cert_dir.clone();
+            webhook.external_secret = gates.enabled("EnableExternalCerts");
             if let Some(namespace) = pod_namespace {
                 webhook.namespace = namespace;
             }

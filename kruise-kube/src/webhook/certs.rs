@@ -344,6 +344,48 @@ pub(crate) async fn ensure_secret(
     })
 }
 
+/// Reads certificates another writer keeps in the Secret (`EnableExternalCerts`): `ca.crt`,
+/// `tls.crt` and `tls.key` as cert-manager writes them (or the names this manager writes).
+/// The Secret is never written.
+pub(crate) async fn read_secret(
+    client: &kube::Client,
+    config: &WebhookConfig,
+) -> Result<CertBundle, WebhookError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), &config.namespace);
+    let origin = format!("Secret {}/{}", config.namespace, config.secret_name);
+    let secret = api
+        .get_opt(&config.secret_name)
+        .await
+        .map_err(|source| WebhookError::Secret {
+            namespace: config.namespace.clone(),
+            name: config.secret_name.clone(),
+            source,
+        })?
+        .ok_or_else(|| WebhookError::ExternalSecretMissing {
+            namespace: config.namespace.clone(),
+            name: config.secret_name.clone(),
+        })?;
+    let data = secret.data.unwrap_or_default();
+    let text = |keys: [&str; 2]| {
+        keys.iter().find_map(|key| {
+            data.get(*key)
+                .and_then(|v| String::from_utf8(v.0.clone()).ok())
+                .filter(|s| !s.is_empty())
+        })
+    };
+    let invalid = |reason: String| WebhookError::InvalidCerts { origin: origin.clone(), reason };
+    let missing = |key: &str| invalid(format!("the Secret has no {key}"));
+    let bundle = CertBundle {
+        ca_cert_pem: text([CA_CRT, CA_CERT_KEY]).ok_or_else(|| missing(CA_CRT))?,
+        ca_key_pem: None,
+        cert_pem: text([TLS_CRT, CERT_KEY]).ok_or_else(|| missing(TLS_CRT))?,
+        key_pem: text([TLS_KEY, KEY_KEY]).ok_or_else(|| missing(TLS_KEY))?,
+    };
+    bundle.certified_key().map_err(invalid)?;
+    CertInfo::from_pem(&bundle.ca_cert_pem).map_err(|e| invalid(format!("{CA_CRT}: {e}")))?;
+    Ok(bundle)
+}
+
 /// Reads external certificates from `dir`: `tls.crt`, `tls.key` and `ca.crt`.
 pub(crate) fn read_dir(dir: &Path) -> Result<CertBundle, WebhookError> {
     let read = |name: &str| {

@@ -93,6 +93,9 @@ pub struct WebhookConfig {
     pub check_interval: Duration,
     /// Point the Kruise CRDs' conversion at this webhook on start and keep them so.
     pub configure_crds: bool,
+    /// `EnableExternalCerts`: the certificates come from the Secret as another writes it
+    /// (cert-manager: `ca.crt`, `tls.crt`, `tls.key`), re-read every check and never written.
+    pub external_secret: bool,
 }
 
 impl Default for WebhookConfig {
@@ -122,6 +125,7 @@ impl WebhookConfig {
             rotate_before: Duration::from_secs(30 * DAY),
             check_interval: Duration::from_secs(60),
             configure_crds: true,
+            external_secret: false,
         }
     }
 
@@ -218,6 +222,16 @@ pub enum WebhookError {
         namespace: String,
         /// The Secret that could not be created there.
         secret: String,
+    },
+    /// `EnableExternalCerts` is on and the Secret it reads does not exist (yet).
+    #[error(
+        "EnableExternalCerts: Secret {namespace}/{name} does not exist: the certificates are read from it (ca.crt, tls.crt, tls.key), never written; create it, for example with cert-manager"
+    )]
+    ExternalSecretMissing {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
     },
     /// Reading or writing the certificate Secret failed.
     #[error("webhook certificates in Secret {namespace}/{name}: {source}")]
@@ -467,6 +481,14 @@ async fn load(
             let bundle = certs::read_dir(dir)?;
             if let Err(reason) = bundle.check(names, SystemTime::now(), config.rotate_before) {
                 tracing::warn!(dir = %dir.display(), %reason,
+                    "external webhook certificates do not fit (they are used anyway)");
+            }
+            Ok(bundle)
+        }
+        None if config.external_secret => {
+            let bundle = certs::read_secret(client, config).await?;
+            if let Err(reason) = bundle.check(names, SystemTime::now(), config.rotate_before) {
+                tracing::warn!(secret = %config.secret_name, namespace = %config.namespace, %reason,
                     "external webhook certificates do not fit (they are used anyway)");
             }
             Ok(bundle)

@@ -69,3 +69,79 @@ spec:
     // The start log says why the gate on by default upstream is off here.
     assert!(pg.log().contains("PodProbeMarkerGate"), "{}", pg.log());
 }
+
+/// `EnableExternalCerts`: the manager serves the certificates another writer keeps in the
+/// Secret, and never writes it; without the Secret it refuses to start, naming it.
+#[test]
+fn external_certificates_are_read_and_never_written() {
+    let cluster = crate::pub_budget::cluster_with_nodes(0);
+    let k = &cluster.kubectl;
+    let get_secret = || {
+        k.run_with(
+            &["get", "secret", "kruise-webhook-certs", "-n", "kruise-system", "-o", "json"],
+            None,
+        )
+    };
+
+    // Without the Secret: refused at start, naming it.
+    let mut manager = cluster.run_manager(
+        "external-missing.log",
+        &[
+            "--enable-leader-election=false",
+            "--metrics-addr",
+            "0",
+            "--health-probe-addr",
+            "0",
+            "--webhook-host",
+            "127.0.0.1",
+            "--webhook-port",
+            "0",
+            "--feature-gates",
+            "EnableExternalCerts=true",
+        ],
+    );
+    let status = manager.child.wait().expect("the manager exits");
+    assert!(!status.success());
+    let log = manager.log_text();
+    assert!(
+        log.contains(
+            "EnableExternalCerts: Secret kruise-system/kruise-webhook-certs does not exist"
+        ),
+        "{log}"
+    );
+    assert!(!get_secret().ok, "the manager wrote the Secret");
+
+    // cert-manager's layout: ca.crt, tls.crt, tls.key (issued here by a manager without the
+    // gate, then copied under cert-manager's keys into a Secret of another writer).
+    let (issuer, _) = crate::pub_budget::start_manager(&cluster, &[]);
+    drop(issuer);
+    let issued: serde_json::Value = serde_json::from_str(&get_secret().stdout).expect("secret");
+    let data = &issued["data"];
+    let external = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "kruise-webhook-certs", "namespace": "kruise-system"},
+        "data": {"ca.crt": data["ca-cert.pem"], "tls.crt": data["tls.crt"], "tls.key": data["tls.key"]},
+    });
+    k.ok(&["delete", "secret", "kruise-webhook-certs", "-n", "kruise-system"]);
+    k.ok_stdin(&["create", "-f", "-"], &external.to_string());
+    let before: serde_json::Value = serde_json::from_str(&get_secret().stdout).expect("secret");
+
+    let (_manager, _) = crate::pub_budget::start_manager(
+        &cluster,
+        &["--feature-gates", "EnableExternalCerts=true"],
+    );
+    // The webhooks answer over the external certificate: a CloneSet is defaulted (once this
+    // manager has registered its own port).
+    let yaml = crate::common::cloneset_yaml("web", 0, "");
+    crate::common::wait_for("the webhook to answer", std::time::Duration::from_secs(60), || {
+        k.run_with(&["apply", "-f", "-"], Some(&yaml)).ok.then_some(())
+    });
+    let cs = k.json(&["get", "cloneset", "web"]);
+    assert_eq!(cs["spec"]["revisionHistoryLimit"], 10, "defaulted by the webhook: {cs}");
+    let after: serde_json::Value = serde_json::from_str(&get_secret().stdout).expect("secret");
+    assert_eq!(
+        before["metadata"]["resourceVersion"], after["metadata"]["resourceVersion"],
+        "the Secret was written"
+    );
+    assert_eq!(after["data"].as_object().map(|d| d.len()), Some(3));
+}
