@@ -496,6 +496,7 @@ struct SharedEntry {
     kind: String,
     cache: Box<dyn Any + Send + Sync>,
     synced: Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>,
+    is_synced: Box<dyn Fn() -> bool + Send + Sync>,
     /// The reflector, until it is spawned.
     reflector: Option<PendingReflector>,
 }
@@ -561,6 +562,7 @@ impl SharedCaches {
         }
         let cache = Cache::<K>::new();
         let for_sync = cache.clone();
+        let for_state = cache.clone();
         let for_run = cache.clone();
         let mut entry = SharedEntry {
             kind: K::kind(&()).into_owned(),
@@ -569,6 +571,7 @@ impl SharedCaches {
                 let cache = for_sync.clone();
                 Box::pin(async move { cache.wait_synced().await })
             }),
+            is_synced: Box::new(move || for_state.is_synced()),
             reflector: Some(Box::new(move |client, namespace| {
                 Box::pin(async move {
                     let events = K::watch(&client, namespace.as_deref());
@@ -615,6 +618,18 @@ impl SharedCaches {
                 .collect()
         };
         futures::future::join_all(waits).await;
+    }
+
+    /// The kinds whose cache has not loaded its first list yet.
+    pub fn unsynced_kinds(&self) -> Vec<String> {
+        let inner = self.lock();
+        inner
+            .order
+            .iter()
+            .filter_map(|id| inner.entries.get(id))
+            .filter(|e| !(e.is_synced)())
+            .map(|e| e.kind.clone())
+            .collect()
     }
 
     /// The kinds cached, in the order first asked for.

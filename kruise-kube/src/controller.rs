@@ -107,6 +107,8 @@ pub struct ControllerSettings {
     /// Bind Advanced DaemonSet pods to their nodes by node affinity, for the scheduler
     /// (`--assign-pods-by-scheduler`, default true), or by `spec.nodeName`.
     pub assign_pods_by_scheduler: bool,
+    /// Reconcile every object again this often (`--sync-period`); `None`: only on changes.
+    pub sync_period: Option<Duration>,
 }
 
 impl Default for ControllerSettings {
@@ -121,6 +123,7 @@ impl Default for ControllerSettings {
             manager_namespace: crate::webhook::DEFAULT_NAMESPACE.to_owned(),
             assign_bcj_pods_by_scheduler: true,
             assign_pods_by_scheduler: true,
+            sync_period: None,
         }
     }
 }
@@ -487,6 +490,7 @@ pub(crate) async fn run_registered(
         }
     }
     let caches = context.caches.clone();
+    let sync_period = context.settings.sync_period;
     let controller = Controller::new(&registration, context);
     tokio::select! {
         _ = caches.wait_synced() => {}
@@ -508,11 +512,22 @@ pub(crate) async fn run_registered(
             let _ = lost.wait_for(|leading| !*leading).await;
         };
         let mut done = false;
+        // `--sync-period`: every object is reconciled again this often.
+        let resync = async {
+            match sync_period.filter(|p| !p.is_zero()) {
+                Some(period) => loop {
+                    tokio::time::sleep(period).await;
+                    controller.enqueue_all();
+                },
+                None => std::future::pending::<()>().await,
+            }
+        };
         controller
             .run(async {
                 tokio::select! {
                     _ = lost => tracing::warn!(controller = info.name, "leadership lost: controller stopped"),
                     _ = &mut stopped => done = true,
+                    () = resync => {}
                 }
             })
             .await;

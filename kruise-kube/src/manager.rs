@@ -49,6 +49,19 @@ pub enum ManagerError {
     /// The admission webhook configurations could not be written.
     #[error("webhook configurations: {0}")]
     WebhookConfigurations(#[from] crate::admission::ConfigurationError),
+    /// The webhook server's certificates and configurations were not in place in time.
+    #[error("the webhook did not initialize within --webhook-initialize-timeout ({0:?})")]
+    WebhookInitializeTimeout(Duration),
+    /// The caches did not load in time.
+    #[error(
+        "the caches did not sync within --controller-cache-sync-timeout ({timeout:?}); not synced: {kinds}"
+    )]
+    CacheSyncTimeout {
+        /// The timeout.
+        timeout: Duration,
+        /// The kinds whose caches had not loaded.
+        kinds: String,
+    },
 }
 
 /// What the manager runs, and how.
@@ -80,6 +93,12 @@ pub struct ManagerConfig {
     pub webhook_policy: crate::admission::WebhookPolicy,
     /// Feature gates (`--feature-gates`).
     pub feature_gates: crate::features::FeatureGates,
+    /// How long the caches may take to load before the manager gives up
+    /// (`--controller-cache-sync-timeout`, 2m).
+    pub cache_sync_timeout: Duration,
+    /// How long the webhook server may take to hold its certificates and write its
+    /// configurations before the manager gives up (`--webhook-initialize-timeout`, 60s).
+    pub webhook_initialize_timeout: Duration,
 }
 
 impl Default for ManagerConfig {
@@ -96,6 +115,8 @@ impl Default for ManagerConfig {
             webhook: None,
             webhook_policy: crate::admission::WebhookPolicy::default(),
             feature_gates: crate::features::FeatureGates::default(),
+            cache_sync_timeout: Duration::from_secs(120),
+            webhook_initialize_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -150,10 +171,14 @@ pub async fn run(
             }
         }
     };
-    tokio::spawn(async move {
-        shutdown.await;
-        stop_tx.send_replace(true);
-    });
+    let stop_tx = std::sync::Arc::new(stop_tx);
+    {
+        let stop_tx = stop_tx.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            stop_tx.send_replace(true);
+        });
+    }
 
     let metrics = Metrics::new();
     let health = Health::new();
@@ -265,14 +290,21 @@ pub async fn run(
                     .into_iter()
                     .find(|gate| !gates.enabled(gate)),
             };
-            let handle = crate::webhook::WebhookServer::new(webhook.clone())
-                .routes(crate::admission::routes(context, gates))
-                .start(client.clone(), health.clone(), stopped())
-                .await?;
             let mut policy = config.webhook_policy.clone();
             policy.manager_namespace = webhook.namespace.clone();
             policy.gates = gates.clone();
-            register_admission(&client, &handle, &policy).await?;
+            let initialize = async {
+                let handle = crate::webhook::WebhookServer::new(webhook.clone())
+                    .routes(crate::admission::routes(context, gates))
+                    .start(client.clone(), health.clone(), stopped())
+                    .await?;
+                register_admission(&client, &handle, &policy).await?;
+                Ok::<_, ManagerError>(handle)
+            };
+            let limit = config.webhook_initialize_timeout;
+            let handle = tokio::time::timeout(limit, initialize)
+                .await
+                .map_err(|_| ManagerError::WebhookInitializeTimeout(limit))??;
             // The generated pod webhook entries follow the trust bundle; once they are first
             // written, the static configuration is written again without the catch-all.
             let path = crate::admission::pod_scope::PATH;
@@ -429,8 +461,18 @@ pub async fn run(
         }
         caches.wait_synced().await;
     };
+    let limit = config.cache_sync_timeout;
     tokio::select! {
-        _ = ready => health.set_ready("informers-synced", true),
+        loaded = tokio::time::timeout(limit, ready) => match loaded {
+            Ok(()) => health.set_ready("informers-synced", true),
+            Err(_) => {
+                let kinds = caches.unsynced_kinds().join(", ");
+                stop_tx.send_replace(true);
+                while controllers.join_next().await.is_some() {}
+                caches.stop();
+                return Err(ManagerError::CacheSyncTimeout { timeout: limit, kinds });
+            }
+        },
         _ = stopped() => {}
     }
 

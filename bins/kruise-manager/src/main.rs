@@ -164,11 +164,11 @@ struct ManagerFlags {
           action = clap::ArgAction::Set)]
     enable_webhook: bool,
     /// The webhook server's port (0 picks a free one).
-    #[arg(long, default_value_t = kruise_kube::webhook::DEFAULT_PORT)]
+    #[arg(long, env = "WEBHOOK_PORT", default_value_t = kruise_kube::webhook::DEFAULT_PORT)]
     webhook_port: u16,
     /// Register webhooks by URL at this host (`https://HOST:PORT/...`) instead of through the
     /// Service kruise-webhook-service: for a manager running outside the cluster.
-    #[arg(long)]
+    #[arg(long, env = "WEBHOOK_HOST")]
     webhook_host: Option<String>,
     /// Serve the certificate in this directory (tls.crt, tls.key, ca.crt) instead of the
     /// self-managed one in the Secret kruise-webhook-certs.
@@ -215,9 +215,64 @@ struct ManagerFlags {
     #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true",
           action = clap::ArgAction::Set)]
     assign_bcj_pods_by_scheduler: bool,
-    /// Log filter, e.g. `info` or `info,kruise_kube=debug` (RUST_LOG also works).
-    #[arg(long, default_value = "info")]
-    log: String,
+    /// Log filter, e.g. `info` or `info,kruise_kube=debug` (RUST_LOG also works); default
+    /// `info`, or what `-v` maps to.
+    #[arg(long)]
+    log: Option<String>,
+    /// klog's verbosity, as upstream's chart passes it (`--v=4`): 0-2 log at info, 3-4 at
+    /// debug, 5 and more at trace. `--log` and RUST_LOG win.
+    #[arg(short = 'v', long = "v", value_name = "LEVEL")]
+    verbosity: Option<u8>,
+    /// `text` (default) or `json` (one JSON object per line).
+    #[arg(long, default_value = "text", value_name = "text|json")]
+    logging_format: String,
+    /// Reconcile every object again this often (Go duration); empty or 0: only on changes.
+    #[arg(long, default_value = "")]
+    sync_period: String,
+    /// How long the caches may take to load before the manager exits with an error naming
+    /// the kinds that did not.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    controller_cache_sync_timeout: Duration,
+    /// How long the webhook server may take to hold its certificates and write its
+    /// configurations before the manager exits with an error.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    webhook_initialize_timeout: Duration,
+    /// Go's pprof profiler. Upstream serves it by default; kruise-rs has none, so only false
+    /// is accepted (profile with perf, or read /metrics).
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    enable_pprof: bool,
+    /// Where pprof listens; used only with --enable-pprof, which is refused.
+    #[arg(long, default_value = ":8090")]
+    pprof_addr: String,
+    /// Allow privileged containers in the pod templates the webhooks validate (upstream's
+    /// default, true). false is not built and is refused.
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    allow_privileged: bool,
+    /// The leader election lock: only `leases`, as client-go has now.
+    #[arg(long, default_value = "leases")]
+    leader_election_resource_lock: String,
+}
+
+/// Why a flag or environment variable is refused at start.
+fn refused(what: &str, why: &str) -> anyhow::Error {
+    anyhow::anyhow!("{what}: {why}")
+}
+
+/// Upstream's `CERTS_RENEW_BEFORE`: a count and a unit, `d` (days), `m` (30-day months) or
+/// `y` (365-day years), e.g. `7d`.
+fn parse_renew_before(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a count of days, months or years like 7d, 6m or 1y");
+    let unit = text.chars().last().ok_or_else(bad)?;
+    let count: u64 = text[..text.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
+    let days = match unit {
+        'd' => count,
+        'm' => count * 30,
+        'y' => count * 365,
+        _ => return Err(bad()),
+    };
+    Ok(Duration::from_secs(days * 24 * 60 * 60))
 }
 
 /// Parses a Go-style duration (`15s`, `5m`, `1h30m`, `500ms`).
@@ -270,13 +325,56 @@ fn worker_flags(matches: &clap::ArgMatches) -> anyhow::Result<BTreeMap<String, u
 
 impl ManagerFlags {
     fn manager_config(&self, workers: BTreeMap<String, usize>) -> anyhow::Result<ManagerConfig> {
-        let gates = FeatureGates::parse(&self.feature_gates).context("--feature-gates")?;
+        // Upstream's legacy CUSTOM_RESOURCE_ENABLE: a list of kinds without SidecarSet turns
+        // PodWebhook's default off (a PodWebhook named in --feature-gates still wins).
+        let legacy = std::env::var("CUSTOM_RESOURCE_ENABLE").unwrap_or_default();
+        let no_sidecarset =
+            !legacy.trim().is_empty() && !legacy.split(',').any(|kind| kind.trim() == "SidecarSet");
+        let flag = if no_sidecarset {
+            format!("PodWebhook=false,{}", self.feature_gates)
+        } else {
+            self.feature_gates.clone()
+        };
+        let gates = FeatureGates::parse(&flag).context("--feature-gates")?;
+        if self.enable_pprof {
+            return Err(refused(
+                "--enable-pprof=true",
+                "pprof is Go's profiler and kruise-rs has none; set --enable-pprof=false (profile with perf, or read --metrics-addr)",
+            ));
+        }
+        if !self.allow_privileged {
+            return Err(refused(
+                "--allow-privileged=false",
+                "refusing privileged containers in pod templates is not built; kube-apiserver's own --allow-privileged=false still refuses the pods",
+            ));
+        }
+        if self.leader_election_resource_lock != "leases" {
+            return Err(refused(
+                "--leader-election-resource-lock",
+                &format!(
+                    "{:?} is not supported; only \"leases\"",
+                    self.leader_election_resource_lock
+                ),
+            ));
+        }
+        if !matches!(self.logging_format.as_str(), "text" | "json") {
+            return Err(refused(
+                "--logging-format",
+                &format!("{:?} is not supported; text or json", self.logging_format),
+            ));
+        }
         let mut config = ManagerConfig::default();
         config.controller_settings.expectation_timeout =
             jiff::SignedDuration::try_from(self.expectation_timeout)
                 .context("--expectation-timeout")?;
         config.workers = workers;
         config.crd_poll_interval = self.crd_check_interval;
+        config.controller_settings.sync_period = match self.sync_period.trim() {
+            "" | "0" => None,
+            text => Some(parse_duration(text).map_err(|e| refused("--sync-period", &e))?),
+        };
+        config.cache_sync_timeout = self.controller_cache_sync_timeout;
+        config.webhook_initialize_timeout = self.webhook_initialize_timeout;
         config.controller_settings.scaling_exclude_preparing_delete =
             self.cloneset_scaling_exclude_preparing_delete;
         let image_pull = &mut config.controller_settings.image_pull;
@@ -325,6 +423,34 @@ impl ManagerFlags {
             }
             webhook.cert_dir = self.webhook_cert_dir.clone();
             webhook.external_secret = gates.enabled("EnableExternalCerts");
+            let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+            if let Some(name) = env("SECRET_NAME") {
+                webhook.secret_name = name;
+            }
+            if let Some(name) = env("SERVICE_NAME") {
+                webhook.service_name = name;
+            }
+            if let Some(text) = env("CERTS_RENEW_BEFORE") {
+                webhook.rotate_before =
+                    parse_renew_before(&text).map_err(|e| refused("CERTS_RENEW_BEFORE", &e))?;
+            }
+            match env("WEBHOOK_CERT_WRITER").as_deref() {
+                None | Some("secret") => {}
+                Some(other) => {
+                    return Err(refused(
+                        "WEBHOOK_CERT_WRITER",
+                        &format!(
+                            "{other:?} is not supported: the certificates are kept in the Secret (secret), or read from --webhook-cert-dir, or from the Secret another writes (EnableExternalCerts)"
+                        ),
+                    ));
+                }
+            }
+            if env("WEBHOOK_CERT_DIR").is_some() {
+                return Err(refused(
+                    "WEBHOOK_CERT_DIR",
+                    "kruise-rs keeps its own certificates in memory and writes none to disk; to serve certificates from a directory use --webhook-cert-dir",
+                ));
+            }
             if let Some(namespace) = pod_namespace {
                 webhook.namespace = namespace;
             }
@@ -346,10 +472,23 @@ impl ManagerFlags {
     }
 
     fn init_logging(&self) {
-        let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| self.log.clone());
+        let by_verbosity = match self.verbosity {
+            Some(v) if v >= 5 => "trace",
+            Some(v) if v >= 3 => "debug",
+            _ => "info",
+        };
+        let flag = self.log.clone().unwrap_or_else(|| by_verbosity.to_owned());
+        let filter = std::env::var("RUST_LOG").unwrap_or(flag);
         let targets: tracing_subscriber::filter::Targets =
             filter.parse().unwrap_or_else(|_| tracing_subscriber::filter::Targets::new());
         use tracing_subscriber::prelude::*;
+        if self.logging_format == "json" {
+            tracing_subscriber::registry()
+                .with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr))
+                .with(targets)
+                .init();
+            return;
+        }
         tracing_subscriber::registry()
             .with(
                 tracing_subscriber::fmt::layer()

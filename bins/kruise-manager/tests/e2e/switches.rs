@@ -145,3 +145,190 @@ fn external_certificates_are_read_and_never_written() {
     );
     assert_eq!(after["data"].as_object().map(|d| d.len()), Some(3));
 }
+
+/// `kruise-manager run` with `args` and `envs`: its exit status and stderr.
+fn run_manager_with_env(args: &[&str], envs: &[(&str, &str)]) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, "apiVersion: v1\nkind: Config\n").expect("kubeconfig");
+    let out = Command::new(env!("CARGO_BIN_EXE_kruise-manager"))
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("kruise-manager runs");
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn upstream_flags_and_environment_that_cannot_be_honoured_are_refused_by_name() {
+    for (args, envs, named) in [
+        (&["--enable-pprof=true"][..], &[][..], "--enable-pprof=true: pprof is Go's profiler"),
+        (
+            &["--allow-privileged=false"][..],
+            &[][..],
+            "--allow-privileged=false: refusing privileged",
+        ),
+        (
+            &["--leader-election-resource-lock=configmaps"][..],
+            &[][..],
+            "--leader-election-resource-lock: \"configmaps\"",
+        ),
+        (&["--logging-format=xml"][..], &[][..], "--logging-format: \"xml\""),
+        (&["--sync-period=often"][..], &[][..], "--sync-period: \"often\""),
+        (&[][..], &[("WEBHOOK_CERT_WRITER", "fs")][..], "WEBHOOK_CERT_WRITER: \"fs\""),
+        (&[][..], &[("WEBHOOK_CERT_DIR", "/tmp/certs")][..], "WEBHOOK_CERT_DIR: kruise-rs keeps"),
+        (&[][..], &[("CERTS_RENEW_BEFORE", "7x")][..], "CERTS_RENEW_BEFORE: \"7x\""),
+    ] {
+        let (ok, stderr) = run_manager_with_env(args, envs);
+        assert!(!ok, "{args:?} {envs:?} was accepted");
+        assert!(stderr.contains(named), "{args:?} {envs:?}: {stderr}");
+    }
+}
+
+fn reconciles(metrics_port: u16) -> u64 {
+    let (_, body) =
+        crate::leader_failover::http_get(metrics_port, "/metrics").expect("metrics answer");
+    body.lines()
+        .filter(|l| {
+            l.starts_with("controller_runtime_reconcile_total{controller=\"cloneset-controller\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+#[test]
+fn sync_period_reconciles_again_and_logs_follow_v_and_the_format() {
+    let cluster = crate::pub_budget::cluster_with_nodes(0);
+    let k = &cluster.kubectl;
+    k.ok_stdin(&["apply", "-f", "-"], &crate::common::cloneset_yaml("idle", 0, ""));
+    let (_manager, metrics) = crate::pub_budget::start_manager(
+        &cluster,
+        &["--sync-period=1s", "-v=4", "--logging-format=json"],
+    );
+    crate::common::wait_for("a first reconcile", std::time::Duration::from_secs(30), || {
+        (reconciles(metrics) >= 1).then_some(())
+    });
+    let first = reconciles(metrics);
+    // Nothing changes, and the CloneSet is reconciled again every second.
+    crate::common::wait_for(
+        "reconciles from the sync period",
+        std::time::Duration::from_secs(30),
+        || (reconciles(metrics) >= first + 2).then_some(()),
+    );
+    let log = _manager.log_text();
+    let line = log.lines().find(|l| l.contains("DEBUG")).expect("-v=4 logs at debug");
+    assert!(serde_json::from_str::<serde_json::Value>(line).is_ok(), "not JSON: {line}");
+}
+
+#[test]
+fn custom_resource_enable_without_sidecarset_registers_no_pod_webhook() {
+    let (ok, stderr) = run_manager_with_env(
+        &["--feature-gates", "PodProbeMarkerGate=true"],
+        &[("CUSTOM_RESOURCE_ENABLE", "CloneSet,StatefulSet")],
+    );
+    // Parsing still refuses the unbuilt gate: the legacy variable is read with the flag.
+    assert!(!ok && stderr.contains("PodProbeMarkerGate"), "{stderr}");
+    let cluster = crate::pub_budget::cluster_with_nodes(0);
+    let k = &cluster.kubectl;
+    let port = crate::leader_failover::free_port();
+    let metrics = format!("127.0.0.1:{port}");
+    let (mut cmd, _log) = crate::common::manager_command(cluster.dir.path(), "legacy.log");
+    cmd.arg("run").arg("--kubeconfig").arg(&cluster.kubeconfig).args([
+        "--enable-leader-election=false",
+        "--metrics-addr",
+        &metrics,
+        "--health-probe-addr",
+        "0",
+        "--webhook-host",
+        "127.0.0.1",
+        "--webhook-port",
+        "0",
+    ]);
+    cmd.env("CUSTOM_RESOURCE_ENABLE", "CloneSet,StatefulSet");
+    let _manager = crate::common::Proc { child: cmd.spawn().expect("starts"), log: _log };
+    let names = crate::common::wait_for(
+        "the webhooks registered",
+        std::time::Duration::from_secs(60),
+        || {
+            let out = k.run_with(
+                &[
+                    "get",
+                    "validatingwebhookconfiguration",
+                    "kruise-validating-webhook-configuration",
+                    "-o",
+                    "jsonpath={.webhooks[*].name}",
+                ],
+                None,
+            );
+            (out.ok && out.stdout.contains("vcloneset.kb.io")).then_some(out.stdout)
+        },
+    );
+    assert!(!names.contains("vpod.kb.io"), "PodWebhook is off: {names}");
+}
+
+/// `--controller-cache-sync-timeout` and `--webhook-initialize-timeout`: a cache that cannot
+/// load, and a webhook whose certificates cannot be written, stop the manager with an error
+/// naming the flag (and the kinds not loaded).
+#[test]
+fn start_timeouts_stop_the_manager_by_name() {
+    use kruise_sim::faults::{Fault, FaultAction};
+    let cluster = crate::pub_budget::cluster_with_nodes(0);
+    let lists = cluster
+        .server
+        .faults()
+        .inject(Fault::new(FaultAction::InternalError).verb("list").resource("pods"));
+    let mut manager = cluster.run_manager(
+        "cache-timeout.log",
+        &[
+            "--enable-leader-election=false",
+            "--metrics-addr",
+            "0",
+            "--health-probe-addr",
+            "0",
+            "--enable-webhook=false",
+            "--controller-cache-sync-timeout=2s",
+        ],
+    );
+    let status = manager.child.wait().expect("the manager exits");
+    assert!(!status.success());
+    let log = manager.log_text();
+    assert!(
+        log.contains("the caches did not sync within --controller-cache-sync-timeout (2s)"),
+        "{log}"
+    );
+    assert!(log.contains("Pod"), "{log}");
+    assert!(lists.count() >= 1);
+    cluster.server.faults().clear();
+
+    let slow = cluster.server.faults().inject(
+        Fault::new(FaultAction::Latency(std::time::Duration::from_secs(10)))
+            .verb("create")
+            .resource("secrets"),
+    );
+    let mut manager = cluster.run_manager(
+        "webhook-timeout.log",
+        &[
+            "--enable-leader-election=false",
+            "--metrics-addr",
+            "0",
+            "--health-probe-addr",
+            "0",
+            "--webhook-host",
+            "127.0.0.1",
+            "--webhook-port",
+            "0",
+            "--webhook-initialize-timeout=1s",
+        ],
+    );
+    let status = manager.child.wait().expect("the manager exits");
+    assert!(!status.success());
+    let log = manager.log_text();
+    assert!(
+        log.contains("the webhook did not initialize within --webhook-initialize-timeout (1s)"),
+        "{log}"
+    );
+    assert!(slow.count() >= 1);
+}
