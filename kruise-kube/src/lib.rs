@@ -65,6 +65,7 @@ pub mod scale;
 pub mod sidecar_terminator;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod uninstall;
 pub mod uniteddeployment;
 pub mod webhook;
 pub mod workload;

@@ -66,6 +66,15 @@ enum Command {
         #[command(flatten)]
         flags: ManagerFlags,
     },
+    /// The chart's pre-delete hook: exit 1, naming them, while CloneSets, Advanced
+    /// StatefulSets or Advanced DaemonSets exist (uninstalling would delete their pods with
+    /// the CRDs); exit 0 when none does.
+    PreDeleteCheck {
+        /// The kubeconfig to use; without it KUBECONFIG, ~/.kube/config or the in-cluster
+        /// service account.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+    },
     /// Print every Kruise CRD as multi-document YAML, or write one file per CRD.
     ///
     /// Install them with `kruise-manager crds | kubectl apply --server-side -f -`.
@@ -525,6 +534,7 @@ fn main() -> anyhow::Result<()> {
             crds(out, &webhook)
         }
         Command::Run { kubeconfig, flags } => runtime()?.block_on(run(kubeconfig, flags, workers)),
+        Command::PreDeleteCheck { kubeconfig } => runtime()?.block_on(pre_delete_check(kubeconfig)),
         Command::Playground { nodes, kubeconfig_out, addr, builtin_controllers, daemon, flags } => {
             let cluster = PlaygroundCluster { nodes, addr, builtin_controllers, daemon };
             runtime()?.block_on(playground(cluster, kubeconfig_out, flags, workers))
@@ -558,6 +568,19 @@ async fn shutdown_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
     tracing::info!("shutting down");
+}
+
+async fn pre_delete_check(kubeconfig: Option<PathBuf>) -> anyhow::Result<()> {
+    let options = ClientOptions { kubeconfig, qps: 30.0, burst: 50 };
+    let client = build_client(&options).await?;
+    let blocking = kruise_kube::uninstall::blocking_workloads(&client).await?;
+    if blocking.is_empty() {
+        println!(
+            "no CloneSet, Advanced StatefulSet or Advanced DaemonSet exists: uninstall may go on"
+        );
+        return Ok(());
+    }
+    anyhow::bail!(kruise_kube::uninstall::refusal(&blocking))
 }
 
 async fn run(

@@ -33,6 +33,26 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}
 
 {{/* Restricted pod security for the manager and the daemon. */}}
+{{- /* Upstream values this chart cannot honour: each fails the install, naming the key and
+why, rather than being ignored (their defaults pass). */ -}}
+{{- define "kruise.refusals" -}}
+{{- if ne (toJson .Values.installation.roleListGroups) (toJson (list "*")) }}
+{{- fail "installation.roleListGroups: narrowing the manager's list rule is not supported: its ClusterRole already names exactly the API groups its code reads; leave it ['*']" }}
+{{- end }}
+{{- if .Values.enableKubeCacheMutationDetector }}
+{{- fail "enableKubeCacheMutationDetector: client-go's cache mutation detector is a Go debugging aid; kruise-rs has no such cache (its cached objects are immutable); leave it false" }}
+{{- end }}
+{{- if ne .Values.manager.pprofAddr "localhost:8090" }}
+{{- fail "manager.pprofAddr: kruise-rs serves no pprof endpoint (Go's profiler); leave it at its default" }}
+{{- end }}
+{{- if ne .Values.daemon.pprofAddr "localhost:10222" }}
+{{- fail "daemon.pprofAddr: kruise-daemon serves no pprof endpoint (Go's profiler); leave it at its default" }}
+{{- end }}
+{{- if .Values.daemon.credentialProvider.enable }}
+{{- fail "daemon.credentialProvider.enable: kruise-daemon runs no credential provider plugins yet; pull secrets work" }}
+{{- end }}
+{{- end -}}
+
 {{- define "kruise.containerSecurity" -}}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true

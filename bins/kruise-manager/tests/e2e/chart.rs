@@ -385,3 +385,248 @@ fn the_manager_runs_with_the_charts_service_account_and_fails_without_one_rule()
     let log = std::fs::read_to_string(&manager.log).expect("log");
     assert!(!log.contains("forbidden"), "no 403 under the chart's rules:\n{log}");
 }
+
+/// What one of upstream's values does here.
+enum Walk {
+    /// Rendered: the check holds on the documents.
+    Honoured(fn(&[Value]) -> bool),
+    /// `helm template` fails with a message naming the key.
+    Refused,
+}
+
+fn pod_spec<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    &find(docs, kind, name).expect("the workload")["spec"]["template"]["spec"]
+}
+
+fn daemon_args(docs: &[Value]) -> String {
+    pod_spec(docs, "DaemonSet", "kruise-daemon")["containers"][0]["args"].to_string()
+}
+
+/// Every key of upstream's `values.yaml` (`shared/upstream/scope.md`, section 5) set away
+/// from its default: the chart either renders what the key asks for, or refuses the install
+/// with a message naming the key. None is ignored.
+#[test]
+fn every_upstream_value_is_honoured_or_refused_by_name() {
+    use Walk::{Honoured, Refused};
+    let cases: Vec<(&str, Walk)> = vec![
+        (
+            "crds.managed=false",
+            Honoured(|d| !d.iter().any(|x| x["kind"] == "CustomResourceDefinition")),
+        ),
+        (
+            "installation.namespace=platform",
+            Honoured(|d| {
+                find(d, "Deployment", "kruise-controller-manager")
+                    .is_some_and(|m| m["metadata"]["namespace"] == "platform")
+            }),
+        ),
+        (
+            "installation.createNamespace=false",
+            Honoured(|d| find(d, "Namespace", "kruise-system").is_none()),
+        ),
+        ("installation.roleListGroups[0]=apps", Refused),
+        (
+            "featureGates=KruiseDaemon=false",
+            Honoured(|d| find(d, "DaemonSet", "kruise-daemon").is_none()),
+        ),
+        (
+            "externalCerts.annotations.cert-manager\\.io/inject-ca-from=kruise-system/kruise",
+            Honoured(|d| {
+                d.iter().filter(|x| x["kind"] == "CustomResourceDefinition").all(|c| {
+                    c["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+                        == "kruise-system/kruise"
+                })
+            }),
+        ),
+        ("enableKubeCacheMutationDetector=true", Refused),
+        (
+            "imagePullSecrets[0].name=registry",
+            Honoured(|d| {
+                pod_spec(d, "Deployment", "kruise-controller-manager")["imagePullSecrets"][0]["name"]
+                    == "registry"
+            }),
+        ),
+        (
+            "manager.replicas=3",
+            Honoured(|d| {
+                find(d, "Deployment", "kruise-controller-manager")
+                    .is_some_and(|m| m["spec"]["replicas"] == 3)
+            }),
+        ),
+        (
+            "manager.image.repository=example.com/kruise",
+            Honoured(|d| {
+                pod_spec(d, "Deployment", "kruise-controller-manager")["containers"][0]["image"]
+                    .as_str()
+                    .is_some_and(|i| i.starts_with("example.com/kruise:"))
+            }),
+        ),
+        ("manager.log.level=5", Honoured(|d| manager_args(d).contains(&"--log=trace".to_owned()))),
+        (
+            "manager.webhook.port=9443",
+            Honoured(|d| manager_args(d).contains(&"--webhook-port=9443".to_owned())),
+        ),
+        (
+            "manager.metrics.port=9090",
+            Honoured(|d| manager_args(d).contains(&"--metrics-addr=:9090".to_owned())),
+        ),
+        (
+            "manager.healthProbe.port=9001",
+            Honoured(|d| manager_args(d).contains(&"--health-probe-addr=:9001".to_owned())),
+        ),
+        ("manager.pprofAddr=:9999", Refused),
+        (
+            "manager.resyncPeriod=30s",
+            Honoured(|d| manager_args(d).contains(&"--sync-period=30s".to_owned())),
+        ),
+        (
+            "manager.loggingFormat=json",
+            Honoured(|d| manager_args(d).contains(&"--logging-format=json".to_owned())),
+        ),
+        (
+            "manager.resources.limits.cpu=1",
+            Honoured(|d| {
+                pod_spec(d, "Deployment", "kruise-controller-manager")["containers"][0]["resources"]
+                    ["limits"]["cpu"]
+                    == 1
+            }),
+        ),
+        (
+            "manager.hostNetwork=true",
+            Honoured(|d| {
+                pod_spec(d, "Deployment", "kruise-controller-manager")["hostNetwork"] == true
+            }),
+        ),
+        (
+            "manager.nodeSelector.pool=system",
+            Honoured(|d| {
+                pod_spec(d, "Deployment", "kruise-controller-manager")["nodeSelector"]["pool"]
+                    == "system"
+            }),
+        ),
+        (
+            "manager.tolerations[0].operator=Exists",
+            Honoured(|d| {
+                pod_spec(d, "Deployment", "kruise-controller-manager")["tolerations"][0]["operator"]
+                    == "Exists"
+            }),
+        ),
+        (
+            "manager.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+            Honoured(|d| {
+                pod_spec(d, "Deployment", "kruise-controller-manager")["affinity"]["nodeAffinity"]
+                    .is_object()
+            }),
+        ),
+        (
+            "webhookConfiguration.timeoutSeconds=10",
+            Honoured(|d| manager_args(d).contains(&"--webhook-timeout-seconds=10".to_owned())),
+        ),
+        ("daemon.log.level=5", Honoured(|d| daemon_args(d).contains("--log=trace"))),
+        ("daemon.port=10300", Honoured(|d| daemon_args(d).contains("--addr=:10300"))),
+        ("daemon.pprofAddr=:9999", Refused),
+        (
+            "daemon.socketLocation=/run/k3s",
+            Honoured(|d| {
+                pod_spec(d, "DaemonSet", "kruise-daemon")["volumes"][0]["hostPath"]["path"]
+                    == "/run/k3s"
+            }),
+        ),
+        (
+            "daemon.socketFile=containerd/containerd.sock",
+            Honoured(|d| daemon_args(d).contains("--socket-file=containerd/containerd.sock")),
+        ),
+        (
+            "daemon.nodeSelector.pool=workers",
+            Honoured(|d| {
+                pod_spec(d, "DaemonSet", "kruise-daemon")["nodeSelector"]["pool"] == "workers"
+            }),
+        ),
+        (
+            "daemon.resources.limits.memory=256Mi",
+            Honoured(|d| {
+                pod_spec(d, "DaemonSet", "kruise-daemon")["containers"][0]["resources"]["limits"]["memory"]
+                    == "256Mi"
+            }),
+        ),
+        (
+            "daemon.extraEnvs[0].name=HTTPS_PROXY",
+            Honoured(|d| {
+                pod_spec(d, "DaemonSet", "kruise-daemon")["containers"][0]["env"]
+                    .to_string()
+                    .contains("HTTPS_PROXY")
+            }),
+        ),
+        ("daemon.credentialProvider.enable=true", Refused),
+        (
+            "serviceAccount.annotations.team=platform",
+            Honoured(|d| {
+                ["kruise-manager", "kruise-daemon"].iter().all(|n| {
+                    find(d, "ServiceAccount", n)
+                        .is_some_and(|s| s["metadata"]["annotations"]["team"] == "platform")
+                })
+            }),
+        ),
+        (
+            "helmHooks.image.repository=example.com/hook",
+            Honoured(|d| {
+                pod_spec(d, "Job", "kruise-helm-hook")["containers"][0]["image"]
+                    .as_str()
+                    .is_some_and(|i| i.starts_with("example.com/hook:"))
+            }),
+        ),
+    ];
+    let chart = chart();
+    let chart_path = chart.to_str().expect("utf-8 path");
+    for (set, walk) in cases {
+        let key = set.split('=').next().unwrap_or_default().replace("\\.", ".");
+        let key = key.split('[').next().unwrap_or_default().to_owned();
+        let (ok, out, err) = helm(&["template", "kruise", chart_path, "--set", set]);
+        match walk {
+            Refused => assert!(
+                !ok && err.contains(&format!("{key}:")),
+                "{set} was not refused by name: {err}"
+            ),
+            Honoured(check) => {
+                assert!(ok, "{set}: {err}");
+                let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&out)
+                    .filter_map(|doc| serde::Deserialize::deserialize(doc).ok())
+                    .filter(|v: &Value| !v.is_null())
+                    .collect();
+                assert!(check(&docs), "{set} did not render what it asks for");
+            }
+        }
+    }
+    // The defaults render the daemon and the pre-delete hook with the manager's check.
+    let docs = render(&[]);
+    assert!(find(&docs, "DaemonSet", "kruise-daemon").is_some());
+    let hook = &pod_spec(&docs, "Job", "kruise-helm-hook")["containers"][0];
+    assert_eq!(hook["command"], serde_json::json!(["/kruise-manager", "pre-delete-check"]));
+}
+
+/// The pre-delete check refuses while a CloneSet exists, naming it, and passes once it is
+/// gone.
+#[test]
+fn the_pre_delete_check_blocks_uninstall_while_workloads_exist() {
+    let cluster = crate::pub_budget::cluster_with_nodes(0);
+    let k = &cluster.kubectl;
+    let check = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_kruise-manager"))
+            .args(["pre-delete-check", "--kubeconfig"])
+            .arg(&cluster.kubeconfig)
+            .output()
+            .expect("the check runs");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("web", 0, ""));
+    let (ok, stderr) = check();
+    assert!(!ok, "the check passed with a CloneSet");
+    assert!(
+        stderr.contains("refusing to uninstall OpenKruise")
+            && stderr.contains("CloneSet default/web"),
+        "{stderr}"
+    );
+    k.ok(&["delete", "cloneset", "web"]);
+    let (ok, stderr) = check();
+    assert!(ok, "{stderr}");
+}
