@@ -12,6 +12,7 @@ use anyhow::Context;
 use clap::Parser;
 use kruise_cri::{ContainerRuntime, CriClient, detect_runtime};
 use kruise_kube::client::{ClientOptions, build_client};
+use kruise_kube::daemon::keyring::NodeKeyring;
 use kruise_kube::daemon::{Daemon, DaemonConfig};
 use kruise_kube::features::FeatureGates;
 use kruise_kube::health::Health;
@@ -53,6 +54,13 @@ struct Flags {
     /// Log filter, e.g. `info` or `info,kruise_kube=debug` (RUST_LOG also works).
     #[arg(long, default_value = "info")]
     log: String,
+    /// The kubelet's CredentialProviderConfig (YAML or JSON): credential provider plugins for
+    /// pulls the pull secrets do not authenticate. Needs --plugin-bin-dir.
+    #[arg(long, value_name = "FILE")]
+    plugin_config_file: Option<PathBuf>,
+    /// Where the plugins named in --plugin-config-file are.
+    #[arg(long, value_name = "DIR")]
+    plugin_bin_dir: Option<PathBuf>,
 }
 
 fn init_logging(filter: &str) {
@@ -131,6 +139,15 @@ async fn main() -> anyhow::Result<()> {
         name => name.to_owned(),
     };
     config.feature_gates = gates;
+    let keyring = NodeKeyring::with_docker_configs(&NodeKeyring::default_docker_dirs());
+    let keyring = match (&flags.plugin_config_file, &flags.plugin_bin_dir) {
+        (Some(file), Some(dir)) => keyring.with_plugins(file, dir)?,
+        (Some(_), None) => anyhow::bail!("--plugin-bin-dir: required with --plugin-config-file"),
+        (None, Some(_)) => anyhow::bail!("--plugin-config-file: required with --plugin-bin-dir"),
+        (None, None) => keyring,
+    };
+    tracing::info!(?keyring, "node credentials");
+    config.keyring = Arc::new(keyring);
 
     let health = Health::new();
     let metrics = Metrics::new();

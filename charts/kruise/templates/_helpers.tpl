@@ -48,9 +48,6 @@ why, rather than being ignored (their defaults pass). */ -}}
 {{- if ne .Values.daemon.pprofAddr "localhost:10222" }}
 {{- fail "daemon.pprofAddr: kruise-daemon serves no pprof endpoint (Go's profiler); leave it at its default" }}
 {{- end }}
-{{- if .Values.daemon.credentialProvider.enable }}
-{{- fail "daemon.credentialProvider.enable: kruise-daemon runs no credential provider plugins yet; pull secrets work" }}
-{{- end }}
 {{- end -}}
 
 {{- define "kruise.containerSecurity" -}}

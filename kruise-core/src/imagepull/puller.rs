@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use jiff::{SignedDuration, Timestamp};
 use kruise_api::apps::v1beta1::{
     ImagePullPhase, ImagePullPolicy, ImageStatus, ImageTagStatus, NodeImage, NodeImageStatus,
-    ReferenceObject, SandboxConfig,
+    ReferenceObject, SandboxConfig, SyncStatus, SyncStatusPhase,
 };
 use serde::Serialize;
 
@@ -168,6 +168,10 @@ fn fail_attempt(work: &mut TagWork, error: String, now: Timestamp) {
 ///   exceeds the activeDeadlineSeconds").
 ///
 /// Work for tags no longer in the spec, or for an older version, is cancelled and forgotten.
+///
+/// `firstSyncStatus` is set once, the first time every tag of a non-empty spec has finished:
+/// when the node's images first arrived (upstream declares the field and never sets it).
+/// Succeeded when all succeeded; else Failed, naming the failed tags.
 pub fn plan_pulls(
     node_image: &NodeImage,
     runtime_images: &[String],
@@ -306,7 +310,8 @@ pub fn plan_pulls(
             _ => {}
         }
     }
-    plan.status.first_sync_status = old_status.first_sync_status;
+    plan.status.first_sync_status =
+        old_status.first_sync_status.or_else(|| first_sync(&plan.status, now));
     plan.requeue_after = requeue;
     plan
 }
@@ -347,4 +352,101 @@ fn tag_status(tag: &str, work: &TagWork, old: &[ImageTagStatus]) -> ImageTagStat
         status.start_time = status.start_time.or_else(|| prev.start_time.clone());
     }
     status
+}
+
+/// The first sync's outcome, once every tag of `status` has finished (none pulling or
+/// waiting), for a spec with at least one tag.
+fn first_sync(status: &NodeImageStatus, now: Timestamp) -> Option<SyncStatus> {
+    if status.desired == 0 || status.pulling > 0 || status.waiting > 0 {
+        return None;
+    }
+    let failed: Vec<String> = status
+        .image_statuses
+        .iter()
+        .flat_map(|(image, s)| {
+            s.tags
+                .iter()
+                .filter(|t| t.phase == ImagePullPhase::Failed)
+                .map(move |t| format!("{image}:{}", t.tag))
+        })
+        .collect();
+    let (phase, message) = if failed.is_empty() {
+        (SyncStatusPhase::Succeeded, String::new())
+    } else {
+        (
+            SyncStatusPhase::Failed,
+            format!("{} of {} images failed: {}", failed.len(), status.desired, failed.join(", ")),
+        )
+    };
+    Some(SyncStatus { sync_at: Some(time(now)), status: Some(phase), message })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn node_image(tags: &[(&str, &str)]) -> NodeImage {
+        let mut images = serde_json::Map::new();
+        for (image, tag) in tags {
+            let entry =
+                images.entry(image.to_string()).or_insert_with(|| serde_json::json!({"tags": []}));
+            entry["tags"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"tag": tag, "version": 1}));
+        }
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "node-1"}, "spec": {"images": images}}))
+        .unwrap()
+    }
+
+    /// Steps the puller: plan, then each started pull ends as `ends` says, until nothing runs.
+    fn settle(mut ni: NodeImage, ends: impl Fn(&str) -> PullOutcome) -> Vec<Option<SyncStatus>> {
+        let mut state = PullerState::new();
+        let mut seen = Vec::new();
+        let mut now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let limits = PullerLimits { max_workers: Some(1) };
+        for _ in 0..50 {
+            let plan = plan_pulls(&ni, &[], &state, &limits, now);
+            seen.push(plan.status.first_sync_status.clone());
+            state = plan.state;
+            ni.status = Some(plan.status);
+            if plan.start.is_empty() && plan.requeue_after.is_none() {
+                break;
+            }
+            for task in plan.start {
+                let key = format!("{}:{}", task.image, task.tag);
+                record_outcome(&mut state, &key, task.version, ends(&key), now);
+            }
+            now += SignedDuration::from_secs(40);
+        }
+        seen
+    }
+
+    #[test]
+    fn first_sync_is_set_once_every_tag_has_finished_and_kept() {
+        let seen = settle(node_image(&[("nginx", "1"), ("redis", "7")]), |_| {
+            PullOutcome::Succeeded("sha256:x".into())
+        });
+        let first = seen.iter().position(Option::is_some).expect("a first sync");
+        assert!(first >= 1, "not before the pulls finished: {seen:?}");
+        let sync = seen[first].clone().unwrap();
+        assert_eq!(sync.status, Some(SyncStatusPhase::Succeeded));
+        assert!(seen[first..].iter().all(|s| s.as_ref() == Some(&sync)), "kept as it was");
+    }
+
+    #[test]
+    fn a_failed_tag_makes_the_first_sync_failed_and_named() {
+        let seen = settle(node_image(&[("nginx", "1"), ("broken", "x")]), |key| {
+            if key.starts_with("broken") {
+                PullOutcome::Failed("manifest unknown".into())
+            } else {
+                PullOutcome::Succeeded("sha256:x".into())
+            }
+        });
+        let sync = seen.into_iter().flatten().next().expect("a first sync");
+        assert_eq!(sync.status, Some(SyncStatusPhase::Failed));
+        assert_eq!(sync.message, "1 of 2 images failed: broken:x");
+    }
 }

@@ -17,7 +17,7 @@ struct DockerConfigJson {
 }
 
 #[derive(Deserialize, Default, Clone)]
-struct DockerConfigEntry {
+pub(crate) struct DockerConfigEntry {
     #[serde(default)]
     username: String,
     #[serde(default)]
@@ -71,7 +71,11 @@ fn key_matches(key: &str, image: &str) -> Option<usize> {
     (image_path == path || image_path.starts_with(&format!("{path}/"))).then_some(path.len())
 }
 
-fn to_auth(entry: &DockerConfigEntry, server: &str) -> AuthConfig {
+/// The CRI credentials of one entry. `server_address` stays empty, as the kubelet sends it:
+/// containerd reads a non-empty one as a URL whose host must be the registry's, so a bare
+/// `host:port` there makes every pull fail ("first path segment in URL cannot contain colon")
+/// and a bare host makes containerd drop the credentials.
+fn to_auth(entry: &DockerConfigEntry) -> AuthConfig {
     let (mut username, mut password) = (entry.username.clone(), entry.password.clone());
     if username.is_empty()
         && !entry.auth.is_empty()
@@ -86,7 +90,7 @@ fn to_auth(entry: &DockerConfigEntry, server: &str) -> AuthConfig {
         username,
         password,
         auth: entry.auth.clone(),
-        server_address: server.to_owned(),
+        server_address: String::new(),
         identity_token: entry.identity_token.clone(),
         registry_token: entry.registry_token.clone(),
     }
@@ -96,27 +100,139 @@ fn to_auth(entry: &DockerConfigEntry, server: &str) -> AuthConfig {
 fn entries(secret: &Secret) -> BTreeMap<String, DockerConfigEntry> {
     let data = secret.data.as_ref();
     if let Some(bytes) = data.and_then(|d| d.get(".dockerconfigjson")) {
-        return serde_json::from_slice::<DockerConfigJson>(&bytes.0).unwrap_or_default().auths;
+        return DockerConfig::parse(&bytes.0, false).0;
     }
     if let Some(bytes) = data.and_then(|d| d.get(".dockercfg")) {
-        return serde_json::from_slice(&bytes.0).unwrap_or_default();
+        return DockerConfig::parse(&bytes.0, true).0;
     }
     BTreeMap::new()
 }
 
-/// The credentials the secrets hold for `image`: every matching entry, the most specific
-/// (longest repository prefix) first, in secret order among equals.
-pub fn credentials_for(image: &str, secrets: &[Secret]) -> Vec<AuthConfig> {
+/// A docker config's entries by key: `config.json` (`{"auths": {...}}`) or the legacy
+/// `.dockercfg` (the map itself).
+#[derive(Clone, Default)]
+pub struct DockerConfig(BTreeMap<String, DockerConfigEntry>);
+
+impl DockerConfig {
+    /// Parses `bytes`; what does not parse holds no entries.
+    pub fn parse(bytes: &[u8], legacy: bool) -> Self {
+        let entries = if legacy {
+            serde_json::from_slice(bytes).unwrap_or_default()
+        } else {
+            serde_json::from_slice::<DockerConfigJson>(bytes).unwrap_or_default().auths
+        };
+        Self(entries)
+    }
+
+    /// This config with an entry for `key` (a registry host, with a path prefix or a glob).
+    #[must_use]
+    pub fn with(mut self, key: &str, username: &str, password: &str) -> Self {
+        let entry = DockerConfigEntry {
+            username: username.to_owned(),
+            password: password.to_owned(),
+            ..DockerConfigEntry::default()
+        };
+        self.0.insert(key.to_owned(), entry);
+        self
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True without entries.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The credentials `configs` hold for `image`: every matching entry, the most specific
+/// (longest repository prefix) first, in config order among equals. Keys may be globs
+/// (`*.registry.example`), as credential provider plugins answer.
+pub fn credentials_in(image: &str, configs: &[&DockerConfig]) -> Vec<AuthConfig> {
     let mut found: Vec<(usize, usize, AuthConfig)> = Vec::new();
-    for (i, secret) in secrets.iter().enumerate() {
-        for (key, entry) in entries(secret) {
-            if let Some(specificity) = key_matches(&key, image) {
-                found.push((specificity, i, to_auth(&entry, &parse_key(&key).0)));
+    for (i, config) in configs.iter().enumerate() {
+        for (key, entry) in &config.0 {
+            let specificity = key_matches(key, image).or_else(|| glob_matches(key, image));
+            if let Some(specificity) = specificity {
+                found.push((specificity, i, to_auth(entry)));
             }
         }
     }
     found.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     found.into_iter().map(|(_, _, a)| a).collect()
+}
+
+/// The credentials the secrets hold for `image`: every matching entry, the most specific
+/// (longest repository prefix) first, in secret order among equals.
+pub fn credentials_for(image: &str, secrets: &[Secret]) -> Vec<AuthConfig> {
+    let configs: Vec<DockerConfig> = secrets.iter().map(|s| DockerConfig(entries(s))).collect();
+    credentials_in(image, &configs.iter().collect::<Vec<_>>())
+}
+
+/// The kubelet's `matchImages` rule (`URLsMatchStr`): `pattern` and the image's registry are
+/// split into host, port and path; each dot-separated part of the host matches as a glob
+/// (`*` for any part, never across dots), with as many parts on both sides; the ports are
+/// equal (none on both, or the same); the pattern's path is a prefix of the image's. The
+/// answer is the specificity (the pattern path's length).
+pub fn glob_matches(pattern: &str, image: &str) -> Option<usize> {
+    let pattern = pattern.split_once("://").map_or(pattern, |(_, rest)| rest);
+    let (pattern_host, pattern_path) = pattern.split_once('/').unwrap_or((pattern, ""));
+    let reference = kruise_core::image::ImageRef::parse(image).ok()?;
+    let (host, port) = split_port(&reference.domain);
+    let (glob_host, glob_port) = split_port(pattern_host);
+    if port != glob_port {
+        return None;
+    }
+    let parts: Vec<&str> = host.split('.').collect();
+    let globs: Vec<&str> = glob_host.split('.').collect();
+    if parts.len() != globs.len() || !globs.iter().zip(&parts).all(|(g, p)| glob(g, p)) {
+        return None;
+    }
+    let pattern_path = pattern_path.trim_end_matches('/');
+    let path = &reference.path;
+    let prefix = pattern_path.is_empty()
+        || path == pattern_path
+        || path.starts_with(&format!("{pattern_path}/"));
+    prefix.then_some(pattern_path.len())
+}
+
+fn split_port(host: &str) -> (&str, Option<&str>) {
+    match host.rsplit_once(':') {
+        Some((h, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => (h, Some(p)),
+        _ => (host, None),
+    }
+}
+
+/// Go's `filepath.Match` on one host part: `*` any run, `?` one character, the rest literal
+/// (case-insensitive, as host names are).
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (
+        pattern.to_ascii_lowercase().chars().collect(),
+        text.to_ascii_lowercase().chars().collect(),
+    );
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
 }
 
 #[cfg(test)]
@@ -143,7 +259,7 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].username, "kruise");
         assert_eq!(found[0].password, "pw:with:colons");
-        assert_eq!(found[0].server_address, "127.0.0.1:5000");
+        assert_eq!(found[0].server_address, "", "as the kubelet sends it");
         assert!(
             credentials_for("127.0.0.1:5001/test/busybox:1", std::slice::from_ref(&s)).is_empty()
         );
@@ -166,6 +282,23 @@ mod tests {
         assert_eq!(team.iter().map(|a| a.username.as_str()).collect::<Vec<_>>(), ["team", "any"]);
         let other = credentials_for("reg.example.com/teamx/app:1", &[s]);
         assert_eq!(other.iter().map(|a| a.username.as_str()).collect::<Vec<_>>(), ["any"]);
+    }
+
+    #[test]
+    fn match_images_globs_as_the_kubelet_reads_them() {
+        let ecr = "*.dkr.ecr.*.amazonaws.com";
+        assert!(glob_matches(ecr, "123.dkr.ecr.us-east-1.amazonaws.com/app:1").is_some());
+        assert!(glob_matches(ecr, "dkr.ecr.us-east-1.amazonaws.com/app:1").is_none(), "parts");
+        assert!(
+            glob_matches(ecr, "123.dkr.ecr.us-east-1.amazonaws.com:443/app:1").is_none(),
+            "port"
+        );
+        assert!(glob_matches("127.0.0.1:5443", "127.0.0.1:5443/busybox:1").is_some());
+        assert!(glob_matches("127.0.0.1:5443", "127.0.0.1:5000/busybox:1").is_none());
+        assert_eq!(glob_matches("registry.io/team", "registry.io/team/app:1"), Some(4));
+        assert!(glob_matches("registry.io/team", "registry.io/teamx/app:1").is_none());
+        assert!(glob_matches("*.io", "docker.io/library/nginx:1").is_some());
+        assert!(glob_matches("reg?stry.io", "REGISTRY.io/a:1").is_some());
     }
 
     #[test]

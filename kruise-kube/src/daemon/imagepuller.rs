@@ -27,6 +27,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
 use super::credentials::credentials_for;
+use super::keyring::NodeKeyring;
 use super::{DaemonConfig, IMAGEPULLER_REPORTER};
 use crate::applier::EventSink;
 use crate::cache::{Cache, ObjectKey};
@@ -80,8 +81,9 @@ impl ImagePuller {
         let node = config.node_name.clone();
         let limits = config.pull_limits.clone();
         let for_loop = cache.clone();
+        let keyring = config.keyring.clone();
         tasks.spawn(async move {
-            puller_loop(client, runtime, node, limits, for_loop, wake).await;
+            puller_loop(client, runtime, keyring, node, limits, for_loop, wake).await;
         });
         ImagePuller { cache }
     }
@@ -95,6 +97,7 @@ impl ImagePuller {
 async fn puller_loop(
     client: kube::Client,
     runtime: Arc<dyn ContainerRuntime>,
+    keyring: Arc<NodeKeyring>,
     node: String,
     limits: PullerLimits,
     cache: Cache<NodeImage>,
@@ -141,8 +144,13 @@ async fn puller_loop(
                 for task in plan.start {
                     let key = format!("{}:{}", task.image, task.tag);
                     tracing::info!(image = %key, attempt = task.attempt, "pulling");
-                    let handle =
-                        tokio::spawn(pull(client.clone(), runtime.clone(), task, done_tx.clone()));
+                    let handle = tokio::spawn(pull(
+                        client.clone(),
+                        runtime.clone(),
+                        keyring.clone(),
+                        task,
+                        done_tx.clone(),
+                    ));
                     if let Some(old) = running.insert(key, handle.abort_handle()) {
                         old.abort();
                     }
@@ -209,6 +217,7 @@ pub fn image_reference(image: &str, tag: &str) -> String {
 async fn pull(
     client: kube::Client,
     runtime: Arc<dyn ContainerRuntime>,
+    keyring: Arc<NodeKeyring>,
     task: PullTask,
     done: mpsc::UnboundedSender<Finished>,
 ) {
@@ -216,7 +225,9 @@ async fn pull(
     let timeout = Duration::try_from(task.timeout).unwrap_or(Duration::ZERO);
     let attempt = async {
         let secrets = read_secrets(&client, &task.secrets).await;
-        let auths = credentials_for(&reference, &secrets);
+        // The pull secrets first, then the node's own (docker keyring, plugins).
+        let mut auths = credentials_for(&reference, &secrets);
+        auths.extend(keyring.credentials_for(&reference).await);
         let sandbox = task.sandbox_config.as_ref().map(|s| PullSandboxConfig {
             labels: s.labels.clone(),
             annotations: s.annotations.clone(),

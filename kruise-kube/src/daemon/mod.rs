@@ -22,6 +22,7 @@ pub mod containermeta;
 pub mod containerrecreate;
 pub mod credentials;
 pub mod imagepuller;
+pub mod keyring;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -62,6 +63,8 @@ pub struct DaemonConfig {
     /// Requests (pods) handled at once by the containerrecreate worker. A stop holds its
     /// worker for up to the grace period.
     pub crr_workers: usize,
+    /// The node's own credentials: the docker keyring and credential provider plugins.
+    pub keyring: std::sync::Arc<keyring::NodeKeyring>,
 }
 
 impl DaemonConfig {
@@ -73,6 +76,7 @@ impl DaemonConfig {
             runtime_type: "containerd".to_owned(),
             feature_gates: FeatureGates::default(),
             crr_workers: 4,
+            keyring: std::sync::Arc::default(),
         }
     }
 }

@@ -99,6 +99,17 @@ fn cri() -> Option<Cri> {
 /// The daemon binary for `NODE` against the sim (its kubeconfig in `dir`) and the runtime
 /// socket `sock`, serving probes and metrics on `port`.
 pub fn spawn_daemon(dir: &Path, kubeconfig: &str, sock: &Path, port: u16) -> Child {
+    spawn_daemon_with(dir, kubeconfig, sock, port, &[])
+}
+
+/// [`spawn_daemon`] with `extra` flags.
+pub fn spawn_daemon_with(
+    dir: &Path,
+    kubeconfig: &str,
+    sock: &Path,
+    port: u16,
+    extra: &[&str],
+) -> Child {
     let kc = dir.join("kubeconfig");
     std::fs::write(&kc, kubeconfig).unwrap();
     let log = std::fs::File::create(dir.join("daemon.log")).unwrap();
@@ -116,6 +127,7 @@ pub fn spawn_daemon(dir: &Path, kubeconfig: &str, sock: &Path, port: u16) -> Chi
         .arg(format!("127.0.0.1:{port}"))
         .arg("--max-workers-for-pull-image")
         .arg("2")
+        .args(extra)
         .env("NODE_NAME", NODE)
         .env("RUST_LOG", "info,kruise_kube=debug")
         .stdout(log.try_clone().unwrap())
@@ -322,4 +334,129 @@ async fn daemon_binary_on_real_containerd() {
     let _ = rs.remove_pod_sandbox(pb::RemovePodSandboxRequest { pod_sandbox_id: sandbox }).await;
     drop(cri);
     eprintln!("containerd daemon test, wall time: {:?}", started.elapsed());
+}
+
+/// A password-protected registry (docker-registry with htpasswd) beside cri-up's: the
+/// daemon binary pulls from it with the credentials a credential provider plugin (a shell
+/// script speaking the kubelet's protocol) gives, where an anonymous pull is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_provider_plugin_pulls_from_a_password_protected_registry() {
+    let Some(cri) = cri() else { return };
+    let port = free_port();
+    let registry = format!("127.0.0.1:{port}");
+    let base = &cri.base;
+    // htpasswd (apache2-utils) writes the bcrypt entry docker-registry wants.
+    let htpasswd = Command::new("htpasswd").args(["-Bbn", "kruise", "s3cret"]).output().unwrap();
+    assert!(htpasswd.status.success(), "htpasswd: {}", String::from_utf8_lossy(&htpasswd.stderr));
+    std::fs::write(base.join("htpasswd"), &htpasswd.stdout).unwrap();
+    std::fs::create_dir_all(base.join("registry-auth")).unwrap();
+    std::fs::write(
+        base.join("registry-auth.yml"),
+        format!(
+            "version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {root}}}}}\n\
+             http: {{addr: {registry}}}\nauth: {{htpasswd: {{realm: kruise, path: {pw}}}}}\n",
+            root = base.join("registry-auth").display(),
+            pw = base.join("htpasswd").display()
+        ),
+    )
+    .unwrap();
+    let hosts = base.join("certs.d").join(&registry);
+    std::fs::create_dir_all(&hosts).unwrap();
+    std::fs::write(
+        hosts.join("hosts.toml"),
+        format!("server = \"http://{registry}\"\n[host.\"http://{registry}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"),
+    )
+    .unwrap();
+    let mut registry_proc = Child(
+        Command::new("docker-registry")
+            .arg("serve")
+            .arg(base.join("registry-auth.yml"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(base.join("logs/registry-auth.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let image = format!("{registry}/test/busybox");
+    wait_for("the protected registry takes the image", Duration::from_secs(20), || {
+        let src = format!("docker://{}", cri.test_image);
+        let dst = format!("docker://{image}:auth");
+        async move {
+            let out = Command::new("skopeo")
+                .args(["copy", "-q", "--src-tls-verify=false", "--dest-tls-verify=false"])
+                .args(["--dest-creds", "kruise:s3cret", &src, &dst])
+                .output()
+                .ok()?;
+            out.status.success().then_some(())
+        }
+    })
+    .await;
+    let cri_client = CriClient::connect(&cri.sock).await.unwrap();
+    let anonymous = cri_client.pull_image(&format!("{image}:auth"), None, None).await;
+    assert!(anonymous.is_err(), "the registry let an anonymous pull through");
+
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let calls = dir.path().join("calls");
+    let response = json!({"apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+        "kind": "CredentialProviderResponse", "cacheKeyType": "Registry",
+        "auth": {registry.clone(): {"username": "kruise", "password": "s3cret"}}});
+    let script = plugins.join("loopback-credentials");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ncat >> {}\nprintf '%s' '{response}'\n", calls.display()),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let config = dir.path().join("CredentialProviderPlugin.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n\
+             - name: loopback-credentials\n  matchImages: [\"{registry}\"]\n  defaultCacheDuration: 1m\n  \
+             apiVersion: credentialprovider.kubelet.k8s.io/v1\n"
+        ),
+    )
+    .unwrap();
+
+    let (server, client) = sim().await;
+    let port = free_port();
+    let config_arg = config.display().to_string();
+    let plugins_arg = plugins.display().to_string();
+    let mut daemon = spawn_daemon_with(
+        dir.path(),
+        &server.kubeconfig,
+        &cri.sock,
+        port,
+        &["--plugin-config-file", &config_arg, "--plugin-bin-dir", &plugins_arg],
+    );
+    let ni: NodeImage = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "NodeImage",
+        "metadata": {"name": NODE},
+        "spec": {"images": {image.clone(): {"tags": [{"tag": "auth", "version": 1,
+            "imagePullPolicy": "Always", "pullPolicy": {"backoffLimit": 0}}]}}},
+    }))
+    .unwrap();
+    let nis = Api::<NodeImage>::all(client.clone());
+    nis.create(&PostParams::default(), &ni).await.unwrap();
+    let status = wait_for("the protected pull", Duration::from_secs(60), || {
+        let nis = nis.clone();
+        async move {
+            let s = nis.get(NODE).await.ok()?.status?;
+            (s.succeeded + s.failed == 1).then_some(s)
+        }
+    })
+    .await;
+    let log = std::fs::read_to_string(dir.path().join("daemon.log")).unwrap_or_default();
+    assert_eq!(status.succeeded, 1, "{status:?}\n{log}");
+    let calls = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert!(
+        calls.contains(&format!("\"image\":\"{image}:auth\"")),
+        "the plugin was asked: {calls}"
+    );
+    daemon.0.kill().ok();
+    registry_proc.0.kill().ok();
 }

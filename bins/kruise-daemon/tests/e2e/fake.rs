@@ -64,9 +64,16 @@ pub fn run_pod(
 }
 
 fn start_daemon(client: &kube::Client, fake: &FakeRuntime) -> tokio::sync::oneshot::Sender<()> {
+    start_daemon_with(client, fake, DaemonConfig::new(NODE))
+}
+
+fn start_daemon_with(
+    client: &kube::Client,
+    fake: &FakeRuntime,
+    mut config: DaemonConfig,
+) -> tokio::sync::oneshot::Sender<()> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let runtime: Arc<dyn ContainerRuntime> = Arc::new(fake.clone());
-    let mut config = DaemonConfig::new(NODE);
     config.pull_limits.max_workers = Some(2);
     let daemon = Daemon::new(client.clone(), runtime, config);
     tokio::spawn(daemon.run(Health::new(), async move {
@@ -438,4 +445,99 @@ async fn crr_runs_the_pre_stop_hook_before_the_stop_and_a_failed_hook_does_not_b
             .all(|s| s.phase == ContainerRecreateRequestPhase::Succeeded),
         "{status:?}"
     );
+}
+
+/// The node's own credentials: a credential provider plugin (a script that answers the
+/// kubelet's protocol) for one registry, run once for two tags (its answer is cached per
+/// registry), and the docker keyring (`config.json`) for another; no pull secret at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imagepuller_pulls_with_a_credential_provider_plugin_and_the_docker_keyring() {
+    use kruise_kube::daemon::keyring::NodeKeyring;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let (_server, client) = sim().await;
+    let fake = FakeRuntime::new("node-a");
+    fake.require_auth("plugin.local:5000", AuthConfig::basic("from-plugin", "p1"));
+    fake.require_auth("keyring.local:5000", AuthConfig::basic("from-keyring", "k1"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let response = json!({"apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+        "kind": "CredentialProviderResponse", "cacheKeyType": "Registry", "cacheDuration": "5m",
+        "auth": {"plugin.local:5000": {"username": "from-plugin", "password": "p1"}}});
+    let script = plugins.join("test-provider");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n# Reads the request, records it, prints the response.\ncat >> {calls}\necho >> {calls}\necho \"$TOKEN_KIND $1\" >> {calls}\nprintf '%s' '{response}'\n",
+            calls = calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config_file = dir.path().join("CredentialProviderPlugin.yaml");
+    std::fs::write(
+        &config_file,
+        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n\
+         - name: test-provider\n  matchImages: [\"*.local:5000\"]\n  defaultCacheDuration: 1m\n  \
+         apiVersion: credentialprovider.kubelet.k8s.io/v1\n  args: [get-credentials]\n  \
+         env: [{name: TOKEN_KIND, value: short-lived}]\n",
+    )
+    .unwrap();
+    let docker = dir.path().join("docker");
+    std::fs::create_dir(&docker).unwrap();
+    let auth = "ZnJvbS1rZXlyaW5nOmsx"; // from-keyring:k1
+    std::fs::write(
+        docker.join("config.json"),
+        json!({"auths": {"keyring.local:5000": {"auth": auth}}}).to_string(),
+    )
+    .unwrap();
+    let keyring =
+        NodeKeyring::with_docker_configs(&[docker]).with_plugins(&config_file, &plugins).unwrap();
+    let mut config = DaemonConfig::new(NODE);
+    config.keyring = Arc::new(keyring);
+
+    let ni: NodeImage = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "NodeImage",
+        "metadata": {"name": NODE},
+        "spec": {"images": {
+            "plugin.local:5000/team/app": {"tags": [{"tag": "1", "version": 1}, {"tag": "2", "version": 1}]},
+            "keyring.local:5000/team/tool": {"tags": [{"tag": "1", "version": 1}]},
+        }},
+    }))
+    .unwrap();
+    let nis = Api::<NodeImage>::all(client.clone());
+    nis.create(&PostParams::default(), &ni).await.unwrap();
+    let _stop = start_daemon_with(&client, &fake, config);
+    let status = wait_for("three pulls", Duration::from_secs(30), || {
+        let nis = nis.clone();
+        async move {
+            let s = nis.get(NODE).await.ok()?.status?;
+            (s.succeeded == 3).then_some(s)
+        }
+    })
+    .await;
+    assert_eq!(status.failed, 0, "{status:?}");
+    let first = status.first_sync_status.expect("the first sync is recorded");
+    assert_eq!(first.status, Some(kruise_api::apps::v1beta1::SyncStatusPhase::Succeeded));
+    let pulls = fake.pulls();
+    let user = |image: &str| {
+        pulls.iter().find(|p| p.image == image && p.succeeded).and_then(|p| p.username.clone())
+    };
+    assert_eq!(user("plugin.local:5000/team/app:1").as_deref(), Some("from-plugin"));
+    assert_eq!(user("plugin.local:5000/team/app:2").as_deref(), Some("from-plugin"));
+    assert_eq!(user("keyring.local:5000/team/tool:1").as_deref(), Some("from-keyring"));
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    let requests: Vec<&str> =
+        calls.lines().filter(|l| l.contains("CredentialProviderRequest")).collect();
+    // keyring.local:5000 matches the plugin's pattern too; plugin.local's answer is cached
+    // for its registry, so two runs in all, never a third.
+    assert!(requests.len() <= 2, "{calls}");
+    assert!(
+        requests.iter().any(|r| r.contains("\"image\":\"plugin.local:5000/team/app:")),
+        "{calls}"
+    );
+    assert!(calls.contains("short-lived get-credentials"), "the provider's env and args: {calls}");
 }

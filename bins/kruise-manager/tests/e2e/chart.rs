@@ -557,7 +557,24 @@ fn every_upstream_value_is_honoured_or_refused_by_name() {
                     .contains("HTTPS_PROXY")
             }),
         ),
-        ("daemon.credentialProvider.enable=true", Refused),
+        (
+            "daemon.credentialProvider.enable=true",
+            Honoured(|d| {
+                let spec = pod_spec(d, "DaemonSet", "kruise-daemon");
+                daemon_args(d)
+                    .contains("--plugin-config-file=/kruise/CredentialProviderPlugin.yaml")
+                    && spec["volumes"].to_string().contains("credential-provider-config")
+            }),
+        ),
+        (
+            "daemon.credentialProvider.awsCredentialsDir=/root/.aws",
+            Honoured(|d| {
+                // Only with enable, as upstream's.
+                !pod_spec(d, "DaemonSet", "kruise-daemon")["volumes"]
+                    .to_string()
+                    .contains("aws-credentials")
+            }),
+        ),
         (
             "serviceAccount.annotations.team=platform",
             Honoured(|d| {
