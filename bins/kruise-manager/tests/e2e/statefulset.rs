@@ -373,11 +373,17 @@ fn controllers_wait_for_their_crds() {
     let cluster = SimCluster::start(
         kruise_sim::Config::default().with_nodes(kruise_sim::nodes::NodesConfig::new(1)),
     );
-    // Every controller is enabled (ImagePullJobGate is off by default).
+    // Every controller is enabled (ImagePullJobGate and ResourceDistributionGate are off by
+    // default).
     let manager = start_manager(
         &cluster,
         0,
-        &["--crd-check-interval", "1s", "--feature-gates", "ImagePullJobGate=true"],
+        &[
+            "--crd-check-interval",
+            "1s",
+            "--feature-gates",
+            "ImagePullJobGate=true,ResourceDistributionGate=true",
+        ],
     );
     wait_for("the manager to note the missing CRDs", MINUTE, || {
         let log = manager.log_text();
