@@ -357,3 +357,43 @@ fn without_the_scheduler_new_pods_are_bound_by_node_name() {
     let targets: Vec<_> = scheduled.iter().filter_map(eligibility::target_node_name).collect();
     assert_eq!(targets, ["n1", "n2"]);
 }
+
+/// `DaemonSetPruneIneligibleNodes`: a pod left on a node that should no longer run one (a
+/// NoSchedule taint it does not tolerate) is rolled with the others while the gate is off
+/// (upstream's default); with the gate on it is not a candidate of the rollout.
+#[test]
+fn pruning_ineligible_nodes_frees_their_share_of_the_budget() {
+    let (mut snapshot, _) = update_snapshot(json!({"maxUnavailable": 1}), json!({}));
+    // n3 gains a NoSchedule taint the pods do not tolerate: no new pod goes there, and the
+    // old one may stay.
+    let mut tainted = snapshot.nodes[2].node().as_ref().clone();
+    tainted.spec = Some(
+        serde_json::from_value(json!({"taints": [
+        {"key": "maintenance", "value": "true", "effect": "NoSchedule"}]}))
+        .expect("spec"),
+    );
+    snapshot.nodes[2] = SnapshotNode::new(Arc::new(tainted));
+    // n3's old pod is not ready: without the gate it is the one unavailable pod the budget
+    // allows.
+    let mut unready: Pod = (*snapshot.pods[2]).clone();
+    if let Some(status) = unready.status.as_mut() {
+        status.conditions = Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: "False".into(),
+            ..PodCondition::default()
+        }]);
+    }
+    snapshot.pods[2] = SnapshotPod::from(unready);
+    let updates = |plan: &DaemonSetPlan| -> Vec<String> {
+        deleted(plan)
+            .into_iter()
+            .filter(|(_, p)| *p == DeletePurpose::Recreate)
+            .map(|(n, _)| n.to_owned())
+            .collect()
+    };
+    let off = plan(&snapshot, at(10));
+    snapshot.feature_gates = snapshot.feature_gates.clone().with_prune_ineligible_nodes(true);
+    let on = plan(&snapshot, at(10));
+    assert_eq!(updates(&off), ["ds-n3", "ds-n2"], "off: n3's pod is rolled too");
+    assert_eq!(updates(&on), ["ds-n2"], "on: n3's pod is left out of the rollout");
+}

@@ -103,6 +103,8 @@ fn a_secret_reaches_the_labelled_namespaces_and_follows_its_source() {
         );
     }
     assert!(copy(k, "b-1").is_none(), "b-1 is not a target");
+    // The webhook's dry run of the resource in the manager's namespace left nothing there.
+    assert!(copy(k, "kruise-system").is_none(), "the dry run wrote the Secret");
     let settled = wait_for("the status", Duration::from_secs(30), || {
         let s = status(k);
         (s["desired"] == 2 && s["succeeded"] == 2).then_some(s)

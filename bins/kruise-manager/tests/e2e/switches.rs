@@ -332,3 +332,39 @@ fn start_timeouts_stop_the_manager_by_name() {
     );
     assert!(slow.count() >= 1);
 }
+
+/// `EnhancedLivenessProbe`: with the gate, a Kruise workload's pod that asks for it is created
+/// with its liveness probe moved into `apps.kruise.io/container-probe-context`; without the
+/// gate, the same pod keeps its probe.
+#[test]
+fn the_enhanced_liveness_gate_moves_the_probe_only_when_on() {
+    let yaml = crate::common::cloneset_yaml("live", 1, "")
+        .replace(
+            "      labels:\n        app: live\n",
+            "      labels:\n        app: live\n      annotations:\n        apps.kruise.io/using-enhanced-liveness: \"true\"\n",
+        )
+        .replace(
+            "        image: registry.example/live:v1\n",
+            "        image: registry.example/live:v1\n        livenessProbe:\n          tcpSocket: {port: 8080}\n",
+        );
+    for (gates, moved) in
+        [(&["--feature-gates", "EnhancedLivenessProbe=true"][..], true), (&[][..], false)]
+    {
+        let pg = Playground::start(1, gates);
+        let k = &pg.kubectl;
+        k.ok_stdin(&["apply", "-f", "-"], &yaml);
+        let pod = crate::common::wait_for("the pod", std::time::Duration::from_secs(60), || {
+            let list = k.json(&["get", "pods", "-l", "app=live"]);
+            list["items"].as_array()?.first().cloned()
+        });
+        let probe = &pod["spec"]["containers"][0]["livenessProbe"];
+        let context = &pod["metadata"]["annotations"]["apps.kruise.io/container-probe-context"];
+        if moved {
+            assert!(probe.is_null(), "the gate on moves the probe: {pod}");
+            assert!(context.as_str().is_some_and(|c| c.contains("tcpSocket")), "{pod}");
+        } else {
+            assert!(probe.is_object(), "the gate off keeps the probe: {pod}");
+            assert!(context.is_null(), "{pod}");
+        }
+    }
+}
