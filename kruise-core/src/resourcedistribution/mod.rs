@@ -209,61 +209,12 @@ impl<'a> Resource<'a> {
 }
 
 /// The hash upstream records in `kruise.io/resourcedistribution.resource.hashcode`: SHA-256, in
-/// hex, of `spec.resource` as kube-apiserver serialises it (Go's `encoding/json`: keys sorted,
-/// no spaces, `<`, `>` and `&` escaped), so that a copy upstream wrote reads as current.
+/// hex, of `spec.resource` as kube-apiserver serialises it (Go's `encoding/json` over a generic
+/// map: keys sorted, `<`, `>` and `&` escaped), so that a copy upstream wrote reads as current.
 pub fn source_hash(raw: &Value) -> String {
-    let mut text = String::new();
-    go_json(raw, &mut text);
+    let text = crate::revision::gojson::encode_sorted(raw);
     let digest = sha2::Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `value` as Go's `encoding/json` writes a decoded object: map keys sorted, HTML characters
-/// and the two JavaScript line terminators escaped.
-fn go_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            out.push('{');
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_string(key, out);
-                out.push(':');
-                go_json(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json(item, out);
-            }
-            out.push(']');
-        }
-        Value::String(s) => go_string(s, out),
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-fn go_string(s: &str, out: &mut String) {
-    // serde_json's escaping of a string is Go's except for these characters.
-    let quoted = Value::String(s.to_owned()).to_string();
-    for c in quoted.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
 }
 
 /// A namespace as the planner needs it.

@@ -121,8 +121,7 @@ fn the_hash_is_upstreams() {
     // the bytes kube-apiserver would send for this resource.
     let raw = json!({"kind": "ConfigMap", "metadata": {"name": "x"}, "apiVersion": "v1",
                      "data": {"a": "<b>"}});
-    let mut text = String::new();
-    go_json(&raw, &mut text);
+    let text = crate::revision::gojson::encode_sorted(&raw);
     assert_eq!(
         text,
         r#"{"apiVersion":"v1","data":{"a":"\u003cb\u003e"},"kind":"ConfigMap","metadata":{"name":"x"}}"#
