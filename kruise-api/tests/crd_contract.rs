@@ -188,15 +188,3 @@ fn every_upstream_crd_is_generated_and_matches() {
         problems.join("\n")
     );
 }
-
-/// Checks only the kinds implemented so far; useful while adding kinds.
-/// Run with `KRUISE_CRD=apps.kruise.io_clonesets.yaml cargo test -p kruise-api --test crd_contract one_crd`.
-#[test]
-fn one_crd() {
-    let Ok(file) = std::env::var("KRUISE_CRD") else { return };
-    let ours = generated();
-    let theirs = common::upstream_crds();
-    let problems =
-        compare(&file, ours.get(&file).expect("generated"), theirs.get(&file).expect("upstream"));
-    assert!(problems.is_empty(), "{} mismatches:\n{}", problems.len(), problems.join("\n"));
-}

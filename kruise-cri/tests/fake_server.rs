@@ -324,13 +324,23 @@ async fn deadline_is_enforced_by_the_client() {
     h.rt.set_pull_delay(Some("slow:1"), Duration::from_millis(400));
     client.pull_image("slow:1", None, None).await.unwrap();
     // ...other calls do: an exec whose handler blocks longer than the deadline fails.
+    // The handler blocks until released, so the client's answer comes first only if the
+    // client itself gave up: order, not wall time.
     let (_, id) = running_container(&h, "p", "main").await;
-    h.rt.set_exec_handler(|_, _| {
-        std::thread::sleep(Duration::from_millis(600));
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Mutex::new(wait);
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = finished.clone();
+    h.rt.set_exec_handler(move |_, _| {
+        let _ = wait.lock().map(|w| w.recv_timeout(Duration::from_secs(30)));
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
         kruise_cri::ExecSyncResult::default()
     });
-    let started = std::time::Instant::now();
     let err = client.exec_sync(&id, vec!["x".into()], Duration::ZERO).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+    assert!(
+        !finished.load(std::sync::atomic::Ordering::SeqCst),
+        "the client waited for the handler"
+    );
     assert_eq!(err.kind(), ErrorKind::DeadlineExceeded, "{err}");
+    let _ = release.send(());
 }
