@@ -411,12 +411,10 @@ fn active(snapshot: &CloneSetSnapshot) -> impl Iterator<Item = &Pod> {
     snapshot.pods.iter().map(|p| p.as_ref()).filter(|p| kruise_core::pod::is_pod_active(p))
 }
 
-fn available(snapshot: &CloneSetSnapshot) -> usize {
+fn available(snapshot: &CloneSetSnapshot, at: Timestamp) -> usize {
     let cs = snapshot.cloneset.to_v1beta1().expect("v1beta1");
     active(snapshot)
-        .filter(|p| {
-            kruise_core::pod::is_available_for_cloneset(p, cs.spec.min_ready_seconds, now())
-        })
+        .filter(|p| kruise_core::pod::is_available_for_cloneset(p, cs.spec.min_ready_seconds, at))
         .count()
 }
 
@@ -457,6 +455,7 @@ fn keys(plan: &CloneSetPlan) -> Vec<(String, String)> {
 fn check_round(
     snapshot: &CloneSetSnapshot,
     first: &CloneSetPlan,
+    at: Timestamp,
 ) -> Result<CloneSetSnapshot, TestCaseError> {
     prop_assert!(first.blocked.is_none(), "blocked: {:?}", first.blocked);
     let b = budgets(snapshot);
@@ -491,8 +490,8 @@ fn check_round(
     );
 
     // Availability: never below replicas - maxUnavailable because of the plan.
-    let before = available(snapshot);
-    let after = available(&outcome);
+    let before = available(snapshot, at);
+    let after = available(&outcome, at);
     let floor = usize::try_from((b.replicas - b.max_unavailable).max(0)).unwrap_or(0);
     prop_assert!(
         after >= before.min(floor),
@@ -543,7 +542,7 @@ fn check(snapshot: &CloneSetSnapshot) -> Result<(), TestCaseError> {
             prop_assert!(!previous.contains(&key), "repeated {key:?}");
         }
         previous = keys(&p).into_iter().collect();
-        state = check_round(&state, &p)?;
+        state = check_round(&state, &p, now())?;
     }
     let last = plan(&state, now());
     prop_assert!(last.actions.is_empty(), "still acting after {rounds} rounds: {:#?}", keys(&last));
@@ -660,4 +659,109 @@ fn unpacked_ranks_choose_the_same_pods() {
     let want = vec![format!("{NAME}-p5"), format!("{NAME}-p4")];
     assert_eq!(marked(&plan(&snapshot, now())), want);
     assert_eq!(marked(&plan(&later, now())), want);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A pure cluster: a kubelet that starts created pods and a clock that moves.
+// ---------------------------------------------------------------------------------------------
+
+/// The scheduler's and the kubelet's step at `at`: a pending pod is bound to a node, runs,
+/// and is ready from `at` on.
+fn kubelet(snapshot: &mut CloneSetSnapshot, at: Timestamp) {
+    for pod in &mut snapshot.pods {
+        if pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Pending") {
+            continue;
+        }
+        let mut started: Pod = pod.as_ref().clone();
+        if let Some(spec) = started.spec.as_mut() {
+            spec.node_name.get_or_insert_with(|| "node-0".to_owned());
+        }
+        started.status = Some(PodStatus {
+            phase: Some("Running".into()),
+            conditions: Some(vec![
+                PodCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    last_transition_time: Some(Time(at)),
+                    ..Default::default()
+                },
+                PodCondition {
+                    type_: "InPlaceUpdateReady".into(),
+                    status: "True".into(),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        });
+        bump(&mut started.metadata);
+        *pod = SnapshotPod::from(started);
+    }
+}
+
+/// A recreate rollout with the knobs' budgets, partition and `minReadySeconds`, run to the
+/// end on the pure cluster: every round keeps the invariants of [`check_round`] at the
+/// round's time, pods become ready a round after they are created and the clock moves 10 s a
+/// round, so rollouts of several waves and `minReadySeconds` are explored. At the end the
+/// plan is empty, every pod is ready, there are `replicas` of them, and the update revision
+/// holds all but what the partition keeps.
+fn rollout_on_a_pure_cluster(k: &Knobs) -> Result<(), TestCaseError> {
+    let ready = PodKnobs {
+        new_revision: false,
+        running: true,
+        ready: true,
+        ready_long: true,
+        scheduled: true,
+        state: "Normal",
+        specified_delete: false,
+        held: false,
+    };
+    let count = usize::try_from(k.replicas).unwrap_or(0);
+    let mut state = snapshot_for(k, &vec![ready; count]);
+    let b = budgets(&state);
+    // Budgets that allow no progress at all hold the rollout by design.
+    prop_assume!(b.max_unavailable > 0 || b.max_surge > 0);
+    let no_scale = |v: &IntOrString| {
+        matches!(v, IntOrString::Int(0)) || matches!(v, IntOrString::String(s) if s == "0%")
+    };
+    prop_assume!(!k.scale_max_unavailable.as_ref().is_some_and(no_scale));
+    let cs = state.cloneset.to_v1beta1().expect("v1beta1");
+    let update = cs.status.clone().unwrap_or_default().update_revision;
+    let mut at = now();
+    let mut quiet = false;
+    for _ in 0..(40 + 6 * count) {
+        let p = plan(&state, at);
+        quiet = p.actions.is_empty() && p.requeue_after.is_none();
+        state = check_round(&state, &p, at)?;
+        kubelet(&mut state, at);
+        at += SignedDuration::from_secs(10);
+        if quiet {
+            break;
+        }
+    }
+    let last = plan(&state, at);
+    prop_assert!(quiet && last.actions.is_empty(), "still acting: {:#?}", keys(&last));
+    prop_assert_eq!(active(&state).count(), count);
+    prop_assert_eq!(available(&state, at), count, "every pod ready and available");
+    let updated = active(&state).filter(|p| label(p, "controller-revision-hash") == update).count();
+    let keep = usize::try_from(b.partition.clamp(0, k.replicas)).unwrap_or(0);
+    prop_assert_eq!(updated, count - keep, "all but the partition updated");
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn recreate_rollouts_finish_on_a_pure_cluster(k in knobs()) {
+        let k = Knobs {
+            in_place: false,
+            paused: false,
+            pre_delete_hook: false,
+            in_place_hook: false,
+            pods_to_delete: Vec::new(),
+            consistent: false,
+            ..k
+        };
+        rollout_on_a_pure_cluster(&k)?;
+    }
 }
