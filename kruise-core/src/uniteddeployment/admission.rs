@@ -298,8 +298,10 @@ pub fn validate_united_deployment(
         )),
     }
 
-    // Update: a subset keeps its nodes.
+    // Update: the subset workloads' specs change only where their own update rules allow,
+    // and a subset keeps its nodes.
     if let Some(old) = old {
+        errs.extend(validate_template_update(ud, old));
         for (i, s) in spec.topology.subsets.iter().enumerate() {
             let Some(before) = old.spec.topology.subsets.iter().find(|o| o.name == s.name) else {
                 continue;
@@ -318,6 +320,79 @@ pub fn validate_united_deployment(
                 ));
             }
         }
+    }
+    errs
+}
+
+/// Upstream's update rules for a `statefulSetTemplate` (apps/v1: only `template`,
+/// `updateStrategy`, `persistentVolumeClaimRetentionPolicy`, `minReadySeconds` and `ordinals`
+/// may change; the selector is the UnitedDeployment's and the partition its own) and an
+/// `advancedStatefulSetTemplate` (only `template` and `updateStrategy`); and a template's
+/// `replicas`, when set, is not negative.
+fn validate_template_update(ud: &UnitedDeployment, old: &UnitedDeployment) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let path = FieldPath::new("spec").child("template");
+    let (new_t, old_t) = (&ud.spec.template, &old.spec.template);
+    let nonnegative = |replicas: Option<i32>, path: &FieldPath| {
+        replicas.filter(|r| *r < 0).map(|r| {
+            FieldError::invalid(
+                &path.child("replicas"),
+                i64::from(r),
+                "must be greater than or equal to 0",
+            )
+        })
+    };
+    if let (Some(new), Some(before)) = (&new_t.stateful_set_template, &old_t.stateful_set_template)
+    {
+        let spec_path = path.child("statefulSetTemplate").child("spec");
+        // As upstream normalises both before comparing: the UnitedDeployment's selector, one
+        // replica, the policy and strategy type defaulted, no partition.
+        let normalise = |spec: &k8s_openapi::api::apps::v1::StatefulSetSpec| {
+            let mut spec = spec.clone();
+            spec.selector = ud.spec.selector.clone().unwrap_or_default();
+            spec.replicas = Some(1);
+            spec.pod_management_policy.get_or_insert_with(|| "OrderedReady".to_owned());
+            let strategy = spec.update_strategy.get_or_insert_with(Default::default);
+            strategy.type_.get_or_insert_with(|| "RollingUpdate".to_owned());
+            if let Some(rolling) = strategy.rolling_update.as_mut() {
+                rolling.partition = None;
+            }
+            spec
+        };
+        let (mut changed, before_spec) =
+            (normalise(&new.spec.object), normalise(&before.spec.object));
+        changed.replicas = before_spec.replicas;
+        changed.template = before_spec.template.clone();
+        changed.update_strategy = before_spec.update_strategy.clone();
+        changed.min_ready_seconds = before_spec.min_ready_seconds;
+        changed.ordinals = before_spec.ordinals.clone();
+        changed.persistent_volume_claim_retention_policy =
+            before_spec.persistent_volume_claim_retention_policy.clone();
+        if changed != before_spec {
+            errs.push(FieldError::forbidden(
+                &spec_path,
+                "updates to statefulsetTemplate spec for fields other than 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds' and 'ordinals' are forbidden",
+            ));
+        }
+        errs.extend(nonnegative(new.spec.object.replicas, &spec_path));
+    } else if let (Some(new), Some(before)) =
+        (&new_t.advanced_stateful_set_template, &old_t.advanced_stateful_set_template)
+    {
+        let spec_path = path.child("advancedStatefulSetTemplate").child("spec");
+        let mut changed = new.spec.clone();
+        changed.replicas = before.spec.replicas;
+        changed.template = before.spec.template.clone();
+        changed.update_strategy = before.spec.update_strategy.clone();
+        if changed != before.spec {
+            errs.push(FieldError::forbidden(
+                &spec_path,
+                "updates to advancedStatefulsetTemplate spec for fields other than 'template', and 'updateStrategy' are forbidden",
+            ));
+        }
+        errs.extend(nonnegative(new.spec.replicas, &spec_path));
+    } else if let (Some(new), Some(_)) = (&new_t.deployment_template, &old_t.deployment_template) {
+        let spec_path = path.child("deploymentTemplate").child("spec");
+        errs.extend(nonnegative(new.spec.object.replicas, &spec_path));
     }
     errs
 }
@@ -460,6 +535,71 @@ mod tests {
 
     fn messages(ud: &UnitedDeployment) -> Vec<String> {
         validate_united_deployment(ud, None).messages()
+    }
+
+    /// A statefulSetTemplate UnitedDeployment with `sts` as the template's spec (selector and
+    /// pod template filled in).
+    fn sts_ud(sts: serde_json::Value) -> UnitedDeployment {
+        let mut spec = json!({"selector": {"matchLabels": {"app": "sample"}},
+            "serviceName": "web",
+            "template": {"metadata": {"labels": {"app": "sample"}},
+                "spec": {"containers": [{"name": "main", "image": "nginx"}]}}});
+        if let (Some(base), Some(extra)) = (spec.as_object_mut(), sts.as_object()) {
+            for (k, v) in extra {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+        ud(json!({"template": {"statefulSetTemplate": {
+            "metadata": {"labels": {"app": "sample"}}, "spec": spec}}}))
+    }
+
+    #[test]
+    fn stateful_set_templates_change_only_where_their_update_rules_allow() {
+        let old = sts_ud(json!({}));
+        let allowed = sts_ud(json!({"minReadySeconds": 5,
+            "updateStrategy": {"type": "OnDelete"},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete"}}));
+        let errs = validate_united_deployment(&allowed, Some(&old)).messages();
+        assert!(errs.is_empty(), "{errs:?}");
+        let renamed = sts_ud(json!({"serviceName": "other"}));
+        assert_eq!(
+            validate_united_deployment(&renamed, Some(&old)).messages(),
+            [
+                "spec.template.statefulSetTemplate.spec: Forbidden: updates to statefulsetTemplate spec for fields other than 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds' and 'ordinals' are forbidden"
+            ]
+        );
+        let negative = sts_ud(json!({"replicas": -1}));
+        assert_eq!(
+            validate_united_deployment(&negative, Some(&old)).messages(),
+            [
+                "spec.template.statefulSetTemplate.spec.replicas: Invalid value: \"\": replicas in statefulSetTemplate will not be used",
+                "spec.template.statefulSetTemplate.spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+            ]
+        );
+
+        let asts = |extra: serde_json::Value| {
+            let mut spec = json!({"selector": {"matchLabels": {"app": "sample"}},
+                "template": {"metadata": {"labels": {"app": "sample"}},
+                    "spec": {"containers": [{"name": "main", "image": "nginx"}]}}});
+            if let (Some(base), Some(more)) = (spec.as_object_mut(), extra.as_object()) {
+                for (k, v) in more {
+                    base.insert(k.clone(), v.clone());
+                }
+            }
+            ud(json!({"template": {"advancedStatefulSetTemplate": {
+                "metadata": {"labels": {"app": "sample"}}, "spec": spec}}}))
+        };
+        let old = asts(json!({}));
+        let image = asts(json!({"template": {"metadata": {"labels": {"app": "sample"}},
+            "spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}));
+        assert!(validate_united_deployment(&image, Some(&old)).is_empty());
+        let policy = asts(json!({"podManagementPolicy": "Parallel"}));
+        assert_eq!(
+            validate_united_deployment(&policy, Some(&old)).messages(),
+            [
+                "spec.template.advancedStatefulSetTemplate.spec: Forbidden: updates to advancedStatefulsetTemplate spec for fields other than 'template', and 'updateStrategy' are forbidden"
+            ]
+        );
     }
 
     #[test]
