@@ -294,6 +294,22 @@ fn label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata.labels.as_ref()?.get(key).map(String::as_str)
 }
 
+/// The pods of an apps/v1 StatefulSet subset that block its rolling update (kubernetes#67250):
+/// ordinal at or past `partition`, not at `revision`, not ready, not being deleted; as
+/// (name, uid).
+fn stuck_pods<'p>(pods: &[&'p Pod], revision: &str, partition: i32) -> Vec<(&'p str, &'p str)> {
+    pods.iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter(|pod| {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            crate::ordinal::parent_and_ordinal(name).is_some_and(|(_, o)| o >= partition)
+        })
+        .filter(|pod| label(pod, CONTROLLER_REVISION_HASH) != Some(revision))
+        .filter(|pod| !is_ready(pod))
+        .filter_map(|pod| Some((pod.metadata.name.as_deref()?, pod.metadata.uid.as_deref()?)))
+        .collect()
+}
+
 /// Plans one reconcile of the UnitedDeployment in `snapshot` at `now`.
 pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus> {
     let ud = &snapshot.ud;
@@ -475,6 +491,21 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
                     subresource: Subresource::Main,
                     patch: Patch::merge(patch),
                 });
+                // Upstream's work-around for kubernetes#67250: an apps/v1 StatefulSet's
+                // rolling update waits for ever on a pod that will not become ready, so with
+                // the update such pods (past the partition, not at the new revision, not
+                // ready) are deleted, to come back at the new revision.
+                let rolling = desired.pointer("/spec/updateStrategy/type").and_then(Value::as_str)
+                    != Some("OnDelete");
+                if kind == SubsetKind::StatefulSet && rolling {
+                    let pods = pods_of.get(s.name.as_str()).cloned().unwrap_or_default();
+                    for pod in stuck_pods(&pods, &expected, partition) {
+                        out.actions.push(Action::DeleteObject {
+                            target: Target::new(ObjectKind::POD, Some(&namespace), pod.0)
+                                .guarded(Guard::Uid(pod.1.to_owned())),
+                        });
+                    }
+                }
             }
         }
     }

@@ -70,6 +70,11 @@ fn after(plan: &Plan<UnitedDeploymentStatus>, mut snap: Snapshot) -> Snapshot {
                     object["status"] = json!({"replicas": replicas, "readyReplicas": replicas});
                     snap.workloads.push((SubsetKind::CloneSet, object));
                 }
+                "StatefulSet" if target.kind.group == "apps" => {
+                    let replicas = object["spec"]["replicas"].clone();
+                    object["status"] = json!({"replicas": replicas, "readyReplicas": replicas});
+                    snap.workloads.push((SubsetKind::StatefulSet, object));
+                }
                 other => panic!("unexpected {other}"),
             }
         }
@@ -295,4 +300,64 @@ fn an_upstream_revision_is_taken_over_without_touching_a_workload() {
     assert_ne!(ours, upstream);
     let out = plan(&snap, ts(NOW));
     assert!(out.actions.is_empty(), "{:?}", out.actions);
+}
+
+/// Upstream's kubernetes#67250 work-around: when an apps/v1 StatefulSet subset is updated,
+/// its pods past the partition that are not at the new revision and not ready are deleted;
+/// ready ones, and those the partition keeps, stay.
+#[test]
+fn a_statefulset_update_deletes_its_stuck_pods_past_the_partition() {
+    let sts = |image: &str, partitions: Value| {
+        sample(json!({
+            "replicas": 3,
+            "template": {"statefulSetTemplate": {"metadata": {"labels": {"app": "sample"}},
+                "spec": {"selector": {"matchLabels": {"app": "sample"}}, "serviceName": "web",
+                    "template": {"metadata": {"labels": {"app": "sample"}},
+                        "spec": {"containers": [{"name": "main", "image": image}]}}}}},
+            "topology": {"subsets": [{"name": "subset-a"}]},
+            "updateStrategy": {"type": "Manual", "manualUpdate": {"partitions": partitions}},
+        }))
+    };
+    let deleted_pods = |partitions: Value| -> Vec<String> {
+        let snap = snapshot(sts("nginx:1", partitions.clone()));
+        let first = plan(&snap, ts(NOW));
+        let mut snap = after(&first, snap);
+        let old = snap.ud.status.as_ref().map(|s| s.updated_revision.clone()).unwrap_or_default();
+        let set = snap.workloads[0].1["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        snap.pods = (0..3)
+            .map(|i| {
+                let ready = if i == 1 { "False" } else { "True" };
+                serde_json::from_value(json!({
+                    "metadata": {"name": format!("{set}-{i}"), "namespace": "default",
+                        "uid": format!("pod-{i}"),
+                        "labels": {"app": "sample", SUBSET_NAME: "subset-a", CONTROLLER_REVISION_HASH: old}},
+                    "status": {"phase": "Running",
+                        "conditions": [{"type": "Ready", "status": ready}]},
+                }))
+                .expect("a pod")
+            })
+            .collect();
+        let mut changed = sts("nginx:2", partitions);
+        changed.status = snap.ud.status.clone();
+        snap.ud = changed;
+        let out = plan(&snap, ts(NOW));
+        assert!(
+            out.actions.iter().any(|a| matches!(a, Action::PatchObject { target, .. } if target.kind.kind == "StatefulSet")),
+            "the subset is updated"
+        );
+        out.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::DeleteObject { target } if target.kind.kind == "Pod" => {
+                    assert_eq!(target.guard, Guard::Uid("pod-1".into()));
+                    Some(target.name.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let stuck = deleted_pods(json!({}));
+    assert_eq!(stuck.len(), 1, "only the pod that is not ready: {stuck:?}");
+    assert!(stuck[0].ends_with("-1"));
+    assert!(deleted_pods(json!({"subset-a": 2})).is_empty(), "the partition keeps ordinal 1");
 }
