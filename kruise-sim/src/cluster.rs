@@ -651,18 +651,22 @@ impl Cluster {
     }
 
     fn validate_meta(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+        let causes = self.meta_causes(def, obj)?;
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            let name = meta_str(obj, "name").unwrap_or_default();
+            Err(ApiError::invalid(&def.group, &def.kind, name, causes))
+        }
+    }
+
+    /// What `ValidateObjectMeta` finds in an object's metadata: its name, labels,
+    /// annotations, owner references and finalizers. A label or annotation map that does
+    /// not decode is a `BadRequest`.
+    fn meta_causes(&self, def: &ResourceDef, obj: &Value) -> Result<Vec<Cause>, ApiError> {
         let name = meta_str(obj, "name").unwrap_or_default();
         let label_names =
             def.group.is_empty() && (def.plural == "namespaces" || def.plural == "services");
-        let check = if label_names { check_label(name) } else { check_subdomain(name) };
-        if let Err(msg) = check {
-            return Err(ApiError::invalid(
-                &def.group,
-                &def.kind,
-                name,
-                vec![Cause::invalid("metadata.name", &json!(name), &msg)],
-            ));
-        }
         for field in ["labels", "annotations"] {
             if let Some(v) = obj.pointer(&format!("/metadata/{field}")) {
                 if let Some(m) = v.as_object() {
@@ -683,7 +687,15 @@ impl Cluster {
                 }
             }
         }
-        Ok(())
+        let mut causes = Vec::new();
+        let check = if label_names { check_label(name) } else { check_subdomain(name) };
+        if let Err(msg) = check {
+            causes.push(Cause::invalid("metadata.name", &json!(name), &msg));
+        }
+        if let Some(meta) = obj.get("metadata").and_then(Value::as_object) {
+            causes.extend(crate::meta_validation::object_meta_causes(meta));
+        }
+        Ok(causes)
     }
 
     /// Builds a new object from a create body: metadata, status reset, defaults, validation.
@@ -1121,24 +1133,25 @@ impl Cluster {
                 };
             }
         }
-        if sub == Sub::Main {
-            self.validate_meta(def, &result)?;
-        }
+        // `ValidateObjectMetaUpdate`: no new finalizers on an object being deleted, then the
+        // metadata's own rules (also through `/status`, whose strategies validate it too).
+        let meta_causes =
+            if sub == Sub::Scale { Vec::new() } else { self.meta_causes(def, &result)? };
+        let mut causes = Vec::new();
         if old.pointer("/metadata/deletionTimestamp").is_some() {
             let before = finalizers(old);
             if let Some(added) = finalizers(&result).into_iter().find(|f| !before.contains(f)) {
-                return Err(ApiError::invalid(
-                    &def.group,
-                    &def.kind,
-                    &name,
-                    vec![Cause::forbidden(
-                        "metadata.finalizers",
-                        &format!(
-                            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{added}}}"
-                        ),
-                    )],
+                causes.push(Cause::forbidden(
+                    "metadata.finalizers",
+                    &format!(
+                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{added}}}"
+                    ),
                 ));
             }
+        }
+        causes.extend(meta_causes);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&def.group, &def.kind, &name, causes));
         }
         if def.is_custom() {
             warnings.extend(self.check_custom(def, &mut result, later_fv)?);

@@ -215,7 +215,13 @@ impl ApiError {
     /// 422 `Kind.group "name" is invalid: [causes]`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let qualified_kind = qualified(group, kind);
-        let rendered: Vec<String> = causes.iter().map(Cause::rendered).collect();
+        // `ErrorList.ToAggregate` drops repeated messages (the causes keep them).
+        let mut rendered: Vec<String> = Vec::new();
+        for r in causes.iter().map(Cause::rendered) {
+            if !rendered.contains(&r) {
+                rendered.push(r);
+            }
+        }
         let message = match rendered.len() {
             0 => format!("{qualified_kind} {name:?} is invalid"),
             1 => format!("{qualified_kind} {name:?} is invalid: {}", rendered[0]),

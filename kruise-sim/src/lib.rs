@@ -48,6 +48,7 @@ mod http;
 pub mod jsonpath;
 mod managed;
 mod match_conditions;
+mod meta_validation;
 pub mod nodes;
 pub mod openapi;
 mod pod_validation;

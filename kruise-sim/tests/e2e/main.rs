@@ -23,6 +23,7 @@ mod job;
 mod kube_client;
 mod kubectl;
 mod nodes;
+mod object_meta;
 mod openapi_explain;
 mod protobuf;
 mod replicaset;
