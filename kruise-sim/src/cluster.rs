@@ -622,13 +622,13 @@ impl Cluster {
                 causes.extend(job_spec(obj.get("spec"), "spec", JobSpecAt::Job, uid))
             }
             ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
-                causes.extend(crate::webhook_validation::configuration(obj, true))
+                causes.extend(crate::webhook_validation::configuration(obj, old, true))
             }
             ("discovery.k8s.io", "endpointslices") => {
                 causes.extend(crate::endpointslice_validation::endpoint_slice(obj, old))
             }
             ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
-                causes.extend(crate::webhook_validation::configuration(obj, false))
+                causes.extend(crate::webhook_validation::configuration(obj, old, false))
             }
             ("batch", "cronjobs") => {
                 #[cfg(any(feature = "smp", feature = "controllers"))]

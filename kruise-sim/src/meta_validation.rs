@@ -60,13 +60,29 @@ fn matches_dns1123_label(s: &str) -> bool {
 }
 
 /// `content.IsDNS1123Subdomain`.
-fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+pub(crate) fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > SUBDOMAIN_MAX {
         errs.push(max_len_error(SUBDOMAIN_MAX));
     }
     if !value.split('.').all(matches_dns1123_label) {
         errs.push(regex_error(DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
+    }
+    errs
+}
+
+/// `IsDNS1035Label`.
+pub(crate) fn is_dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > LABEL_MAX {
+        errs.push(max_len_error(LABEL_MAX));
+    }
+    if !(matches_dns1123_label(value) && value.as_bytes()[0].is_ascii_lowercase()) {
+        errs.push(regex_error(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+            "[a-z]([-a-z0-9]*[a-z0-9])?",
+            &["my-name", "abc-123"],
+        ));
     }
     errs
 }

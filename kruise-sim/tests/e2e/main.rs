@@ -28,3 +28,4 @@ mod openapi_explain;
 mod protobuf;
 mod replicaset;
 mod statefulset;
+mod webhook_configuration;

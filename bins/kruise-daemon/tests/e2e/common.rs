@@ -150,13 +150,3 @@ impl Drop for Child {
         let _ = self.0.wait();
     }
 }
-
-/// VmRSS of a process, in KiB.
-pub fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}

@@ -1,9 +1,8 @@
-//! Steady memory of the daemon binary with 100 pods on its node (each with two containers,
+//! The daemon binary with 100 pods on its node (each with two containers,
 //! reported by containermeta), over the fake runtime served as a CRI socket.
 //!
-//! The bound is 48 MiB for the test build's own binary, which is unoptimised (its code alone
-//! maps several MiB more), and 20 MiB for an optimised one given as
-//! `KRUISE_DAEMON_BIN=<target>/release/kruise-daemon`; the number is printed either way.
+//! Only the outcome is checked here; the daemon's steady memory with these 100 pods is
+//! measured by `cargo bench -p benches --bench daemon_memory` (target under 20 MiB).
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use crate::fake::run_pod;
 const PODS: usize = 100;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn steady_rss_with_100_pods_stays_under_its_bound() {
+async fn a_hundred_pods_are_all_reported() {
     let (server, client) = sim().await;
     let fake = FakeRuntime::new("node-a");
     fake.add_image("busybox:1", 1000);
@@ -35,7 +34,6 @@ async fn steady_rss_with_100_pods_stays_under_its_bound() {
     }
     let port = free_port();
     let daemon = spawn_daemon(dir.path(), &server.kubeconfig, &sock, port);
-    let pid = daemon.0.id();
     let t = Instant::now();
     // Every pod reported: the daemon has seen them all.
     let pods = kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), "default");
@@ -57,18 +55,5 @@ async fn steady_rss_with_100_pods_stays_under_its_bound() {
     })
     .await;
     eprintln!("{PODS} pods reported in {:?}", t.elapsed());
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let samples: Vec<u64> = (0..5)
-        .map(|_| {
-            std::thread::sleep(Duration::from_millis(400));
-            rss_kib(pid)
-        })
-        .collect();
-    let rss = *samples.iter().max().unwrap();
-    eprintln!(
-        "kruise-daemon steady RSS with {PODS} pods: {rss} KiB ({:.1} MiB), samples {samples:?}",
-        rss as f64 / 1024.0
-    );
-    let limit_mib = if std::env::var_os("KRUISE_DAEMON_BIN").is_some() { 20 } else { 48 };
-    assert!(rss < limit_mib * 1024, "RSS {rss} KiB is not under {limit_mib} MiB");
+    drop(daemon);
 }
