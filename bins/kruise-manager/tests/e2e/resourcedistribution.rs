@@ -42,6 +42,28 @@ fn token(secret: &Value) -> String {
     String::from_utf8(bytes).unwrap_or_default()
 }
 
+/// Sets the distributed Secret's token in the source.
+fn set_token(k: &Kubectl, value: &str) {
+    let patch = serde_json::json!({"spec": {"resource": {"stringData": {"token": value}}}});
+    k.ok(&[
+        "patch",
+        "resourcedistributions.apps.kruise.io",
+        "registry-creds",
+        "--type=merge",
+        "-p",
+        &patch.to_string(),
+    ]);
+}
+
+/// Waits until the copy in each of `namespaces` carries `value`.
+fn wait_for_token(k: &Kubectl, namespaces: &[&str], value: &str, timeout: Duration) {
+    for ns in namespaces {
+        wait_for(&format!("the new token in {ns}"), timeout, || {
+            copy(k, ns).filter(|s| token(s) == value)
+        });
+    }
+}
+
 fn status(k: &Kubectl) -> Value {
     k.json(&["get", "resourcedistributions.apps.kruise.io", "registry-creds"])["status"].clone()
 }
@@ -126,19 +148,8 @@ fn a_secret_reaches_the_labelled_namespaces_and_follows_its_source() {
     eprintln!("a-3 got its copy {:?} after it was labelled", labelled.elapsed());
 
     // Editing the source reaches every copy.
-    k.ok(&[
-        "patch",
-        "resourcedistributions.apps.kruise.io",
-        "registry-creds",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"resource":{"stringData":{"token":"second"}}}}"#,
-    ]);
-    for ns in ["a-1", "a-2", "a-3"] {
-        wait_for(&format!("the new token in {ns}"), Duration::from_secs(30), || {
-            copy(k, ns).filter(|s| token(s) == "second")
-        });
-    }
+    set_token(k, "second");
+    wait_for_token(k, &["a-1", "a-2", "a-3"], "second", Duration::from_secs(30));
 
     // A copy edited by hand is a conflict: reported, and left as edited.
     k.ok(&[
@@ -266,19 +277,8 @@ fn one_write_per_namespace_and_failures_reported_until_they_pass() {
             .namespace("team-a-007")
             .times(1),
     );
-    k.ok(&[
-        "patch",
-        "resourcedistributions.apps.kruise.io",
-        "registry-creds",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"resource":{"stringData":{"token":"second"}}}}"#,
-    ]);
-    for ns in ["team-a-000", "team-a-007", "late"] {
-        wait_for(&format!("the new token in {ns}"), Duration::from_secs(60), || {
-            copy(k, ns).filter(|s| token(s) == "second")
-        });
-    }
+    set_token(k, "second");
+    wait_for_token(k, &["team-a-000", "team-a-007", "late"], "second", Duration::from_secs(60));
     assert_eq!(conflicts.count(), 1, "the conflict fired");
     let settled = wait_for("every copy updated", Duration::from_secs(60), || {
         let s = status(k);
