@@ -112,6 +112,8 @@ pub fn resource_list(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> O
                 "ephemeralcontainers" => json!({"name": "pods/ephemeralcontainers",
                     "singularName": "", "namespaced": true, "kind": "Pod",
                     "verbs": ["get", "patch", "update"]}),
+                "exec" => json!({"name": "pods/exec", "singularName": "", "namespaced": true,
+                    "kind": "PodExecOptions", "verbs": ["create", "get"]}),
                 "resize" => json!({"name": "pods/resize", "singularName": "", "namespaced": true,
                     "kind": "Pod", "verbs": ["get", "patch", "update"]}),
                 "finalize" => json!({"name": "namespaces/finalize", "singularName": "",

@@ -35,6 +35,13 @@ pub(crate) struct App {
     pub server_addr: String,
     pub bookmark_interval: Duration,
     pub shutdown: watch::Receiver<bool>,
+    /// The simulated nodes `pods/exec` reaches.
+    pub kubelets: crate::nodes::Kubelets,
+}
+
+/// An empty body.
+pub(crate) fn empty_body() -> Body {
+    full(Bytes::new())
 }
 
 struct ChannelBody(mpsc::Receiver<Bytes>);
@@ -564,6 +571,12 @@ where
                 return Ok(r);
             }
         }
+    }
+    if let (Some(name), Some("exec"), true) =
+        (name.as_deref(), sub.as_deref(), def.group.is_empty() && def.plural == "pods")
+    {
+        let name = name.to_owned();
+        return crate::exec::serve(&app, req, identity, &ns_str, &name).await;
     }
     match (name.as_deref(), sub.as_deref(), &method) {
         // Answered from the caller's identity and the RBAC objects; never stored.

@@ -15,6 +15,7 @@
 //! - [`schema`]: structural schemas of CRDs (pruning, defaults, validation).
 //! - `http`: routing, content negotiation (`Table`, `PartialObjectMetadata`), watch streams.
 //! - `discovery`: discovery and the OpenAPI v3 documents kubectl consults.
+//! - `exec`: `pods/exec` over WebSocket (`kubectl exec`), run in a simulated container's shell.
 //! - [`openapi`]: their component schemas (built-ins from k8s-openapi, CRDs' own), for
 //!   `kubectl explain`.
 //! - [`server`]: TLS, listeners, the kubeconfig and the [`ServerHandle`].
@@ -42,6 +43,7 @@ mod discovery;
 mod endpointslice_validation;
 pub mod error;
 mod event_validation;
+mod exec;
 pub mod faults;
 pub mod gc;
 mod http;

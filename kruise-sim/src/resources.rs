@@ -535,7 +535,8 @@ pub fn builtins() -> Vec<ResourceDef> {
         });
         let mut extra = Vec::new();
         if b.group.is_empty() && b.plural == "pods" {
-            extra = vec![s("binding"), s("ephemeralcontainers"), s("eviction"), s("resize")];
+            extra =
+                vec![s("binding"), s("ephemeralcontainers"), s("eviction"), s("exec"), s("resize")];
         }
         if b.group.is_empty() && b.plural == "namespaces" {
             extra = vec![s("finalize")];

@@ -114,6 +114,7 @@ pub struct ServerHandle {
     cluster: Arc<Cluster>,
     connections: Arc<AtomicU64>,
     nodes: Option<crate::nodes::NodeSim>,
+    kubelets: crate::nodes::Kubelets,
     #[cfg(feature = "controllers")]
     _controllers: Option<crate::controllers::Controllers>,
     shutdown: watch::Sender<bool>,
@@ -145,6 +146,12 @@ impl ServerHandle {
     /// The simulated nodes, when the config asked for them.
     pub fn nodes(&self) -> Option<&crate::nodes::NodeSim> {
         self.nodes.as_ref()
+    }
+
+    /// Makes the nodes of a simulator started apart from the server (say, against its
+    /// kubeconfig) reachable for `pods/exec`; the server's own nodes are already.
+    pub fn attach_nodes(&self, sim: &crate::nodes::NodeSim) {
+        self.kubelets.attach(sim);
     }
 
     /// Makes the Service `namespace/name` of webhook configurations reachable at `addr`.
@@ -297,12 +304,14 @@ impl Server {
         let tls_listener = TcpListener::bind(config.addr).await?;
         let addr = tls_listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let kubelets = crate::nodes::Kubelets::default();
         let app = Arc::new(App {
             cluster: cluster.clone(),
             token: Some(token.clone()),
             server_addr: addr.to_string(),
             bookmark_interval: config.bookmark_interval,
             shutdown: shutdown_rx.clone(),
+            kubelets: kubelets.clone(),
         });
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ServerConfig::builder_with_provider(provider)
@@ -328,7 +337,9 @@ impl Server {
         let nodes = match config.nodes.clone() {
             Some(nc) => {
                 let client = crate::nodes::client_from_kubeconfig(&kubeconfig).await?;
-                Some(crate::nodes::NodeSim::start(client, nc).await?)
+                let sim = crate::nodes::NodeSim::start(client, nc).await?;
+                kubelets.attach(&sim);
+                Some(sim)
             }
             None => None,
         };
@@ -349,6 +360,7 @@ impl Server {
             cluster,
             connections,
             nodes,
+            kubelets,
             #[cfg(feature = "controllers")]
             _controllers: controllers,
             shutdown,
@@ -445,14 +457,20 @@ async fn accept_loop(
                         }
                         return;
                     }
-                    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+                    // Upgrades: `pods/exec` WebSockets.
+                    let conn = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .with_upgrades();
                     tokio::select! {
                         _ = conn => {}
                         _ = shutdown.changed() => {}
                     }
                 }
                 None => {
-                    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+                    // Upgrades: `pods/exec` WebSockets.
+                    let conn = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .with_upgrades();
                     tokio::select! {
                         _ = conn => {}
                         _ = shutdown.changed() => {}

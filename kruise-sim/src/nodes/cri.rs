@@ -13,14 +13,21 @@
 //!   wakes the kubelets, which see it exited and restart it as the pod's restart policy says.
 //! - images are the node's image store: pulls add to it, listings read it. Credentials and
 //!   the sandbox config are accepted and not checked.
-//! - [`exec_sync`](kruise_cri::ContainerRuntime::exec_sync) runs `env` and `printenv` (also
-//!   as `/usr/bin/env`, `/bin/env`, ...) in a running container: they print the environment
-//!   the container was created with ([`ContainerInfo::env`]: `PATH`, `HOSTNAME`, the
-//!   kubelet's variables, `HOME`), one `NAME=value` line each, as kruise-daemon reads a
-//!   container's environment from a real runtime. Other commands are
-//!   [`ErrorKind::Unimplemented`] (simulated containers run no programs). A container that is
-//!   not running gives containerd's error: [`ErrorKind::Unknown`],
-//!   `failed to exec in container: container is in CONTAINER_EXITED state`.
+//! - [`exec_sync`](kruise_cri::ContainerRuntime::exec_sync) runs the command in a running
+//!   container through [`super::shell`], against the environment the container was created
+//!   with ([`ContainerInfo::env`]: `PATH`, `HOSTNAME`, the kubelet's variables, `HOME`; what
+//!   `env` prints, as kruise-daemon reads a container's environment from a real runtime) and
+//!   its in-memory filesystem ([`super::fs`]): `touch /tmp/ready` through `kubectl exec` makes
+//!   an exec probe's `cat /tmp/ready` succeed. As containerd answers:
+//!   - a container that is not running: [`ErrorKind::Unknown`], `failed to exec in container:
+//!     container is in CONTAINER_EXITED state`;
+//!   - a program the container lacks (run directly, not from `sh -c`): [`ErrorKind::Unknown`],
+//!     `failed to exec in container: failed to start exec "<id>": OCI runtime exec failed:
+//!     exec failed: unable to start container process: exec: "nope": executable file not
+//!     found in $PATH: unknown`;
+//!   - a command still running when the timeout passes (zero: none): it is killed and the
+//!     answer is [`ErrorKind::DeadlineExceeded`], `failed to exec in container: timeout 1s
+//!     exceeded: context deadline exceeded`, which the kubelet reports as a timed-out probe.
 
 use std::time::Duration;
 
@@ -31,7 +38,8 @@ use kruise_cri::{
 };
 
 use super::NodeRuntime;
-use super::runtime::{ContainerInfo, ContainerState, RuntimeError};
+use super::runtime::{ContainerInfo, ContainerState, RuntimeError, hostname_of};
+use super::shell;
 
 /// The prefix the simulated runtime's container IDs carry (the kubelet reports them so in pod
 /// status); CRI IDs are without it.
@@ -153,36 +161,20 @@ fn to_status(c: ContainerInfo) -> ContainerStatus {
     }
 }
 
-/// Runs `cmd` in a container whose processes see `env`: `env` and `printenv` without
-/// arguments print every variable as a `NAME=value` line; `printenv NAME...` prints the values
-/// and exits 1 when one is not set. `None` for any other command.
-fn exec(env: &[(String, String)], cmd: &[String]) -> Option<ExecSyncResult> {
-    let (program, args) = cmd.split_first()?;
-    let program = program.rsplit('/').next().unwrap_or(program);
-    match (program, args.is_empty()) {
-        ("env" | "printenv", true) => {
-            let stdout = env.iter().map(|(k, v)| format!("{k}={v}\n")).collect::<String>();
-            Some(ExecSyncResult { stdout: stdout.into_bytes(), ..ExecSyncResult::default() })
-        }
-        ("printenv", false) if args.iter().all(|a| !a.starts_with('-')) => {
-            let mut stdout = String::new();
-            let mut exit_code = 0;
-            for name in args {
-                match env.iter().find(|(k, _)| k == name) {
-                    Some((_, v)) => {
-                        stdout.push_str(v);
-                        stdout.push('\n');
-                    }
-                    None => exit_code = 1,
-                }
-            }
-            Some(ExecSyncResult {
-                stdout: stdout.into_bytes(),
-                exit_code,
-                ..ExecSyncResult::default()
-            })
-        }
-        _ => None,
+/// A duration as Go prints it (`1s`, `1m30s`, `500ms`, `1.5s`).
+pub fn go_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    if d.subsec_millis() != 0 && d.as_secs() < 60 {
+        return format!("{}s", d.as_secs_f64());
+    }
+    let s = d.as_secs();
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, s) => format!("{h}h{m}m{s}s"),
     }
 }
 
@@ -306,7 +298,7 @@ impl kruise_cri::ContainerRuntime for SimCri {
         &'a self,
         id: &'a str,
         cmd: Vec<String>,
-        _timeout: Duration,
+        timeout: Duration,
     ) -> BoxFuture<'a, CriResult<ExecSyncResult>> {
         Box::pin(async move {
             let c = self.find(id)?;
@@ -324,11 +316,42 @@ impl kruise_cri::ContainerRuntime for SimCri {
                     message: format!("failed to exec in container: container is in {state} state"),
                 });
             }
-            exec(&c.env, &cmd).ok_or_else(|| CriError::Rpc {
-                method: "ExecSync",
-                kind: ErrorKind::Unimplemented,
-                message: format!("simulated containers run no programs: {cmd:?}"),
-            })
+            let container = shell::Container {
+                env: c.env.clone(),
+                hostname: hostname_of(self.node(), &c.meta).to_owned(),
+                fs: std::sync::Arc::new(shell::RuntimeFs {
+                    runtime: self.node.runtime().clone(),
+                    id: c.id.clone(),
+                }),
+            };
+            let run = shell::exec(&container, &cmd, shell::Stdin::Closed, None);
+            let ran = if timeout.is_zero() {
+                run.await
+            } else {
+                tokio::time::timeout(timeout, run).await.map_err(|_| CriError::Rpc {
+                    method: "ExecSync",
+                    kind: ErrorKind::DeadlineExceeded,
+                    message: format!(
+                        "failed to exec in container: timeout {} exceeded: context deadline exceeded",
+                        go_duration(timeout)
+                    ),
+                })?
+            };
+            match ran {
+                Ok(out) => Ok(ExecSyncResult {
+                    stdout: out.stdout,
+                    stderr: out.stderr,
+                    exit_code: out.exit_code,
+                }),
+                Err(e) => Err(CriError::Rpc {
+                    method: "ExecSync",
+                    kind: match e {
+                        shell::ExecError::Empty => ErrorKind::InvalidArgument,
+                        shell::ExecError::NotFound(_) => ErrorKind::Unknown,
+                    },
+                    message: shell::exec_failure(&e),
+                }),
+            }
         })
     }
 }
@@ -400,11 +423,18 @@ mod tests {
         assert_eq!(cri.list_images(Some("busybox:1.36")).await.unwrap().len(), 1);
         assert_eq!(cri.list_images(None).await.unwrap().len(), 2);
         assert!(cri.pull_image("", None, None).await.is_err());
-        // A command other than `env` and `printenv` runs nowhere; `env` prints the environment.
+        // Commands run in the container's shell; `env` prints the environment.
         let other = cri_id(&other);
         fake.start_container(&format!("{ID_PREFIX}{other}")).unwrap();
-        let exec = cri.exec_sync(&other, vec!["true".into()], Duration::ZERO).await;
-        assert_eq!(exec.unwrap_err().kind(), ErrorKind::Unimplemented);
+        let exec = cri.exec_sync(&other, vec!["true".into()], Duration::ZERO).await.unwrap();
+        assert_eq!(exec.exit_code, 0);
+        let exec = cri.exec_sync(&other, vec!["nope".into()], Duration::ZERO).await.unwrap_err();
+        assert_eq!(exec.kind(), ErrorKind::Unknown);
+        assert!(
+            exec.to_string()
+                .contains(r#"exec: "nope": executable file not found in $PATH: unknown"#),
+            "{exec}"
+        );
         let exec = cri.exec_sync(&other, vec!["env".into()], Duration::ZERO).await.unwrap();
         assert_eq!(exec.exit_code, 0);
         assert_eq!(
@@ -509,5 +539,80 @@ mod tests {
         let (out, _) = run(&cri, &second.id, &["env"]).await;
         assert!(out.contains("APP_VERSION=v2\nGREETING=hello-v2\n"), "{out}");
         assert!(!out.contains("v1"), "{out}");
+    }
+
+    /// `(stdout, stderr, exit code)` of `cmd` in container `id`.
+    async fn sh(cri: &SimCri, id: &str, cmd: &[&str]) -> (String, String, i32) {
+        let cmd = cmd.iter().map(|s| (*s).to_owned()).collect();
+        let r = cri.exec_sync(id, cmd, Duration::from_secs(5)).await.unwrap();
+        (String::from_utf8(r.stdout).unwrap(), String::from_utf8(r.stderr).unwrap(), r.exit_code)
+    }
+
+    #[tokio::test]
+    async fn exec_reads_and_writes_the_containers_filesystem() {
+        let (node, fake, _) = node();
+        let cri = SimCri::new(node);
+        let mut k = Kubelet::new("n1", "172.18.0.2", "10.244.0", fake.clone(), Delays::default());
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-0", "namespace": "default", "uid": "u1"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "nginx:1.25"}]}
+        }))
+        .unwrap();
+        let t = settle(&mut k, &pod, Instant::now());
+        let first = running(&cri, "u1").await;
+        let missing = "cat: can't open '/tmp/ready': No such file or directory\n";
+        assert_eq!(
+            sh(&cri, &first.id, &["cat", "/tmp/ready"]).await,
+            (String::new(), missing.into(), 1)
+        );
+        assert_eq!(sh(&cri, &first.id, &["touch", "/tmp/ready"]).await.2, 0);
+        assert_eq!(
+            sh(&cri, &first.id, &["cat", "/tmp/ready"]).await,
+            (String::new(), String::new(), 0)
+        );
+        assert_eq!(
+            sh(
+                &cri,
+                &first.id,
+                &["sh", "-c", "echo ok > /tmp/ready && cat /etc/hostname /tmp/ready"]
+            )
+            .await,
+            ("web-0\nok\n".into(), String::new(), 0)
+        );
+        assert_eq!(sh(&cri, &first.id, &["rm", "/tmp/ready"]).await.2, 0);
+        assert_eq!(sh(&cri, &first.id, &["cat", "/tmp/ready"]).await.2, 1);
+        assert_eq!(sh(&cri, &first.id, &["touch", "/tmp/ready"]).await.2, 0);
+
+        // A timeout kills the command: containerd's DeadlineExceeded.
+        let slow = vec!["sh".to_owned(), "-c".to_owned(), "sleep 10; touch /tmp/late".to_owned()];
+        let err = cri.exec_sync(&first.id, slow, Duration::from_millis(50)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::DeadlineExceeded);
+        assert!(
+            err.to_string().contains(
+                "failed to exec in container: timeout 50ms exceeded: context deadline exceeded"
+            ),
+            "{err}"
+        );
+        assert_eq!(sh(&cri, &first.id, &["test", "-e", "/tmp/late"]).await.2, 1);
+
+        // Restarted (a new container), it starts from a fresh filesystem.
+        cri.stop_container(&first.id, 30).await.unwrap();
+        settle(&mut k, &pod, t);
+        let second = running(&cri, "u1").await;
+        assert_ne!(second.id, first.id);
+        assert_eq!(
+            sh(&cri, &second.id, &["cat", "/tmp/ready"]).await,
+            (String::new(), missing.into(), 1)
+        );
+        assert_eq!(sh(&cri, &second.id, &["ls", "/tmp"]).await, (String::new(), String::new(), 0));
+    }
+
+    #[test]
+    fn durations_print_as_go_does() {
+        assert_eq!(go_duration(Duration::from_secs(1)), "1s");
+        assert_eq!(go_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(go_duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(go_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
     }
 }

@@ -12,6 +12,9 @@
 //!   references).
 //! - [`objects`]: the ConfigMaps and Secrets the kubelets read for containers' environments,
 //!   watched through the API server per namespace.
+//! - [`fs`]: a container's writable filesystem, in memory.
+//! - [`shell`]: the busybox-like shell and programs that `kubectl exec` and exec probes run in
+//!   a container, against its environment and filesystem.
 //! - `cri` (feature `cri`): kruise-cri's `ContainerRuntime` over a node's runtime, so that
 //!   kruise-daemon's workers run on simulated nodes.
 //!
@@ -22,11 +25,13 @@
 #[cfg(feature = "cri")]
 pub mod cri;
 pub mod env;
+pub mod fs;
 pub mod kubelet;
 pub mod objects;
 pub mod runtime;
 pub mod scheduler;
 pub mod script;
+pub mod shell;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -272,6 +277,41 @@ impl NodeRuntime {
 
 /// The runtimes of the simulated nodes by node name, shared by the simulator and its handle.
 type Runtimes = Arc<RwLock<BTreeMap<String, NodeRuntime>>>;
+
+/// A simulator's runtimes, while it runs.
+type WeakRuntimes = std::sync::Weak<RwLock<BTreeMap<String, NodeRuntime>>>;
+
+/// The simulated nodes an API server reaches, as kube-apiserver reaches kubelets (for
+/// `pods/exec`): the runtimes of every attached [`NodeSim`] while it runs. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Kubelets {
+    sims: Arc<RwLock<Vec<WeakRuntimes>>>,
+}
+
+impl std::fmt::Debug for Kubelets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kubelets").finish_non_exhaustive()
+    }
+}
+
+impl Kubelets {
+    /// Makes the nodes of `sim` reachable (again attaching the same simulator does nothing).
+    pub fn attach(&self, sim: &NodeSim) {
+        let mut sims = self.sims.write().unwrap_or_else(|p| p.into_inner());
+        sims.retain(|w| w.strong_count() > 0);
+        if !sims.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&sim.runtimes))) {
+            sims.push(Arc::downgrade(&sim.runtimes));
+        }
+    }
+
+    /// The runtime of simulated node `name`, if an attached simulator runs it.
+    pub fn runtime(&self, name: &str) -> Option<NodeRuntime> {
+        let sims = self.sims.read().unwrap_or_else(|p| p.into_inner());
+        sims.iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .find_map(|r| r.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned())
+    }
+}
 
 /// The running node simulator. Dropping it stops the simulation (the Node objects stay).
 pub struct NodeSim {

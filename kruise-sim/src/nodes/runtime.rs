@@ -7,8 +7,10 @@
 //! state on every sync, as a real kubelet's PLEG relists, and
 //! [`NodeRuntime::notify_changed`](super::NodeRuntime::notify_changed) makes it sync at once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
+
+use super::fs::Fs;
 
 /// A runtime error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -116,6 +118,13 @@ pub trait ContainerRuntime: Send + Sync {
     }
     /// The containers of a pod (all pods when `None`).
     fn list_containers(&self, pod_uid: Option<&str>) -> Vec<ContainerInfo>;
+    /// Runs `op` on the writable filesystem of container `id` ([`super::fs`]), each call at
+    /// once (one operation of a command, as a system call is). `false` when there is no such
+    /// container, or the runtime keeps no filesystems (the default).
+    fn with_fs(&self, id: &str, op: &mut dyn FnMut(&mut Fs)) -> bool {
+        let _ = (id, op);
+        false
+    }
 }
 
 /// Now, in nanoseconds since the epoch (0 before 1970, saturating far after).
@@ -135,7 +144,7 @@ pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 /// variable of the same name in place (`oci.WithEnv`); and `HOME=/root` last unless set (runc
 /// sets it from the user's home, and simulated containers run as root).
 pub fn process_env(node: &str, meta: &ContainerMeta) -> Vec<(String, String)> {
-    let hostname = if meta.hostname.is_empty() { node } else { meta.hostname.as_str() };
+    let hostname = hostname_of(node, meta);
     let mut env: Vec<(String, String)> = vec![
         ("PATH".to_owned(), DEFAULT_PATH.to_owned()),
         ("HOSTNAME".to_owned(), hostname.to_owned()),
@@ -169,6 +178,8 @@ pub fn image_id_of(image: &str) -> String {
 struct State {
     images: BTreeMap<String, String>,
     containers: BTreeMap<String, ContainerInfo>,
+    /// The filesystems of containers that changed theirs; the others have the initial tree.
+    filesystems: HashMap<String, Fs>,
     serial: u64,
 }
 
@@ -264,12 +275,15 @@ impl ContainerRuntime for FakeRuntime {
             c.state = ContainerState::Exited(exit_code);
             c.finished_at = now_nanos();
         }
+        // Nothing runs in an exited container to read its tree again: free it.
+        st.filesystems.remove(id);
         Ok(())
     }
 
     fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
-        self.state()
-            .containers
+        let mut st = self.state();
+        st.filesystems.remove(id);
+        st.containers
             .remove(id)
             .map(|_| ())
             .ok_or_else(|| RuntimeError::ContainerNotFound(id.to_string()))
@@ -291,6 +305,29 @@ impl ContainerRuntime for FakeRuntime {
             .cloned()
             .collect()
     }
+
+    fn with_fs(&self, id: &str, op: &mut dyn FnMut(&mut Fs)) -> bool {
+        let mut guard = self.state();
+        let st = &mut *guard;
+        let Some(c) = st.containers.get(id) else { return false };
+        if let Some(fs) = st.filesystems.get_mut(id) {
+            op(fs);
+            return true;
+        }
+        // An untouched container's tree is made for the call and kept only if it changed.
+        let mut fs = Fs::new(hostname_of(&self.node, &c.meta));
+        op(&mut fs);
+        if fs.is_modified() {
+            st.filesystems.insert(id.to_owned(), fs);
+        }
+        true
+    }
+}
+
+/// The hostname of a container's processes: its pod sandbox's, or the node's for a pod on the
+/// host's network.
+pub fn hostname_of<'a>(node: &'a str, meta: &'a ContainerMeta) -> &'a str {
+    if meta.hostname.is_empty() { node } else { meta.hostname.as_str() }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod deployment;
 mod disruption;
 mod endpointslice;
 mod events_one_store;
+mod exec;
 mod faults;
 mod field_validation;
 mod gc;

@@ -20,6 +20,8 @@ pub struct Env {
 
 pub struct Out {
     pub ok: bool,
+    /// kubectl's exit code (`None` when killed).
+    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -112,6 +114,7 @@ impl Env {
         let _ = watchdog.join();
         Out {
             ok: o.status.success(),
+            code: o.status.code(),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         }
