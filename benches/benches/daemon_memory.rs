@@ -1,6 +1,7 @@
 //! Steady memory of the kruise-daemon binary with 100 pods on its node (each with two
-//! containers, reported by containermeta), over the fake runtime served as a CRI socket and
-//! the embedded API server. Target: under 20 MiB for the release binary.
+//! containers, reported by containermeta, and both probed every second by an exec probe of the
+//! node's NodePodProbe: 200 probes), over the fake runtime served as a CRI socket and the
+//! embedded API server. Target: under 20 MiB for the release binary.
 //!
 //! The daemon binary is `KRUISE_DAEMON_BIN`, or `kruise-daemon` next to this bench's
 //! `deps/` (the release build):
@@ -123,6 +124,47 @@ async fn run(binary: &std::path::Path) -> (f64, Duration) {
     for i in 0..PODS {
         pod(&client, &fake, &format!("pod-{i}")).await;
     }
+    // Every container probed, as a PodProbeMarker over these pods would have it.
+    let uids: Vec<(String, String)> = Api::<Pod>::namespaced(client.clone(), "default")
+        .list(&Default::default())
+        .await
+        .expect("list")
+        .items
+        .iter()
+        .map(|p| {
+            (
+                p.metadata.name.clone().unwrap_or_default(),
+                p.metadata.uid.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let probes: Vec<serde_json::Value> = uids
+        .iter()
+        .map(|(name, uid)| {
+            let container_probes: Vec<serde_json::Value> = ["app", "sidecar"]
+                .iter()
+                .map(|c| {
+                    json!({
+                        "name": format!("marker#{c}"), "containerName": c,
+                        "probe": {"exec": {"command": ["true"]}, "periodSeconds": 1}
+                    })
+                })
+                .collect();
+            json!({"name": name, "namespace": "default", "uid": uid, "IP": "10.0.0.1",
+                "probes": container_probes})
+        })
+        .collect();
+    let npp: kruise_api::apps::v1alpha1::NodePodProbe = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "NodePodProbe",
+        "metadata": {"name": NODE}, "spec": {"podProbes": probes}
+    }))
+    .expect("a NodePodProbe");
+    let npps = Api::<kruise_api::apps::v1alpha1::NodePodProbe>::all(client.clone());
+    // `DAEMON_MEMORY_NO_PROBES=1` measures without them, for comparison.
+    let probing = std::env::var_os("DAEMON_MEMORY_NO_PROBES").is_none();
+    if probing {
+        npps.create(&PostParams::default(), &npp).await.expect("NodePodProbe created");
+    }
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(&kubeconfig, &server.kubeconfig).expect("kubeconfig");
     let mut child = Command::new(binary)
@@ -135,6 +177,7 @@ async fn run(binary: &std::path::Path) -> (f64, Duration) {
         .arg("--addr")
         .arg(format!("127.0.0.1:{}", free_port()))
         .env("NODE_NAME", NODE)
+        .envs(std::env::var("DAEMON_MALLOC_ARENA_MAX").ok().map(|v| ("MALLOC_ARENA_MAX", v)))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -153,13 +196,33 @@ async fn run(binary: &std::path::Path) -> (f64, Duration) {
                     .is_some_and(|a| a.contains_key("apps.kruise.io/runtime-containers-meta"))
             })
             .count();
-        if reported == PODS {
+        let probed = npps.get(NODE).await.ok().and_then(|n| n.status).map_or(0, |s| {
+            s.pod_probe_statuses
+                .iter()
+                .flat_map(|p| &p.probe_states)
+                .filter(|s| s.state.as_str() == "Succeeded")
+                .count()
+        });
+        if reported == PODS && (probed == 2 * PODS || !probing) {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(120), "only {reported} pods reported");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "only {reported} pods reported, {probed} probes succeeded"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let reported_after = started.elapsed();
+    if std::env::var_os("DAEMON_MEMORY_TRACE").is_some() {
+        for _ in 0..12 {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            eprintln!(
+                "t={:.0}s rss={:.1} MiB",
+                started.elapsed().as_secs_f64(),
+                rss_kib(child.id()) as f64 / 1024.0
+            );
+        }
+    }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut peak = 0;
     for _ in 0..5 {
@@ -184,8 +247,9 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let (mib, reported) = rt.block_on(run(&binary));
     println!(
-        "kruise-daemon ({}) with {PODS} pods reported after {:.1} s: steady RSS {mib:.1} MiB (target < {TARGET_MIB} MiB){}",
+        "kruise-daemon ({}) with {PODS} pods reported and {} probes succeeded after {:.1} s: steady RSS {mib:.1} MiB (target < {TARGET_MIB} MiB){}",
         binary.display(),
+        2 * PODS,
         reported.as_secs_f64(),
         if mib < TARGET_MIB { "" } else { " — OVER TARGET" }
     );

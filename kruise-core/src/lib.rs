@@ -12,6 +12,7 @@
 //! - [`names`]: the string formats Kubernetes checks (qualified names, label values, ...).
 //! - [`node_affinity`]: node facts, node affinity and tolerations.
 //! - [`selector`]: label selectors: parsing, matching, the string form (the one implementation).
+//! - [`http_get`]: the request an `httpGet` action (probe or hook) names.
 //! - [`smp`]: strategic merge patch for Pods and PodTemplateSpecs (create and apply).
 //! - [`revision`]: ControllerRevisions of workload templates: data, hashing, naming, matching.
 //! - [`inplace`]: whether and how a pod can be updated in place, and when that has finished.
@@ -39,6 +40,8 @@
 //!   admission, and its controller's plan.
 //! - [`containerrecreate`]: ContainerRecreateRequest defaulting, the controller's plan, one
 //!   request per pod at a time, and the daemon's recreate plan.
+//! - [`podprobe`]: PodProbeMarker and NodePodProbe: validation, the per-node fan-out and
+//!   markers, the marker's status, and the daemon's prober state.
 //! - [`image`]: container image references (docker's normalised grammar).
 //! - [`imagepull`]: ImagePullJob, ImageListPullJob and NodeImage planners, and the daemon's
 //!   image puller plan.
@@ -57,6 +60,7 @@ pub mod enhanced_liveness;
 pub mod ephemeraljob;
 pub mod expectations;
 pub mod field;
+pub mod http_get;
 pub mod image;
 pub mod imagepull;
 pub mod inplace;
@@ -69,6 +73,7 @@ pub mod node_affinity;
 pub mod ordering;
 pub mod ordinal;
 pub mod pod;
+pub mod podprobe;
 /// The one plan shape every planner returns, and its action vocabulary
 /// ([`workload::plan`](crate::workload::Plan) under its own name).
 pub mod plan {

@@ -269,6 +269,13 @@ where
         Some(old)
     }
 
+    /// Replaces the whole content with `objects`, as a list does, and marks the cache synced:
+    /// for a cache filled without a watch (tests, benches, an embedder's own source).
+    pub fn load(&self, objects: Vec<Arc<K>>) {
+        self.replace_all(objects);
+        self.synced.send_replace(true);
+    }
+
     /// Replaces the whole content after a (re)list, reporting the differences.
     fn replace_all(&self, objects: Vec<Arc<K>>) {
         let fresh: HashMap<ObjectKey, Arc<K>> =

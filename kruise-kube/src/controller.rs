@@ -320,6 +320,8 @@ pub fn registry() -> Vec<Registration> {
         crate::launch_priority::registration(),
         crate::sidecar_terminator::registration(),
         crate::resourcedistribution::registration(),
+        crate::podprobe::pod_probe_marker_registration(),
+        crate::podprobe::node_pod_probe_registration(),
     ]
 }
 

@@ -161,14 +161,10 @@ pub enum Support {
 /// The gates that are not [`Support::Built`].
 const SUPPORT: &[(&str, Support)] = &[
     (
-        "PodProbeMarkerGate",
-        Support::NotBuilt(
-            "PodProbeMarker and NodePodProbe are not built yet (issue 43); PodProbeMarkers are refused as with the gate off",
-        ),
-    ),
-    (
         "EnablePodProbeMarkerOnServerless",
-        Support::NotBuilt("PodProbeMarker is not built yet (issue 43)"),
+        Support::NotBuilt(
+            "PodProbeMarker on virtual-kubelet nodes (the kruise.io/podprobe annotation) is not built yet (issue 43)",
+        ),
     ),
     (
         "CloneSetEventHandlerOptimization",
@@ -557,11 +553,7 @@ mod tests {
             .collect();
         assert_eq!(
             not_built,
-            [
-                "PodProbeMarkerGate",
-                "CloneSetEventHandlerOptimization",
-                "EnablePodProbeMarkerOnServerless"
-            ]
+            ["CloneSetEventHandlerOptimization", "EnablePodProbeMarkerOnServerless"]
         );
         // Named by AllAlpha rather than by name, a not-built gate is off with a warning.
         let g = parse("AllAlpha=true");
@@ -597,12 +589,9 @@ mod tests {
         assert_eq!(FeatureGates::spec("EnhancedLivenessProbe").map(|s| s.stage), Some(Alpha));
         assert_eq!(FeatureGates::spec("EnhancedLivenessProbeGate"), None);
         assert_eq!(g.to_string(), "");
-        // Upstream's defaults are a fixed point of SetDefaultFeatureGates, but for the gate on
-        // by default whose feature is not built here.
-        let mut here = g.clone();
-        here.values.insert("PodProbeMarkerGate", false);
-        assert_eq!(parse(""), here);
-        assert_eq!(parse(" , ,"), here);
+        // Upstream's defaults are a fixed point of SetDefaultFeatureGates.
+        assert_eq!(parse(""), g);
+        assert_eq!(parse(" , ,"), g);
     }
 
     #[test]
@@ -718,10 +707,7 @@ mod tests {
     #[test]
     fn display_round_trips() {
         let g = parse("PodWebhook=true,CloneSetShortHash=true,StatefulSetAutoDeletePVC=false");
-        assert_eq!(
-            g.to_string(),
-            "CloneSetShortHash=true,PodProbeMarkerGate=false,StatefulSetAutoDeletePVC=false"
-        );
+        assert_eq!(g.to_string(), "CloneSetShortHash=true,StatefulSetAutoDeletePVC=false");
         assert_eq!(parse(&g.to_string()), g);
         let all = format!("{g:#}");
         assert_eq!(all.split(',').count(), 38);

@@ -56,6 +56,7 @@ pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod pod_controller;
+pub mod podprobe;
 pub mod podreadiness;
 pub mod pub_budget;
 pub mod queue;

@@ -286,17 +286,9 @@ pub async fn run(
                 patch_metadata_defaults_allowed: gates
                     .enabled("SidecarSetPatchPodMetadataDefaultsAllowed"),
                 resource_distribution: gates.enabled("ResourceDistributionGate"),
-                // A gate whose feature is not built is off whatever the configuration says
-                // (an embedder's `FeatureGates::default()` has upstream's defaults).
-                pod_probe_marker_off: ["PodProbeMarkerGate", "KruiseDaemon"].into_iter().find(
-                    |gate| {
-                        !gates.enabled(gate)
-                            || matches!(
-                                crate::features::FeatureGates::support(gate),
-                                crate::features::Support::NotBuilt(_)
-                            )
-                    },
-                ),
+                pod_probe_marker_off: ["PodProbeMarkerGate", "KruiseDaemon"]
+                    .into_iter()
+                    .find(|gate| !gates.enabled(gate)),
             };
             let mut policy = config.webhook_policy.clone();
             policy.manager_namespace = webhook.namespace.clone();

@@ -111,6 +111,9 @@ pub enum PodStatusPurpose {
     SidecarSetUpgradable,
     /// Set a job pod's phase from its main containers, with the `SidecarTerminated` condition.
     SidecarTerminated,
+    /// Set a PodProbeMarker probe's condition and markers (labels and annotations, which
+    /// `pods/status` also writes).
+    ProbeMarker,
 }
 
 /// Why a pod is deleted.

@@ -88,7 +88,7 @@ pub struct AdmissionContext {
     /// refuses them.
     pub resource_distribution: bool,
     /// The gate that refuses PodProbeMarkers, as upstream's webhook does with it off:
-    /// `PodProbeMarkerGate` (not built yet, so always off) or `KruiseDaemon`.
+    /// `PodProbeMarkerGate` or `KruiseDaemon`.
     pub pod_probe_marker_off: Option<&'static str>,
 }
 
@@ -857,16 +857,27 @@ async fn validate_advanced_cron_job(body: Bytes) -> Response {
     })
 }
 
-/// `vpodprobemarker.kb.io`: refused, as upstream's webhook refuses a PodProbeMarker while
-/// `PodProbeMarkerGate` or `KruiseDaemon` is off (here the first always is: PodProbeMarker is
-/// not built yet).
+/// `vpodprobemarker.kb.io`: refused while `PodProbeMarkerGate` or `KruiseDaemon` is off, as
+/// upstream's webhook refuses it; then upstream's rules (the selector immutable on update).
 async fn validate_pod_probe_marker(
     State(context): State<Arc<AdmissionContext>>,
     body: Bytes,
 ) -> Response {
-    on_write(&body, |request, _| match context.pod_probe_marker_off {
-        Some(gate) => Err((403, format!("feature-gate {gate} is not enabled"))),
-        None => Ok(AdmissionResponse::allow(request)),
+    use kruise_core::podprobe::admission as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let marker = typed::<v1alpha1::PodProbeMarker>(object, "podprobemarker").map_err(bad)?;
+        if let Some(gate) = context.pod_probe_marker_off {
+            return Err((403, format!("feature-gate {gate} is not enabled")));
+        }
+        let old = old_of(request)
+            .map(|old| typed::<v1alpha1::PodProbeMarker>(old, "old podprobemarker"))
+            .transpose()
+            .map_err(bad)?;
+        rules::validate_pod_probe_marker(&marker, old.as_ref())
+            .into_result()
+            .map_err(|e| (400, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
     })
 }
 

@@ -11,6 +11,9 @@
 //! - [`containermeta`] (gate `DaemonWatchingPod`): the pod annotation
 //!   `apps.kruise.io/runtime-containers-meta` with each container's runtime ID, restart count
 //!   and kubelet hash.
+//! - [`podprobe`] (gate `PodProbeMarkerGate`): the probes of the node's NodePodProbe
+//!   (`metadata.name=<node>`), run with kruise-core's [`kruise_core::podprobe::prober`], their
+//!   results written into its status and reported as Events on the pods.
 //! - [`credentials`]: `.dockerconfigjson` / `.dockercfg` secrets to CRI credentials.
 //!
 //! Every watch is restricted to the node, so the daemon's memory grows with its own pods and
@@ -23,6 +26,7 @@ pub mod containerrecreate;
 pub mod credentials;
 pub mod imagepuller;
 pub mod keyring;
+pub mod podprobe;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -45,6 +49,8 @@ pub const CONTAINER_HASH_ANNOTATION: &str = kruise_api::well_known::kubernetes::
 
 /// Reporter of the containerrecreate worker's Events.
 pub const CRR_REPORTER: &str = "kruise-daemon-crr";
+/// Reporter of the podprobe worker's Events.
+pub const PODPROBE_REPORTER: &str = podprobe::PODPROBE_REPORTER;
 /// Reporter of the imagepuller's Events.
 pub const IMAGEPULLER_REPORTER: &str = "kruise-daemon-imagepuller";
 
@@ -131,6 +137,13 @@ impl Daemon {
             imagepuller::ImagePuller::start(client.clone(), runtime.clone(), &config, &mut tasks);
         track_sync(&health, "nodeimage-synced", puller.cache(), &mut tasks);
 
+        let prober = config.feature_gates.enabled("PodProbeMarkerGate").then(|| {
+            let prober =
+                podprobe::PodProber::start(client.clone(), runtime.clone(), &config, &mut tasks);
+            track_sync(&health, "nodepodprobe-synced", prober.cache(), &mut tasks);
+            prober
+        });
+
         if let Some(pods) = pods {
             containermeta::ContainerMetaWorker::start(
                 client.clone(),
@@ -144,6 +157,9 @@ impl Daemon {
         shutdown.await;
         tracing::info!("kruise-daemon shutting down");
         crr.shut_down();
+        if let Some(prober) = &prober {
+            prober.shut_down();
+        }
         tasks.abort_all();
         while tasks.join_next().await.is_some() {}
     }

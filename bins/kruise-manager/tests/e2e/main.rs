@@ -17,6 +17,7 @@ mod image;
 mod launch_priority;
 mod leader_failover;
 mod playground;
+mod podprobemarker;
 mod pub_budget;
 mod readiness;
 mod resourcedistribution;

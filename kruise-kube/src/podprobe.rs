@@ -1,0 +1,475 @@
+//! The PodProbeMarker controllers, over kruise-core's [`kruise_core::podprobe`]:
+//!
+//! - `nodepodprobe-controller` (keys: node names): one [`plan_node`] per node, from the node,
+//!   its NodePodProbe, the pods bound to it and the markers of their namespaces. It creates the
+//!   NodePodProbe of a Ready node, deletes it with the node, writes its `spec.podProbes`, and
+//!   turns its `status` into each pod's condition and markers. A node wakes on a change of
+//!   itself (readiness, deletion, the virtual-kubelet label), of its NodePodProbe, of any pod
+//!   bound to it, and of any marker in the namespace of one of its pods.
+//! - `podprobemarker-controller` (keys: markers): [`plan_marker`], the marker's `matchedPods`
+//!   and `observedGeneration`, and the release of upstream's cleanup finalizer once no
+//!   NodePodProbe carries its probes.
+//!
+//! Both need `PodProbeMarkerGate` (and `KruiseDaemon`, which forces it off). The pods of a node
+//! are found through an index of the pod cache by node, kept by the controller.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kruise_api::apps::v1alpha1::{NodePodProbe, PodProbeMarker};
+use kruise_api::well_known::kubernetes::labels::{
+    VIRTUAL_KUBELET_TYPE, VIRTUAL_KUBELET_TYPE_VALUE,
+};
+use kruise_core::podprobe::{
+    MarkerSnapshot, NodeSnapshot, NodeState, plan_marker, plan_node, split_probe_key,
+};
+use kube::Client;
+
+use crate::applier::PlanOwner;
+use crate::cache::{Cache, Change, ObjectKey, WatchEvents, Watched, cluster_watch};
+use crate::cached_pod::CachedPod;
+use crate::controller::{
+    ControllerContext, ControllerInfo, KeyMapping, ReconcileError, Reconciler, Registration,
+    ServedResource, Watch,
+};
+
+/// Upstream's name of the controller that keeps NodePodProbes.
+pub const NODE_POD_PROBE_CONTROLLER: &str = "nodepodprobe-controller";
+/// Upstream's name of the PodProbeMarker controller.
+pub const POD_PROBE_MARKER_CONTROLLER: &str = "podprobemarker-controller";
+
+const GATES: &[&str] = &["PodProbeMarkerGate", "KruiseDaemon"];
+
+impl Watched for NodePodProbe {
+    fn watch(client: &Client, _namespace: Option<&str>) -> WatchEvents<Self> {
+        cluster_watch(client)
+    }
+}
+
+crate::watched_namespaced!(PodProbeMarker);
+
+/// The node key of `name`.
+fn node_key(name: &str) -> ObjectKey {
+    ObjectKey::new("", name)
+}
+
+/// Pods by the node they are bound to, kept from the pod cache's changes.
+#[derive(Clone, Default)]
+struct NodeIndex {
+    by_node: Arc<Mutex<HashMap<String, BTreeSet<ObjectKey>>>>,
+}
+
+impl NodeIndex {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, BTreeSet<ObjectKey>>> {
+        self.by_node.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn add(&self, pod: &CachedPod) {
+        let node = pod.node_name();
+        if !node.is_empty() {
+            self.lock().entry(node).or_default().insert(ObjectKey::of(pod));
+        }
+    }
+
+    fn remove(&self, pod: &CachedPod) {
+        let node = pod.node_name();
+        let mut index = self.lock();
+        if let Some(keys) = index.get_mut(&node) {
+            keys.remove(&ObjectKey::of(pod));
+            if keys.is_empty() {
+                index.remove(&node);
+            }
+        }
+    }
+
+    fn change(&self, change: &Change<CachedPod>) {
+        if let Some(old) = change.old.as_deref() {
+            self.remove(old);
+        }
+        if let Some(new) = change.new.as_deref() {
+            self.add(new);
+        }
+    }
+
+    /// The pods bound to `node`, as cached now (keys whose pod left are dropped).
+    fn pods(&self, node: &str, pods: &Cache<CachedPod>) -> Vec<Arc<CachedPod>> {
+        let keys: Vec<ObjectKey> = self.lock().get(node).into_iter().flatten().cloned().collect();
+        // Pods never move: a key whose pod is gone, or was replaced by one of the same name
+        // bound elsewhere, is skipped (the compact spec text is searched first, and decoded
+        // only when it is not found as such).
+        let bound = format!("\"nodeName\":{}", serde_json::Value::from(node));
+        keys.iter()
+            .filter_map(|k| pods.get(k))
+            .filter(|p| p.spec_mentions(&bound) || p.node_name() == node)
+            .collect()
+    }
+}
+
+/// Whether any of `markers` probes a named port (the pods' container ports are then needed).
+fn probes_named_ports(markers: &[Arc<PodProbeMarker>]) -> bool {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    markers.iter().flat_map(|m| &m.spec.probes).any(|p| {
+        let probe = &p.probe.probe;
+        matches!(probe.tcp_socket.as_ref().map(|t| &t.port), Some(IntOrString::String(_)))
+            || matches!(probe.http_get.as_ref().map(|h| &h.port), Some(IntOrString::String(_)))
+    })
+}
+
+/// The pods [`plan_node`] reads, from the cache, for the pods bound to `node`: metadata, phase,
+/// pod IP, conditions and `spec.nodeName`; the whole spec only when a marker probes a named
+/// port (decoding the specs is most of a node's reconcile otherwise).
+pub fn pods_for_planning(
+    node: &str,
+    cached: &[Arc<CachedPod>],
+    markers: &[Arc<PodProbeMarker>],
+) -> Vec<Pod> {
+    use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
+    let whole = probes_named_ports(markers);
+    cached
+        .iter()
+        .filter_map(|pod| {
+            if whole {
+                return pod
+                    .to_pod()
+                    .map_err(|err| tracing::warn!(error = %err, "pod skipped"))
+                    .ok();
+            }
+            let status = pod.status.as_ref().map(|s| PodStatus {
+                phase: s.phase.clone(),
+                pod_ip: s.pod_ip.clone(),
+                conditions: s.conditions.clone(),
+                ..PodStatus::default()
+            });
+            Some(Pod {
+                metadata: pod.metadata.clone(),
+                spec: Some(PodSpec { node_name: Some(node.to_owned()), ..PodSpec::default() }),
+                status,
+            })
+        })
+        .collect()
+}
+
+/// A cached pod as [`plan_marker`] reads it: metadata, status and `spec.nodeName`.
+fn bound_pod(pod: &CachedPod) -> Pod {
+    let mut light = pod.without_spec();
+    light.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+        node_name: Some(pod.node_name()).filter(|n| !n.is_empty()),
+        ..Default::default()
+    });
+    light
+}
+
+/// The markers of the namespaces of `pods`.
+pub fn markers_of(
+    cached: &[Arc<CachedPod>],
+    markers: &Cache<PodProbeMarker>,
+) -> Vec<Arc<PodProbeMarker>> {
+    let namespaces: BTreeSet<&str> =
+        cached.iter().filter_map(|p| p.metadata.namespace.as_deref()).collect();
+    namespaces.iter().flat_map(|ns| markers.in_namespace(ns)).collect()
+}
+
+/// The NodePodProbe controller.
+pub struct NodePodProbeController {
+    context: ControllerContext,
+    nodes: Cache<Node>,
+    probes: Cache<NodePodProbe>,
+    pods: Cache<CachedPod>,
+    markers: Cache<PodProbeMarker>,
+    index: NodeIndex,
+}
+
+fn node_state(node: Option<&Node>) -> NodeState {
+    let Some(node) = node else { return NodeState::Missing };
+    if node.metadata.deletion_timestamp.is_some() {
+        return NodeState::Deleting;
+    }
+    let virtual_node = node
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(VIRTUAL_KUBELET_TYPE))
+        .is_some_and(|v| v == VIRTUAL_KUBELET_TYPE_VALUE);
+    if virtual_node {
+        return NodeState::Virtual;
+    }
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    if ready { NodeState::Ready } else { NodeState::NotReady }
+}
+
+impl NodePodProbeController {
+    const INFO: ControllerInfo = ControllerInfo::new(
+        NODE_POD_PROBE_CONTROLLER,
+        "nodepodprobe-workers",
+        Some(ServedResource {
+            group: "apps.kruise.io",
+            version: "v1alpha1",
+            plural: "nodepodprobes",
+        }),
+    )
+    .with_gates(GATES);
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        let pods: Cache<CachedPod> = context.caches.get();
+        let index = NodeIndex::default();
+        {
+            let index = index.clone();
+            pods.subscribe(Arc::new(move |change| index.change(change)));
+        }
+        // Pods already cached before the subscription (a change seen twice is harmless).
+        for pod in pods.all() {
+            index.add(&pod);
+        }
+        Arc::new(Self {
+            nodes: context.caches.get(),
+            probes: context.caches.get(),
+            markers: context.caches.get(),
+            pods,
+            index,
+            context,
+        })
+    }
+
+    async fn reconcile_node(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
+        let node = self.nodes.get(&node_key(&key.name));
+        let probe = self.probes.get(&node_key(&key.name));
+        let cached = self.index.pods(&key.name, &self.pods);
+        let mut pods: Vec<Pod> = Vec::with_capacity(cached.len());
+        for pod in &cached {
+            match pod.to_pod() {
+                Ok(pod) => pods.push(pod),
+                Err(err) => {
+                    tracing::warn!(pod = %ObjectKey::of(pod.as_ref()), error = %err, "pod skipped")
+                }
+            }
+        }
+        let namespaces: BTreeSet<&str> =
+            pods.iter().filter_map(|p| p.metadata.namespace.as_deref()).collect();
+        let markers: Vec<Arc<PodProbeMarker>> =
+            namespaces.iter().flat_map(|ns| self.markers.in_namespace(ns)).collect();
+        let snapshot = NodeSnapshot {
+            node_name: &key.name,
+            node: node_state(node.as_deref()),
+            probe: probe.as_deref(),
+            pods: pods.iter().collect(),
+            markers: markers.iter().map(AsRef::as_ref).collect(),
+        };
+        let now = jiff::Timestamp::now();
+        let plan = plan_node(&snapshot, now);
+        if plan.actions.is_empty() {
+            return Ok(None);
+        }
+        let owner = match (node.as_deref(), probe.as_deref()) {
+            (Some(node), _) => PlanOwner::of(node, serde_json::Value::Null),
+            (None, Some(probe)) => PlanOwner::of(probe, serde_json::Value::Null),
+            (None, None) => return Ok(None),
+        };
+        self.context.applier.apply_or_replan(&owner, &plan, now).await
+    }
+}
+
+impl Reconciler for NodePodProbeController {
+    fn watches(&self) -> Vec<Watch> {
+        let pods = self.pods.clone();
+        vec![
+            Watch::new(&self.nodes, KeyMapping::Custom, |change: &Change<Node>| {
+                let moved = match (&change.old, &change.new) {
+                    (Some(old), Some(new)) => node_state(Some(old)) != node_state(Some(new)),
+                    _ => true,
+                };
+                let node = change.new.as_deref().or(change.old.as_deref());
+                node.filter(|_| moved)
+                    .and_then(|n| n.metadata.name.as_deref())
+                    .map(node_key)
+                    .into_iter()
+                    .collect()
+            }),
+            Watch::new(&self.probes, KeyMapping::Own, |change: &Change<NodePodProbe>| {
+                let probe = change.new.as_deref().or(change.old.as_deref());
+                probe.and_then(|p| p.metadata.name.as_deref()).map(node_key).into_iter().collect()
+            }),
+            Watch::new(&self.pods, KeyMapping::Custom, |change: &Change<CachedPod>| {
+                let mut keys: Vec<ObjectKey> = [change.old.as_deref(), change.new.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .map(CachedPod::node_name)
+                    .filter(|n| !n.is_empty())
+                    .map(|n| node_key(&n))
+                    .collect();
+                keys.dedup();
+                keys
+            }),
+            Watch::new(
+                &self.markers,
+                KeyMapping::Custom,
+                move |change: &Change<PodProbeMarker>| {
+                    let Some(marker) = change.new.as_deref().or(change.old.as_deref()) else {
+                        return Vec::new();
+                    };
+                    let namespace = marker.metadata.namespace.as_deref().unwrap_or_default();
+                    let nodes: BTreeSet<String> = pods
+                        .select_in_namespace(namespace, |p| !p.node_name().is_empty())
+                        .iter()
+                        .map(|p| p.node_name())
+                        .collect();
+                    nodes.iter().map(|n| node_key(n)).collect()
+                },
+            ),
+        ]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        let mut names: BTreeSet<String> =
+            self.nodes.all().iter().filter_map(|n| n.metadata.name.clone()).collect();
+        names.extend(self.probes.all().iter().filter_map(|p| p.metadata.name.clone()));
+        names.iter().map(|n| node_key(n)).collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_node(key))
+    }
+}
+
+/// The PodProbeMarker controller.
+pub struct PodProbeMarkerController {
+    context: ControllerContext,
+    markers: Cache<PodProbeMarker>,
+    pods: Cache<CachedPod>,
+    nodes: Cache<Node>,
+    probes: Cache<NodePodProbe>,
+}
+
+impl PodProbeMarkerController {
+    const INFO: ControllerInfo = ControllerInfo::new(
+        POD_PROBE_MARKER_CONTROLLER,
+        "podprobemarker-workers",
+        Some(ServedResource {
+            group: "apps.kruise.io",
+            version: "v1alpha1",
+            plural: "podprobemarkers",
+        }),
+    )
+    .with_gates(GATES);
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        Arc::new(Self {
+            markers: context.caches.get(),
+            pods: context.caches.get(),
+            nodes: context.caches.get(),
+            probes: context.caches.get(),
+            context,
+        })
+    }
+
+    /// Probes of `marker` (in `namespace`) that NodePodProbes still list.
+    fn probes_left(&self, namespace: &str, marker: &str) -> usize {
+        self.probes
+            .all()
+            .iter()
+            .flat_map(|p| p.spec.pod_probes.iter())
+            .filter(|p| p.namespace == namespace)
+            .flat_map(|p| p.probes.iter())
+            .filter(|c| split_probe_key(&c.name).is_some_and(|(m, _)| m == marker))
+            .count()
+    }
+
+    async fn reconcile_marker(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
+        let Some(marker) = self.markers.get(key) else { return Ok(None) };
+        let pods: Vec<Pod> =
+            self.pods.in_namespace(&key.namespace).iter().map(|p| bound_pod(p)).collect();
+        let nodes = self.nodes.clone();
+        let node_exists = move |name: &str| nodes.get(&node_key(name)).is_some();
+        let probes_left = if marker.metadata.deletion_timestamp.is_some() {
+            self.probes_left(&key.namespace, &key.name)
+        } else {
+            0
+        };
+        let now = jiff::Timestamp::now();
+        let plan = plan_marker(
+            &MarkerSnapshot {
+                marker: &marker,
+                pods: pods.iter().collect(),
+                node_exists: &node_exists,
+                probes_left,
+            },
+            now,
+        );
+        if plan.actions.is_empty() && plan.status.is_none() {
+            return Ok(None);
+        }
+        let status = serde_json::to_value(&marker.status).unwrap_or(serde_json::Value::Null);
+        let owner = PlanOwner::of(marker.as_ref(), status);
+        self.context.applier.apply_or_replan(&owner, &plan, now).await
+    }
+}
+
+impl Reconciler for PodProbeMarkerController {
+    fn watches(&self) -> Vec<Watch> {
+        let for_pods = self.markers.clone();
+        let for_probes = self.markers.clone();
+        vec![
+            Watch::own(&self.markers),
+            // A pod's labels, phase or conditions may change what a marker counts.
+            Watch::new(&self.pods, KeyMapping::Custom, move |change: &Change<CachedPod>| {
+                let Some(pod) = change.new.as_deref().or(change.old.as_deref()) else {
+                    return Vec::new();
+                };
+                let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+                for_pods.in_namespace(namespace).iter().map(|m| ObjectKey::of(m.as_ref())).collect()
+            }),
+            // A marker being deleted waits for its probes to leave the NodePodProbes.
+            Watch::new(&self.probes, KeyMapping::Custom, move |change: &Change<NodePodProbe>| {
+                let mut keys = BTreeSet::new();
+                for probe in [change.old.as_deref(), change.new.as_deref()].into_iter().flatten() {
+                    for pod in &probe.spec.pod_probes {
+                        for container in &pod.probes {
+                            if let Some((marker, _)) = split_probe_key(&container.name) {
+                                let key = ObjectKey::new(pod.namespace.as_str(), marker);
+                                let deleting = for_probes
+                                    .get(&key)
+                                    .is_some_and(|m| m.metadata.deletion_timestamp.is_some());
+                                if deleting {
+                                    keys.insert(key);
+                                }
+                            }
+                        }
+                    }
+                }
+                keys.into_iter().collect()
+            }),
+        ]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.markers.all().iter().map(|m| ObjectKey::of(m.as_ref())).collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_marker(key))
+    }
+}
+
+/// The NodePodProbe controller's registration.
+pub fn node_pod_probe_registration() -> Registration {
+    Registration { info: NodePodProbeController::INFO, build: NodePodProbeController::build }
+}
+
+/// The PodProbeMarker controller's registration.
+pub fn pod_probe_marker_registration() -> Registration {
+    Registration { info: PodProbeMarkerController::INFO, build: PodProbeMarkerController::build }
+}
