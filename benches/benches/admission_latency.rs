@@ -590,6 +590,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         patch_metadata_defaults_allowed: false,
         resource_distribution: false,
         pod_probe_marker_off: Some("PodProbeMarkerGate"),
+        persistent_pod_states: None,
     };
     let gates = kruise_kube::features::FeatureGates::default();
     let routes = admission::routes(context, &gates).route(NOOP_PATH, post(noop));

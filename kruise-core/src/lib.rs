@@ -40,6 +40,8 @@
 //!   admission, and its controller's plan.
 //! - [`containerrecreate`]: ContainerRecreateRequest defaulting, the controller's plan, one
 //!   request per pod at a time, and the daemon's recreate plan.
+//! - [`persistentpodstate`]: PersistentPodState: its records, its generation from workload
+//!   annotations, the pod webhook step and validation.
 //! - [`podprobe`]: PodProbeMarker and NodePodProbe: validation, the per-node fan-out and
 //!   markers, the marker's status, and the daemon's prober state.
 //! - [`image`]: container image references (docker's normalised grammar).
@@ -72,6 +74,7 @@ pub mod names;
 pub mod node_affinity;
 pub mod ordering;
 pub mod ordinal;
+pub mod persistentpodstate;
 pub mod pod;
 pub mod podprobe;
 /// The one plan shape every planner returns, and its action vocabulary

@@ -322,6 +322,7 @@ pub fn registry() -> Vec<Registration> {
         crate::resourcedistribution::registration(),
         crate::podprobe::pod_probe_marker_registration(),
         crate::podprobe::node_pod_probe_registration(),
+        crate::persistentpodstate::registration(),
     ]
 }
 

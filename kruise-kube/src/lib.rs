@@ -55,6 +55,7 @@ pub mod launch_priority;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+pub mod persistentpodstate;
 pub mod pod_controller;
 pub mod podprobe;
 pub mod podreadiness;

@@ -262,6 +262,11 @@ pub async fn run(
                 pod_features.push(Arc::new(sets.clone()));
             }
             pod_features.push(Arc::new(pub_budgets));
+            let persistent_pod_states =
+                crate::persistentpodstate::PersistentPodStateFeature::new(&caches);
+            if gates.enabled("PodWebhook") {
+                pod_features.push(Arc::new(persistent_pod_states));
+            }
             let scope_features = pod_features.clone();
             let context = crate::admission::AdmissionContext {
                 pods: caches.get::<CachedPod>(),
@@ -289,6 +294,7 @@ pub async fn run(
                 pod_probe_marker_off: ["PodProbeMarkerGate", "KruiseDaemon"]
                     .into_iter()
                     .find(|gate| !gates.enabled(gate)),
+                persistent_pod_states: Some(caches.get()),
             };
             let mut policy = config.webhook_policy.clone();
             policy.manager_namespace = webhook.namespace.clone();

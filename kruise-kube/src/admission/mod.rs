@@ -90,6 +90,8 @@ pub struct AdmissionContext {
     /// The gate that refuses PodProbeMarkers, as upstream's webhook does with it off:
     /// `PodProbeMarkerGate` or `KruiseDaemon`.
     pub pod_probe_marker_off: Option<&'static str>,
+    /// The PersistentPodStates, for the conflicts `vpersistentpodstate.kb.io` refuses.
+    pub persistent_pod_states: Option<Cache<kruise_api::apps::v1beta1::PersistentPodState>>,
 }
 
 pub mod pod_feature;
@@ -386,6 +388,14 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             "podprobemarkers",
             CREATE_UPDATE,
             post(validate_pod_probe_marker),
+        ),
+        kruise(
+            "vpersistentpodstate.kb.io",
+            "/validate-apps-kruise-io-persistentpodstate",
+            Validating,
+            "persistentpodstates",
+            CREATE_UPDATE,
+            post(validate_persistent_pod_state),
         ),
         kruise(
             "vresourcedistribution.kb.io",
@@ -875,6 +885,39 @@ async fn validate_pod_probe_marker(
             .transpose()
             .map_err(bad)?;
         rules::validate_pod_probe_marker(&marker, old.as_ref())
+            .into_result()
+            .map_err(|e| (400, e.to_string()))?;
+        Ok(AdmissionResponse::allow(request))
+    })
+}
+
+/// `vpersistentpodstate.kb.io`: upstream's rules, against the other PersistentPodStates of
+/// the namespace.
+async fn validate_persistent_pod_state(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    use kruise_core::persistentpodstate::admission as rules;
+    on_write(&body, |request, object| {
+        let bad = |message: String| (400, message);
+        let state =
+            hub_object::<v1alpha1::PersistentPodState>(request, object, "persistentpodstate")
+                .map_err(bad)?;
+        let old = old_of(request)
+            .map(|old| {
+                hub_object::<v1alpha1::PersistentPodState>(request, old, "old persistentpodstate")
+            })
+            .transpose()
+            .map_err(bad)?;
+        let namespace = request.namespace.clone().unwrap_or_default();
+        let others = context
+            .persistent_pod_states
+            .as_ref()
+            .map(|c| c.in_namespace(&namespace))
+            .unwrap_or_default();
+        let others: Vec<&kruise_api::apps::v1beta1::PersistentPodState> =
+            others.iter().map(AsRef::as_ref).collect();
+        rules::validate_persistent_pod_state(&state, old.as_ref(), &others)
             .into_result()
             .map_err(|e| (400, e.to_string()))?;
         Ok(AdmissionResponse::allow(request))
@@ -2296,6 +2339,7 @@ mod tests {
             patch_metadata_defaults_allowed: false,
             resource_distribution: true,
             pod_probe_marker_off: Some("PodProbeMarkerGate"),
+            persistent_pod_states: None,
         }
     }
 

@@ -16,6 +16,7 @@ mod ephemeraljob;
 mod image;
 mod launch_priority;
 mod leader_failover;
+mod persistentpodstate;
 mod playground;
 mod podprobemarker;
 mod pub_budget;
