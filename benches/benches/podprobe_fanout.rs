@@ -113,6 +113,7 @@ fn bench(c: &mut Criterion) {
         let snapshot = NodeSnapshot {
             node_name: "node-1234",
             node: NodeState::Ready,
+            serverless: false,
             probe: Some(probe),
             pods: pods.iter().collect(),
             markers: markers.iter().map(AsRef::as_ref).collect(),
@@ -139,6 +140,7 @@ fn bench(c: &mut Criterion) {
             let snapshot = NodeSnapshot {
                 node_name: "node-1234",
                 node: NodeState::Ready,
+                serverless: false,
                 probe: Some(&current.probe),
                 pods: pods_now.iter().collect(),
                 markers: markers_now.iter().map(AsRef::as_ref).collect(),

@@ -47,11 +47,19 @@ fuzz_target!(|data: &[u8]| {
     let snapshot = NodeSnapshot {
         node_name: "node",
         node: NodeState::Ready,
+        serverless: false,
         probe: probe.as_ref(),
         pods: pod_refs.clone(),
         markers: marker_refs.clone(),
     };
     let _ = plan_node(&snapshot, now);
+    let _ = plan_node(&NodeSnapshot { node: NodeState::Virtual, serverless: true, ..snapshot.clone() }, now);
+    let index = kruise_core::podprobe::MarkerIndex::new(&marker_refs);
+    for pod in &pods {
+        if let Some(step) = kruise_core::podprobe::serverless::serverless_step(pod, &index) {
+            assert!(serde_json::from_str::<Value>(&step.probes).is_ok_and(|v| v.is_array()));
+        }
+    }
     let spec = desired_spec(probe.as_ref().map(|p| &p.spec), &pod_refs, &marker_refs);
     assert_eq!(desired_spec(Some(&spec), &pod_refs, &marker_refs), spec);
     let mut uids = std::collections::BTreeSet::new();

@@ -161,12 +161,6 @@ pub enum Support {
 /// The gates that are not [`Support::Built`].
 const SUPPORT: &[(&str, Support)] = &[
     (
-        "EnablePodProbeMarkerOnServerless",
-        Support::NotBuilt(
-            "PodProbeMarker on virtual-kubelet nodes (the kruise.io/podprobe annotation) is not built yet (issue 43)",
-        ),
-    ),
-    (
         "CloneSetEventHandlerOptimization",
         Support::NotBuilt(
             "the CloneSet controller wakes on every change of its pods; upstream's filter of pod updates is not built",
@@ -551,13 +545,10 @@ mod tests {
             .map(|(n, _)| n)
             .filter(|n| matches!(FeatureGates::support(n), Support::NotBuilt(_)))
             .collect();
-        assert_eq!(
-            not_built,
-            ["CloneSetEventHandlerOptimization", "EnablePodProbeMarkerOnServerless"]
-        );
+        assert_eq!(not_built, ["CloneSetEventHandlerOptimization"]);
         // Named by AllAlpha rather than by name, a not-built gate is off with a warning.
         let g = parse("AllAlpha=true");
-        assert!(!g.enabled("EnablePodProbeMarkerOnServerless"));
+        assert!(!g.enabled("CloneSetEventHandlerOptimization"));
         assert!(g.enabled("CloneSetShortHash"));
     }
 

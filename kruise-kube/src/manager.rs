@@ -266,6 +266,10 @@ pub async fn run(
                 crate::persistentpodstate::PersistentPodStateFeature::new(&caches);
             if gates.enabled("PodWebhook") {
                 pod_features.push(Arc::new(persistent_pod_states));
+                if gates.enabled("EnablePodProbeMarkerOnServerless") {
+                    pod_features
+                        .push(Arc::new(crate::podprobe::ServerlessProbeFeature::new(&caches)));
+                }
             }
             let scope_features = pod_features.clone();
             let context = crate::admission::AdmissionContext {

@@ -259,6 +259,7 @@ impl NodePodProbeController {
         let snapshot = NodeSnapshot {
             node_name: &key.name,
             node: node_state(node.as_deref()),
+            serverless: self.context.settings.gates.enabled("EnablePodProbeMarkerOnServerless"),
             probe: probe.as_deref(),
             pods: pods.iter().collect(),
             markers: markers.iter().map(AsRef::as_ref).collect(),
@@ -461,6 +462,65 @@ impl Reconciler for PodProbeMarkerController {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
         Box::pin(self.reconcile_marker(key))
+    }
+}
+
+/// The pod webhook's step for serverless pods (gate `EnablePodProbeMarkerOnServerless`): the
+/// probes of the markers that select a pod being created, in its `kruise.io/podprobe`
+/// annotation ([`kruise_core::podprobe::serverless`]).
+#[derive(Clone)]
+pub struct ServerlessProbeFeature {
+    markers: Cache<PodProbeMarker>,
+}
+
+impl ServerlessProbeFeature {
+    /// Over the shared PodProbeMarker cache.
+    pub fn new(caches: &crate::cache::SharedCaches) -> Self {
+        Self { markers: caches.get() }
+    }
+}
+
+impl crate::admission::PodFeature for ServerlessProbeFeature {
+    fn name(&self) -> &'static str {
+        "PodProbeMarkerServerless"
+    }
+
+    fn is_synced(&self) -> bool {
+        self.markers.is_synced()
+    }
+
+    fn wait_synced(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.markers.wait_synced())
+    }
+
+    fn on_create<'a>(
+        &'a self,
+        pod: &'a Pod,
+        namespace: &'a str,
+        _dry_run: bool,
+    ) -> BoxFuture<'a, Result<Option<crate::admission::pod_feature::PodStepBox>, String>> {
+        let markers = self.markers.in_namespace(namespace);
+        let refs: Vec<&PodProbeMarker> = markers.iter().map(AsRef::as_ref).collect();
+        let index = kruise_core::podprobe::MarkerIndex::new(&refs);
+        let step = kruise_core::podprobe::serverless::serverless_step(pod, &index)
+            .map(|s| Box::new(s) as crate::admission::pod_feature::PodStepBox);
+        Box::pin(std::future::ready(Ok(step)))
+    }
+
+    fn scope(&self) -> Vec<kruise_core::admission::pod_scope::PodScopeTerm> {
+        use kruise_core::admission::pod_scope::{NamespaceScope, PodScopeTerm};
+        self.markers
+            .all()
+            .iter()
+            .filter_map(|m| {
+                let namespace = m.metadata.namespace.clone().unwrap_or_default();
+                PodScopeTerm::selecting(NamespaceScope::Named(namespace), m.spec.selector.as_ref())
+            })
+            .collect()
+    }
+
+    fn watch_scope(&self, wake: Arc<tokio::sync::Notify>) {
+        crate::admission::pod_feature::wake_on_spec_change(&self.markers, wake);
     }
 }
 

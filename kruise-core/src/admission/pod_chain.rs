@@ -35,6 +35,8 @@ pub enum PodStep {
     PersistentPodState,
     /// The enhanced liveness probe.
     EnhancedLiveness,
+    /// PodProbeMarker's probes for a serverless provider (`kruise.io/podprobe`).
+    PodProbeMarkerServerless,
 }
 
 /// Why a step could not mutate a pod; the webhook answers 500 with it, as upstream does.

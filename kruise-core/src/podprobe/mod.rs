@@ -26,6 +26,7 @@
 
 pub mod admission;
 pub mod prober;
+pub mod serverless;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -97,6 +98,9 @@ pub struct NodeSnapshot<'a> {
     pub node_name: &'a str,
     /// The node.
     pub node: NodeState,
+    /// `EnablePodProbeMarkerOnServerless`: the pods of a virtual-kubelet node are marked from
+    /// the conditions their provider sets ([`serverless::serverless_marks`]).
+    pub serverless: bool,
     /// Its NodePodProbe, when there is one.
     pub probe: Option<&'a NodePodProbe>,
     /// The pods bound to the node.
@@ -459,7 +463,31 @@ pub fn plan_node(snapshot: &NodeSnapshot<'_>, _now: Timestamp) -> Plan<()> {
             });
             return plan;
         }
-        (NodeState::Missing | NodeState::Deleting | NodeState::Virtual, _) => return plan,
+        (NodeState::Virtual, probe) => {
+            // kruise-daemon does not probe on a virtual-kubelet node.
+            if let Some(probe) = probe {
+                let guard = probe.metadata.uid.clone().map_or(Guard::None, Guard::Uid);
+                plan.actions.push(Action::DeleteObject {
+                    target: Target::new(NODE_POD_PROBE, None, name).guarded(guard),
+                });
+            }
+            if snapshot.serverless {
+                for pod in snapshot.pods.iter().filter(|p| is_probed(p)) {
+                    let marks = serverless::serverless_marks(pod, &markers);
+                    if let Some(patch) = marks_patch(pod, &marks) {
+                        plan.actions.push(Action::PatchPodStatus {
+                            namespace: pod.metadata.namespace.clone(),
+                            name: crate::pod::name_of(pod).to_owned(),
+                            uid: pod.metadata.uid.clone().unwrap_or_default(),
+                            purpose: PodStatusPurpose::ProbeMarker,
+                            patch: Patch::strategic(patch),
+                        });
+                    }
+                }
+            }
+            return plan;
+        }
+        (NodeState::Missing | NodeState::Deleting, _) => return plan,
         (NodeState::NotReady, None) => return plan,
         (NodeState::Ready, None) => {
             let spec = spec_from_index(None, &snapshot.pods, &markers);

@@ -60,6 +60,7 @@ fn snapshot<'a>(
     NodeSnapshot {
         node_name: "node-1",
         node,
+        serverless: false,
         probe,
         pods: pods.iter().collect(),
         markers: markers.iter().collect(),
@@ -315,4 +316,111 @@ proptest! {
             }
         }
     }
+}
+
+fn serverless_marker(name: &str, probes: serde_json::Value) -> PodProbeMarker {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "probes": probes}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn serverless_pods_get_their_probes_at_creation() {
+    // Upstream's webhook fixture.
+    let markers = [
+        serverless_marker(
+            "healthy",
+            json!([
+                {"name": "healthy", "containerName": "main", "probe": {}, "podConditionType": "game.kruise.io/healthy",
+                 "markerPolicy": [{"state": "Succeeded", "labels": {"h": "true"}}]},
+                {"name": "healthy", "containerName": "envoy", "probe": {}, "podConditionType": "game.kruise.io/healthy"}
+            ]),
+        ),
+        serverless_marker(
+            "init",
+            json!([
+                {"name": "init", "containerName": "init-1", "probe": {}, "podConditionType": "game.kruise.io/init"},
+                {"name": "init", "containerName": "init-2", "probe": {}, "podConditionType": "game.kruise.io/init"}
+            ]),
+        ),
+        serverless_marker(
+            "none",
+            json!([
+                {"name": "x", "containerName": "main", "probe": {}, "markerPolicy": [{"state": "Succeeded", "labels": {"x": "1"}}]}
+            ]),
+        ),
+    ];
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web"}},
+        "spec": {
+            "initContainers": [{"name": "init-1"}, {"name": "init-2", "restartPolicy": "Always"}],
+            "containers": [{"name": "main"}, {"name": "envoy"}]
+        }
+    }))
+    .unwrap();
+    let refs: Vec<&PodProbeMarker> = markers.iter().collect();
+    let step = serverless::serverless_step(&pod, &MarkerIndex::new(&refs)).unwrap();
+    assert_eq!(
+        step.probes,
+        r#"[{"name":"healthy","containerName":"main","probe":{},"podConditionType":"game.kruise.io/healthy"},{"name":"init","containerName":"init-2","probe":{},"podConditionType":"game.kruise.io/init"}]"#
+    );
+    assert_eq!(step.markers, "healthy,init");
+    // A pod no marker selects gets nothing.
+    let mut other = pod.clone();
+    other.metadata.labels = None;
+    assert!(serverless::serverless_step(&other, &MarkerIndex::new(&refs)).is_none());
+}
+
+#[test]
+fn serverless_pods_are_marked_from_their_conditions() {
+    let markers = [serverless_marker(
+        "ppm",
+        json!([
+            {"name": "idle", "containerName": "main", "probe": {}, "podConditionType": "game.io/idle",
+             "markerPolicy": [
+                {"state": "Succeeded", "labels": {"gameserver-idle": "true"}, "annotations": {"controller.kubernetes.io/pod-deletion-cost": "-10"}},
+                {"state": "Failed", "labels": {"gameserver-idle": "false"}}
+             ]},
+            {"name": "healthy", "containerName": "main", "probe": {}, "podConditionType": "game.io/healthy",
+             "markerPolicy": [{"state": "Failed", "labels": {"gameserver-healthy": "false"}, "annotations": {"controller.kubernetes.io/ingress": "false"}}]}
+        ]),
+    )];
+    let refs: Vec<&PodProbeMarker> = markers.iter().collect();
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"app": "web"}},
+        "spec": {"nodeName": "vk-1", "containers": [{"name": "main"}]},
+        "status": {"phase": "Running", "conditions": [
+            {"type": "Initialized", "status": "True"},
+            {"type": "game.io/idle", "status": "True"},
+            {"type": "game.io/healthy", "status": "False"}
+        ]}
+    }))
+    .unwrap();
+    let pods = [pod];
+    let snapshot = NodeSnapshot {
+        node_name: "vk-1",
+        node: NodeState::Virtual,
+        serverless: true,
+        probe: None,
+        pods: pods.iter().collect(),
+        markers: refs.clone(),
+    };
+    let plan = plan_node(&snapshot, now());
+    let [Action::PatchPodStatus { patch, .. }] = plan.actions.as_slice() else {
+        panic!("{:?}", plan.actions)
+    };
+    assert_eq!(
+        patch.body()["metadata"]["labels"],
+        json!({"gameserver-idle": "true", "gameserver-healthy": "false"})
+    );
+    assert_eq!(
+        patch.body()["metadata"]["annotations"],
+        json!({"controller.kubernetes.io/pod-deletion-cost": "-10", "controller.kubernetes.io/ingress": "false"})
+    );
+    assert!(patch.body().get("status").is_none());
+    // Without the gate, virtual nodes are left alone.
+    let off = NodeSnapshot { serverless: false, ..snapshot };
+    assert!(plan_node(&off, now()).actions.is_empty());
 }

@@ -200,3 +200,49 @@ fn probe_results_become_conditions_and_labels() {
     });
     assert_eq!(marks(k).iter().filter(|(_, s, _)| s == "False").count(), 3, "{:?}", marks(k));
 }
+
+/// Serverless mode: a pod gets its probes in `kruise.io/podprobe` at creation; on a
+/// virtual-kubelet node, the condition its provider sets becomes its markers.
+#[test]
+fn serverless_pods_are_marked_from_their_provider_conditions() {
+    let pg = Playground::start(1, &["--feature-gates", "EnablePodProbeMarkerOnServerless=true"]);
+    let k = &pg.kubectl;
+    let node = k.ok(&["get", "nodes", "-o", "name"]).trim().trim_start_matches("node/").to_owned();
+    k.ok(&["label", "node", &node, "type=virtual-kubelet", "--overwrite"]);
+    k.ok_stdin(&["apply", "-f", "-"], MARKER);
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "vk-pod", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example/web:v1"}]}}"#;
+    // Until the generated webhook entry selects the marker's pods, a pod is created without
+    // its probes: created again until it has them.
+    let created = wait_for("a pod created with its probes", MINUTE, || {
+        k.run_with(
+            &["delete", "pod", "vk-pod", "--ignore-not-found", "--grace-period=0", "--force"],
+            None,
+        );
+        k.ok_stdin(&["create", "-f", "-"], pod);
+        let created = k.json(&["get", "pod", "vk-pod", "-o", "json"]);
+        created["metadata"]["annotations"]["kruise.io/podprobe"].is_string().then_some(created)
+    });
+    let probes: Value = serde_json::from_str(
+        created["metadata"]["annotations"]["kruise.io/podprobe"].as_str().unwrap_or("null"),
+    )
+    .expect("the probes annotation is JSON");
+    assert_eq!(probes[0]["name"], "ready", "{created}");
+    assert_eq!(probes[0]["podConditionType"], "game.io/ready");
+    assert!(probes[0]["markerPolicy"].is_null());
+    assert_eq!(created["metadata"]["annotations"]["kruise.io/podprobemarker-list"], "ready-file");
+    wait_for("the pod running", MINUTE, || {
+        (k.json(&["get", "pod", "vk-pod", "-o", "json"])["status"]["phase"] == "Running")
+            .then_some(())
+    });
+    // No NodePodProbe for a virtual-kubelet node.
+    assert!(k.ok(&["get", "nodepodprobes", "-o", "name"]).trim().is_empty());
+    // The provider reports the probe in the pod's condition.
+    let condition = r#"{"status": {"conditions": [{"type": "game.io/ready", "status": "True"}]}}"#;
+    k.ok(&["patch", "pod", "vk-pod", "--subresource=status", "--type=strategic", "-p", condition]);
+    wait_marked(k, "vk-pod", "True", "true");
+    let condition = r#"{"status": {"conditions": [{"type": "game.io/ready", "status": "False"}]}}"#;
+    k.ok(&["patch", "pod", "vk-pod", "--subresource=status", "--type=strategic", "-p", condition]);
+    wait_marked(k, "vk-pod", "False", "false");
+}
