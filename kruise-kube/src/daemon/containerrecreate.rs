@@ -479,10 +479,7 @@ impl Inner {
 /// The client httpGet hooks are sent with: `http` and `https`, HTTP/1.1, and for `https` the
 /// certificate verified against the node's trust store (as upstream's daemon, whose Go
 /// `http.Client{}` uses the system roots). Redirects are not followed: any response counts.
-type HookClient = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    http_body_util::Empty<hyper::body::Bytes>,
->;
+type HookClient = super::ActionClient;
 
 /// Builds a [`HookClient`] trusting `roots`.
 fn hook_client(roots: rustls::RootCertStore) -> Result<HookClient, String> {
@@ -491,13 +488,7 @@ fn hook_client(roots: rustls::RootCertStore) -> Result<HookClient, String> {
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config)
-        .https_or_http()
-        .enable_http1()
-        .build();
-    Ok(hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build(connector))
+    Ok(super::action_client(config, true))
 }
 
 /// The daemon's [`HookClient`], built at the first hook: the node's trust store is read once

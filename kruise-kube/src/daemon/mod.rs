@@ -202,6 +202,28 @@ fn track_sync<K>(
     });
 }
 
+/// The HTTP(S) client of the daemon's httpGet actions (lifecycle hooks, probes): `http` and
+/// `https` over HTTP/1.1, with the TLS `config`. No redirect is followed.
+pub(crate) type ActionClient = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    http_body_util::Empty<hyper::body::Bytes>,
+>;
+
+/// An [`ActionClient`] with `config`; `keep_alive: false` keeps no idle connection.
+pub(crate) fn action_client(config: rustls::ClientConfig, keep_alive: bool) -> ActionClient {
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let mut builder =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new());
+    if !keep_alive {
+        builder.pool_max_idle_per_host(0);
+    }
+    builder.build(connector)
+}
+
 /// `containerd://abc` -> (`containerd`, `abc`); an ID without a prefix has an empty type.
 pub fn split_container_id(id: &str) -> (&str, &str) {
     id.split_once("://").unwrap_or(("", id))

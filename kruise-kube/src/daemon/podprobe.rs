@@ -516,10 +516,7 @@ pub async fn tcp_probe(
     }
 }
 
-type ProbeClient = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Empty<Bytes>,
->;
+type ProbeClient = super::ActionClient;
 
 /// Accepts any server certificate, as the kubelet's HTTPS probes do (`InsecureSkipVerify`);
 /// signatures are still checked with the crypto provider's algorithms.
@@ -582,15 +579,8 @@ fn probe_client() -> Result<&'static ProbeClient, String> {
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
                 .with_no_client_auth();
-            let connector = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config(config)
-                .https_or_http()
-                .enable_http1()
-                .build();
             // Probes keep no connections open, as the kubelet's.
-            Ok(hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .pool_max_idle_per_host(0)
-                .build(connector))
+            Ok(super::action_client(config, false))
         })
         .as_ref()
         .map_err(Clone::clone)

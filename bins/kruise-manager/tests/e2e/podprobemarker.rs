@@ -246,3 +246,11 @@ fn serverless_pods_are_marked_from_their_provider_conditions() {
     k.ok(&["patch", "pod", "vk-pod", "--subresource=status", "--type=strategic", "-p", condition]);
     wait_marked(k, "vk-pod", "False", "false");
 }
+
+/// With `PodProbeMarkerGate` off, markers are refused with upstream's words.
+#[test]
+fn markers_are_refused_with_the_gate_off() {
+    let pg = Playground::start(1, &["--feature-gates", "PodProbeMarkerGate=false"]);
+    let err = refused(&pg.kubectl, MARKER);
+    assert!(err.contains("feature-gate PodProbeMarkerGate is not enabled"), "{err}");
+}

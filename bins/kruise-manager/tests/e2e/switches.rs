@@ -23,36 +23,6 @@ fn a_gate_whose_feature_is_not_built_is_refused_at_start_by_name() {
     );
 }
 
-#[test]
-fn probe_markers_are_refused_with_the_gate_off() {
-    let pg = Playground::start(1, &["--feature-gates", "PodProbeMarkerGate=false"]);
-    let marker = r#"
-apiVersion: apps.kruise.io/v1alpha1
-kind: PodProbeMarker
-metadata:
-  name: ready-file
-spec:
-  selector:
-    matchLabels: {app: web}
-  probes:
-  - name: ready
-    containerName: main
-    probe:
-      exec:
-        command: ["cat", "/tmp/ready"]
-    markerPolicy:
-    - state: Succeeded
-      labels: {ready: "true"}
-"#;
-    let refused = pg.kubectl.run_with(&["apply", "-f", "-"], Some(marker));
-    assert!(!refused.ok);
-    assert!(
-        refused.stderr.contains("feature-gate PodProbeMarkerGate is not enabled"),
-        "{}",
-        refused.stderr
-    );
-}
-
 /// `EnableExternalCerts`: the manager serves the certificates another writer keeps in the
 /// Secret, and never writes it; without the Secret it refuses to start, naming it.
 #[test]
