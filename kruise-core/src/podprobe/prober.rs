@@ -147,8 +147,10 @@ impl ProbeWorker {
             ));
             return tick;
         }
-        let started = container.started_at.unwrap_or(now);
-        if now.duration_since(started) < timing.initial_delay {
+        // A start time the runtime does not give holds no probe back.
+        if let Some(started) = container.started_at
+            && now.duration_since(started) < timing.initial_delay
+        {
             return tick;
         }
         tick.probe = Some(container.id.clone());
@@ -365,6 +367,9 @@ mod tests {
         let tick = w.tick("main", Some(&running("c2", 10)), &t, at(11));
         assert_eq!(tick.record.unwrap().state, ProbeState::Unknown);
         assert_eq!(tick.probe, None);
+        // A running container whose start the runtime does not report is probed.
+        let unknown_start = ContainerView { id: "c3".into(), running: true, started_at: None };
+        assert_eq!(w.tick("main", Some(&unknown_start), &t, at(12)).probe, Some("c3".into()));
     }
 
     #[test]
