@@ -11,6 +11,8 @@
 //!   otherwise the jobs the DaemonSet controls are deleted;
 //! - a revision labelled `apps.kruise.io/pre-predownload-created` or
 //!   `apps.kruise.io/image-predownload-ignored` was handled already;
+//! - the DaemonSet's first revision gets nothing, as no pod runs an older one (upstream creates
+//!   a job that selects no pod, deleted once the status catches up);
 //! - with no partition and a `maxUnavailable` (default 1) covering every desired pod, the
 //!   update is one batch: the revision is labelled ignored and no job is made;
 //! - otherwise one job per container whose image differs from (or is missing in) an older
@@ -51,7 +53,9 @@ pub(super) fn plan(input: &Inputs<'_>, actions: &mut Vec<Action>, events: &mut V
         actions.extend(shared::delete_jobs(input.jobs));
         return;
     }
-    if shared::handled(input.update) {
+    // A first revision has no older pods to pull onto. Upstream still makes a job, which
+    // selects no pod until the status catches up and deletes it.
+    if shared::handled(input.update) || input.old.is_empty() {
         return;
     }
     let revision_name = input.update.metadata.name.as_deref().unwrap_or_default();

@@ -288,6 +288,19 @@ fn an_update_in_one_batch_is_marked_ignored() {
 }
 
 #[test]
+fn a_first_revision_gets_no_job() {
+    let (mut snapshot, _) = update_snapshot(json!({"partition": 1}), json!({}));
+    snapshot.revisions.remove(0);
+    snapshot.pods.clear();
+    let mut ds = snapshot.daemonset.to_v1beta1().expect("v1beta1");
+    ds.status = None;
+    snapshot.daemonset = ds.into();
+    let plan = plan(&snapshot, at(0));
+    assert!(jobs(&plan).is_empty());
+    assert!(revision_label_patches(&plan).is_empty());
+}
+
+#[test]
 fn a_revision_already_handled_gets_no_job() {
     for key in
         ["apps.kruise.io/pre-predownload-created", "apps.kruise.io/image-predownload-ignored"]
