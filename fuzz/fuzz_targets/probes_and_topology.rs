@@ -12,7 +12,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1alpha1::{NodePodProbe, PodProbeMarker};
 use kruise_api::apps::v1beta1::PersistentPodState;
 use kruise_core::persistentpodstate::admission::validate_persistent_pod_state;
-use kruise_core::persistentpodstate::{StatusSnapshot, WorkloadView, plan_status, step_for};
+use kruise_core::persistentpodstate::{
+    CustomWorkloadWhitelist, StatusSnapshot, WorkloadView, plan_status, step_for,
+};
 use kruise_core::podprobe::admission::validate_pod_probe_marker;
 use kruise_core::podprobe::{NodeSnapshot, NodeState, desired_spec, plan_node};
 use libfuzzer_sys::fuzz_target;
@@ -72,8 +74,11 @@ fuzz_target!(|data: &[u8]| {
     let labels: BTreeMap<String, String> =
         serde_json::from_value(input["nodeLabels"].clone()).unwrap_or_default();
     let node_labels = move |_: &str| Some(labels.clone());
+    let whitelist = CustomWorkloadWhitelist::parse(input["whitelist"].as_str().unwrap_or_default())
+        .unwrap_or_default();
     for state in &states {
-        for message in validate_persistent_pod_state(state, None, &state_refs).messages() {
+        for message in validate_persistent_pod_state(state, None, &state_refs, &whitelist).messages()
+        {
             assert!(message.starts_with("spec"), "{message}");
         }
         let workload = input["replicas"].as_i64().map(|r| WorkloadView {

@@ -518,6 +518,9 @@ struct SharedInner {
     tasks: tokio::task::JoinSet<()>,
     /// State shared by controllers and webhooks beside the caches, one value per type.
     shared: HashMap<TypeId, Arc<dyn std::any::Any + Send + Sync>>,
+    /// Watches of kinds known only at run time ([`SharedCaches::spawn_watch`]), until the
+    /// caches start.
+    pending_watches: Vec<(String, PendingReflector)>,
 }
 
 /// Every cache of the manager, one per kind, shared by all controllers and webhooks. Cheap to
@@ -610,6 +613,28 @@ impl SharedCaches {
                 tracing::debug!(kind = %entry.kind, "starting a reflector");
                 inner.tasks.spawn(reflector(client.clone(), namespace.clone()));
             }
+        }
+        for (what, watch) in inner.pending_watches.drain(..) {
+            tracing::debug!(%what, "starting a watch");
+            inner.tasks.spawn(watch(client.clone(), namespace.clone()));
+        }
+    }
+
+    /// Runs `watch` beside the reflectors, with their client and namespace: at once when
+    /// they run, else when they start; [`SharedCaches::stop`] ends it with them. For kinds
+    /// known only at run time, which have no typed [`Cache`].
+    pub fn spawn_watch(
+        &self,
+        what: &str,
+        watch: impl FnOnce(Client, Option<String>) -> BoxFuture<'static, ()> + Send + 'static,
+    ) {
+        let mut inner = self.lock();
+        match inner.running.clone() {
+            Some((client, namespace)) => {
+                tracing::debug!(%what, "starting a watch");
+                inner.tasks.spawn(watch(client, namespace));
+            }
+            None => inner.pending_watches.push((what.to_owned(), Box::new(watch))),
         }
     }
 

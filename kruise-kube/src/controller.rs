@@ -216,6 +216,15 @@ impl Watch {
         }
     }
 
+    /// Keys from a source that is not a typed cache (a watch of kinds known only at run
+    /// time): `subscribe` is given the controller's queue once, when it is built.
+    pub fn external(
+        kind: &str,
+        subscribe: impl FnOnce(WorkQueue<ObjectKey>) + Send + 'static,
+    ) -> Self {
+        Self { kind: kind.to_owned(), mapping: KeyMapping::Custom, subscribe: Box::new(subscribe) }
+    }
+
     /// The controller reconciles the objects of `cache` themselves.
     pub fn own<K: Watched>(cache: &Cache<K>) -> Self {
         Self::new(cache, KeyMapping::Own, |change| {

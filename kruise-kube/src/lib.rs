@@ -41,6 +41,7 @@ pub mod cache;
 pub mod cached_pod;
 pub mod client;
 pub mod cloneset;
+pub mod configuration;
 pub mod controller;
 pub mod crr;
 pub mod daemon;

@@ -262,8 +262,11 @@ pub async fn run(
                 pod_features.push(Arc::new(sets.clone()));
             }
             pod_features.push(Arc::new(pub_budgets));
-            let persistent_pod_states =
-                crate::persistentpodstate::PersistentPodStateFeature::new(&caches);
+            let persistent_pod_states = crate::persistentpodstate::PersistentPodStateFeature::new(
+                &caches,
+                client.clone(),
+                &config.controller_settings.manager_namespace,
+            );
             if gates.enabled("PodWebhook") {
                 pod_features.push(Arc::new(persistent_pod_states));
                 if gates.enabled("EnablePodProbeMarkerOnServerless") {

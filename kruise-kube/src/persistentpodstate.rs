@@ -11,8 +11,12 @@
 //!
 //! Advanced StatefulSets are read from the shared cache; apps/v1 StatefulSets are cached as
 //! metadata only (for their annotations), and read from the API server when a record needs
-//! their replicas. Custom workloads (`PPS_Watch_Custom_Workload_WhiteList`) are not supported:
-//! the webhook refuses them, naming the whitelist.
+//! their replicas. Custom workloads, the kinds of the `PPS_Watch_Custom_Workload_WhiteList`
+//! entry of `kruise-configuration`, are watched as dynamic objects ([`custom`]); their
+//! replicas are `spec.replicas`. A PersistentPodState whose custom kind leaves the whitelist
+//! keeps its records and is no longer followed.
+
+mod custom;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,8 +33,8 @@ use kruise_api::well_known::annotations::{
 use kruise_core::admission::pod_scope::PodScopeTerm;
 use kruise_core::ordinal::Reserved;
 use kruise_core::persistentpodstate::{
-    GeneratingWorkload, StatusSnapshot, WorkloadView, group_of, is_supported_target,
-    plan_generation, plan_status, refers_to, step_for,
+    GeneratingWorkload, StatusSnapshot, WorkloadView, group_of, is_stateful_set, plan_generation,
+    plan_status, refers_to, step_for,
 };
 use kube::Client;
 use kube::core::PartialObjectMeta;
@@ -76,8 +80,8 @@ fn generation_annotations(
     ]
 }
 
-fn generate_key(namespace: &str, api_version: &str, name: &str) -> ObjectKey {
-    ObjectKey::new(namespace, format!("{GENERATE}{api_version}#{STATEFUL_SET}#{name}"))
+fn generate_key(namespace: &str, api_version: &str, kind: &str, name: &str) -> ObjectKey {
+    ObjectKey::new(namespace, format!("{GENERATE}{api_version}#{kind}#{name}"))
 }
 
 /// The keys a workload change wakes: its generation key when its annotations change (or it
@@ -85,6 +89,7 @@ fn generate_key(namespace: &str, api_version: &str, name: &str) -> ObjectKey {
 fn workload_keys(
     states: &Cache<PersistentPodState>,
     api_version: &str,
+    kind: &str,
     old: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
     new: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
 ) -> Vec<ObjectKey> {
@@ -98,13 +103,13 @@ fn workload_keys(
     let (before, after) = (annotations(old), annotations(new));
     let asks = |a: &Option<[Option<String>; 4]>| a.as_ref().is_some_and(|a| a[0].is_some());
     if new.is_some() && before != after && (asks(&before) || asks(&after)) {
-        keys.push(generate_key(&namespace, api_version, &name));
+        keys.push(generate_key(&namespace, api_version, kind, &name));
     }
     keys.extend(
         states
             .in_namespace(&namespace)
             .iter()
-            .filter(|s| refers_to(&s.spec.target_reference, api_version, STATEFUL_SET, &name))
+            .filter(|s| refers_to(&s.spec.target_reference, api_version, kind, &name))
             .map(|s| ObjectKey::of(s.as_ref())),
     );
     keys
@@ -118,7 +123,23 @@ pub struct PersistentPodStateController {
     nodes: Cache<Node>,
     advanced: Cache<AdvancedStatefulSet>,
     stateful_sets: Cache<PartialObjectMeta<KubeStatefulSet>>,
+    custom: Arc<custom::CustomWorkloads>,
 }
+
+/// The workload a PersistentPodState's reference finds.
+enum Target {
+    /// The workload, and its UID.
+    Found(WorkloadView, String),
+    /// There is none: the records go.
+    Gone,
+    /// A custom kind the whitelist does not name: left as it is.
+    NotFollowed,
+    /// A custom kind whose objects are not listed yet: looked at again soon.
+    Loading,
+}
+
+/// How soon a reconcile waiting for a custom kind's first list runs again.
+const LOADING_RETRY: Duration = Duration::from_secs(1);
 
 /// A cached pod as the planner reads it: metadata, status and `spec.nodeName`.
 fn bound_pod(pod: &CachedPod) -> Pod {
@@ -148,20 +169,38 @@ impl PersistentPodStateController {
             nodes: context.caches.get(),
             advanced: context.caches.get(),
             stateful_sets: context.caches.get(),
+            custom: Arc::default(),
             context,
         })
     }
 
-    /// The workload a reference names: its view and UID (`None`: there is none).
+    /// The workload a reference names.
     async fn workload(
         &self,
         namespace: &str,
         api_version: &str,
+        kind: &str,
         name: &str,
-    ) -> Result<Option<(WorkloadView, String)>, ReconcileError> {
+    ) -> Result<Target, ReconcileError> {
         let key = ObjectKey::new(namespace, name);
-        match group_of(api_version) {
-            "apps.kruise.io" => Ok(self.advanced.get(&key).map(|set| {
+        if !is_stateful_set(api_version, kind) {
+            return Ok(match self.custom.lookup(namespace, api_version, kind, name) {
+                custom::Lookup::NotWhitelisted => Target::NotFollowed,
+                custom::Lookup::Loading => Target::Loading,
+                custom::Lookup::Missing => Target::Gone,
+                custom::Lookup::Found(object, _) => {
+                    let view = WorkloadView {
+                        replicas: custom::replicas_of(&object),
+                        start: 0,
+                        reserved: Reserved::default(),
+                        deleting: object.metadata.deletion_timestamp.is_some(),
+                    };
+                    Target::Found(view, object.metadata.uid.clone().unwrap_or_default())
+                }
+            });
+        }
+        let found = match group_of(api_version) {
+            "apps.kruise.io" => self.advanced.get(&key).map(|set| {
                 let view = WorkloadView {
                     replicas: set.spec.replicas.unwrap_or(1),
                     start: set.spec.ordinals.as_ref().map_or(0, |o| o.start),
@@ -169,10 +208,10 @@ impl PersistentPodStateController {
                     deleting: set.metadata.deletion_timestamp.is_some(),
                 };
                 (view, set.metadata.uid.clone().unwrap_or_default())
-            })),
-            "apps" => {
+            }),
+            _ => {
                 if self.stateful_sets.get(&key).is_none() {
-                    return Ok(None);
+                    return Ok(Target::Gone);
                 }
                 let set = self
                     .context
@@ -184,7 +223,7 @@ impl PersistentPodStateController {
                         target: name.to_owned(),
                         source,
                     })?;
-                Ok(set.map(|set| {
+                set.map(|set| {
                     let spec = set.spec;
                     let view = WorkloadView {
                         replicas: spec.replicas.unwrap_or(1),
@@ -193,19 +232,23 @@ impl PersistentPodStateController {
                         deleting: set.metadata.deletion_timestamp.is_some(),
                     };
                     (view, set.metadata.uid.unwrap_or_default())
-                }))
+                })
             }
-            _ => Ok(None),
-        }
+        };
+        Ok(found.map_or(Target::Gone, |(view, uid)| Target::Found(view, uid)))
     }
 
     async fn reconcile_state(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
         let Some(state) = self.states.get(key) else { return Ok(None) };
         let target = &state.spec.target_reference;
-        let workload = if is_supported_target(&target.api_version, &target.kind) {
-            self.workload(&key.namespace, &target.api_version, &target.name).await?
-        } else {
-            None
+        let workload = match self
+            .workload(&key.namespace, &target.api_version, &target.kind, &target.name)
+            .await?
+        {
+            Target::Found(view, uid) => Some((view, uid)),
+            Target::Gone => None,
+            Target::NotFollowed => return Ok(None),
+            Target::Loading => return Ok(Some(LOADING_RETRY)),
         };
         let pods: Vec<Pod> = workload
             .as_ref()
@@ -246,6 +289,31 @@ impl PersistentPodStateController {
         let now = jiff::Timestamp::now();
         let empty = BTreeMap::new();
         let (meta, owner) = match group_of(api_version) {
+            _ if !is_stateful_set(api_version, kind) => {
+                match self.custom.lookup(&key.namespace, api_version, kind, name) {
+                    custom::Lookup::Found(object, resource) => {
+                        let owner = PlanOwner {
+                            resource,
+                            namespace: Some(key.namespace.clone()),
+                            name: (*name).to_owned(),
+                            reference: k8s_openapi::api::core::v1::ObjectReference {
+                                api_version: Some((*api_version).to_owned()),
+                                kind: Some((*kind).to_owned()),
+                                name: Some((*name).to_owned()),
+                                namespace: Some(key.namespace.clone()),
+                                uid: object.metadata.uid.clone(),
+                                resource_version: object.metadata.resource_version.clone(),
+                                ..Default::default()
+                            },
+                            status: serde_json::Value::Null,
+                            status_guard: None,
+                        };
+                        (object.metadata.clone(), owner)
+                    }
+                    custom::Lookup::Loading => return Ok(Some(LOADING_RETRY)),
+                    custom::Lookup::Missing | custom::Lookup::NotWhitelisted => return Ok(None),
+                }
+            }
             "apps.kruise.io" => match self.advanced.get(&workload_key) {
                 Some(set) => {
                     (set.metadata.clone(), PlanOwner::of(set.as_ref(), serde_json::Value::Null))
@@ -280,7 +348,23 @@ impl Reconciler for PersistentPodStateController {
     fn watches(&self) -> Vec<Watch> {
         let (for_pods, for_advanced, for_sets) =
             (self.states.clone(), self.states.clone(), self.states.clone());
+        let follow = {
+            let (store, states, caches) =
+                (self.custom.clone(), self.states.clone(), self.context.caches.clone());
+            let manager_namespace = self.context.settings.manager_namespace.clone();
+            let for_custom = self.states.clone();
+            let keys_of: custom::KeysOf = Arc::new(move |api_version, kind, old, new| {
+                workload_keys(&for_custom, api_version, kind, old, new)
+            });
+            Watch::external("custom workloads", move |queue| {
+                let follow = custom::Follow { store, states, queue, manager_namespace, keys_of };
+                caches.spawn_watch("PersistentPodState custom workloads", move |client, ns| {
+                    follow.run(client, ns)
+                });
+            })
+        };
         vec![
+            follow,
             Watch::own(&self.states),
             Watch::new(&self.pods, KeyMapping::Custom, move |change: &Change<CachedPod>| {
                 let Some(pod) = change.new.as_deref().or(change.old.as_deref()) else {
@@ -296,9 +380,6 @@ impl Reconciler for PersistentPodStateController {
                 else {
                     return Vec::new();
                 };
-                if !is_supported_target(&owner.api_version, &owner.kind) {
-                    return Vec::new();
-                }
                 for_pods
                     .in_namespace(namespace)
                     .iter()
@@ -320,6 +401,7 @@ impl Reconciler for PersistentPodStateController {
                     workload_keys(
                         &for_advanced,
                         KRUISE_V1BETA1,
+                        STATEFUL_SET,
                         change.old.as_deref().map(|s| &s.metadata),
                         change.new.as_deref().map(|s| &s.metadata),
                     )
@@ -332,6 +414,7 @@ impl Reconciler for PersistentPodStateController {
                     workload_keys(
                         &for_sets,
                         APPS_V1,
+                        STATEFUL_SET,
                         change.old.as_deref().map(|s| &s.metadata),
                         change.new.as_deref().map(|s| &s.metadata),
                     )
@@ -349,6 +432,7 @@ impl Reconciler for PersistentPodStateController {
                 keys.push(generate_key(
                     &ns,
                     KRUISE_V1BETA1,
+                    STATEFUL_SET,
                     set.metadata.name.as_deref().unwrap_or_default(),
                 ));
             }
@@ -359,8 +443,16 @@ impl Reconciler for PersistentPodStateController {
                 keys.push(generate_key(
                     &ns,
                     APPS_V1,
+                    STATEFUL_SET,
                     set.metadata.name.as_deref().unwrap_or_default(),
                 ));
+            }
+        }
+        for (api_version, kind, object) in self.custom.all() {
+            if generation_annotations(&object.metadata)[0].is_some() {
+                let ns = object.metadata.namespace.clone().unwrap_or_default();
+                let name = object.metadata.name.as_deref().unwrap_or_default();
+                keys.push(generate_key(&ns, &api_version, &kind, name));
             }
         }
         keys
@@ -387,16 +479,25 @@ pub fn registration() -> Registration {
 }
 
 /// The pod webhook's PersistentPodState step: a pod created under a name its workload's
-/// PersistentPodState has a record of goes back to the recorded topology.
+/// PersistentPodState has a record of goes back to the recorded topology. A pod whose
+/// controller is a custom workload gets it while the whitelist names the kind (read at such a
+/// pod's creation, as upstream reads it at every pod's).
 #[derive(Clone)]
 pub struct PersistentPodStateFeature {
     states: Cache<PersistentPodState>,
+    client: Client,
+    manager_namespace: String,
 }
 
 impl PersistentPodStateFeature {
-    /// Over the shared PersistentPodState cache.
-    pub fn new(caches: &crate::cache::SharedCaches) -> Self {
-        Self { states: caches.get() }
+    /// Over the shared PersistentPodState cache; `kruise-configuration` is read in
+    /// `manager_namespace`.
+    pub fn new(
+        caches: &crate::cache::SharedCaches,
+        client: Client,
+        manager_namespace: &str,
+    ) -> Self {
+        Self { states: caches.get(), client, manager_namespace: manager_namespace.to_owned() }
     }
 }
 
@@ -419,30 +520,42 @@ impl PodFeature for PersistentPodStateFeature {
         namespace: &'a str,
         _dry_run: bool,
     ) -> BoxFuture<'a, Result<Option<PodStepBox>, String>> {
-        let step = pod
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|r| r.controller == Some(true))
-            .filter(|r| is_supported_target(&r.api_version, &r.kind))
-            .and_then(|owner| {
-                self.states
-                    .in_namespace(namespace)
-                    .into_iter()
-                    .filter(|s| s.metadata.deletion_timestamp.is_none())
-                    .find(|s| {
-                        refers_to(
-                            &s.spec.target_reference,
-                            &owner.api_version,
-                            &owner.kind,
-                            &owner.name,
-                        )
-                    })
-            })
-            .and_then(|state| step_for(pod, &state))
-            .map(|step| Box::new(step) as PodStepBox);
-        Box::pin(std::future::ready(Ok(step)))
+        Box::pin(async move {
+            let Some(owner) =
+                pod.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true))
+            else {
+                return Ok(None);
+            };
+            let Some(state) = self
+                .states
+                .in_namespace(namespace)
+                .into_iter()
+                .filter(|s| s.metadata.deletion_timestamp.is_none())
+                .find(|s| {
+                    refers_to(
+                        &s.spec.target_reference,
+                        &owner.api_version,
+                        &owner.kind,
+                        &owner.name,
+                    )
+                })
+            else {
+                return Ok(None);
+            };
+            if !is_stateful_set(&owner.api_version, &owner.kind) {
+                let whitelist =
+                    crate::configuration::read_pps_whitelist(&self.client, &self.manager_namespace)
+                        .await?;
+                if !kruise_core::persistentpodstate::is_supported_target(
+                    &owner.api_version,
+                    &owner.kind,
+                    &whitelist,
+                ) {
+                    return Ok(None);
+                }
+            }
+            Ok(step_for(pod, &state).map(|step| Box::new(step) as PodStepBox))
+        })
     }
 
     fn scope(&self) -> Vec<PodScopeTerm> {

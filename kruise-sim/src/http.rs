@@ -515,13 +515,22 @@ where
         (&Method::DELETE, false) => "deletecollection",
         _ => "",
     };
+    // As kube-apiserver's RequestInfoFactory: a list or watch of one name (`fieldSelector`
+    // `metadata.name=`) is authorized as a request for that name, so that `resourceNames`
+    // rules allow it.
+    let authorized_name = match (&name, verb) {
+        (None, "list" | "watch") => {
+            q.get("fieldSelector").and_then(|f| exact_name_in_selector(f)).unwrap_or_default()
+        }
+        _ => name.clone().unwrap_or_default(),
+    };
     let attributes = crate::rbac::Attributes {
         verb: verb.to_owned(),
         group: def.group.clone(),
         resource: def.plural.clone(),
         subresource: sub.clone().unwrap_or_default(),
         namespace: ns.clone().unwrap_or_default(),
-        name: name.clone().unwrap_or_default(),
+        name: authorized_name,
     };
     if def.plural != "selfsubjectaccessreviews" {
         let (allowed, _) = crate::rbac::authorize(cluster.store(), identity, &attributes);
@@ -1136,4 +1145,33 @@ async fn serve_watch(
     r.headers_mut()
         .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache, private"));
     Ok(r)
+}
+
+/// The name a field selector requires exactly (`metadata.name=x` or `metadata.name==x` among
+/// its terms), when it is a valid path segment, as kube-apiserver reads it for authorization.
+fn exact_name_in_selector(selector: &str) -> Option<String> {
+    selector.split(',').find_map(|term| {
+        let (field, value) = term.split_once("==").or_else(|| term.split_once('='))?;
+        let valid = !value.is_empty()
+            && value != "."
+            && value != ".."
+            && !value.contains('/')
+            && !value.contains('%')
+            && !field.ends_with('!');
+        (field.trim() == "metadata.name" && valid).then(|| value.to_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_selector_of_one_name_names_the_request() {
+        use super::exact_name_in_selector as name;
+        assert_eq!(name("metadata.name=cfg").as_deref(), Some("cfg"));
+        assert_eq!(name("metadata.namespace=a,metadata.name==cfg").as_deref(), Some("cfg"));
+        assert_eq!(name("metadata.name!=cfg"), None);
+        assert_eq!(name("status.phase=Running"), None);
+        assert_eq!(name("metadata.name=a/b"), None);
+        assert_eq!(name("metadata.name="), None);
+    }
 }

@@ -9,16 +9,18 @@
 
 use kruise_api::apps::v1beta1::PersistentPodState;
 
-use super::{is_supported_target, refers_to};
+use super::{CustomWorkloadWhitelist, is_supported_target, refers_to};
 use crate::admission::meta::validate_label_name;
 use crate::field::{BadValue, FieldError, FieldErrors, FieldPath};
 
 /// Upstream's checks of `state` (`old`: the stored one, on update), against the other
-/// PersistentPodStates of its namespace (`others`; itself may be among them).
+/// PersistentPodStates of its namespace (`others`; itself may be among them) and the
+/// custom workloads `whitelist` allows.
 pub fn validate_persistent_pod_state(
     state: &PersistentPodState,
     old: Option<&PersistentPodState>,
     others: &[&PersistentPodState],
+    whitelist: &CustomWorkloadWhitelist,
 ) -> FieldErrors {
     let mut errs = FieldErrors::new();
     let spec = FieldPath::new("spec");
@@ -32,7 +34,7 @@ pub fn validate_persistent_pod_state(
             "empty targetRef is not valid for PersistentPodState.",
         ));
     }
-    if !is_supported_target(&target.api_version, &target.kind) {
+    if !is_supported_target(&target.api_version, &target.kind, whitelist) {
         errs.push(FieldError::invalid(
             &target_path,
             shown(),
@@ -100,6 +102,14 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    fn check(
+        state: &PersistentPodState,
+        old: Option<&PersistentPodState>,
+        others: &[&PersistentPodState],
+    ) -> FieldErrors {
+        validate_persistent_pod_state(state, old, others, &CustomWorkloadWhitelist::default())
+    }
     use serde_json::json;
 
     fn state(name: &str, spec: serde_json::Value) -> PersistentPodState {
@@ -120,13 +130,13 @@ mod tests {
 
     #[test]
     fn upstream_table() {
-        assert!(validate_persistent_pod_state(&state("a", valid()), None, &[]).is_empty());
+        assert!(check(&state("a", valid()), None, &[]).is_empty());
         let mut empty = valid();
         empty["targetRef"] = json!({});
-        assert_eq!(validate_persistent_pod_state(&state("a", empty), None, &[]).len(), 2);
+        assert_eq!(check(&state("a", empty), None, &[]).len(), 2);
         let mut deployment = valid();
         deployment["targetRef"]["kind"] = json!("Deployment");
-        let errs = validate_persistent_pod_state(&state("a", deployment), None, &[]).messages();
+        let errs = check(&state("a", deployment), None, &[]).messages();
         assert_eq!(errs.len(), 1);
         assert!(
             errs[0].ends_with(
@@ -135,7 +145,7 @@ mod tests {
             "{errs:?}"
         );
         let none = json!({"targetRef": {"apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "name": "web"}});
-        let errs = validate_persistent_pod_state(&state("a", none), None, &[]).messages();
+        let errs = check(&state("a", none), None, &[]).messages();
         assert_eq!(errs.len(), 1);
         assert!(errs[0].starts_with("spec: Invalid value: "), "{errs:?}");
     }
@@ -147,19 +157,17 @@ mod tests {
         let mut other_spec = valid();
         other_spec["targetRef"]["name"] = json!("db");
         let other_target = state("c", other_spec.clone());
-        let errs =
-            validate_persistent_pod_state(&mine, None, &[&mine, &same_target, &other_target])
-                .messages();
+        let errs = check(&mine, None, &[&mine, &same_target, &other_target]).messages();
         assert_eq!(
             errs,
             [
                 "spec.targetRef: Invalid value: {\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"name\":\"web\"}: targetRef is in conflict with other PersistentPodState b"
             ]
         );
-        assert!(validate_persistent_pod_state(&mine, None, &[&mine, &other_target]).is_empty());
+        assert!(check(&mine, None, &[&mine, &other_target]).is_empty());
         let moved = state("a", other_spec);
         assert_eq!(
-            validate_persistent_pod_state(&moved, Some(&mine), &[]).messages(),
+            check(&moved, Some(&mine), &[]).messages(),
             ["spec.targetRef: Forbidden: targetRef is immutable"]
         );
     }
@@ -169,7 +177,7 @@ mod tests {
         let mut bad = valid();
         bad["requiredPersistentTopology"]["keys"] = json!(["bad key"]);
         bad["preferredPersistentTopology"][0]["weight"] = json!(0);
-        let errs = validate_persistent_pod_state(&state("a", bad), None, &[]).messages();
+        let errs = check(&state("a", bad), None, &[]).messages();
         assert_eq!(errs.len(), 2, "{errs:?}");
         assert!(
             errs[0]
@@ -179,6 +187,37 @@ mod tests {
         assert_eq!(
             errs[1],
             "spec.preferredPersistentTopology[0].weight: Invalid value: 0: must be in the range 1-100"
+        );
+    }
+
+    #[test]
+    fn whitelisted_custom_workloads() {
+        let list = CustomWorkloadWhitelist::parse(
+            r#"{"workloads":[{"Group":"example.io","Version":"v1","Kind":"Stateful"}]}"#,
+        )
+        .unwrap();
+        let mut custom = valid();
+        custom["targetRef"] =
+            json!({"apiVersion": "example.io/v2", "kind": "Stateful", "name": "web"});
+        let custom = state("a", custom);
+        assert!(
+            validate_persistent_pod_state(&custom, None, &[], &list).is_empty(),
+            "the version does not count"
+        );
+        assert_eq!(check(&custom, None, &[]).len(), 1, "refused without the entry");
+        let mut other_kind = valid();
+        other_kind["targetRef"] =
+            json!({"apiVersion": "example.io/v1", "kind": "Other", "name": "web"});
+        assert_eq!(
+            validate_persistent_pod_state(&state("a", other_kind), None, &[], &list).len(),
+            1
+        );
+        let mut bad_version = valid();
+        bad_version["targetRef"] =
+            json!({"apiVersion": "example.io/v1/x", "kind": "Stateful", "name": "web"});
+        assert_eq!(
+            validate_persistent_pod_state(&state("a", bad_version), None, &[], &list).len(),
+            1
         );
     }
 }

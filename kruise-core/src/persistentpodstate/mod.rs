@@ -15,6 +15,10 @@
 //!   `kruise.io/injected-persistent-pod-state`.
 //! - [`admission`]: upstream's validation.
 //!
+//! Targets are StatefulSets (`apps` and `apps.kruise.io`) and the custom workloads of the
+//! `PPS_Watch_Custom_Workload_WhiteList` entry of `kruise-configuration`
+//! ([`is_supported_target`]).
+//!
 //! Beside upstream: recorded annotations are restored on the recreated pod (upstream records
 //! them only); a record follows the pod's node labels when they change (upstream keeps a record
 //! whose keys have not changed); `ordinals.start` is honoured when judging which pods are
@@ -44,6 +48,8 @@ use crate::admission::pod_chain::{PodMutationError, PodMutator, PodStep};
 use crate::admission::pod_edit::PodEdit;
 use crate::ordinal::Reserved;
 use crate::plan::{Action, Guard, ObjectKind, Patch, Plan, Subresource, Target};
+pub use crate::workloadspread::CustomWorkloadWhitelist;
+use crate::workloadspread::parse_group;
 
 /// The PersistentPodState kind.
 pub const PERSISTENT_POD_STATE: ObjectKind = ObjectKind {
@@ -59,10 +65,24 @@ pub fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
-/// Whether a workload of `api_version` and `kind` may be a target: a StatefulSet of `apps` or
-/// `apps.kruise.io` (any version), as upstream without a custom-workload whitelist.
-pub fn is_supported_target(api_version: &str, kind: &str) -> bool {
-    kind == "StatefulSet" && matches!(group_of(api_version), "apps" | "apps.kruise.io")
+/// Whether a workload of `api_version` and `kind` is one of the StatefulSets supported without
+/// configuration: `apps` or `apps.kruise.io`, any version.
+pub fn is_stateful_set(api_version: &str, kind: &str) -> bool {
+    kind == "StatefulSet" && matches!(parse_group(api_version), Some("apps" | "apps.kruise.io"))
+}
+
+/// Whether a workload of `api_version` and `kind` may be a target, as upstream's
+/// `ValidateAPIVersionAndKind`: a StatefulSet ([`is_stateful_set`]), or a group and kind the
+/// `PPS_Watch_Custom_Workload_WhiteList` entry of `kruise-configuration` names (its version
+/// does not count). The entry has the shape of WorkloadSpread's
+/// ([`CustomWorkloadWhitelist`]); only each workload's `Group`, `Version` and `Kind` are read.
+pub fn is_supported_target(
+    api_version: &str,
+    kind: &str,
+    whitelist: &CustomWorkloadWhitelist,
+) -> bool {
+    is_stateful_set(api_version, kind)
+        || parse_group(api_version).is_some_and(|group| whitelist.contains_workload(group, kind))
 }
 
 /// Whether `reference` names the workload (group, kind and name; the version does not count).

@@ -898,6 +898,24 @@ async fn validate_persistent_pod_state(
     body: Bytes,
 ) -> Response {
     use kruise_core::persistentpodstate::admission as rules;
+    use kruise_core::persistentpodstate::{CustomWorkloadWhitelist, is_stateful_set};
+    // The custom-workload whitelist is read, as upstream reads it, at each write of a
+    // PersistentPodState that targets something other than a StatefulSet.
+    let custom_target = decode(&body).ok().and_then(|request| {
+        let target = &request.object.as_ref()?.get("spec")?.get("targetRef")?;
+        let field = |key: &str| target.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+        Some(!is_stateful_set(field("apiVersion"), field("kind")))
+    });
+    let whitelist = if custom_target == Some(true) {
+        match crate::configuration::read_pps_whitelist(&context.client, &context.manager_namespace)
+            .await
+        {
+            Ok(whitelist) => whitelist,
+            Err(message) => return on_write(&body, |_, _| Err((500, message))),
+        }
+    } else {
+        CustomWorkloadWhitelist::default()
+    };
     on_write(&body, |request, object| {
         let bad = |message: String| (400, message);
         let state =
@@ -917,7 +935,7 @@ async fn validate_persistent_pod_state(
             .unwrap_or_default();
         let others: Vec<&kruise_api::apps::v1beta1::PersistentPodState> =
             others.iter().map(AsRef::as_ref).collect();
-        rules::validate_persistent_pod_state(&state, old.as_ref(), &others)
+        rules::validate_persistent_pod_state(&state, old.as_ref(), &others, &whitelist)
             .into_result()
             .map_err(|e| (400, e.to_string()))?;
         Ok(AdmissionResponse::allow(request))
@@ -1182,13 +1200,10 @@ async fn validate_sidecarset(
 async fn patch_metadata_whitelist(
     context: &AdmissionContext,
 ) -> Result<Option<kruise_core::sidecarset::whitelist::PatchMetadataWhitelist>, String> {
-    use kruise_api::well_known::config;
-    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
-        kube::Api::namespaced(context.client.clone(), &context.manager_namespace);
-    let configmap = api.get_opt(config::KRUISE_CONFIGURATION).await.map_err(|e| {
-        format!("reading {}/{}: {e}", context.manager_namespace, config::KRUISE_CONFIGURATION)
-    })?;
-    let Some(data) = configmap.and_then(|c| c.data) else { return Ok(None) };
+    let data = crate::configuration::read(&context.client, &context.manager_namespace).await?;
+    if data.is_empty() {
+        return Ok(None);
+    }
     kruise_core::sidecarset::whitelist::parse_patch_metadata_whitelist(&data)
         .map_err(|e| e.to_string())
 }

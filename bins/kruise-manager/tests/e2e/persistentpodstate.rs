@@ -161,3 +161,123 @@ fn recreated_pods_go_back_where_they_were() {
         state(k).filter(|s| s["status"]["podStates"].as_object().is_some_and(|m| m.len() == 1))
     });
 }
+
+const STATEFUL_SET_LIKE_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: statefulsetlikes.example.io}
+spec:
+  group: example.io
+  scope: Namespaced
+  names: {plural: statefulsetlikes, singular: statefulsetlike, kind: StatefulSetLike, listKind: StatefulSetLikeList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+const STATEFUL_SET_LIKE: &str = r#"
+apiVersion: example.io/v1
+kind: StatefulSetLike
+metadata:
+  name: web
+  annotations:
+    kruise.io/auto-generate-persistent-pod-state: "true"
+    kruise.io/required-persistent-topology: kubernetes.io/hostname
+spec: {replicas: 2}
+"#;
+
+/// A pod the custom workload `uid` controls, as its own controller would create it.
+fn custom_pod(name: &str, uid: &str) -> String {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "web"}, "ownerReferences": [{
+            "apiVersion": "example.io/v1", "kind": "StatefulSetLike", "name": "web",
+            "uid": uid, "controller": true}]},
+        "spec": {"containers": [{"name": "main", "image": "registry.example/web:v1"}]}
+    })
+    .to_string()
+}
+
+/// A custom workload kind is followed once `PPS_Watch_Custom_Workload_WhiteList` names it,
+/// without a restart: its annotations generate the PersistentPodState, its pods' nodes are
+/// recorded, a recreated pod is sent back, and scaling it down drops the records.
+#[test]
+fn whitelisted_custom_workloads_are_followed() {
+    let pg = Playground::start(3, &[]);
+    let k = &pg.kubectl;
+    k.ok_stdin(&["apply", "-f", "-"], STATEFUL_SET_LIKE_CRD);
+    wait_for("the custom kind served", MINUTE, || {
+        k.run_with(&["get", "statefulsetlikes"], None).ok.then_some(())
+    });
+    let custom_state = "apiVersion: apps.kruise.io/v1beta1\nkind: PersistentPodState\nmetadata: {name: by-hand}\nspec:\n  targetRef: {apiVersion: example.io/v1, kind: StatefulSetLike, name: other}\n  requiredPersistentTopology: {keys: [kubernetes.io/hostname]}\n";
+    let err = refused(k, custom_state);
+    assert!(
+        err.contains(
+            "targetRef.Kind must be StatefulSet or in PPS_Watch_Custom_Workload_WhiteList"
+        ),
+        "{err}"
+    );
+
+    // A broken entry refuses such writes, naming it.
+    k.ok(&[
+        "create",
+        "configmap",
+        "kruise-configuration",
+        "-n",
+        "kruise-system",
+        "--from-literal=PPS_Watch_Custom_Workload_WhiteList={",
+    ]);
+    let err = refused(k, custom_state);
+    assert!(
+        err.contains("invalid PPS_Watch_Custom_Workload_WhiteList in kruise-configuration"),
+        "{err}"
+    );
+    k.ok(&["delete", "configmap", "kruise-configuration", "-n", "kruise-system"]);
+    k.ok(&["create", "configmap", "kruise-configuration", "-n", "kruise-system",
+        r#"--from-literal=PPS_Watch_Custom_Workload_WhiteList={"workloads":[{"Group":"example.io","Version":"v1","Kind":"StatefulSetLike"}]}"#]);
+    k.ok_stdin(&["apply", "-f", "-"], custom_state);
+    k.ok(&["delete", "persistentpodstate", "by-hand"]);
+
+    k.ok_stdin(&["apply", "-f", "-"], STATEFUL_SET_LIKE);
+    let uid = k.ok(&["get", "statefulsetlike", "web", "-o", "jsonpath={.metadata.uid}"]);
+    for name in ["web-0", "web-1"] {
+        k.ok_stdin(&["create", "-f", "-"], &custom_pod(name, &uid));
+    }
+    let custom_state = |k: &Kubectl| {
+        let out = k.run_with(&["get", "persistentpodstate", "web", "-o", "json"], None);
+        out.ok.then(|| serde_json::from_str::<Value>(&out.stdout).expect("JSON"))
+    };
+    let recorded = wait_for("two records of the custom workload's pods", MINUTE, || {
+        custom_state(k)
+            .filter(|s| s["status"]["podStates"].as_object().is_some_and(|m| m.len() == 2))
+    });
+    assert_eq!(recorded["metadata"]["ownerReferences"][0]["kind"], "StatefulSetLike");
+    assert_eq!(recorded["metadata"]["ownerReferences"][0]["uid"], uid.as_str());
+
+    // Deleted and created again by its controller, the pod goes back to its node.
+    let node = recorded["status"]["podStates"]["web-1"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    k.ok(&["delete", "pod", "web-1", "--wait=true"]);
+    k.ok_stdin(&["create", "-f", "-"], &custom_pod("web-1", &uid));
+    let back = wait_for("web-1 back and ready", MINUTE, || pod(k, "web-1").filter(ready));
+    assert_eq!(back["spec"]["nodeSelector"]["kubernetes.io/hostname"], node.as_str());
+    assert_eq!(back["spec"]["nodeName"], node.as_str());
+    assert_eq!(back["metadata"]["annotations"]["kruise.io/injected-persistent-pod-state"], "web");
+
+    // Scaled down, the record of the pod scaled away goes once its controller deletes it.
+    k.ok(&["patch", "statefulsetlike", "web", "--type=merge", "-p", r#"{"spec":{"replicas":1}}"#]);
+    k.ok(&["delete", "pod", "web-1", "--wait=false"]);
+    let one = wait_for("one record", MINUTE, || {
+        custom_state(k)
+            .filter(|s| s["status"]["podStates"].as_object().is_some_and(|m| m.len() == 1))
+    });
+    assert!(one["status"]["podStates"]["web-0"].is_object(), "{one}");
+}
