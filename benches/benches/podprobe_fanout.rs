@@ -100,7 +100,7 @@ fn bench(c: &mut Criterion) {
     assert_eq!(cached.len(), PODS / NODES);
     let pods: Vec<Pod> = cached.iter().map(|p| p.to_pod().expect("decodes")).collect();
     let marker_refs: Vec<&PodProbeMarker> = markers.iter().collect();
-    let spec = desired_spec(None, &pods.iter().collect::<Vec<_>>(), &marker_refs);
+    let spec = desired_spec(None, &pods.iter().collect::<Vec<_>>(), &marker_refs, false);
     assert_eq!(spec.pod_probes.len(), PODS / NODES);
     let mut probe = NodePodProbe::new(&format!("node-{node}"), spec);
     probe.metadata.resource_version = Some("5".into());
@@ -114,6 +114,7 @@ fn bench(c: &mut Criterion) {
             node_name: "node-1234",
             node: NodeState::Ready,
             serverless: false,
+            enhanced_liveness: false,
             probe: Some(probe),
             pods: pods.iter().collect(),
             markers: markers.iter().map(AsRef::as_ref).collect(),
@@ -141,6 +142,7 @@ fn bench(c: &mut Criterion) {
                 node_name: "node-1234",
                 node: NodeState::Ready,
                 serverless: false,
+                enhanced_liveness: false,
                 probe: Some(&current.probe),
                 pods: pods_now.iter().collect(),
                 markers: markers_now.iter().map(AsRef::as_ref).collect(),

@@ -46,10 +46,12 @@ fuzz_target!(|data: &[u8]| {
     let probe: Option<NodePodProbe> = serde_json::from_value(input["nodePodProbe"].clone()).ok();
     let pod_refs: Vec<&Pod> = pods.iter().collect();
     let marker_refs: Vec<&PodProbeMarker> = markers.iter().collect();
+    let liveness = input["liveness"].as_bool().unwrap_or(false);
     let snapshot = NodeSnapshot {
         node_name: "node",
         node: NodeState::Ready,
         serverless: false,
+        enhanced_liveness: liveness,
         probe: probe.as_ref(),
         pods: pod_refs.clone(),
         markers: marker_refs.clone(),
@@ -62,8 +64,8 @@ fuzz_target!(|data: &[u8]| {
             assert!(serde_json::from_str::<Value>(&step.probes).is_ok_and(|v| v.is_array()));
         }
     }
-    let spec = desired_spec(probe.as_ref().map(|p| &p.spec), &pod_refs, &marker_refs);
-    assert_eq!(desired_spec(Some(&spec), &pod_refs, &marker_refs), spec);
+    let spec = desired_spec(probe.as_ref().map(|p| &p.spec), &pod_refs, &marker_refs, liveness);
+    assert_eq!(desired_spec(Some(&spec), &pod_refs, &marker_refs, liveness), spec);
     let mut uids = std::collections::BTreeSet::new();
     for entry in &spec.pod_probes {
         assert!(uids.insert(entry.uid.clone()), "{} listed twice", entry.uid);

@@ -109,6 +109,9 @@ pub struct ControllerSettings {
     pub assign_pods_by_scheduler: bool,
     /// Reconcile every object again this often (`--sync-period`); `None`: only on changes.
     pub sync_period: Option<Duration>,
+    /// Containers the enhanced liveness probe's restarter may restart per minute, cluster-wide
+    /// (`--enhanced-liveness-restarts-per-minute`).
+    pub enhanced_liveness_restarts_per_minute: usize,
 }
 
 impl Default for ControllerSettings {
@@ -124,6 +127,7 @@ impl Default for ControllerSettings {
             assign_bcj_pods_by_scheduler: true,
             assign_pods_by_scheduler: true,
             sync_period: None,
+            enhanced_liveness_restarts_per_minute: 10,
         }
     }
 }
@@ -328,6 +332,7 @@ pub fn registry() -> Vec<Registration> {
         crate::podreadiness::registration(),
         crate::launch_priority::registration(),
         crate::sidecar_terminator::registration(),
+        crate::enhanced_liveness::registration(),
         crate::resourcedistribution::registration(),
         crate::podprobe::pod_probe_marker_registration(),
         crate::podprobe::node_pod_probe_registration(),

@@ -260,6 +260,7 @@ impl NodePodProbeController {
             node_name: &key.name,
             node: node_state(node.as_deref()),
             serverless: self.context.settings.gates.enabled("EnablePodProbeMarkerOnServerless"),
+            enhanced_liveness: self.context.settings.gates.enabled("EnhancedLivenessProbe"),
             probe: probe.as_deref(),
             pods: pods.iter().collect(),
             markers: markers.iter().map(AsRef::as_ref).collect(),

@@ -154,6 +154,10 @@ struct ManagerFlags {
     #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true",
           action = clap::ArgAction::Set)]
     cloneset_scaling_exclude_preparing_delete: bool,
+    /// Containers the enhanced liveness probe's restarter may restart per minute, cluster-wide
+    /// (gate EnhancedLivenessProbe); a mass probe failure restarts no more than this.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    enhanced_liveness_restarts_per_minute: u32,
     /// How often a controller whose CRD is not installed checks for it again.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     crd_check_interval: Duration,
@@ -386,6 +390,8 @@ impl ManagerFlags {
         config.webhook_initialize_timeout = self.webhook_initialize_timeout;
         config.controller_settings.scaling_exclude_preparing_delete =
             self.cloneset_scaling_exclude_preparing_delete;
+        config.controller_settings.enhanced_liveness_restarts_per_minute =
+            self.enhanced_liveness_restarts_per_minute as usize;
         let image_pull = &mut config.controller_settings.image_pull;
         image_pull.node_image_creation_delay =
             jiff::SignedDuration::try_from(self.nodeimage_creation_delay)

@@ -108,6 +108,9 @@ pub struct NodeSnapshot<'a> {
     /// The PodProbeMarkers of the pods' namespaces (those being deleted are left out of the
     /// fan-out).
     pub markers: Vec<&'a PodProbeMarker>,
+    /// `EnhancedLivenessProbe`: the saved liveness probes of the pods that ask for it are
+    /// listed too, named `<pod>-<container>` ([`crate::enhanced_liveness::daemon_probes`]).
+    pub enhanced_liveness: bool,
 }
 
 /// Whether a pod is probed: active (not Succeeded, Failed or being deleted) and initialized.
@@ -180,7 +183,19 @@ pub fn markers_for<'m>(pod: &Pod, markers: &[&'m PodProbeMarker]) -> Vec<&'m Pod
 /// # Errors
 /// Upstream's messages: no such container, or no such port.
 pub fn resolve_probe(pod: &Pod, probe: &PodContainerProbe) -> Result<Probe, String> {
-    let mut resolved = probe.probe.probe.clone();
+    resolve_container_probe(pod, &probe.container_name, &probe.probe.probe)
+}
+
+/// [`resolve_probe`] of `probe` for the container `container_name`.
+///
+/// # Errors
+/// As [`resolve_probe`]'s.
+pub fn resolve_container_probe(
+    pod: &Pod,
+    container_name: &str,
+    probe: &Probe,
+) -> Result<Probe, String> {
+    let mut resolved = probe.clone();
     let named = |port: &IntOrString| matches!(port, IntOrString::String(_));
     let needs = resolved.tcp_socket.as_ref().is_some_and(|t| named(&t.port))
         || resolved.http_get.as_ref().is_some_and(|h| named(&h.port));
@@ -193,11 +208,10 @@ pub fn resolve_probe(pod: &Pod, probe: &PodContainerProbe) -> Result<Probe, Stri
         .spec
         .iter()
         .flat_map(|s| &s.containers)
-        .find(|c| c.name == probe.container_name)
+        .find(|c| c.name == container_name)
         .ok_or_else(|| {
             format!(
-                "Failed to get container by name: {} in pod: {namespace}/{pod_name}",
-                probe.container_name
+                "Failed to get container by name: {container_name} in pod: {namespace}/{pod_name}"
             )
         })?;
     let ports = container.ports.as_deref().unwrap_or_default();
@@ -220,11 +234,13 @@ pub fn resolve_probe(pod: &Pod, probe: &PodContainerProbe) -> Result<Probe, Stri
     Ok(resolved)
 }
 
-/// The probes `pod` should carry, in marker-name then spec order; a probe whose port cannot
-/// be resolved is `Err` (the caller keeps what the NodePodProbe already has for it).
+/// The probes `pod` should carry, in marker-name then spec order, then (with `liveness`) its
+/// saved enhanced liveness probes by container name; a probe whose port cannot be resolved is
+/// `Err` (the caller keeps what the NodePodProbe already has for it).
 fn desired_probes(
     pod: &Pod,
     markers: &MarkerIndex<'_>,
+    liveness: bool,
 ) -> Vec<(String, Result<ContainerProbe, ()>)> {
     let mut out = Vec::new();
     for marker in markers.for_pod(pod) {
@@ -236,6 +252,17 @@ fn desired_probes(
                 container_name: probe.container_name.clone(),
                 probe: ContainerProbeSpec::from(p),
             });
+            out.push((name, resolved.map_err(|_| ())));
+        }
+    }
+    if liveness {
+        for (name, container, probe) in crate::enhanced_liveness::daemon_probes(pod) {
+            let resolved =
+                resolve_container_probe(pod, &container, &probe).map(|p| ContainerProbe {
+                    name: name.clone(),
+                    container_name: container,
+                    probe: ContainerProbeSpec::from(p),
+                });
             out.push((name, resolved.map_err(|_| ())));
         }
     }
@@ -252,21 +279,23 @@ pub fn desired_spec(
     current: Option<&NodePodProbeSpec>,
     pods: &[&Pod],
     markers: &[&PodProbeMarker],
+    liveness: bool,
 ) -> NodePodProbeSpec {
-    spec_from_index(current, pods, &MarkerIndex::new(markers))
+    spec_from_index(current, pods, &MarkerIndex::new(markers), liveness)
 }
 
 fn spec_from_index(
     current: Option<&NodePodProbeSpec>,
     pods: &[&Pod],
     markers: &MarkerIndex<'_>,
+    liveness: bool,
 ) -> NodePodProbeSpec {
     let by_key: HashMap<(&str, &str), &Pod> =
         pods.iter().filter(|p| is_probed(p)).map(|p| (pod_key(p), *p)).collect();
     let mut out = Vec::new();
     let mut placed: BTreeSet<(&str, &str)> = BTreeSet::new();
     let entry_for = |pod: &Pod, existing: Option<&PodProbe>| -> Option<PodProbe> {
-        let wanted = desired_probes(pod, markers);
+        let wanted = desired_probes(pod, markers, liveness);
         let old: Vec<&ContainerProbe> =
             existing.map(|e| e.probes.iter().collect()).unwrap_or_default();
         let mut probes: Vec<ContainerProbe> = Vec::new();
@@ -490,7 +519,7 @@ pub fn plan_node(snapshot: &NodeSnapshot<'_>, _now: Timestamp) -> Plan<()> {
         (NodeState::Missing | NodeState::Deleting, _) => return plan,
         (NodeState::NotReady, None) => return plan,
         (NodeState::Ready, None) => {
-            let spec = spec_from_index(None, &snapshot.pods, &markers);
+            let spec = spec_from_index(None, &snapshot.pods, &markers, snapshot.enhanced_liveness);
             let body = json!({
                 "apiVersion": NODE_POD_PROBE.api_version(),
                 "kind": NODE_POD_PROBE.kind,
@@ -506,7 +535,8 @@ pub fn plan_node(snapshot: &NodeSnapshot<'_>, _now: Timestamp) -> Plan<()> {
         (NodeState::NotReady | NodeState::Ready, Some(_)) => {}
     }
     let Some(probe) = snapshot.probe else { return plan };
-    let spec = spec_from_index(Some(&probe.spec), &snapshot.pods, &markers);
+    let spec =
+        spec_from_index(Some(&probe.spec), &snapshot.pods, &markers, snapshot.enhanced_liveness);
     if spec != probe.spec {
         let guard =
             probe.metadata.resource_version.clone().map_or(Guard::None, Guard::ResourceVersion);

@@ -61,6 +61,7 @@ fn snapshot<'a>(
         node_name: "node-1",
         node,
         serverless: false,
+        enhanced_liveness: false,
         probe,
         pods: pods.iter().collect(),
         markers: markers.iter().collect(),
@@ -121,6 +122,7 @@ fn entries_keep_their_places_and_stale_ones_go() {
         Some(&current),
         &pods.iter().collect::<Vec<_>>(),
         &markers.iter().collect::<Vec<_>>(),
+        false,
     );
     let names: Vec<(&str, Vec<&str>)> = spec
         .pod_probes
@@ -139,6 +141,7 @@ fn entries_keep_their_places_and_stale_ones_go() {
         Some(&spec),
         &recreated.iter().collect::<Vec<_>>(),
         &markers.iter().collect::<Vec<_>>(),
+        false,
     );
     assert_eq!(
         spec2.pod_probes.iter().map(|p| p.uid.as_str()).collect::<Vec<_>>(),
@@ -151,8 +154,12 @@ fn named_ports_resolve_and_unresolvable_ones_keep_the_old_probe() {
     let pods = [pod("a", json!({"app": "web"}), true)];
     let tcp = |port: serde_json::Value| json!([{"name": "tcp", "containerName": "main", "probe": {"tcpSocket": {"port": port}}, "podConditionType": "x/tcp"}]);
     let markers = [marker("ppm-1", "web", tcp(json!("main-port")))];
-    let spec =
-        desired_spec(None, &pods.iter().collect::<Vec<_>>(), &markers.iter().collect::<Vec<_>>());
+    let spec = desired_spec(
+        None,
+        &pods.iter().collect::<Vec<_>>(),
+        &markers.iter().collect::<Vec<_>>(),
+        false,
+    );
     assert_eq!(
         serde_json::to_value(&spec.pod_probes[0].probes[0].probe).unwrap(),
         json!({"tcpSocket": {"port": 80}})
@@ -166,12 +173,18 @@ fn named_ports_resolve_and_unresolvable_ones_keep_the_old_probe() {
         Some(&spec),
         &pods.iter().collect::<Vec<_>>(),
         &broken.iter().collect::<Vec<_>>(),
+        false,
     );
     assert_eq!(kept, spec);
     assert!(
-        desired_spec(None, &pods.iter().collect::<Vec<_>>(), &broken.iter().collect::<Vec<_>>())
-            .pod_probes
-            .is_empty()
+        desired_spec(
+            None,
+            &pods.iter().collect::<Vec<_>>(),
+            &broken.iter().collect::<Vec<_>>(),
+            false
+        )
+        .pod_probes
+        .is_empty()
     );
 }
 
@@ -196,8 +209,12 @@ fn status_of(state: &str, message: &str) -> NodePodProbeStatus {
 fn results_become_the_condition_and_markers() {
     let mut pods = [pod("a", json!({"app": "web", "healthy": "false"}), true)];
     let markers = [marker("ppm-1", "web", healthy())];
-    let spec =
-        desired_spec(None, &pods.iter().collect::<Vec<_>>(), &markers.iter().collect::<Vec<_>>());
+    let spec = desired_spec(
+        None,
+        &pods.iter().collect::<Vec<_>>(),
+        &markers.iter().collect::<Vec<_>>(),
+        false,
+    );
     let probe = npp(spec, Some(status_of("Succeeded", "ready")));
     let plan = plan_node(&snapshot(NodeState::Ready, Some(&probe), &pods, &markers), now());
     let [Action::PatchPodStatus { name, purpose: PodStatusPurpose::ProbeMarker, patch, .. }] =
@@ -301,9 +318,9 @@ proptest! {
         let names = ["web", "db", "cache"];
         let markers: Vec<PodProbeMarker> = apps.iter().enumerate().map(|(i, a)| marker(&format!("m{i}"), names[*a], healthy())).collect();
         let refs: Vec<&PodProbeMarker> = markers.iter().collect();
-        let start = desired_spec(None, &first.iter().collect::<Vec<_>>(), &refs);
-        let spec = desired_spec(Some(&start), &pods.iter().collect::<Vec<_>>(), &refs);
-        prop_assert_eq!(&desired_spec(Some(&spec), &pods.iter().collect::<Vec<_>>(), &refs), &spec);
+        let start = desired_spec(None, &first.iter().collect::<Vec<_>>(), &refs, false);
+        let spec = desired_spec(Some(&start), &pods.iter().collect::<Vec<_>>(), &refs, false);
+        prop_assert_eq!(&desired_spec(Some(&spec), &pods.iter().collect::<Vec<_>>(), &refs, false), &spec);
         let mut uids = std::collections::BTreeSet::new();
         for entry in &spec.pod_probes {
             prop_assert!(uids.insert(entry.uid.clone()));
@@ -403,6 +420,7 @@ fn serverless_pods_are_marked_from_their_conditions() {
         node_name: "vk-1",
         node: NodeState::Virtual,
         serverless: true,
+        enhanced_liveness: false,
         probe: None,
         pods: pods.iter().collect(),
         markers: refs.clone(),
@@ -423,4 +441,27 @@ fn serverless_pods_are_marked_from_their_conditions() {
     // Without the gate, virtual nodes are left alone.
     let off = NodeSnapshot { serverless: false, ..snapshot };
     assert!(plan_node(&off, now()).actions.is_empty());
+}
+
+#[test]
+fn saved_liveness_probes_are_listed_with_the_gate() {
+    let mut p = pod("web-1", json!({"app": "other"}), true);
+    let notes = p.metadata.annotations.get_or_insert_with(Default::default);
+    notes.insert("apps.kruise.io/using-enhanced-liveness".into(), "true".into());
+    notes.insert(
+        "apps.kruise.io/container-probe-context".into(),
+        json!([{"name": "main", "livenessProbe": {"tcpSocket": {"port": "main-port"}, "periodSeconds": 3}}]).to_string(),
+    );
+    let pods = [p];
+    let refs: Vec<&Pod> = pods.iter().collect();
+    assert!(desired_spec(None, &refs, &[], false).pod_probes.is_empty(), "not without the gate");
+    let spec = desired_spec(None, &refs, &[], true);
+    let probes = &spec.pod_probes[0].probes;
+    assert_eq!(
+        (probes[0].name.as_str(), probes[0].container_name.as_str()),
+        ("web-1-main", "main")
+    );
+    let tcp = probes[0].probe.probe.tcp_socket.as_ref().unwrap();
+    assert_eq!(tcp.port, IntOrString::Int(80), "the named port is resolved");
+    assert_eq!(desired_spec(Some(&spec), &refs, &[], true), spec, "stable");
 }

@@ -45,13 +45,23 @@ pub enum PodRequest<'a> {
         /// The pod as requested.
         new: &'a Pod,
     },
+    /// A restart of some of the pod's containers asked by a Kruise controller (the enhanced
+    /// liveness probe's restarter): decided as an in-place update (`UPDATE`), since the pod
+    /// stays and its containers go down for a while, whenever either PUB gate is on (budgets
+    /// are enforced at all).
+    Restart {
+        /// The pod as stored.
+        pod: &'a Pod,
+    },
 }
 
 impl<'a> PodRequest<'a> {
     /// The pod whose availability is at stake (the stored one).
     pub fn pod(&self) -> &'a Pod {
         match *self {
-            PodRequest::Delete { pod } | PodRequest::Evict { pod } => pod,
+            PodRequest::Delete { pod }
+            | PodRequest::Evict { pod }
+            | PodRequest::Restart { pod } => pod,
             PodRequest::Update { old, .. } => old,
         }
     }
@@ -177,6 +187,10 @@ pub fn decide(
     let operation = match request {
         PodRequest::Delete { .. } => Operation::Delete,
         PodRequest::Evict { .. } => Operation::Evict,
+        PodRequest::Restart { .. } if !gates.delete_gate && !gates.update_gate => {
+            return Ok(Decision::Allow(AllowReason::GateDisabled));
+        }
+        PodRequest::Restart { .. } => Operation::Update,
         PodRequest::Update { old, new } => {
             if !gates.update_gate {
                 return Ok(Decision::Allow(AllowReason::GateDisabled));

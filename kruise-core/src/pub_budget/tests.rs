@@ -229,6 +229,27 @@ fn update_gate_off_lets_updates_through() {
 }
 
 #[test]
+fn a_controllers_container_restart_is_counted_as_an_update() {
+    let p = pods(3);
+    let b = with_status(selector_budget(IntOrString::Int(1)), &p, 3);
+    let gates = PubGates { update_gate: true, ..PubGates::default() };
+    let restart = |b: &PodUnavailableBudget, pod| {
+        decide(b, None, PodRequest::Restart { pod }, false, &gates, now()).unwrap()
+    };
+    let Decision::AllowWithReservation { operation, status } = restart(&b, &p[0]) else {
+        panic!("reserved")
+    };
+    assert_eq!(operation, Operation::Update);
+    assert!(status.unavailable_pods.contains_key("web-0") && status.disrupted_pods.is_empty());
+    let mut after = b.clone();
+    after.status = Some(status);
+    assert!(matches!(restart(&after, &p[1]), Decision::Deny(_)), "the budget is spent");
+    let off =
+        decide(&b, None, PodRequest::Restart { pod: &p[0] }, false, &PubGates::default(), now());
+    assert_eq!(off.unwrap(), Decision::Allow(AllowReason::GateDisabled));
+}
+
+#[test]
 fn records_expire_after_upstreams_timeouts_and_give_the_next_recheck() {
     let p = pods(4);
     let mut b = with_status(selector_budget(IntOrString::Int(2)), &p, 4);

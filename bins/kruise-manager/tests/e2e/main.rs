@@ -12,6 +12,7 @@ mod crds_cli;
 mod daemon_manager;
 mod daemon_playground;
 mod daemonset;
+mod enhanced_liveness;
 mod ephemeraljob;
 mod image;
 mod launch_priority;
