@@ -77,7 +77,16 @@ impl PodMutator for EnhancedLivenessStep {
     }
 
     fn mutate(&self, pod: &mut PodEdit<'_>) -> Result<(), PodMutationError> {
-        if !asks(pod.pod()) || !crate::readiness::owned_by_kruise(pod.pod()) {
+        if !asks(pod.pod()) {
+            return Ok(());
+        }
+        // A context the pod brings must be one the daemon can read (beside upstream, which
+        // lets it through and so runs nothing): refused, naming the annotation.
+        let existing = probe_context(pod.pod()).map_err(|e| PodMutationError::Step {
+            step: PodStep::EnhancedLiveness,
+            message: e.to_string(),
+        })?;
+        if !crate::readiness::owned_by_kruise(pod.pod()) {
             return Ok(());
         }
         let has_probe = pod
@@ -89,15 +98,24 @@ impl PodMutator for EnhancedLivenessStep {
         if !has_probe {
             return Ok(());
         }
-        let mut saved = Vec::new();
+        // The probes the pod brought in the annotation stay, but for containers whose spec
+        // has one now.
+        let mut saved: Vec<ContainerLivenessProbe> = Vec::new();
+        let mut brought = existing;
         for container in pod.containers_mut() {
             if let Some(probe) = container.liveness_probe.take() {
+                brought.remove(&container.name);
                 saved.push(ContainerLivenessProbe {
                     name: container.name.clone(),
                     liveness_probe: probe,
                 });
             }
         }
+        saved.extend(
+            brought
+                .into_iter()
+                .map(|(name, liveness_probe)| ContainerLivenessProbe { name, liveness_probe }),
+        );
         let text = serde_json::to_string(&saved).map_err(|e| PodMutationError::Step {
             step: PodStep::EnhancedLiveness,
             message: format!("encoding the liveness probes: {e}"),
@@ -334,6 +352,30 @@ mod tests {
             assert_eq!(run(&mut p), None);
             assert!(p.spec.as_ref().expect("spec").containers[0].liveness_probe.is_some());
         }
+    }
+
+    #[test]
+    fn a_pod_bringing_a_bad_context_is_refused_and_a_good_one_kept() {
+        let mut bad = pod(
+            json!({"apps.kruise.io/using-enhanced-liveness": "true", CONTAINER_PROBE_CONTEXT: "[{"}),
+            "apps/v1",
+        );
+        let step = EnhancedLivenessStep;
+        let err = PodChain::new(vec![&step]).run(&mut bad).expect_err("refused").to_string();
+        assert!(
+            err.contains(
+                "metadata.annotations[apps.kruise.io/container-probe-context]: Invalid value"
+            ),
+            "{err}"
+        );
+        let brought = json!([{"name": "side", "livenessProbe": {"tcpSocket": {"port": 81}}}]);
+        let mut kept = pod(
+            json!({"apps.kruise.io/using-enhanced-liveness": "true", CONTAINER_PROBE_CONTEXT: brought.to_string()}),
+            "apps.kruise.io/v1alpha1",
+        );
+        assert!(run(&mut kept).is_some());
+        let saved = probe_context(&kept).expect("parses");
+        assert_eq!(saved.keys().collect::<Vec<_>>(), ["main", "side"], "nothing lost");
     }
 
     #[test]

@@ -68,6 +68,21 @@ fn restart_count(pod: &Value) -> i64 {
 fn a_failing_probe_restarts_its_container_through_a_request() {
     let pg = Playground::start(2, &["--feature-gates", "EnhancedLivenessProbe=true"]);
     let k = &pg.kubectl;
+    // A pod bringing a context the daemon cannot read is refused, naming the annotation.
+    let bad = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "bad", "annotations": {
+            "apps.kruise.io/using-enhanced-liveness": "true",
+            "apps.kruise.io/container-probe-context": "[{"}},
+        "spec": {"containers": [{"name": "main", "image": "registry.example/web:v1"}]}});
+    let refused = k.run_with(&["create", "-f", "-"], Some(&bad.to_string()));
+    assert!(!refused.ok, "accepted");
+    assert!(
+        refused.stderr.contains(
+            "metadata.annotations[apps.kruise.io/container-probe-context]: Invalid value"
+        ),
+        "{}",
+        refused.stderr
+    );
     k.ok_stdin(&["apply", "-f", "-"], &cloneset(1, false));
     let pod = wait_for("a running pod", MINUTE, || {
         pods(k).into_iter().find(|p| p["status"]["phase"] == "Running")
