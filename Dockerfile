@@ -11,9 +11,12 @@
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p kruise-manager -p kruise-daemon \
-    && install -D target/release/kruise-manager /out/kruise-manager \
-    && install -D target/release/kruise-daemon /out/kruise-daemon
+# The `dist` profile (release with fat LTO and one codegen unit, see Cargo.toml) makes the
+# binaries about 45% smaller; most of kruise-daemon's resident memory is its code. It builds
+# slower (about 13 minutes for the daemon on 2 cores).
+RUN cargo build --profile dist --locked -p kruise-manager -p kruise-daemon \
+    && install -D target/dist/kruise-manager /out/kruise-manager \
+    && install -D target/dist/kruise-daemon /out/kruise-daemon
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/kruise-manager /kruise-manager

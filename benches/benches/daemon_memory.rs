@@ -3,11 +3,12 @@
 //! node's NodePodProbe: 200 probes), over the fake runtime served as a CRI socket and the
 //! embedded API server. Target: under 20 MiB for the release binary.
 //!
-//! The daemon binary is `KRUISE_DAEMON_BIN`, or `kruise-daemon` next to this bench's
-//! `deps/` (the release build):
+//! The daemon binary is `KRUISE_DAEMON_BIN`, or the shipped build (`target/dist/kruise-daemon`,
+//! the profile the Dockerfile builds with) when it exists, else the release build next to this
+//! bench's `deps/`:
 //!
 //! ```text
-//! cargo build --release -p kruise-daemon
+//! cargo build --profile dist -p kruise-daemon
 //! cargo bench -p benches --bench daemon_memory
 //! ```
 
@@ -31,7 +32,12 @@ fn daemon_binary() -> Option<PathBuf> {
         return Some(PathBuf::from(path));
     }
     let exe = std::env::current_exe().ok()?;
-    let candidate = exe.parent()?.parent()?.join("kruise-daemon");
+    let release = exe.parent()?.parent()?;
+    let dist = release.parent()?.join("dist").join("kruise-daemon");
+    if dist.exists() {
+        return Some(dist);
+    }
+    let candidate = release.join("kruise-daemon");
     candidate.exists().then_some(candidate)
 }
 

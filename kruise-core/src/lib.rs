@@ -89,6 +89,7 @@ pub mod pub_budget;
 pub mod readiness;
 pub mod resourcedistribution;
 pub mod revision;
+pub mod rollout;
 pub mod selector;
 pub mod sidecar_terminator;
 pub mod sidecarset;

@@ -1,0 +1,521 @@
+//! `kubectl-kruise`: the kubectl plugin (`kubectl kruise ...`). It wires the command line to
+//! the API server; what a rollout's status is and what each command writes come from
+//! [`kruise_core::rollout`].
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, anyhow, bail};
+use clap::{Args, Parser, Subcommand};
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use kruise_core::rollout::{self, RolloutStatus};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::Value;
+
+/// kubectl-kruise controls the OpenKruise workloads (CloneSet, Advanced StatefulSet, Advanced
+/// DaemonSet) and the native ones.
+#[derive(Parser, Debug)]
+#[command(name = "kubectl-kruise", bin_name = "kubectl kruise", version)]
+struct Cli {
+    /// Path to the kubeconfig file to use.
+    #[arg(long, global = true, env = "KUBECONFIG")]
+    kubeconfig: Option<String>,
+    /// The name of the kubeconfig context to use.
+    #[arg(long, global = true)]
+    context: Option<String>,
+    /// The namespace scope for this request.
+    #[arg(short = 'n', long, global = true)]
+    namespace: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Manage the rollout of a resource.
+    #[command(subcommand)]
+    Rollout(RolloutCommand),
+    /// Scale a CloneSet down by deleting exactly the named pods.
+    Scaledown(ScaleDown),
+}
+
+#[derive(Subcommand, Debug)]
+enum RolloutCommand {
+    /// Show the status of the rollout: done when the pods up to the partition are updated and
+    /// available.
+    Status(StatusArgs),
+    /// View rollout history.
+    History(HistoryArgs),
+    /// Undo a previous rollout.
+    Undo(UndoArgs),
+    /// Mark the provided resource as paused.
+    Pause(Target),
+    /// Resume a paused resource.
+    Resume(Target),
+    /// Restart a resource: its pods are replaced (or updated in place) as for a new template.
+    Restart(Target),
+}
+
+#[derive(Args, Debug)]
+struct Target {
+    /// TYPE/NAME, or TYPE NAME.
+    #[arg(required = true, num_args = 1..=2)]
+    resource: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct StatusArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Watch the status of the rollout until it's done.
+    #[arg(short = 'w', long, default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    watch: bool,
+    /// The length of time to wait before ending watch, zero means never (e.g. 1s, 2m).
+    #[arg(long, default_value = "0s")]
+    timeout: String,
+}
+
+#[derive(Args, Debug)]
+struct HistoryArgs {
+    #[command(flatten)]
+    target: Target,
+    /// See the details, including the pod template, of the revision specified.
+    #[arg(long, default_value_t = 0)]
+    revision: i64,
+}
+
+#[derive(Args, Debug)]
+struct UndoArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The revision to rollback to. Default to 0 (last revision).
+    #[arg(long, default_value_t = 0)]
+    to_revision: i64,
+    /// Must be "none", "server", or "client".
+    #[arg(long, default_value = "none", num_args = 0..=1, default_missing_value = "client")]
+    dry_run: String,
+}
+
+#[derive(Args, Debug)]
+struct ScaleDown {
+    /// cloneset/NAME, or cloneset NAME.
+    #[arg(required = true, num_args = 1..=2)]
+    resource: Vec<String>,
+    /// The pods to delete, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pods: Vec<String>,
+    /// Must be "none", "server", or "client".
+    #[arg(long, default_value = "none", num_args = 0..=1, default_missing_value = "client")]
+    dry_run: String,
+}
+
+/// A workload kind the plugin knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Kind {
+    kind: &'static str,
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+}
+
+impl Kind {
+    const CLONESET: Kind =
+        Kind { kind: "CloneSet", group: "apps.kruise.io", version: "v1beta1", plural: "clonesets" };
+    const ADVANCED_STATEFULSET: Kind = Kind {
+        kind: "StatefulSet",
+        group: "apps.kruise.io",
+        version: "v1beta1",
+        plural: "statefulsets",
+    };
+    const ADVANCED_DAEMONSET: Kind = Kind {
+        kind: "DaemonSet",
+        group: "apps.kruise.io",
+        version: "v1beta1",
+        plural: "daemonsets",
+    };
+    const UNITED_DEPLOYMENT: Kind = Kind {
+        kind: "UnitedDeployment",
+        group: "apps.kruise.io",
+        version: "v1alpha1",
+        plural: "uniteddeployments",
+    };
+    const DEPLOYMENT: Kind =
+        Kind { kind: "Deployment", group: "apps", version: "v1", plural: "deployments" };
+    const STATEFULSET: Kind =
+        Kind { kind: "StatefulSet", group: "apps", version: "v1", plural: "statefulsets" };
+    const DAEMONSET: Kind =
+        Kind { kind: "DaemonSet", group: "apps", version: "v1", plural: "daemonsets" };
+
+    /// The kind a TYPE names, as kubectl's short names and `plural.group` forms do.
+    fn parse(text: &str) -> Option<Kind> {
+        let lower = text.to_ascii_lowercase();
+        Some(match lower.as_str() {
+            "cloneset"
+            | "clonesets"
+            | "clone"
+            | "cloneset.apps.kruise.io"
+            | "clonesets.apps.kruise.io" => Self::CLONESET,
+            "asts"
+            | "advancedstatefulset"
+            | "statefulset.apps.kruise.io"
+            | "statefulsets.apps.kruise.io" => Self::ADVANCED_STATEFULSET,
+            "ads"
+            | "advanceddaemonset"
+            | "daemonset.apps.kruise.io"
+            | "daemonsets.apps.kruise.io" => Self::ADVANCED_DAEMONSET,
+            "ud"
+            | "uniteddeployment"
+            | "uniteddeployments"
+            | "uniteddeployment.apps.kruise.io"
+            | "uniteddeployments.apps.kruise.io" => Self::UNITED_DEPLOYMENT,
+            "deployment" | "deployments" | "deploy" | "deployment.apps" | "deployments.apps" => {
+                Self::DEPLOYMENT
+            }
+            "statefulset" | "statefulsets" | "sts" | "statefulset.apps" | "statefulsets.apps" => {
+                Self::STATEFULSET
+            }
+            "daemonset" | "daemonsets" | "ds" | "daemonset.apps" | "daemonsets.apps" => {
+                Self::DAEMONSET
+            }
+            _ => return None,
+        })
+    }
+
+    fn resource(self) -> ApiResource {
+        let api_version = if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        };
+        ApiResource {
+            group: self.group.to_owned(),
+            version: self.version.to_owned(),
+            api_version,
+            kind: self.kind.to_owned(),
+            plural: self.plural.to_owned(),
+        }
+    }
+
+    /// `cloneset.apps.kruise.io/web`, as kubectl names an object.
+    fn shown(self, name: &str) -> String {
+        format!("{}.{}/{name}", self.kind.to_ascii_lowercase(), self.group)
+    }
+
+    /// `clonesets.apps.kruise.io "web"`, as kubectl's errors name an object.
+    fn quoted(self, name: &str) -> String {
+        format!("{}.{} {name:?}", self.plural, self.group)
+    }
+}
+
+/// TYPE/NAME or TYPE NAME.
+fn parse_target(words: &[String]) -> anyhow::Result<(Kind, String)> {
+    let (kind, name) = match words {
+        [one] => one.split_once('/').ok_or_else(|| {
+            anyhow!("you must provide one or more resources by argument or filename")
+        })?,
+        [kind, name] => (kind.as_str(), name.as_str()),
+        _ => bail!("you must provide one or more resources by argument or filename"),
+    };
+    let parsed = Kind::parse(kind)
+        .ok_or_else(|| anyhow!("the server doesn't have a resource type {kind:?}"))?;
+    if name.is_empty() {
+        bail!("resource name may not be empty");
+    }
+    Ok((parsed, name.to_owned()))
+}
+
+fn parse_timeout(text: &str) -> anyhow::Result<Option<Duration>> {
+    let span: jiff::SignedDuration = text
+        .parse::<jiff::Span>()
+        .ok()
+        .and_then(|s| jiff::SignedDuration::try_from(s).ok())
+        .or_else(|| {
+            text.strip_suffix('s')
+                .and_then(|n| n.parse::<i64>().ok())
+                .map(jiff::SignedDuration::from_secs)
+        })
+        .or_else(|| (text == "0").then_some(jiff::SignedDuration::ZERO))
+        .ok_or_else(|| anyhow!("invalid argument {text:?} for \"--timeout\" flag"))?;
+    let duration =
+        Duration::try_from(span).map_err(|_| anyhow!("--timeout must not be negative"))?;
+    Ok((!duration.is_zero()).then_some(duration))
+}
+
+struct Session {
+    client: kube::Client,
+    namespace: String,
+}
+
+impl Session {
+    async fn connect(cli: &Cli) -> anyhow::Result<Self> {
+        let options =
+            kube::config::KubeConfigOptions { context: cli.context.clone(), ..Default::default() };
+        let config = match &cli.kubeconfig {
+            Some(path) if !path.is_empty() && !path.contains(':') => {
+                let file = kube::config::Kubeconfig::read_from(path)
+                    .with_context(|| format!("reading the kubeconfig {path}"))?;
+                kube::Config::from_custom_kubeconfig(file, &options).await?
+            }
+            _ => kube::Config::from_kubeconfig(&options).await?,
+        };
+        let namespace = cli.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
+        let client = kube::Client::try_from(config)?;
+        Ok(Self { client, namespace })
+    }
+
+    fn api(&self, kind: Kind) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), &self.namespace, &kind.resource())
+    }
+
+    async fn get(&self, kind: Kind, name: &str) -> anyhow::Result<DynamicObject> {
+        match self.api(kind).get(name).await {
+            Ok(object) => Ok(object),
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                bail!("{} not found", kind.quoted(name))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The workload's ControllerRevisions (those it controls).
+    async fn revisions(&self, object: &DynamicObject) -> anyhow::Result<Vec<ControllerRevision>> {
+        let uid = object.metadata.uid.clone().unwrap_or_default();
+        let api: Api<ControllerRevision> = Api::namespaced(self.client.clone(), &self.namespace);
+        let list = api.list(&ListParams::default()).await?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter(|r| {
+                r.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == uid && o.controller == Some(true))
+            })
+            .collect())
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(object: &DynamicObject) -> anyhow::Result<T> {
+    let value = serde_json::to_value(object)?;
+    serde_json::from_value(value).context("reading the object")
+}
+
+/// The rollout status of `object`, by kind.
+fn status_of(kind: Kind, object: &DynamicObject) -> anyhow::Result<RolloutStatus> {
+    Ok(match kind {
+        Kind::CLONESET => rollout::cloneset_status(&typed(object)?)?,
+        Kind::ADVANCED_STATEFULSET => rollout::advanced_statefulset_status(&typed(object)?)?,
+        Kind::ADVANCED_DAEMONSET => rollout::advanced_daemonset_status(&typed(object)?)?,
+        Kind::DEPLOYMENT => rollout::deployment_status(&typed(object)?),
+        Kind::STATEFULSET => rollout::statefulset_status(&typed(object)?)?,
+        Kind::DAEMONSET => rollout::kube_daemonset_status(&typed(object)?)?,
+        other => bail!("no status viewer has been implemented for {}", other.kind),
+    })
+}
+
+fn patch_params(dry_run: &str) -> anyhow::Result<(PatchParams, &'static str)> {
+    match dry_run {
+        "none" | "false" => Ok((PatchParams::default(), "")),
+        "server" => {
+            Ok((PatchParams { dry_run: true, ..PatchParams::default() }, " (server dry run)"))
+        }
+        "client" | "true" => Ok((PatchParams::default(), " (dry run)")),
+        other => {
+            bail!("Invalid dry-run value ({other}). Must be \"none\", \"server\", or \"client\".")
+        }
+    }
+}
+
+async fn rollout_status(session: &Session, args: &StatusArgs) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&args.target.resource)?;
+    let timeout = parse_timeout(&args.timeout)?;
+    let started = Instant::now();
+    let mut last = String::new();
+    loop {
+        let object = session.get(kind, &name).await?;
+        let status = status_of(kind, &object)?;
+        if status.message != last {
+            println!("{}", status.message);
+            last = status.message.clone();
+        }
+        if status.done || !args.watch {
+            return Ok(());
+        }
+        if timeout.is_some_and(|t| started.elapsed() >= t) {
+            bail!("timed out waiting for the condition");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn rollout_history(session: &Session, args: &HistoryArgs) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&args.target.resource)?;
+    let object = session.get(kind, &name).await?;
+    let revisions = session.revisions(&object).await?;
+    let refs: Vec<&ControllerRevision> = revisions.iter().collect();
+    if args.revision > 0 {
+        let revision = refs
+            .iter()
+            .find(|r| r.revision == Some(args.revision))
+            .ok_or_else(|| anyhow!("unable to find the specified revision"))?;
+        let template =
+            kruise_core::revision::template_from_revision(revision).map_err(|e| anyhow!("{e}"))?;
+        println!("{} with revision #{}", kind.shown(&name), args.revision);
+        println!("Pod Template:");
+        let yaml = serde_yaml::to_string(&template)?;
+        for line in yaml.lines() {
+            println!("  {line}");
+        }
+        return Ok(());
+    }
+    println!("{}", kind.shown(&name));
+    println!("REVISION  CHANGE-CAUSE");
+    for (revision, cause) in rollout::history(&refs) {
+        println!("{revision:<9} {cause}");
+    }
+    println!();
+    Ok(())
+}
+
+async fn rollout_undo(session: &Session, args: &UndoArgs) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&args.target.resource)?;
+    if !matches!(kind, Kind::CLONESET | Kind::ADVANCED_STATEFULSET | Kind::ADVANCED_DAEMONSET) {
+        bail!(
+            "rollout undo of {} is kubectl's own: use `kubectl rollout undo {}`",
+            kind.kind,
+            kind.shown(&name)
+        );
+    }
+    let (params, note) = patch_params(&args.dry_run)?;
+    let object = session.get(kind, &name).await?;
+    let revisions = session.revisions(&object).await?;
+    let refs: Vec<&ControllerRevision> = revisions.iter().collect();
+    let version = object.metadata.resource_version.clone().unwrap_or_default();
+    let (chosen, patch) =
+        rollout::undo_patch(&refs, args.to_revision, &version).map_err(|e| anyhow!("{e}"))?;
+    if same_template(&object.data["spec"]["template"], &patch[1]["value"]) {
+        println!(
+            "{} skipped rollback (current template already matches revision {chosen})",
+            kind.shown(&name)
+        );
+        return Ok(());
+    }
+    if args.dry_run != "client" && args.dry_run != "true" {
+        let patch: json_patch::Patch = serde_json::from_value(patch)?;
+        session.api(kind).patch(&name, &params, &Patch::Json::<()>(patch)).await?;
+    }
+    println!("{} rolled back{note}", kind.shown(&name));
+    Ok(())
+}
+
+/// Templates equal but for the fields the server defaults and the revision may not carry.
+fn same_template(current: &Value, revision: &Value) -> bool {
+    fn strip(v: &Value) -> Value {
+        let mut v = v.clone();
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("creationTimestamp");
+        }
+        v
+    }
+    strip(current) == strip(revision)
+}
+
+async fn rollout_pause(session: &Session, target: &Target, paused: bool) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&target.resource)?;
+    let Some(patch) = rollout::pause_patch(kind.kind, paused) else {
+        bail!("{} is not supported for pause and resume", kind.kind);
+    };
+    if kind == Kind::STATEFULSET || kind == Kind::DAEMONSET {
+        bail!("{} is not supported for pause and resume", kind.shown(&name));
+    }
+    let object = session.get(kind, &name).await?;
+    let now = rollout::is_paused(&serde_json::to_value(&object)?);
+    if now == paused {
+        bail!("{} is {}", kind.quoted(&name), if paused { "already paused" } else { "not paused" });
+    }
+    session.api(kind).patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    println!("{} {}", kind.shown(&name), if paused { "paused" } else { "resumed" });
+    Ok(())
+}
+
+async fn rollout_restart(session: &Session, target: &Target) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&target.resource)?;
+    session.get(kind, &name).await?;
+    let patch = rollout::restart_patch(jiff::Timestamp::now());
+    session.api(kind).patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    println!("{} restarted", kind.shown(&name));
+    Ok(())
+}
+
+async fn scale_down(session: &Session, args: &ScaleDown) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&args.resource)?;
+    if kind != Kind::CLONESET {
+        bail!("scaledown supports only CloneSet, not {}", kind.kind);
+    }
+    let (params, note) = patch_params(&args.dry_run)?;
+    let object = session.get(kind, &name).await?;
+    let set: kruise_api::apps::v1beta1::CloneSet = typed(&object)?;
+    let uid = object.metadata.uid.clone().unwrap_or_default();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(session.client.clone(), &session.namespace);
+    let owned: Vec<String> = pods
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == uid && o.controller == Some(true))
+        })
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    let patch = rollout::scale_down_patch(&set, &args.pods, &owned).map_err(|e| anyhow!("{e}"))?;
+    if args.dry_run != "client" && args.dry_run != "true" {
+        let patch: json_patch::Patch = serde_json::from_value(patch)?;
+        session.api(kind).patch(&name, &params, &Patch::Json::<()>(patch)).await?;
+    }
+    println!("{} scaled down: {}{note}", kind.shown(&name), args.pods.join(", "));
+    Ok(())
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let session = Session::connect(&cli).await?;
+    match &cli.command {
+        Command::Rollout(RolloutCommand::Status(args)) => rollout_status(&session, args).await,
+        Command::Rollout(RolloutCommand::History(args)) => rollout_history(&session, args).await,
+        Command::Rollout(RolloutCommand::Undo(args)) => rollout_undo(&session, args).await,
+        Command::Rollout(RolloutCommand::Pause(target)) => {
+            rollout_pause(&session, target, true).await
+        }
+        Command::Rollout(RolloutCommand::Resume(target)) => {
+            rollout_pause(&session, target, false).await
+        }
+        Command::Rollout(RolloutCommand::Restart(target)) => {
+            rollout_restart(&session, target).await
+        }
+        Command::Scaledown(args) => scale_down(&session, args).await,
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

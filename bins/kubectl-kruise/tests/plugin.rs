@@ -1,0 +1,247 @@
+//! `kubectl kruise ...` through the real kubectl (its plugin lookup finds this binary on
+//! `PATH`) against kruise-sim with Kruise's CRDs and the built-in controllers. The CloneSet's
+//! progress is written into its status by hand, as the manager would, so that each state the
+//! plugin reads is set exactly.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use kruise_sim::{Config, Server, ServerHandle};
+use serde_json::{Value, json};
+
+struct Env {
+    _server: ServerHandle,
+    dir: tempfile::TempDir,
+    kubeconfig: std::path::PathBuf,
+}
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Env {
+    fn new() -> Env {
+        let nodes = kruise_sim::nodes::NodesConfig::new(1);
+        let config = Config::default().with_kruise_crds().with_nodes(nodes).with_controllers();
+        let server = Server::start_in_thread(config).expect("server starts");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).expect("kubeconfig written");
+        Env { _server: server, dir, kubeconfig }
+    }
+
+    /// `kubectl ARGS` with this binary's directory first on `PATH`.
+    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Out {
+        let plugin = Path::new(env!("CARGO_BIN_EXE_kubectl-kruise"));
+        let dir = plugin.parent().expect("a directory");
+        let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
+        let mut child = Command::new("kubectl")
+            .args(args)
+            .env("PATH", path)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        if let Some(input) = stdin {
+            use std::io::Write as _;
+            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("written");
+        }
+        drop(child.stdin.take());
+        let out = child.wait_with_output().expect("output");
+        Out {
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args, None);
+        assert!(out.ok, "kubectl {args:?}:\n{}\n{}", out.stdout, out.stderr);
+        out.stdout
+    }
+
+    fn apply(&self, object: &Value) {
+        let out = self.kubectl(&["apply", "-f", "-"], Some(&object.to_string()));
+        assert!(out.ok, "apply:\n{}", out.stderr);
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        args.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&args)).expect("JSON")
+    }
+
+    /// The CloneSet's status, as its controller would write it.
+    fn set_status(&self, status: Value) {
+        let patch = json!({"status": status}).to_string();
+        self.ok(&[
+            "patch",
+            "cloneset",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch,
+        ]);
+    }
+}
+
+fn cloneset(image: &str, partition: i32) -> Value {
+    json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "main", "image": image}]}},
+                 "updateStrategy": {"rollingUpdate": {"partition": partition}}},
+    })
+}
+
+fn revision(n: i64, image: &str, uid: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "ControllerRevision",
+        "metadata": {"name": format!("web-{n}"), "namespace": "default",
+                     "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+                                          "name": "web", "uid": uid, "controller": true}]},
+        "revision": n,
+        "data": {"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"app": "web"}},
+                 "spec": {"containers": [{"name": "main", "image": image}]}}}},
+    })
+}
+
+#[test]
+fn rollout_commands_on_a_cloneset() {
+    let env = Env::new();
+    env.apply(&cloneset("registry.example/web:v2", 1));
+    let uid = env.json(&["get", "cloneset", "web"])["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+
+    // Status: partitions counted, --watch=false returns at once, --timeout ends a watch.
+    env.set_status(json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1,
+        "readyReplicas": 3, "updatedReadyReplicas": 1, "updatedAvailableReplicas": 1, "availableReplicas": 3}));
+    let waiting = env.ok(&["kruise", "rollout", "status", "cloneset/web", "--watch=false"]);
+    assert_eq!(
+        waiting,
+        "Waiting for cloneset \"web\" rollout to finish: 1 out of 2 new replicas have been updated...\n"
+    );
+    let timed_out =
+        env.kubectl(&["kruise", "rollout", "status", "cloneset", "web", "--timeout", "1s"], None);
+    assert!(!timed_out.ok);
+    assert_eq!(timed_out.stderr, "error: timed out waiting for the condition\n");
+    env.set_status(json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 2,
+        "readyReplicas": 3, "updatedReadyReplicas": 2, "updatedAvailableReplicas": 2, "availableReplicas": 3}));
+    let done = env.ok(&["kruise", "rollout", "status", "clonesets.apps.kruise.io/web"]);
+    assert_eq!(done, "partitioned roll out complete: 2 new pods have been updated...\n");
+
+    // Pause and resume, refused when already so.
+    assert_eq!(
+        env.ok(&["kruise", "rollout", "pause", "cloneset/web"]),
+        "cloneset.apps.kruise.io/web paused\n"
+    );
+    let set = env.json(&["get", "cloneset", "web"]);
+    assert_eq!(set["spec"]["updateStrategy"]["rollingUpdate"]["paused"], true);
+    let again = env.kubectl(&["kruise", "rollout", "pause", "cloneset/web"], None);
+    assert!(!again.ok);
+    assert_eq!(again.stderr, "error: clonesets.apps.kruise.io \"web\" is already paused\n");
+    assert_eq!(
+        env.ok(&["kruise", "rollout", "resume", "cloneset/web"]),
+        "cloneset.apps.kruise.io/web resumed\n"
+    );
+
+    // Restart stamps the template.
+    assert_eq!(
+        env.ok(&["kruise", "rollout", "restart", "cloneset/web"]),
+        "cloneset.apps.kruise.io/web restarted\n"
+    );
+    let set = env.json(&["get", "cloneset", "web"]);
+    assert!(
+        set["spec"]["template"]["metadata"]["annotations"]["kubectl.kruise.io/restartedAt"]
+            .is_string()
+    );
+
+    // History and undo over the CloneSet's revisions.
+    env.apply(&revision(1, "registry.example/web:v1", &uid));
+    env.apply(&revision(2, "registry.example/web:v2", &uid));
+    let history = env.ok(&["kruise", "rollout", "history", "cloneset/web"]);
+    assert_eq!(
+        history,
+        "cloneset.apps.kruise.io/web\nREVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n\n"
+    );
+    let detail = env.ok(&["kruise", "rollout", "history", "cloneset/web", "--revision", "1"]);
+    assert!(
+        detail.starts_with("cloneset.apps.kruise.io/web with revision #1\nPod Template:\n"),
+        "{detail}"
+    );
+    assert!(detail.contains("image: registry.example/web:v1"), "{detail}");
+    let dry = env.ok(&["kruise", "rollout", "undo", "cloneset/web", "--dry-run=server"]);
+    assert_eq!(dry, "cloneset.apps.kruise.io/web rolled back (server dry run)\n");
+    let image = |env: &Env| {
+        env.json(&["get", "cloneset", "web"])["spec"]["template"]["spec"]["containers"][0]["image"]
+            .clone()
+    };
+    assert_eq!(image(&env), "registry.example/web:v2", "a dry run changes nothing");
+    assert_eq!(
+        env.ok(&["kruise", "rollout", "undo", "cloneset/web"]),
+        "cloneset.apps.kruise.io/web rolled back\n"
+    );
+    assert_eq!(image(&env), "registry.example/web:v1");
+    let missing =
+        env.kubectl(&["kruise", "rollout", "undo", "cloneset/web", "--to-revision", "7"], None);
+    assert_eq!(missing.stderr, "error: unable to find specified revision 7 in history\n");
+
+    // Bad input names what is wrong.
+    let unknown = env.kubectl(&["kruise", "rollout", "status", "widget/web"], None);
+    assert_eq!(unknown.stderr, "error: the server doesn't have a resource type \"widget\"\n");
+    let absent = env.kubectl(&["kruise", "rollout", "status", "cloneset/nope"], None);
+    assert_eq!(absent.stderr, "error: clonesets.apps.kruise.io \"nope\" not found\n");
+}
+
+#[test]
+fn scaledown_deletes_exactly_the_named_pods() {
+    let env = Env::new();
+    env.apply(&cloneset("registry.example/web:v1", 0));
+    let uid = env.json(&["get", "cloneset", "web"])["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    for name in ["web-a", "web-b", "web-c"] {
+        env.apply(&json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"},
+                         "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+                                              "name": "web", "uid": uid, "controller": true}]},
+            "spec": {"containers": [{"name": "main", "image": "registry.example/web:v1"}]}}));
+    }
+    let stranger = env.kubectl(&["kruise", "scaledown", "cloneset/web", "--pods", "other"], None);
+    assert_eq!(stranger.stderr, "error: pod \"other\" does not belong to cloneset \"web\"\n");
+    let out = env.ok(&["kruise", "scaledown", "cloneset/web", "--pods", "web-b"]);
+    assert_eq!(out, "cloneset.apps.kruise.io/web scaled down: web-b\n");
+    let set = env.json(&["get", "cloneset", "web"]);
+    assert_eq!(set["spec"]["replicas"], 2);
+    assert_eq!(set["spec"]["scaleStrategy"]["podsToDelete"], json!(["web-b"]));
+}
+
+#[test]
+fn a_deployment_rollout_is_followed_as_kubectl_does() {
+    let env = Env::new();
+    env.ok(&["create", "deployment", "web", "--image=registry.example/web:v1", "--replicas=2"]);
+    let out =
+        env.kubectl(&["kruise", "rollout", "status", "deployment/web", "--timeout", "60s"], None);
+    assert!(
+        out.ok,
+        "{}\n{}\n{}",
+        out.stderr,
+        out.stdout,
+        env.ok(&["get", "deploy,pods", "-o", "yaml"])
+    );
+    assert!(out.stdout.ends_with("deployment \"web\" successfully rolled out\n"), "{}", out.stdout);
+    std::thread::sleep(Duration::from_millis(10));
+}

@@ -1,0 +1,465 @@
+//! What `kubectl kruise rollout` reads and writes, without IO: whether a workload's rollout is
+//! done (partitions and in-place updates counted), the patches that pause, resume, restart and
+//! roll a workload back, and a CloneSet's selective scale-down.
+//!
+//! Messages follow kubectl's own `rollout status` wording for the matching native kind.
+
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet as KubeDaemonSet, Deployment, StatefulSet as KubeStatefulSet,
+};
+use kruise_api::apps::v1beta1::{CloneSet, DaemonSet, StatefulSet};
+use serde_json::{Value, json};
+
+use crate::intstr::{Rounding, scaled_value};
+
+/// The template annotation `rollout restart` sets, as upstream's plugin names it.
+pub const RESTARTED_AT: &str = "kubectl.kruise.io/restartedAt";
+
+/// Where a rollout stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RolloutStatus {
+    /// The rollout is finished (up to the partition, if any).
+    pub done: bool,
+    /// One line, as kubectl prints it (without the new line).
+    pub message: String,
+}
+
+impl RolloutStatus {
+    fn waiting(message: String) -> Self {
+        Self { done: false, message }
+    }
+
+    fn done(message: String) -> Self {
+        Self { done: true, message }
+    }
+}
+
+/// Why a rollout status cannot be given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RolloutError {
+    /// The workload's update strategy has no rollout to follow.
+    #[error("rollout status is only available for {0} strategy type")]
+    Strategy(&'static str),
+    /// A partition that does not parse.
+    #[error("{field}: Invalid value: {value:?}: {detail}")]
+    Partition {
+        /// Its field path.
+        field: &'static str,
+        /// The value.
+        value: String,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+fn shown(value: &k8s_openapi::apimachinery::pkg::util::intstr::IntOrString) -> String {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    match value {
+        IntOrString::Int(i) => i.to_string(),
+        IntOrString::String(s) => s.clone(),
+    }
+}
+
+fn observed(generation: Option<i64>, observed: i64) -> bool {
+    generation.unwrap_or(0) <= observed
+}
+
+/// A CloneSet: done when the pods up to the partition are updated and available and no old
+/// pod is left above it.
+///
+/// # Errors
+/// A partition that does not parse.
+pub fn cloneset_status(set: &CloneSet) -> Result<RolloutStatus, RolloutError> {
+    let name = set.metadata.name.as_deref().unwrap_or_default();
+    let status = set.status.clone().unwrap_or_default();
+    if !observed(set.metadata.generation, status.observed_generation) {
+        return Ok(RolloutStatus::waiting(
+            "Waiting for cloneset spec update to be observed...".into(),
+        ));
+    }
+    let replicas = set.spec.replicas.unwrap_or(1);
+    let partition =
+        match set.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.partition.as_ref()) {
+            Some(value) => scaled_value(value, replicas, Rounding::Up).map_err(|e| {
+                RolloutError::Partition {
+                    field: "spec.updateStrategy.rollingUpdate.partition",
+                    value: shown(value),
+                    detail: e.to_string(),
+                }
+            })?,
+            None => 0,
+        };
+    let wanted = (replicas - partition.clamp(0, replicas)).max(0);
+    if status.updated_replicas < wanted {
+        return Ok(RolloutStatus::waiting(format!(
+            "Waiting for cloneset {name:?} rollout to finish: {} out of {wanted} new replicas have been updated...",
+            status.updated_replicas
+        )));
+    }
+    if partition == 0 && status.replicas > status.updated_replicas {
+        return Ok(RolloutStatus::waiting(format!(
+            "Waiting for cloneset {name:?} rollout to finish: {} old replicas are pending termination...",
+            status.replicas - status.updated_replicas
+        )));
+    }
+    if status.updated_available_replicas < wanted.min(status.updated_replicas) {
+        return Ok(RolloutStatus::waiting(format!(
+            "Waiting for cloneset {name:?} rollout to finish: {} of {} updated replicas are available...",
+            status.updated_available_replicas,
+            wanted.min(status.updated_replicas)
+        )));
+    }
+    if partition > 0 {
+        return Ok(RolloutStatus::done(format!(
+            "partitioned roll out complete: {wanted} new pods have been updated..."
+        )));
+    }
+    Ok(RolloutStatus::done(format!("cloneset {name:?} successfully rolled out")))
+}
+
+/// An Advanced StatefulSet, as kubectl follows a StatefulSet: with a partition, done when the
+/// ordinals from it are updated; otherwise when every pod is ready at the update revision.
+///
+/// # Errors
+/// An `OnDelete` strategy.
+pub fn advanced_statefulset_status(set: &StatefulSet) -> Result<RolloutStatus, RolloutError> {
+    let strategy = &set.spec.update_strategy;
+    if strategy.type_.as_ref().is_some_and(|t| t.as_str() == "OnDelete") {
+        return Err(RolloutError::Strategy("RollingUpdate"));
+    }
+    let status = set.status.clone().unwrap_or_default();
+    let replicas = set.spec.replicas.unwrap_or(1);
+    let partition = strategy.rolling_update.as_ref().and_then(|r| r.partition).unwrap_or(0);
+    stateful_status(
+        observed(set.metadata.generation, status.observed_generation),
+        replicas,
+        partition,
+        (status.ready_replicas, status.updated_replicas),
+        (&status.current_revision, &status.update_revision),
+    )
+}
+
+fn stateful_status(
+    observed: bool,
+    replicas: i32,
+    partition: i32,
+    (ready, updated): (i32, i32),
+    (current, update): (&str, &str),
+) -> Result<RolloutStatus, RolloutError> {
+    if !observed {
+        return Ok(RolloutStatus::waiting(
+            "Waiting for statefulset spec update to be observed...".into(),
+        ));
+    }
+    if ready < replicas {
+        return Ok(RolloutStatus::waiting(format!(
+            "Waiting for {} pods to be ready...",
+            replicas - ready
+        )));
+    }
+    if partition > 0 {
+        let wanted = (replicas - partition).max(0);
+        if updated < wanted {
+            return Ok(RolloutStatus::waiting(format!(
+                "Waiting for partitioned roll out to finish: {updated} out of {wanted} new pods have been updated..."
+            )));
+        }
+        return Ok(RolloutStatus::done(format!(
+            "partitioned roll out complete: {updated} new pods have been updated..."
+        )));
+    }
+    if update != current {
+        return Ok(RolloutStatus::waiting(format!(
+            "waiting for statefulset rolling update to complete {updated} pods at revision {update}..."
+        )));
+    }
+    Ok(RolloutStatus::done(format!(
+        "statefulset rolling update complete {replicas} pods at revision {current}..."
+    )))
+}
+
+/// An Advanced DaemonSet: done when the pods up to the partition are updated and available.
+///
+/// # Errors
+/// An `OnDelete` strategy, or a partition that does not parse.
+pub fn advanced_daemonset_status(set: &DaemonSet) -> Result<RolloutStatus, RolloutError> {
+    if set.spec.update_strategy.type_.as_ref().is_some_and(|t| t.as_str() == "OnDelete") {
+        return Err(RolloutError::Strategy("RollingUpdate"));
+    }
+    let name = set.metadata.name.as_deref().unwrap_or_default();
+    let status = set.status.clone().unwrap_or_default();
+    if !observed(set.metadata.generation, status.observed_generation) {
+        return Ok(RolloutStatus::waiting(
+            "Waiting for daemon set spec update to be observed...".into(),
+        ));
+    }
+    let desired = status.desired_number_scheduled;
+    let partition =
+        match set.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.partition.as_ref()) {
+            Some(value) => scaled_value(value, desired, Rounding::Down).map_err(|e| {
+                RolloutError::Partition {
+                    field: "spec.updateStrategy.rollingUpdate.partition",
+                    value: shown(value),
+                    detail: e.to_string(),
+                }
+            })?,
+            None => 0,
+        };
+    let wanted = (desired - partition.clamp(0, desired)).max(0);
+    daemon_status(name, wanted, status.updated_number_scheduled, status.number_available, desired)
+}
+
+fn daemon_status(
+    name: &str,
+    wanted: i32,
+    updated: i32,
+    available: i32,
+    desired: i32,
+) -> Result<RolloutStatus, RolloutError> {
+    if updated < wanted {
+        return Ok(RolloutStatus::waiting(format!(
+            "Waiting for daemon set {name:?} rollout to finish: {updated} out of {wanted} new pods have been updated..."
+        )));
+    }
+    if available < desired {
+        return Ok(RolloutStatus::waiting(format!(
+            "Waiting for daemon set {name:?} rollout to finish: {available} of {desired} updated pods are available..."
+        )));
+    }
+    Ok(RolloutStatus::done(format!("daemon set {name:?} successfully rolled out")))
+}
+
+/// A Deployment, as kubectl follows it (without its progress deadline check).
+pub fn deployment_status(deployment: &Deployment) -> RolloutStatus {
+    let name = deployment.metadata.name.as_deref().unwrap_or_default();
+    let status = deployment.status.clone().unwrap_or_default();
+    if !observed(deployment.metadata.generation, status.observed_generation.unwrap_or(0)) {
+        return RolloutStatus::waiting(
+            "Waiting for deployment spec update to be observed...".into(),
+        );
+    }
+    let replicas = deployment.spec.replicas.unwrap_or(1);
+    let updated = status.updated_replicas.unwrap_or(0);
+    let total = status.replicas.unwrap_or(0);
+    let available = status.available_replicas.unwrap_or(0);
+    if updated < replicas {
+        return RolloutStatus::waiting(format!(
+            "Waiting for deployment {name:?} rollout to finish: {updated} out of {replicas} new replicas have been updated..."
+        ));
+    }
+    if total > updated {
+        return RolloutStatus::waiting(format!(
+            "Waiting for deployment {name:?} rollout to finish: {} old replicas are pending termination...",
+            total - updated
+        ));
+    }
+    if available < updated {
+        return RolloutStatus::waiting(format!(
+            "Waiting for deployment {name:?} rollout to finish: {available} of {updated} updated replicas are available..."
+        ));
+    }
+    RolloutStatus::done(format!("deployment {name:?} successfully rolled out"))
+}
+
+/// An apps/v1 StatefulSet, as kubectl follows it.
+///
+/// # Errors
+/// An `OnDelete` strategy.
+pub fn statefulset_status(set: &KubeStatefulSet) -> Result<RolloutStatus, RolloutError> {
+    let spec = set.spec.clone();
+    let strategy = spec.update_strategy.unwrap_or_default();
+    if strategy.type_.as_deref() == Some("OnDelete") {
+        return Err(RolloutError::Strategy("RollingUpdate"));
+    }
+    let status = set.status.clone().unwrap_or_default();
+    stateful_status(
+        observed(set.metadata.generation, status.observed_generation.unwrap_or(0)),
+        spec.replicas.unwrap_or(1),
+        strategy.rolling_update.and_then(|r| r.partition).unwrap_or(0),
+        (status.ready_replicas.unwrap_or(0), status.updated_replicas.unwrap_or(0)),
+        (
+            status.current_revision.as_deref().unwrap_or_default(),
+            status.update_revision.as_deref().unwrap_or_default(),
+        ),
+    )
+}
+
+/// An apps/v1 DaemonSet, as kubectl follows it.
+///
+/// # Errors
+/// An `OnDelete` strategy.
+pub fn kube_daemonset_status(set: &KubeDaemonSet) -> Result<RolloutStatus, RolloutError> {
+    let spec = set.spec.clone();
+    if spec.update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete") {
+        return Err(RolloutError::Strategy("RollingUpdate"));
+    }
+    let name = set.metadata.name.as_deref().unwrap_or_default();
+    let status = set.status.clone().unwrap_or_default();
+    if !observed(set.metadata.generation, status.observed_generation.unwrap_or(0)) {
+        return Ok(RolloutStatus::waiting(
+            "Waiting for daemon set spec update to be observed...".into(),
+        ));
+    }
+    let desired = status.desired_number_scheduled;
+    daemon_status(
+        name,
+        desired,
+        status.updated_number_scheduled.unwrap_or(0),
+        status.number_available.unwrap_or(0),
+        desired,
+    )
+}
+
+/// The JSON path of a Kruise workload's `paused` switch, by kind: CloneSet, Advanced
+/// StatefulSet and Advanced DaemonSet (`rollingUpdate.paused`), Deployment (`spec.paused`).
+pub fn pause_patch(kind: &str, paused: bool) -> Option<Value> {
+    match kind {
+        "CloneSet" | "StatefulSet" | "DaemonSet" => {
+            Some(json!({"spec": {"updateStrategy": {"rollingUpdate": {"paused": paused}}}}))
+        }
+        "Deployment" => Some(json!({"spec": {"paused": paused}})),
+        _ => None,
+    }
+}
+
+/// Whether a workload (its JSON) is paused already.
+pub fn is_paused(object: &Value) -> bool {
+    object["spec"]["paused"].as_bool().unwrap_or(false)
+        || object["spec"]["updateStrategy"]["rollingUpdate"]["paused"].as_bool().unwrap_or(false)
+}
+
+/// The merge patch of `rollout restart`: the template annotation [`RESTARTED_AT`] set to `now`.
+pub fn restart_patch(now: jiff::Timestamp) -> Value {
+    let at = now.strftime("%Y-%m-%dT%H:%M:%S%:z").to_string();
+    json!({"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: at}}}}})
+}
+
+/// A workload's revisions, oldest first: `(revision number, change cause)`.
+pub fn history(revisions: &[&ControllerRevision]) -> Vec<(i64, String)> {
+    let mut list: Vec<(i64, String)> = revisions
+        .iter()
+        .map(|r| {
+            let cause = r
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("kubernetes.io/change-cause"))
+                .cloned()
+                .unwrap_or_else(|| "<none>".into());
+            (r.revision.unwrap_or(0), cause)
+        })
+        .collect();
+    list.sort();
+    list
+}
+
+/// Why a rollback cannot be planned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UndoError {
+    /// No revision to go back to.
+    #[error("no rollout history found")]
+    NoHistory,
+    /// `--to-revision` names none.
+    #[error("unable to find specified revision {0} in history")]
+    NoSuchRevision(i64),
+    /// The revision holds no template.
+    #[error("{0}")]
+    Template(String),
+}
+
+/// The JSON patch rolling a workload back to `to_revision` (0: the one before the newest):
+/// its template replaced by the revision's, guarded by the workload's resourceVersion. Also
+/// the revision number chosen.
+///
+/// # Errors
+/// See [`UndoError`].
+pub fn undo_patch(
+    revisions: &[&ControllerRevision],
+    to_revision: i64,
+    resource_version: &str,
+) -> Result<(i64, Value), UndoError> {
+    let mut sorted: Vec<&ControllerRevision> = revisions.to_vec();
+    sorted.sort_by_key(|r| r.revision.unwrap_or(0));
+    let chosen = if to_revision == 0 {
+        if sorted.len() < 2 {
+            return Err(UndoError::NoHistory);
+        }
+        sorted[sorted.len() - 2]
+    } else {
+        sorted
+            .iter()
+            .find(|r| r.revision == Some(to_revision))
+            .copied()
+            .ok_or(UndoError::NoSuchRevision(to_revision))?
+    };
+    let template = crate::revision::template_from_revision(chosen)
+        .map_err(|e| UndoError::Template(e.to_string()))?;
+    let patch = json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
+        {"op": "replace", "path": "/spec/template", "value": template},
+    ]);
+    Ok((chosen.revision.unwrap_or(0), patch))
+}
+
+/// Why a selective scale-down is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScaleDownError {
+    /// No pod named.
+    #[error("--pods: Required value: name at least one pod")]
+    NoPods,
+    /// A pod the CloneSet does not own.
+    #[error("pod {0:?} does not belong to cloneset {1:?}")]
+    NotOwned(String, String),
+    /// More pods than replicas.
+    #[error("cannot scale down {0} pods: the cloneset has {1} replicas")]
+    TooMany(usize, i32),
+}
+
+/// The JSON patch of `scaledown cloneset/NAME --pods a,b`: the pods added to
+/// `scaleStrategy.podsToDelete` and `replicas` lowered by as many, guarded by the
+/// resourceVersion. `owned` are the names of the pods the CloneSet controls.
+///
+/// # Errors
+/// See [`ScaleDownError`].
+pub fn scale_down_patch(
+    set: &CloneSet,
+    pods: &[String],
+    owned: &[String],
+) -> Result<Value, ScaleDownError> {
+    let name = set.metadata.name.clone().unwrap_or_default();
+    if pods.is_empty() {
+        return Err(ScaleDownError::NoPods);
+    }
+    if let Some(stranger) = pods.iter().find(|p| !owned.contains(p)) {
+        return Err(ScaleDownError::NotOwned(stranger.clone(), name));
+    }
+    let replicas = set.spec.replicas.unwrap_or(1);
+    let mut to_delete = set.spec.scale_strategy.pods_to_delete.clone();
+    let new: Vec<&String> = pods.iter().filter(|p| !to_delete.contains(p)).collect();
+    let count = i32::try_from(new.len()).unwrap_or(i32::MAX);
+    if count > replicas {
+        return Err(ScaleDownError::TooMany(new.len(), replicas));
+    }
+    to_delete.extend(new.into_iter().cloned());
+    Ok(json!([
+        {"op": "test", "path": "/metadata/resourceVersion",
+         "value": set.metadata.resource_version.clone().unwrap_or_default()},
+        {"op": "add", "path": "/spec/replicas", "value": replicas - count},
+        {"op": "add", "path": "/spec/scaleStrategy", "value": merged_scale_strategy(set, &to_delete)},
+    ]))
+}
+
+fn merged_scale_strategy(set: &CloneSet, to_delete: &[String]) -> Value {
+    let mut strategy = serde_json::to_value(&set.spec.scale_strategy).unwrap_or_else(|_| json!({}));
+    if !strategy.is_object() {
+        strategy = json!({});
+    }
+    strategy["podsToDelete"] = json!(to_delete);
+    strategy
+}
+
+#[cfg(test)]
+mod tests;
