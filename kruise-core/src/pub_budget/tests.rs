@@ -244,8 +244,8 @@ fn a_controllers_container_restart_is_counted_as_an_update() {
     let mut after = b.clone();
     after.status = Some(status);
     assert!(matches!(restart(&after, &p[1]), Decision::Deny(_)), "the budget is spent");
-    let off =
-        decide(&b, None, PodRequest::Restart { pod: &p[0] }, false, &PubGates::default(), now());
+    let both_off = PubGates { delete_gate: false, update_gate: false, ..PubGates::default() };
+    let off = decide(&b, None, PodRequest::Restart { pod: &p[0] }, false, &both_off, now());
     assert_eq!(off.unwrap(), Decision::Allow(AllowReason::GateDisabled));
 }
 
