@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Client;
 use tokio::sync::watch;
 
@@ -275,34 +274,17 @@ pub async fn run(
                 }
             }
             let scope_features = pod_features.clone();
-            let context = crate::admission::AdmissionContext {
-                pods: caches.get::<CachedPod>(),
-                pvcs: caches.get::<PersistentVolumeClaim>(),
-                client: client.clone(),
-                deletion_protection: gates.enabled("ResourcesDeletionProtection"),
-                crd_cascading: gates.enabled("DeletionProtectionForCRDCascadingGate"),
-                statefulset_gates: kruise_core::statefulset::admission::AdmissionGates::default()
-                    .with_auto_delete_pvc(gates.enabled("StatefulSetAutoDeletePVC"))
-                    .with_auto_resize_pvc(gates.enabled("StatefulSetAutoResizePVCGate"))
-                    .with_template_no_defaults(gates.enabled("TemplateNoDefaults"))
-                    .with_host_network_host_ports(
-                        gates.enabled("DefaultHostNetworkHostPortsInPodTemplates"),
-                    ),
-                pub_enabled: gates.enabled("PodUnavailableBudgetDeleteGate")
-                    || gates.enabled("PodUnavailableBudgetUpdateGate"),
-                pod_features,
-                sidecar_sets,
-                workload_spreads,
-                nodes: Some(caches.get::<k8s_openapi::api::core::v1::Node>()),
-                manager_namespace: webhook.namespace.clone(),
-                patch_metadata_defaults_allowed: gates
-                    .enabled("SidecarSetPatchPodMetadataDefaultsAllowed"),
-                resource_distribution: gates.enabled("ResourceDistributionGate"),
-                pod_probe_marker_off: ["PodProbeMarkerGate", "KruiseDaemon"]
-                    .into_iter()
-                    .find(|gate| !gates.enabled(gate)),
-                persistent_pod_states: Some(caches.get()),
-            };
+            let mut context = crate::admission::AdmissionContext::new(
+                client.clone(),
+                &caches,
+                gates,
+                &webhook.namespace,
+            );
+            context.pod_features = pod_features;
+            context.sidecar_sets = sidecar_sets;
+            context.workload_spreads = workload_spreads;
+            context.nodes = Some(caches.get::<k8s_openapi::api::core::v1::Node>());
+            context.persistent_pod_states = Some(caches.get());
             let mut policy = config.webhook_policy.clone();
             policy.manager_namespace = webhook.namespace.clone();
             policy.gates = gates.clone();

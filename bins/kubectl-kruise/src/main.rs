@@ -37,6 +37,22 @@ enum Command {
     Rollout(RolloutCommand),
     /// Scale a CloneSet down by deleting exactly the named pods.
     Scaledown(ScaleDown),
+    /// Run the manager's admission webhooks (defaulting, then validation) on the objects of
+    /// FILES, offline: what a create would be answered, without a cluster.
+    Validate(ValidateArgs),
+}
+
+#[derive(Args, Debug)]
+struct ValidateArgs {
+    /// Files of objects (YAML or JSON, several documents, `List`s); `-` reads standard input.
+    #[arg(short = 'f', long = "filename", required = true)]
+    files: Vec<String>,
+    /// Print the objects as the mutating webhooks left them: `yaml` or `json`.
+    #[arg(short = 'o', long)]
+    output: Option<String>,
+    /// Feature gates, as the manager takes them (`Name=true,Other=false`).
+    #[arg(long, default_value = "")]
+    feature_gates: String,
 }
 
 #[derive(Subcommand, Debug)]
@@ -483,7 +499,103 @@ async fn scale_down(session: &Session, args: &ScaleDown) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The objects of one file: its documents, and the items of any `List`.
+fn objects_of(text: &str) -> anyhow::Result<Vec<Value>> {
+    use serde::Deserialize as _;
+    let mut out = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let value = Value::deserialize(document)?;
+        match value {
+            Value::Null => {}
+            Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
+                out.extend(map.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+/// `cloneset.apps.kruise.io/web`, from an object's JSON.
+fn shown_object(object: &Value) -> String {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    let kind = object["kind"].as_str().unwrap_or_default().to_ascii_lowercase();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .or_else(|| object["metadata"]["generateName"].as_str())
+        .unwrap_or_default();
+    if group.is_empty() { format!("{kind}/{name}") } else { format!("{kind}.{group}/{name}") }
+}
+
+async fn validate(args: &ValidateArgs) -> anyhow::Result<()> {
+    use kruise_kube::admission::offline::{OfflineAdmission, OfflineError};
+    if let Some(format) = &args.output
+        && format != "yaml"
+        && format != "json"
+    {
+        bail!(
+            "unable to match a printer suitable for the output format {format:?}, allowed formats are: json,yaml"
+        );
+    }
+    let mut gates = kruise_kube::features::FeatureGates::parse(&args.feature_gates)
+        .map_err(|e| anyhow!("--feature-gates: {e}"))?;
+    gates.apply_dependencies();
+    let admission = OfflineAdmission::new(&gates)?;
+    let mut refused = 0usize;
+    let mut defaulted = Vec::new();
+    for file in &args.files {
+        let text = if file == "-" {
+            std::io::read_to_string(std::io::stdin())?
+        } else {
+            std::fs::read_to_string(file)
+                .with_context(|| format!("the path {file:?} does not exist"))?
+        };
+        let objects = objects_of(&text).with_context(|| format!("error parsing {file}"))?;
+        for object in objects {
+            let shown = shown_object(&object);
+            match admission.review(object).await {
+                Ok(reviewed) => match reviewed.denied {
+                    Some(denial) => {
+                        refused += 1;
+                        eprintln!("error: {file}: {shown}: {denial}");
+                    }
+                    None if args.output.is_some() => defaulted.push(reviewed.object),
+                    None => println!("{shown} valid"),
+                },
+                Err(OfflineError::NotKruise { .. }) if args.output.is_some() => {}
+                Err(OfflineError::NotKruise { .. }) => {
+                    println!("{shown} skipped (not one of Kruise's kinds)");
+                }
+                Err(e) => {
+                    refused += 1;
+                    eprintln!("error: {file}: {shown}: {e}");
+                }
+            }
+        }
+    }
+    match args.output.as_deref() {
+        Some("json") => {
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": defaulted});
+            println!("{}", serde_json::to_string_pretty(&list)?);
+        }
+        Some(_) => {
+            for object in &defaulted {
+                print!("---\n{}", serde_yaml::to_string(object)?);
+            }
+        }
+        None => {}
+    }
+    if refused > 0 {
+        bail!("{refused} object(s) refused");
+    }
+    Ok(())
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Validate(args) = &cli.command {
+        return validate(args).await;
+    }
     let session = Session::connect(&cli).await?;
     match &cli.command {
         Command::Rollout(RolloutCommand::Status(args)) => rollout_status(&session, args).await,
@@ -499,6 +611,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             rollout_restart(&session, target).await
         }
         Command::Scaledown(args) => scale_down(&session, args).await,
+        Command::Validate(args) => validate(args).await,
     }
 }
 

@@ -245,3 +245,74 @@ fn a_deployment_rollout_is_followed_as_kubectl_does() {
     assert!(out.stdout.ends_with("deployment \"web\" successfully rolled out\n"), "{}", out.stdout);
     std::thread::sleep(Duration::from_millis(10));
 }
+
+#[test]
+fn validate_runs_the_webhooks_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("objects.yaml");
+    std::fs::write(
+        &file,
+        r#"apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: main, image: nginx}]}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: CloneSet
+metadata: {name: bad}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: bad}}
+  template:
+    metadata: {labels: {app: other}}
+    spec: {containers: [{name: main, image: nginx}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: native}
+"#,
+    )
+    .expect("written");
+    let path = file.to_str().expect("a path");
+    // No cluster is needed: the plugin runs alone, the kubeconfig points nowhere.
+    let plugin = env!("CARGO_BIN_EXE_kubectl-kruise");
+    let run = |args: &[&str]| {
+        let out = Command::new(plugin)
+            .args(args)
+            .env("KUBECONFIG", "/nonexistent")
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&["validate", "-f", path]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stdout,
+        "cloneset.apps.kruise.io/web valid\ndeployment.apps/native skipped (not one of Kruise's kinds)\n"
+    );
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {path}: cloneset.apps.kruise.io/bad: admission webhook \"vcloneset.kb.io\" denied the request: spec.template.metadata.labels: Invalid value: map[string]string{{\"app\":\"other\"}}: `selector` does not match template `labels`\nerror: 1 object(s) refused\n"
+        )
+    );
+    // The defaults the mutating webhook adds, at the version written.
+    let (_, yaml, _) = run(&["validate", "-f", path, "-o", "yaml"]);
+    let first: Value =
+        serde_yaml::from_str(yaml.split("---\n").nth(1).expect("a document")).expect("YAML");
+    assert_eq!(first["apiVersion"], "apps.kruise.io/v1alpha1");
+    assert_eq!(first["metadata"]["namespace"], "default");
+    assert_eq!(first["spec"]["revisionHistoryLimit"], 10);
+    let (code, _, stderr) = run(&["validate", "-f", path, "-o", "wide"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("allowed formats are: json,yaml"), "{stderr}");
+}

@@ -94,6 +94,7 @@ pub struct AdmissionContext {
     pub persistent_pod_states: Option<Cache<kruise_api::apps::v1beta1::PersistentPodState>>,
 }
 
+pub mod offline;
 pub mod pod_feature;
 pub mod pod_scope;
 mod registry;
@@ -102,6 +103,46 @@ pub use pod_feature::{PodFeature, PodReview, PodVerdict};
 pub use registry::{
     FailureSource, Handler, Namespaces, Objects, Rule, WebhookRegistration, WebhookType,
 };
+
+impl AdmissionContext {
+    /// A context with the settings `gates` decide, over `caches` (pods and claims), with no
+    /// pod features and no SidecarSet, WorkloadSpread, node or PersistentPodState view yet.
+    pub fn new(
+        client: kube::Client,
+        caches: &crate::cache::SharedCaches,
+        gates: &FeatureGates,
+        manager_namespace: &str,
+    ) -> Self {
+        Self {
+            pods: caches.get::<CachedPod>(),
+            pvcs: caches.get::<PersistentVolumeClaim>(),
+            client,
+            deletion_protection: gates.enabled("ResourcesDeletionProtection"),
+            crd_cascading: gates.enabled("DeletionProtectionForCRDCascadingGate"),
+            statefulset_gates: kruise_core::statefulset::admission::AdmissionGates::default()
+                .with_auto_delete_pvc(gates.enabled("StatefulSetAutoDeletePVC"))
+                .with_auto_resize_pvc(gates.enabled("StatefulSetAutoResizePVCGate"))
+                .with_template_no_defaults(gates.enabled("TemplateNoDefaults"))
+                .with_host_network_host_ports(
+                    gates.enabled("DefaultHostNetworkHostPortsInPodTemplates"),
+                ),
+            pub_enabled: gates.enabled("PodUnavailableBudgetDeleteGate")
+                || gates.enabled("PodUnavailableBudgetUpdateGate"),
+            pod_features: Vec::new(),
+            sidecar_sets: None,
+            workload_spreads: None,
+            nodes: None,
+            manager_namespace: manager_namespace.to_owned(),
+            patch_metadata_defaults_allowed: gates
+                .enabled("SidecarSetPatchPodMetadataDefaultsAllowed"),
+            resource_distribution: gates.enabled("ResourceDistributionGate"),
+            pod_probe_marker_off: ["PodProbeMarkerGate", "KruiseDaemon"]
+                .into_iter()
+                .find(|gate| !gates.enabled(gate)),
+            persistent_pod_states: None,
+        }
+    }
+}
 
 /// The admission routes of every webhook whose gates are on, to add with
 /// [`crate::webhook::WebhookServer::routes`]: generated from [`registrations`], as the webhook
