@@ -57,6 +57,7 @@ pub mod broadcastjob;
 pub mod cloneset;
 pub mod containerrecreate;
 pub mod cron;
+pub mod custom_workload;
 pub mod daemonset;
 pub mod enhanced_liveness;
 pub mod ephemeraljob;

@@ -46,10 +46,10 @@ use serde_json::json;
 
 use crate::admission::pod_chain::{PodMutationError, PodMutator, PodStep};
 use crate::admission::pod_edit::PodEdit;
+pub use crate::custom_workload::CustomWorkloadWhitelist;
+use crate::custom_workload::parse_group;
 use crate::ordinal::Reserved;
 use crate::plan::{Action, Guard, ObjectKind, Patch, Plan, Subresource, Target};
-pub use crate::workloadspread::CustomWorkloadWhitelist;
-use crate::workloadspread::parse_group;
 
 /// The PersistentPodState kind.
 pub const PERSISTENT_POD_STATE: ObjectKind = ObjectKind {

@@ -5,7 +5,6 @@
 //! Beyond upstream:
 //! - a `cloneSetTemplate` is checked like the others (its labels against the selector, its
 //!   pod template), instead of failing later when the CloneSet is created;
-//! - `reserveUnschedulablePods` is refused, naming the field, until kruise-rs carries it out;
 //! - the sums in the replica messages print the value (upstream prints an address).
 
 use std::collections::BTreeSet;
@@ -114,16 +113,6 @@ pub fn validate_united_deployment(
     // The schedule strategy.
     let strategy = &spec.topology.schedule_strategy;
     let adaptive = strategy.type_ == Some(UnitedDeploymentScheduleStrategyType::Adaptive);
-    if strategy.adaptive.as_ref().is_some_and(|a| a.reserve_unschedulable_pods) {
-        errs.push(FieldError::forbidden(
-            &spec_path
-                .child("topology")
-                .child("scheduleStrategy")
-                .child("adaptive")
-                .child("reserveUnschedulablePods"),
-            "not supported by kruise-rs yet: the pods it would reserve are not tracked",
-        ));
-    }
 
     // The template.
     let template_path = spec_path.child("template");

@@ -27,7 +27,8 @@
 //!   `currentRevision` (moved to `updatedRevision` once every pod is updated and ready),
 //!   `labelSelector` for the scale subresource, and `observedGeneration`.
 //!
-//! Not built: `reserveUnschedulablePods` (refused by the webhook until it is).
+//! `reserveUnschedulablePods` ([`adaptive::reservation`]): pods that wait for a node are kept
+//! and labelled reserved, and their replicas go, as temporary pods, to the subsets after theirs.
 
 pub mod adaptive;
 pub mod admission;
@@ -390,9 +391,18 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
     // Adaptive: which subsets cannot take more pods.
     let strategy = &ud.spec.topology.schedule_strategy;
     let adaptive = strategy.type_ == Some(UnitedDeploymentScheduleStrategyType::Adaptive);
+    let reserve =
+        adaptive && strategy.adaptive.as_ref().is_some_and(|a| a.reserve_unschedulable_pods);
     let times = adaptive::AdaptiveTimes::of(strategy.adaptive.as_ref());
+    let updated_since = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == Some(UnitedDeploymentConditionType::UnitedDeploymentUpdated))
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0);
     let mut observed: BTreeMap<String, ObservedSubset> = BTreeMap::new();
     let mut schedulable_conditions = BTreeMap::new();
+    let mut reservations: BTreeMap<String, adaptive::Reservation> = BTreeMap::new();
     for name in &topology {
         let Some((w, _)) = by_subset.get(*name) else { continue };
         let mut state = ObservedSubset {
@@ -407,6 +417,30 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
                 .find(|s| s.name == *name)
                 .and_then(|s| s.conditions.first());
             let pods = pods_of.get(name).cloned().unwrap_or_default();
+            if reserve {
+                let r = adaptive::reservation(current, &expected, updated_since, &pods, times, now);
+                state.unschedulable = r.unschedulable;
+                state.marked_unschedulable = r.marked;
+                state.reserved_pods = r.reserved_pods;
+                if let Some(after) = r.recheck_after {
+                    out.requeue_after =
+                        Some(out.requeue_after.map_or(after, |a: SignedDuration| a.min(after)));
+                }
+                for (pod, uid, reserved) in &r.labels {
+                    out.actions.push(Action::PatchPod {
+                        namespace: Some(namespace.clone()),
+                        name: pod.clone(),
+                        uid: uid.clone(),
+                        purpose: crate::workload::PodPatchPurpose::ReservedLabel,
+                        patch: Patch::merge(serde_json::json!({"metadata": {"labels": {
+                            adaptive::RESERVED_POD_LABEL: if *reserved { "true" } else { "false" }
+                        }}})),
+                    });
+                }
+                reservations.insert((*name).to_owned(), r);
+                observed.insert((*name).to_owned(), state);
+                continue;
+            }
             let s = adaptive::schedulability(
                 current,
                 w.status_replicas,
@@ -439,6 +473,11 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
         }
     };
     let manual = ud.spec.update_strategy.manual_update.as_ref();
+    for (name, r) in &mut reservations {
+        let current = by_subset.get(name).map_or(0, |(w, _)| w.replicas);
+        adaptive::recovered_and_scaled_up(r, current, allocation.of(name), now);
+        schedulable_conditions.insert(name.clone(), r.condition.clone());
+    }
 
     // Each subset's workload.
     let mut created = 0usize;
@@ -473,6 +512,18 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
                 created += 1;
             }
             Some((w, object)) => {
+                let mut desired = desired;
+                // An unschedulable subset's rollout must not wait on the pods reserved in it
+                // (upstream's override): as many may be unavailable as are not ready, plus the
+                // old pods past their update timeout; at least one.
+                if let Some(r) = reservations.get(&s.name).filter(|r| r.unschedulable) {
+                    let most = (w.replicas - w.ready_replicas + r.update_timeout_pods).max(1);
+                    let path = match kind {
+                        SubsetKind::Deployment => "/spec/strategy/rollingUpdate/maxUnavailable",
+                        _ => "/spec/updateStrategy/rollingUpdate/maxUnavailable",
+                    };
+                    set_at(&mut desired, path, serde_json::json!(most));
+                }
                 let patch_text = s.patch.as_ref().map(|p| p.0.to_string()).unwrap_or_default();
                 let stale = w.revision != expected
                     || w.replicas != replicas
@@ -552,11 +603,14 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
 
     // Status.
     let (mut replicas, mut ready, mut updated, mut updated_ready) = (0, 0, 0, 0);
+    let mut reserved_total = 0;
     let mut subset_statuses = Vec::new();
     for s in &ud.spec.topology.subsets {
         let observed = by_subset.get(&s.name).map(|(w, _)| w);
+        let reserved = reservations.get(&s.name).map_or(0, |r| r.reserved_pods);
+        reserved_total += reserved;
         if let Some(w) = observed {
-            replicas += w.status_replicas;
+            replicas += w.status_replicas - reserved;
             ready += w.ready_replicas;
             for pod in pods_of.get(s.name.as_str()).into_iter().flatten() {
                 if is_active(pod) && label(pod, CONTROLLER_REVISION_HASH) == Some(expected.as_str())
@@ -579,7 +633,7 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
             replicas: allocation.of(&s.name),
             ready_replicas: observed.map_or(0, |w| w.ready_replicas),
             partition,
-            reserved_pods: 0,
+            reserved_pods: reserved,
             conditions: schedulable_conditions
                 .remove(&s.name)
                 .map(|c| vec![c])
@@ -604,9 +658,31 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
     status.observed_generation = ud.metadata.generation.unwrap_or(0);
     status.label_selector =
         Selector::parse(ud.spec.selector.as_ref()).map(|s| s.render()).unwrap_or_default();
+    status.reserved_pods = reserved_total;
+    if reserve {
+        // The scale subresource's selector (an HPA's) leaves reserved pods out, as upstream's.
+        status.label_selector.push_str(&format!(",{}=false", adaptive::RESERVED_POD_LABEL));
+    }
     out.status = (status != old).then_some(status);
     out
 }
 
 #[cfg(test)]
 mod tests;
+
+/// Sets the value at the JSON pointer `path`, creating the objects on the way.
+fn set_at(object: &mut Value, path: &str, value: Value) {
+    let mut at = object;
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !at.is_object() {
+            *at = serde_json::json!({});
+        }
+        let Some(map) = at.as_object_mut() else { return };
+        if i + 1 == parts.len() {
+            map.insert((*part).to_owned(), value);
+            return;
+        }
+        at = map.entry((*part).to_owned()).or_insert_with(|| serde_json::json!({}));
+    }
+}

@@ -94,6 +94,8 @@ pub enum PodPatchPurpose {
     LaunchPriorityCompleted,
     /// Swap in a job pod's sidecar terminator image (`..._WITH_IMAGE`, on a virtual kubelet).
     SidecarTerminatorImage,
+    /// Label a UnitedDeployment pod reserved or not (`apps.kruise.io/united-deployment-reserved-pod`).
+    ReservedLabel,
 }
 
 /// Why a pod's status is patched.

@@ -228,3 +228,72 @@ fn a_united_deployment_spreads_over_node_pools() {
         (s.get("first") == Some(&(2, 2)) && s.get("second") == Some(&(2, 2))).then_some(())
     });
 }
+
+/// Reserved pods per subset, from the pods' `apps.kruise.io/united-deployment-reserved-pod`.
+fn reserved(k: &Kubectl, ud: &str) -> BTreeMap<String, usize> {
+    let pods = k.json(&["get", "pods", "-l", &format!("app={ud}"), "-o", "json"]);
+    let mut out = BTreeMap::new();
+    for p in pods["items"].as_array().into_iter().flatten() {
+        let labels = &p["metadata"]["labels"];
+        if labels["apps.kruise.io/united-deployment-reserved-pod"] == "true" {
+            let subset = labels["apps.kruise.io/subset-name"].as_str().unwrap_or_default();
+            *out.entry(subset.to_owned()).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// `reserveUnschedulablePods`: the pods of a pool with no node are kept and labelled reserved,
+/// the next subset runs temporary pods for them, and once the pool has a node and the kept
+/// pods run, the temporary pods go.
+#[test]
+fn reserved_pods_keep_their_replicas_until_their_pool_returns() {
+    let pg = Playground::start(2, &[]);
+    let k = &pg.kubectl;
+    k.ok(&["label", "node", "sim-node-1", "pool=b"]);
+    let topology = json!({"scheduleStrategy": {"type": "Adaptive", "adaptive": {
+            "rescheduleCriticalSeconds": 2, "unschedulableDuration": 2,
+            "reserveUnschedulablePods": true}},
+        "subsets": [pool("first", "a", Value::Null), pool("second", "b", Value::Null)]});
+    k.ok_stdin(&["apply", "-f", "-"], &ud("keep", topology, json!({"replicas": 2})));
+    wait_for(
+        "the first pool's pods reserved, two temporary pods running",
+        Duration::from_secs(90),
+        || {
+            let s = subsets(k, "keep");
+            (s.get("first").map(|x| x.0) == Some(2)
+                && s.get("second") == Some(&(2, 2))
+                && reserved(k, "keep").get("first") == Some(&2))
+            .then_some(())
+        },
+    );
+    let status = k.json(&["get", "ud", "keep", "-o", "json"])["status"].clone();
+    assert_eq!(status["reservedPods"], 2, "{status}");
+    assert_eq!(status["replicas"], 2, "reserved pods are not counted: {status}");
+    let first = &status["subsetStatuses"][0];
+    assert_eq!(
+        (first["reservedPods"].as_i64(), first["conditions"][0]["status"].as_str()),
+        (Some(2), Some("False"))
+    );
+    assert!(
+        status["labelSelector"]
+            .as_str()
+            .is_some_and(|s| s.ends_with(",apps.kruise.io/united-deployment-reserved-pod=false")),
+        "{status}"
+    );
+
+    // The pool gets a node: the kept pods run, leave reservation, and the temporary pods go.
+    k.ok(&["label", "node", "sim-node-0", "pool=a"]);
+    wait_for(
+        "the first pool's pods running, the temporary pods gone",
+        Duration::from_secs(90),
+        || {
+            let s = subsets(k, "keep");
+            (s.get("first") == Some(&(2, 2)) && s.get("second").map(|x| x.0) == Some(0))
+                .then_some(())
+        },
+    );
+    assert_eq!(reserved(k, "keep").get("first"), None);
+    let status = k.json(&["get", "ud", "keep", "-o", "json"])["status"].clone();
+    assert_eq!(status["reservedPods"].as_i64().unwrap_or(0), 0, "{status}");
+}
