@@ -461,5 +461,45 @@ fn merged_scale_strategy(set: &CloneSet, to_delete: &[String]) -> Value {
     strategy
 }
 
+/// One line per action of a plan (its JSON, as [`crate::plan::Plan`] serializes), for people:
+/// the action, the object it names, and why (`createPod web-x7k2p`, `deletePod web-a (scaleIn)`).
+pub fn describe_actions(plan: &Value) -> Vec<String> {
+    let name_of = |action: &Value| -> String {
+        for pointer in [
+            "/name",
+            "/pod/metadata/name",
+            "/revision/metadata/name",
+            "/pvc/metadata/name",
+            "/claim/metadata/name",
+            "/target/name",
+            "/job/metadata/name",
+        ] {
+            if let Some(name) = action.pointer(pointer).and_then(Value::as_str) {
+                return name.to_owned();
+            }
+        }
+        String::new()
+    };
+    plan["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|action| {
+            let kind = action["action"].as_str().unwrap_or("action");
+            let mut line = format!("{kind} {}", name_of(action));
+            let revision = action
+                .pointer("/pod/metadata/labels/controller-revision-hash")
+                .and_then(Value::as_str);
+            let purpose = action["purpose"].as_str();
+            match (purpose, revision) {
+                (Some(p), _) => line.push_str(&format!(" ({p})")),
+                (None, Some(r)) => line.push_str(&format!(" (revision {r})")),
+                (None, None) => {}
+            }
+            line.trim_end().to_owned()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

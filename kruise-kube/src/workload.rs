@@ -49,8 +49,9 @@ use crate::controller::{
 };
 use crate::expectations::ExpectationStore;
 
-/// What one plan reads besides the workload itself.
-#[derive(Debug)]
+/// What one plan reads besides the workload itself. `Default` (nothing read), then filled, is
+/// how a caller outside the controller plans a workload (`kubectl kruise plan`).
+#[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct WorkloadInputs {
     /// The pods the workload controls (controller ownerReference with its UID), including

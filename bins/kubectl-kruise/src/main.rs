@@ -40,6 +40,26 @@ enum Command {
     /// Run the manager's admission webhooks (defaulting, then validation) on the objects of
     /// FILES, offline: what a create would be answered, without a cluster.
     Validate(ValidateArgs),
+    /// Show what the manager will do next to a CloneSet, Advanced StatefulSet or Advanced
+    /// DaemonSet: its own planner run on the live objects (with -f, on the spec of a file, as
+    /// if it were applied).
+    Plan(PlanArgs),
+}
+
+#[derive(Args, Debug)]
+struct PlanArgs {
+    #[command(flatten)]
+    target: Target,
+    /// A file whose object replaces the workload's spec (defaulted as the webhook would), to
+    /// see what applying it would do.
+    #[arg(short = 'f', long = "filename")]
+    file: Option<String>,
+    /// Print the whole plan: `yaml` or `json`.
+    #[arg(short = 'o', long)]
+    output: Option<String>,
+    /// Feature gates, as the manager takes them (`Name=true,Other=false`).
+    #[arg(long, default_value = "")]
+    feature_gates: String,
 }
 
 #[derive(Args, Debug)]
@@ -592,6 +612,205 @@ async fn validate(args: &ValidateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The objects a workload controls, by kind.
+async fn controlled<K>(session: &Session, uid: &str) -> anyhow::Result<Vec<K>>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(session.client.clone(), &session.namespace);
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|o| {
+            o.meta()
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.uid == uid && r.controller == Some(true))
+        })
+        .collect())
+}
+
+/// The workload's spec replaced by the one in `file`, defaulted by the manager's webhooks.
+async fn with_spec_from(
+    object: &DynamicObject,
+    file: &str,
+    gates: &kruise_kube::features::FeatureGates,
+) -> anyhow::Result<Value> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("the path {file:?} does not exist"))?;
+    let mut docs = objects_of(&text)?;
+    if docs.len() != 1 {
+        bail!("{file}: expected one object, found {}", docs.len());
+    }
+    let mut new = docs.remove(0);
+    let live = serde_json::to_value(object)?;
+    for key in ["apiVersion", "kind"] {
+        if new[key] != live[key]
+            && !(key == "apiVersion"
+                && new[key].as_str().is_some_and(|v| v.starts_with("apps.kruise.io/")))
+        {
+            bail!(
+                "{file}: {} {} is not {} {}",
+                new["apiVersion"],
+                new["kind"],
+                live["apiVersion"],
+                live["kind"]
+            );
+        }
+    }
+    new["metadata"]["name"] = live["metadata"]["name"].clone();
+    new["metadata"]["namespace"] = live["metadata"]["namespace"].clone();
+    let admission = kruise_kube::admission::offline::OfflineAdmission::new(gates)?;
+    let reviewed = admission.review(new).await?;
+    if let Some(denial) = reviewed.denied {
+        bail!("{file}: {denial}");
+    }
+    let mut merged = live;
+    // The file may be at v1alpha1: it is read at the live object's version.
+    let defaulted = reviewed.object;
+    let hub = if defaulted["apiVersion"] == merged["apiVersion"] {
+        defaulted
+    } else {
+        let target = merged["apiVersion"].as_str().unwrap_or_default().to_owned();
+        let object = kruise_api::KruiseObject::from_value(defaulted).map_err(|e| anyhow!("{e}"))?;
+        serde_json::to_value(object.convert_to(&target).map_err(|e| anyhow!("{e}"))?)?
+    };
+    merged["spec"] = hub["spec"].clone();
+    let generation = merged["metadata"]["generation"].as_i64().unwrap_or(1);
+    merged["metadata"]["generation"] = serde_json::json!(generation + 1);
+    Ok(merged)
+}
+
+async fn plan(session: &Session, args: &PlanArgs) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+    use kruise_kube::workload::{WorkloadInputs, WorkloadKind};
+    let (kind, name) = parse_target(&args.target.resource)?;
+    if !matches!(kind, Kind::CLONESET | Kind::ADVANCED_STATEFULSET | Kind::ADVANCED_DAEMONSET) {
+        bail!(
+            "plan supports CloneSet, Advanced StatefulSet and Advanced DaemonSet, not {}",
+            kind.shown(&name)
+        );
+    }
+    if let Some(format) = &args.output
+        && format != "yaml"
+        && format != "json"
+    {
+        bail!(
+            "unable to match a printer suitable for the output format {format:?}, allowed formats are: json,yaml"
+        );
+    }
+    let mut gates = kruise_kube::features::FeatureGates::parse(&args.feature_gates)
+        .map_err(|e| anyhow!("--feature-gates: {e}"))?;
+    gates.apply_dependencies();
+    let object = session.get(kind, &name).await?;
+    let uid = object.metadata.uid.clone().unwrap_or_default();
+    let workload = match &args.file {
+        Some(file) => with_spec_from(&object, file, &gates).await?,
+        None => serde_json::to_value(&object)?,
+    };
+    let mut inputs = WorkloadInputs::default();
+    inputs.pods = controlled::<Pod>(session, &uid).await?;
+    inputs.pvcs = controlled::<PersistentVolumeClaim>(session, &uid).await?;
+    inputs.revisions = controlled::<ControllerRevision>(session, &uid).await?;
+    let nodes: Api<Node> = Api::all(session.client.clone());
+    let nodes = nodes.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
+    for node in &nodes {
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        if inputs.pods.iter().any(|p| {
+            p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name.as_str())
+        }) {
+            inputs.node_labels.insert(node_name, node.metadata.labels.clone().unwrap_or_default());
+        }
+    }
+    let mut settings = kruise_kube::controller::ControllerSettings::default();
+    settings.gates = gates;
+    let now = jiff::Timestamp::now();
+    let (plan, status) = match kind {
+        Kind::CLONESET => {
+            let set: kruise_api::apps::v1beta1::CloneSet = serde_json::from_value(workload)?;
+            (
+                serde_json::to_value(set.plan(inputs, &settings, now))?,
+                serde_json::to_value(&set.status)?,
+            )
+        }
+        Kind::ADVANCED_STATEFULSET => {
+            let set: kruise_api::apps::v1beta1::StatefulSet = serde_json::from_value(workload)?;
+            (
+                serde_json::to_value(set.plan(inputs, &settings, now))?,
+                serde_json::to_value(&set.status)?,
+            )
+        }
+        Kind::ADVANCED_DAEMONSET => {
+            inputs.nodes = nodes.into_iter().map(std::sync::Arc::new).collect();
+            let set: kruise_api::apps::v1beta1::DaemonSet = serde_json::from_value(workload)?;
+            (
+                serde_json::to_value(set.plan(inputs, &settings, now))?,
+                serde_json::to_value(&set.status)?,
+            )
+        }
+        other => bail!(
+            "plan supports CloneSet, Advanced StatefulSet and Advanced DaemonSet, not {}",
+            other.shown(&name)
+        ),
+    };
+    match args.output.as_deref() {
+        Some("json") => println!("{}", serde_json::to_string_pretty(&plan)?),
+        Some(_) => print!("{}", serde_yaml::to_string(&plan)?),
+        None => print_plan(&kind.shown(&name), args.file.is_some(), &plan, &status),
+    }
+    Ok(())
+}
+
+fn print_plan(shown: &str, from_file: bool, plan: &Value, status: &Value) {
+    let when = if from_file { "if the file were applied" } else { "next" };
+    println!("{shown}: what the manager does {when}");
+    let lines = rollout::describe_actions(plan);
+    if lines.is_empty() {
+        println!("  nothing to write");
+    }
+    for line in lines {
+        println!("  {line}");
+    }
+    if let Some(blocked) = plan.get("blocked") {
+        println!("blocked: {}", serde_json::to_string(blocked).unwrap_or_default());
+    }
+    if let Some(new) = plan.get("status").and_then(Value::as_object) {
+        let mut changes = Vec::new();
+        for (key, value) in new {
+            let old = status.get(key).unwrap_or(&Value::Null);
+            if old != value && !value.is_object() && !value.is_array() {
+                changes.push(format!("{key}: {old} -> {value}"));
+            }
+        }
+        if !changes.is_empty() {
+            println!("status:");
+            for change in changes {
+                println!("  {change}");
+            }
+        }
+    }
+    for event in plan["events"].as_array().into_iter().flatten() {
+        println!(
+            "event: {} {} {}",
+            event["type"].as_str().unwrap_or_default(),
+            event["reason"].as_str().unwrap_or_default(),
+            event["message"].as_str().unwrap_or_default()
+        );
+    }
+    if let Some(after) = plan.get("requeueAfter") {
+        println!(
+            "then again after {}",
+            after.as_str().map_or_else(|| after.to_string(), str::to_owned)
+        );
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Validate(args) = &cli.command {
         return validate(args).await;
@@ -612,6 +831,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Scaledown(args) => scale_down(&session, args).await,
         Command::Validate(args) => validate(args).await,
+        Command::Plan(args) => plan(&session, args).await,
     }
 }
 

@@ -316,3 +316,44 @@ metadata: {name: native}
     assert_eq!(code, Some(1));
     assert!(stderr.contains("allowed formats are: json,yaml"), "{stderr}");
 }
+
+#[test]
+fn plan_runs_the_managers_planner_on_the_live_objects() {
+    let env = Env::new();
+    env.apply(&cloneset("registry.example/web:v1", 0));
+    let out = env.ok(&["kruise", "plan", "cloneset/web"]);
+    eprintln!("{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "cloneset.apps.kruise.io/web: what the manager does next", "{out}");
+    assert!(lines[1].starts_with("  createRevision web-"), "{out}");
+    let creates = lines.iter().filter(|l| l.starts_with("  createPod web-")).count();
+    assert_eq!(creates, 3, "{out}");
+    // The whole plan, as data.
+    let json: Value =
+        serde_json::from_str(&env.ok(&["kruise", "plan", "cloneset/web", "-o", "json"]))
+            .expect("JSON");
+    assert_eq!(json["actions"].as_array().map(Vec::len), Some(4), "{json}");
+    // What applying a file would do: five replicas, the file's spec defaulted by the webhook.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("five.yaml");
+    let mut five = cloneset("registry.example/web:v1", 0);
+    five["spec"]["replicas"] = json!(5);
+    std::fs::write(&file, five.to_string()).expect("written");
+    let out = env.ok(&["kruise", "plan", "cloneset/web", "-f", file.to_str().expect("a path")]);
+    assert!(
+        out.starts_with(
+            "cloneset.apps.kruise.io/web: what the manager does if the file were applied\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.starts_with("  createPod web-")).count(), 5, "{out}");
+    assert_eq!(env.json(&["get", "cloneset", "web"])["spec"]["replicas"], 3, "nothing is written");
+    let native = env.kubectl(&["kruise", "plan", "deployment/web"], None);
+    assert!(
+        native
+            .stderr
+            .contains("plan supports CloneSet, Advanced StatefulSet and Advanced DaemonSet"),
+        "{}",
+        native.stderr
+    );
+}

@@ -146,6 +146,23 @@ fn pause_and_restart_patches() {
     assert!(is_paused(&json!({"spec": {"updateStrategy": {"rollingUpdate": {"paused": true}}}})));
 }
 
+#[test]
+fn plans_are_described_one_line_an_action() {
+    let plan = json!({"actions": [
+        {"action": "createRevision", "revision": {"metadata": {"name": "web-7c9"}}},
+        {"action": "createPod", "pod": {"metadata": {"name": "web-x7k2p", "labels": {"controller-revision-hash": "web-7c9"}}}},
+        {"action": "deletePod", "name": "web-a", "purpose": "scaleIn"},
+    ]});
+    assert_eq!(
+        describe_actions(&plan),
+        [
+            "createRevision web-7c9",
+            "createPod web-x7k2p (revision web-7c9)",
+            "deletePod web-a (scaleIn)"
+        ]
+    );
+}
+
 proptest! {
     /// Done never comes before the pods up to the partition are updated and available.
     #[test]
