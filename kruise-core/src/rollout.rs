@@ -461,6 +461,181 @@ fn merged_scale_strategy(set: &CloneSet, to_delete: &[String]) -> Value {
     strategy
 }
 
+/// Why `set image` cannot be planned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetImageError {
+    /// An assignment is not `CONTAINER=IMAGE`.
+    #[error("invalid image update {0:?}: expected CONTAINER=IMAGE")]
+    Syntax(String),
+    /// No container of that name in the template.
+    #[error("unable to find container named {0:?}")]
+    NoContainer(String),
+}
+
+/// The JSON patch of `set image CONTAINER=IMAGE...` on a workload (its JSON): each named
+/// container's (or init container's) image, `*` for all of them, guarded by the
+/// resourceVersion. `None` when every image is already so.
+///
+/// # Errors
+/// See [`SetImageError`].
+pub fn set_image_patch(
+    object: &Value,
+    assignments: &[String],
+) -> Result<Option<Value>, SetImageError> {
+    let mut ops = vec![json!({"op": "test", "path": "/metadata/resourceVersion",
+        "value": object["metadata"]["resourceVersion"].clone()})];
+    for assignment in assignments {
+        let (container, image) = assignment
+            .split_once('=')
+            .filter(|(c, i)| !c.is_empty() && !i.is_empty())
+            .ok_or_else(|| SetImageError::Syntax(assignment.clone()))?;
+        let mut found = false;
+        for list in ["initContainers", "containers"] {
+            let path = format!("/spec/template/spec/{list}");
+            for (i, c) in
+                object.pointer(&path).and_then(Value::as_array).into_iter().flatten().enumerate()
+            {
+                if container == "*" || c["name"] == container {
+                    found = true;
+                    if c["image"] != image {
+                        ops.push(json!({"op": "replace", "path": format!("{path}/{i}/image"), "value": image}));
+                    }
+                }
+            }
+        }
+        if !found {
+            return Err(SetImageError::NoContainer(container.to_owned()));
+        }
+    }
+    Ok((ops.len() > 1).then_some(Value::Array(ops)))
+}
+
+/// Why an object cannot be made from an AdvancedCronJob.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CreateFromError {
+    /// The AdvancedCronJob has no template of that kind.
+    #[error("advancedcronjob {name:?} has no {template}")]
+    NoTemplate {
+        /// The AdvancedCronJob.
+        name: String,
+        /// The template asked for (`jobTemplate`, `broadcastJobTemplate`).
+        template: &'static str,
+    },
+}
+
+/// A Job (`broadcast`: a BroadcastJob) named `name`, made from an AdvancedCronJob's template
+/// as `kubectl create job --from=cronjob/...` makes one: the template's labels and
+/// annotations, `cronjob.kubernetes.io/instantiate: manual`, and the AdvancedCronJob as its
+/// controller.
+///
+/// # Errors
+/// The AdvancedCronJob has no such template.
+pub fn job_from_advanced_cron_job(
+    cron_job: &Value,
+    name: &str,
+    broadcast: bool,
+) -> Result<Value, CreateFromError> {
+    let (field, api_version, kind) = if broadcast {
+        ("broadcastJobTemplate", "apps.kruise.io/v1beta1", "BroadcastJob")
+    } else {
+        ("jobTemplate", "batch/v1", "Job")
+    };
+    let source = cron_job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+    let template = cron_job
+        .pointer(&format!("/spec/template/{field}"))
+        .filter(|t| t.is_object())
+        .ok_or(CreateFromError::NoTemplate {
+        name: source.clone(),
+        template: if broadcast { "broadcastJobTemplate" } else { "jobTemplate" },
+    })?;
+    let mut annotations =
+        template["metadata"]["annotations"].as_object().cloned().unwrap_or_default();
+    annotations.insert("cronjob.kubernetes.io/instantiate".into(), json!("manual"));
+    Ok(json!({
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": cron_job["metadata"]["namespace"].clone(),
+            "labels": template["metadata"]["labels"].clone(),
+            "annotations": annotations,
+            "ownerReferences": [{
+                "apiVersion": cron_job["apiVersion"].clone(),
+                "kind": "AdvancedCronJob",
+                "name": source,
+                "uid": cron_job["metadata"]["uid"].clone(),
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": template["spec"].clone(),
+    }))
+}
+
+/// A ContainerRecreateRequest `name` recreating `containers` of `pod` (all its containers when
+/// none is named), failing on the first failure, as `kubectl kruise create
+/// ContainerRecreateRequest` makes one.
+///
+/// # Errors
+/// A named container the pod does not have.
+pub fn container_recreate_request(
+    pod: &Value,
+    name: &str,
+    containers: &[String],
+) -> Result<Value, SetImageError> {
+    let own: Vec<&str> = pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    let chosen: Vec<String> = if containers.is_empty() {
+        own.iter().map(|c| (*c).to_owned()).collect()
+    } else {
+        if let Some(missing) = containers.iter().find(|c| !own.contains(&c.as_str())) {
+            return Err(SetImageError::NoContainer(missing.clone()));
+        }
+        containers.to_vec()
+    };
+    let list: Vec<Value> = chosen.iter().map(|c| json!({"name": c})).collect();
+    Ok(json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "ContainerRecreateRequest",
+        "metadata": {"name": name, "namespace": pod["metadata"]["namespace"].clone()},
+        "spec": {
+            "podName": pod["metadata"]["name"].clone(),
+            "containers": list,
+            "strategy": {"failurePolicy": "Fail"},
+        },
+    }))
+}
+
+/// The container of a pod that serves `sidecar` now: for a hot-upgrade sidecar, the one the
+/// pod's `kruise.io/sidecarset-working-hotupgrade-container` names; otherwise the container
+/// of that name.
+///
+/// # Errors
+/// No such sidecar in the pod.
+pub fn working_container(pod: &Value, sidecar: &str) -> Result<String, SetImageError> {
+    let working = pod["metadata"]["annotations"]
+        [kruise_api::well_known::annotations::SIDECARSET_WORKING_HOTUPGRADE_CONTAINER]
+        .as_str()
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .and_then(|map| map[sidecar].as_str().map(str::to_owned));
+    if let Some(container) = working {
+        return Ok(container);
+    }
+    let exists =
+        pod["spec"]["containers"].as_array().into_iter().flatten().any(|c| c["name"] == sidecar);
+    if exists {
+        Ok(sidecar.to_owned())
+    } else {
+        Err(SetImageError::NoContainer(sidecar.to_owned()))
+    }
+}
+
 /// One line per action of a plan (its JSON, as [`crate::plan::Plan`] serializes), for people:
 /// the action, the object it names, and why (`createPod web-x7k2p`, `deletePod web-a (scaleIn)`).
 pub fn describe_actions(plan: &Value) -> Vec<String> {

@@ -44,6 +44,83 @@ enum Command {
     /// DaemonSet: its own planner run on the live objects (with -f, on the spec of a file, as
     /// if it were applied).
     Plan(PlanArgs),
+    /// Set specific features on objects.
+    #[command(subcommand)]
+    Set(SetCommand),
+    /// Create a resource from an AdvancedCronJob, or a ContainerRecreateRequest.
+    #[command(subcommand)]
+    Create(CreateCommand),
+    /// Execute a command in a container; `-S SIDECAR` picks the container that serves a
+    /// hot-upgrade sidecar now (runs `kubectl exec`).
+    Exec(ExecArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum SetCommand {
+    /// Update the image of a pod template: TYPE/NAME CONTAINER=IMAGE... (`*` for every
+    /// container).
+    Image(SetImageArgs),
+}
+
+#[derive(Args, Debug)]
+struct SetImageArgs {
+    /// TYPE/NAME, then CONTAINER=IMAGE pairs.
+    #[arg(required = true, num_args = 2..)]
+    args: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum CreateCommand {
+    /// Create a Job from an AdvancedCronJob's jobTemplate: NAME --from advancedcronjob/NAME.
+    Job(CreateFromArgs),
+    /// Create a BroadcastJob from an AdvancedCronJob's broadcastJobTemplate.
+    #[command(name = "broadcastjob", alias = "broadcastJob")]
+    BroadcastJob(CreateFromArgs),
+    /// Create a ContainerRecreateRequest recreating some (default all) containers of a pod.
+    #[command(name = "containerrecreaterequest", aliases = ["ContainerRecreateRequest", "crr"])]
+    ContainerRecreateRequest(CreateCrrArgs),
+}
+
+#[derive(Args, Debug)]
+struct CreateFromArgs {
+    /// The new object's name.
+    name: String,
+    /// The source: advancedcronjob/NAME.
+    #[arg(long)]
+    from: String,
+}
+
+#[derive(Args, Debug)]
+struct CreateCrrArgs {
+    /// The request's name.
+    name: String,
+    /// The pod whose containers are recreated.
+    #[arg(short = 'p', long)]
+    pod: String,
+    /// The containers, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    containers: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct ExecArgs {
+    /// The pod.
+    pod: String,
+    /// The hot-upgrade sidecar whose working container to run in.
+    #[arg(short = 'S', long = "sidecar")]
+    sidecar: Option<String>,
+    /// The container (without -S).
+    #[arg(short = 'c', long)]
+    container: Option<String>,
+    /// Pass stdin to the container.
+    #[arg(short = 'i', long)]
+    stdin: bool,
+    /// Stdin is a TTY.
+    #[arg(short = 't', long)]
+    tty: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -811,6 +888,159 @@ fn print_plan(shown: &str, from_file: bool, plan: &Value, status: &Value) {
     }
 }
 
+async fn set_image(session: &Session, args: &SetImageArgs) -> anyhow::Result<()> {
+    let (target, assignments) = args.args.split_at(1);
+    let (kind, name) = parse_target(target)?;
+    if kind == Kind::UNITED_DEPLOYMENT {
+        bail!("set image does not support UnitedDeployment: set its subsets' template instead");
+    }
+    let object = serde_json::to_value(session.get(kind, &name).await?)?;
+    match rollout::set_image_patch(&object, assignments).map_err(|e| anyhow!("{e}"))? {
+        Some(patch) => {
+            let patch: json_patch::Patch = serde_json::from_value(patch)?;
+            session
+                .api(kind)
+                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .await?;
+            println!("{} image updated", kind.shown(&name));
+        }
+        None => println!("{} image unchanged", kind.shown(&name)),
+    }
+    Ok(())
+}
+
+async fn create_from(
+    session: &Session,
+    args: &CreateFromArgs,
+    broadcast: bool,
+) -> anyhow::Result<()> {
+    let Some((
+        "advancedcronjob" | "advancedcronjobs" | "acj" | "advancedcronjob.apps.kruise.io",
+        source,
+    )) = args.from.split_once('/')
+    else {
+        bail!("from must be of the form advancedcronjob/NAME, not {:?}", args.from);
+    };
+    let resource = ApiResource {
+        group: "apps.kruise.io".into(),
+        version: "v1beta1".into(),
+        api_version: "apps.kruise.io/v1beta1".into(),
+        kind: "AdvancedCronJob".into(),
+        plural: "advancedcronjobs".into(),
+    };
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(session.client.clone(), &session.namespace, &resource);
+    let cron_job = match api.get(source).await {
+        Ok(object) => serde_json::to_value(object)?,
+        Err(kube::Error::Api(e)) if e.code == 404 => {
+            bail!("advancedcronjobs.apps.kruise.io {source:?} not found")
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let object = rollout::job_from_advanced_cron_job(&cron_job, &args.name, broadcast)
+        .map_err(|e| anyhow!("{e}"))?;
+    let (resource, shown) = if broadcast {
+        (
+            ApiResource {
+                group: "apps.kruise.io".into(),
+                version: "v1beta1".into(),
+                api_version: "apps.kruise.io/v1beta1".into(),
+                kind: "BroadcastJob".into(),
+                plural: "broadcastjobs".into(),
+            },
+            format!("broadcastjob.apps.kruise.io/{}", args.name),
+        )
+    } else {
+        (
+            ApiResource {
+                group: "batch".into(),
+                version: "v1".into(),
+                api_version: "batch/v1".into(),
+                kind: "Job".into(),
+                plural: "jobs".into(),
+            },
+            format!("job.batch/{}", args.name),
+        )
+    };
+    create_object(session, &resource, object).await?;
+    println!("{shown} created");
+    Ok(())
+}
+
+async fn create_object(
+    session: &Session,
+    resource: &ApiResource,
+    object: Value,
+) -> anyhow::Result<()> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(session.client.clone(), &session.namespace, resource);
+    let object: DynamicObject = serde_json::from_value(object)?;
+    api.create(&kube::api::PostParams::default(), &object).await?;
+    Ok(())
+}
+
+async fn create_crr(session: &Session, args: &CreateCrrArgs) -> anyhow::Result<()> {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(session.client.clone(), &session.namespace);
+    let pod = match pods.get(&args.pod).await {
+        Ok(pod) => serde_json::to_value(pod)?,
+        Err(kube::Error::Api(e)) if e.code == 404 => bail!("pods {:?} not found", args.pod),
+        Err(e) => return Err(e.into()),
+    };
+    let request = rollout::container_recreate_request(&pod, &args.name, &args.containers)
+        .map_err(|e| anyhow!("{e}"))?;
+    let resource = ApiResource {
+        group: "apps.kruise.io".into(),
+        version: "v1beta1".into(),
+        api_version: "apps.kruise.io/v1beta1".into(),
+        kind: "ContainerRecreateRequest".into(),
+        plural: "containerrecreaterequests".into(),
+    };
+    create_object(session, &resource, request).await?;
+    println!("containerrecreaterequest.apps.kruise.io/{} created", args.name);
+    Ok(())
+}
+
+async fn exec(cli: &Cli, session: &Session, args: &ExecArgs) -> anyhow::Result<()> {
+    let container = match (&args.sidecar, &args.container) {
+        (Some(_), Some(_)) => bail!("-S and -c cannot be used together"),
+        (Some(sidecar), None) => {
+            let pods: Api<k8s_openapi::api::core::v1::Pod> =
+                Api::namespaced(session.client.clone(), &session.namespace);
+            let pod = match pods.get(&args.pod).await {
+                Ok(pod) => serde_json::to_value(pod)?,
+                Err(kube::Error::Api(e)) if e.code == 404 => bail!("pods {:?} not found", args.pod),
+                Err(e) => return Err(e.into()),
+            };
+            Some(rollout::working_container(&pod, sidecar).map_err(|e| anyhow!("{e}"))?)
+        }
+        (None, container) => container.clone(),
+    };
+    let mut command = std::process::Command::new("kubectl");
+    if let Some(path) = &cli.kubeconfig {
+        command.args(["--kubeconfig", path]);
+    }
+    if let Some(context) = &cli.context {
+        command.args(["--context", context]);
+    }
+    command.args(["exec", &args.pod, "-n", &session.namespace]);
+    if let Some(container) = &container {
+        command.args(["-c", container]);
+    }
+    if args.stdin {
+        command.arg("-i");
+    }
+    if args.tty {
+        command.arg("-t");
+    }
+    command.arg("--").args(&args.command);
+    let status = command.status().context("running kubectl exec")?;
+    if !status.success() {
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    Ok(())
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Validate(args) = &cli.command {
         return validate(args).await;
@@ -832,6 +1062,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scaledown(args) => scale_down(&session, args).await,
         Command::Validate(args) => validate(args).await,
         Command::Plan(args) => plan(&session, args).await,
+        Command::Set(SetCommand::Image(args)) => set_image(&session, args).await,
+        Command::Create(CreateCommand::Job(args)) => create_from(&session, args, false).await,
+        Command::Create(CreateCommand::BroadcastJob(args)) => {
+            create_from(&session, args, true).await
+        }
+        Command::Create(CreateCommand::ContainerRecreateRequest(args)) => {
+            create_crr(&session, args).await
+        }
+        Command::Exec(args) => exec(&cli, &session, args).await,
     }
 }
 

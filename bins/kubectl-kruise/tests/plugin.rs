@@ -357,3 +357,64 @@ fn plan_runs_the_managers_planner_on_the_live_objects() {
         native.stderr
     );
 }
+
+#[test]
+fn set_create_and_exec_on_kruise_objects() {
+    let env = Env::new();
+    env.apply(&cloneset("registry.example/web:v1", 0));
+    assert_eq!(
+        env.ok(&["kruise", "set", "image", "cloneset/web", "main=registry.example/web:v2"]),
+        "cloneset.apps.kruise.io/web image updated\n"
+    );
+    let set = env.json(&["get", "cloneset", "web"]);
+    assert_eq!(
+        set["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example/web:v2"
+    );
+    let missing = env.kubectl(&["kruise", "set", "image", "cloneset/web", "other=x"], None);
+    assert_eq!(missing.stderr, "error: unable to find container named \"other\"\n");
+
+    // A Job from an AdvancedCronJob's template, owned by it.
+    env.apply(&json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "AdvancedCronJob",
+        "metadata": {"name": "nightly", "namespace": "default"},
+        "spec": {"schedule": "0 0 * * *", "template": {"jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "registry.example/job:v1"}]}}}}}}}));
+    assert_eq!(
+        env.ok(&["kruise", "create", "job", "now", "--from", "advancedcronjob/nightly"]),
+        "job.batch/now created\n"
+    );
+    let job = env.json(&["get", "job", "now"]);
+    assert_eq!(job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"], "manual");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "AdvancedCronJob");
+    let none = env.kubectl(
+        &["kruise", "create", "broadcastjob", "b", "--from", "advancedcronjob/nightly"],
+        None,
+    );
+    assert_eq!(none.stderr, "error: advancedcronjob \"nightly\" has no broadcastJobTemplate\n");
+
+    // A pod whose hot-upgrade sidecar `mesh` is served by mesh-2.
+    env.apply(&json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "annotations": {
+            "kruise.io/sidecarset-working-hotupgrade-container": "{\"mesh\":\"mesh-2\"}"}},
+        "spec": {"containers": [
+            {"name": "main", "image": "registry.example/app:v1"},
+            {"name": "mesh-1", "image": "registry.example/mesh:v1", "env": [{"name": "WHO", "value": "mesh-1"}]},
+            {"name": "mesh-2", "image": "registry.example/mesh:v2", "env": [{"name": "WHO", "value": "mesh-2"}]}]}}));
+    assert_eq!(
+        env.ok(&["kruise", "create", "crr", "again", "--pod", "p", "--containers", "main"]),
+        "containerrecreaterequest.apps.kruise.io/again created\n"
+    );
+    let crr = env.json(&["get", "containerrecreaterequests", "again"]);
+    assert_eq!(crr["spec"]["containers"], json!([{"name": "main"}]));
+    let start = std::time::Instant::now();
+    let who = loop {
+        let out =
+            env.kubectl(&["kruise", "exec", "p", "-S", "mesh", "--", "printenv", "WHO"], None);
+        if out.ok || start.elapsed() > Duration::from_secs(30) {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(who.ok, "{}", who.stderr);
+    assert_eq!(who.stdout, "mesh-2\n");
+}

@@ -163,6 +163,54 @@ fn plans_are_described_one_line_an_action() {
     );
 }
 
+#[test]
+fn set_image_names_its_containers() {
+    let set = serde_json::to_value(cloneset(3, None, cs_status(3, 3, 3))).unwrap();
+    let patch = set_image_patch(&set, &["main=nginx:2".into()]).unwrap().unwrap();
+    assert_eq!(
+        patch[1],
+        json!({"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:2"})
+    );
+    assert_eq!(set_image_patch(&set, &["*=x".into()]).unwrap(), None, "already so");
+    assert_eq!(
+        set_image_patch(&set, &["other=x".into()]).unwrap_err().to_string(),
+        "unable to find container named \"other\""
+    );
+    assert!(matches!(set_image_patch(&set, &["main".into()]), Err(SetImageError::Syntax(_))));
+}
+
+#[test]
+fn jobs_and_requests_are_made_as_kubectl_makes_them() {
+    let acj = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "AdvancedCronJob",
+        "metadata": {"name": "nightly", "namespace": "ns", "uid": "u1"},
+        "spec": {"template": {"jobTemplate": {"metadata": {"labels": {"a": "b"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}], "restartPolicy": "Never"}}}}}}});
+    let job = job_from_advanced_cron_job(&acj, "now", false).unwrap();
+    assert_eq!(
+        (job["kind"].as_str(), job["metadata"]["name"].as_str()),
+        (Some("Job"), Some("now"))
+    );
+    assert_eq!(job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"], "manual");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["uid"], "u1");
+    assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+    assert_eq!(
+        job_from_advanced_cron_job(&acj, "now", true).unwrap_err().to_string(),
+        "advancedcronjob \"nightly\" has no broadcastJobTemplate"
+    );
+    let pod = json!({"metadata": {"name": "p", "namespace": "ns", "annotations": {
+            "kruise.io/sidecarset-working-hotupgrade-container": "{\"mesh\":\"mesh-2\"}"}},
+        "spec": {"containers": [{"name": "main"}, {"name": "mesh-1"}, {"name": "mesh-2"}]}});
+    let crr = container_recreate_request(&pod, "r", &[]).unwrap();
+    assert_eq!(
+        crr["spec"]["containers"],
+        json!([{"name": "main"}, {"name": "mesh-1"}, {"name": "mesh-2"}])
+    );
+    assert!(container_recreate_request(&pod, "r", &["nope".into()]).is_err());
+    assert_eq!(working_container(&pod, "mesh").unwrap(), "mesh-2");
+    assert_eq!(working_container(&pod, "main").unwrap(), "main");
+    assert!(working_container(&pod, "other").is_err());
+}
+
 proptest! {
     /// Done never comes before the pods up to the partition are updated and available.
     #[test]
