@@ -471,6 +471,9 @@ pub enum SetImageError {
     /// No container of that name in the template.
     #[error("unable to find container named {0:?}")]
     NoContainer(String),
+    /// An environment change is neither `KEY=VALUE` nor `KEY-`.
+    #[error("invalid environment variable {0:?}: expected KEY=VALUE or KEY-")]
+    EnvSyntax(String),
 }
 
 /// The JSON patch of `set image CONTAINER=IMAGE...` on a workload (its JSON): each named
@@ -506,6 +509,55 @@ pub fn set_image_patch(
         }
         if !found {
             return Err(SetImageError::NoContainer(container.to_owned()));
+        }
+    }
+    Ok((ops.len() > 1).then_some(Value::Array(ops)))
+}
+
+/// The JSON patch of `set env KEY=VALUE... KEY-...` on a workload (its JSON): in every
+/// container of the template (or only `container`), each `KEY=VALUE` set (replacing a value or
+/// a `valueFrom`) and each `KEY-` removed, guarded by the resourceVersion. `None` when nothing
+/// changes.
+///
+/// # Errors
+/// An assignment that is neither, or a container the template lacks.
+pub fn set_env_patch(
+    object: &Value,
+    container: Option<&str>,
+    assignments: &[String],
+) -> Result<Option<Value>, SetImageError> {
+    let path = "/spec/template/spec/containers";
+    let containers = object.pointer(path).and_then(Value::as_array).cloned().unwrap_or_default();
+    if let Some(wanted) = container
+        && !containers.iter().any(|c| c["name"] == wanted)
+    {
+        return Err(SetImageError::NoContainer(wanted.to_owned()));
+    }
+    let mut ops = vec![json!({"op": "test", "path": "/metadata/resourceVersion",
+        "value": object["metadata"]["resourceVersion"].clone()})];
+    for (i, c) in containers.iter().enumerate() {
+        if container.is_some_and(|wanted| c["name"] != wanted) {
+            continue;
+        }
+        let mut env: Vec<Value> = c["env"].as_array().cloned().unwrap_or_default();
+        let before = env.clone();
+        for assignment in assignments {
+            if let Some(key) = assignment.strip_suffix('-').filter(|k| !k.contains('=')) {
+                env.retain(|e| e["name"] != key);
+            } else if let Some((key, value)) =
+                assignment.split_once('=').filter(|(k, _)| !k.is_empty())
+            {
+                let entry = json!({"name": key, "value": value});
+                match env.iter_mut().find(|e| e["name"] == key) {
+                    Some(existing) => *existing = entry,
+                    None => env.push(entry),
+                }
+            } else {
+                return Err(SetImageError::EnvSyntax(assignment.clone()));
+            }
+        }
+        if env != before {
+            ops.push(json!({"op": "add", "path": format!("{path}/{i}/env"), "value": env}));
         }
     }
     Ok((ops.len() > 1).then_some(Value::Array(ops)))

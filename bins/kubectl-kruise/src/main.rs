@@ -53,6 +53,21 @@ enum Command {
     /// Execute a command in a container; `-S SIDECAR` picks the container that serves a
     /// hot-upgrade sidecar now (runs `kubectl exec`).
     Exec(ExecArgs),
+    /// Display resources: `get all` lists the CloneSets, Advanced StatefulSets, Advanced
+    /// DaemonSets and UnitedDeployments (runs `kubectl get` with their printer columns).
+    Get(GetArgs),
+}
+
+#[derive(Args, Debug)]
+struct GetArgs {
+    /// `all`.
+    what: String,
+    /// In every namespace.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
+    /// kubectl's output format (`wide`, `yaml`, `json`, `name`, ...).
+    #[arg(short = 'o', long)]
+    output: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -60,6 +75,18 @@ enum SetCommand {
     /// Update the image of a pod template: TYPE/NAME CONTAINER=IMAGE... (`*` for every
     /// container).
     Image(SetImageArgs),
+    /// Update environment variables of a pod template: TYPE/NAME KEY=VALUE... KEY-...
+    Env(SetEnvArgs),
+}
+
+#[derive(Args, Debug)]
+struct SetEnvArgs {
+    /// TYPE/NAME, then KEY=VALUE (set) and KEY- (remove).
+    #[arg(required = true, num_args = 2..)]
+    args: Vec<String>,
+    /// Only this container.
+    #[arg(short = 'c', long)]
+    containers: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -909,6 +936,59 @@ async fn set_image(session: &Session, args: &SetImageArgs) -> anyhow::Result<()>
     Ok(())
 }
 
+async fn set_env(session: &Session, args: &SetEnvArgs) -> anyhow::Result<()> {
+    let (target, assignments) = args.args.split_at(1);
+    let (kind, name) = parse_target(target)?;
+    if kind == Kind::UNITED_DEPLOYMENT {
+        bail!("set env does not support UnitedDeployment: set its subsets' template instead");
+    }
+    let object = serde_json::to_value(session.get(kind, &name).await?)?;
+    match rollout::set_env_patch(&object, args.containers.as_deref(), assignments)
+        .map_err(|e| anyhow!("{e}"))?
+    {
+        Some(patch) => {
+            let patch: json_patch::Patch = serde_json::from_value(patch)?;
+            session
+                .api(kind)
+                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .await?;
+            println!("{} env updated", kind.shown(&name));
+        }
+        None => println!("{} env unchanged", kind.shown(&name)),
+    }
+    Ok(())
+}
+
+fn get_all(cli: &Cli, args: &GetArgs) -> anyhow::Result<()> {
+    if args.what != "all" {
+        bail!("kubectl kruise get supports `all`; use kubectl get for {:?}", args.what);
+    }
+    let mut command = std::process::Command::new("kubectl");
+    if let Some(path) = &cli.kubeconfig {
+        command.args(["--kubeconfig", path]);
+    }
+    if let Some(context) = &cli.context {
+        command.args(["--context", context]);
+    }
+    command.args([
+        "get",
+        "clonesets.apps.kruise.io,statefulsets.apps.kruise.io,daemonsets.apps.kruise.io,uniteddeployments.apps.kruise.io",
+    ]);
+    if args.all_namespaces {
+        command.arg("-A");
+    } else if let Some(namespace) = &cli.namespace {
+        command.args(["-n", namespace]);
+    }
+    if let Some(output) = &args.output {
+        command.args(["-o", output]);
+    }
+    let status = command.status().context("running kubectl get")?;
+    if !status.success() {
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    Ok(())
+}
+
 async fn create_from(
     session: &Session,
     args: &CreateFromArgs,
@@ -1045,6 +1125,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Validate(args) = &cli.command {
         return validate(args).await;
     }
+    if let Command::Get(args) = &cli.command {
+        return get_all(&cli, args);
+    }
     let session = Session::connect(&cli).await?;
     match &cli.command {
         Command::Rollout(RolloutCommand::Status(args)) => rollout_status(&session, args).await,
@@ -1063,6 +1146,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Validate(args) => validate(args).await,
         Command::Plan(args) => plan(&session, args).await,
         Command::Set(SetCommand::Image(args)) => set_image(&session, args).await,
+        Command::Set(SetCommand::Env(args)) => set_env(&session, args).await,
+        Command::Get(args) => get_all(&cli, args),
         Command::Create(CreateCommand::Job(args)) => create_from(&session, args, false).await,
         Command::Create(CreateCommand::BroadcastJob(args)) => {
             create_from(&session, args, true).await

@@ -371,6 +371,21 @@ fn set_create_and_exec_on_kruise_objects() {
         set["spec"]["template"]["spec"]["containers"][0]["image"],
         "registry.example/web:v2"
     );
+    assert_eq!(
+        env.ok(&["kruise", "set", "env", "cloneset/web", "MODE=fast", "-c", "main"]),
+        "cloneset.apps.kruise.io/web env updated\n"
+    );
+    let set = env.json(&["get", "cloneset", "web"]);
+    assert_eq!(
+        set["spec"]["template"]["spec"]["containers"][0]["env"],
+        json!([{"name": "MODE", "value": "fast"}])
+    );
+    assert_eq!(
+        env.ok(&["kruise", "set", "env", "cloneset/web", "MODE-"]),
+        "cloneset.apps.kruise.io/web env updated\n"
+    );
+    let all = env.ok(&["kruise", "get", "all"]);
+    assert!(all.contains("cloneset.apps.kruise.io/web"), "{all}");
     let missing = env.kubectl(&["kruise", "set", "image", "cloneset/web", "other=x"], None);
     assert_eq!(missing.stderr, "error: unable to find container named \"other\"\n");
 

@@ -180,6 +180,21 @@ fn set_image_names_its_containers() {
 }
 
 #[test]
+fn set_env_sets_replaces_and_removes() {
+    let mut set = serde_json::to_value(cloneset(3, None, cs_status(3, 3, 3))).unwrap();
+    set["spec"]["template"]["spec"]["containers"][0]["env"] = json!([{"name": "A", "value": "1"}, {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]);
+    let patch =
+        set_env_patch(&set, None, &["B=2".into(), "A-".into(), "C=3".into()]).unwrap().unwrap();
+    assert_eq!(
+        patch[1]["value"],
+        json!([{"name": "B", "value": "2"}, {"name": "C", "value": "3"}])
+    );
+    assert_eq!(set_env_patch(&set, None, &["A=1".into()]).unwrap(), None, "already so");
+    assert!(set_env_patch(&set, Some("other"), &["A=1".into()]).is_err());
+    assert!(matches!(set_env_patch(&set, None, &["=x".into()]), Err(SetImageError::EnvSyntax(_))));
+}
+
+#[test]
 fn jobs_and_requests_are_made_as_kubectl_makes_them() {
     let acj = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "AdvancedCronJob",
         "metadata": {"name": "nightly", "namespace": "ns", "uid": "u1"},
