@@ -360,4 +360,16 @@ pub enum SimError {
     /// The simulated nodes could not be started.
     #[error("simulated nodes: {0}")]
     Nodes(#[from] crate::nodes::NodeError),
+    /// The configuration asks for something this build leaves out: kruise-sim was compiled
+    /// without the cargo `feature` that provides it.
+    #[error(
+        "{what} needs kruise-sim's `{feature}` cargo feature, which this build does not \
+         enable: add `features = [\"{feature}\"]` to the kruise-sim dependency"
+    )]
+    FeatureDisabled {
+        /// What the configuration asks for, such as `Config::with_controllers`.
+        what: &'static str,
+        /// The missing cargo feature, such as `controllers`.
+        feature: &'static str,
+    },
 }

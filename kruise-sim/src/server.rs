@@ -39,7 +39,10 @@ pub struct Config {
     /// Delete pods gracefully (`deletionTimestamp` + `deletionGracePeriodSeconds`; a kubelet
     /// finishes the deletion). Implied by `nodes`; set it alone when the nodes run elsewhere.
     pub graceful_pod_deletion: bool,
-    /// Run the built-in controllers ([`crate::controllers`]) against the server.
+    /// Run the built-in controllers (`crate::controllers`) against the server. They need the
+    /// `controllers` cargo feature (on by default): without it, [`Server::start`] fails with
+    /// [`SimError::FeatureDisabled`] rather than start a cluster whose workloads never
+    /// progress.
     pub controllers: bool,
 }
 
@@ -86,7 +89,8 @@ impl Config {
     }
 
     /// Run the built-in controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job,
-    /// CronJob, disruption) against the server.
+    /// CronJob, disruption) against the server. Needs the `controllers` cargo feature:
+    /// without it, starting the server fails with [`SimError::FeatureDisabled`].
     pub fn with_controllers(mut self) -> Self {
         self.controllers = true;
         self
@@ -289,7 +293,17 @@ pub struct Server;
 
 impl Server {
     /// Starts the server on the current tokio runtime.
+    ///
+    /// Fails with [`SimError::FeatureDisabled`] when `config` asks for the built-in
+    /// controllers and kruise-sim was built without its `controllers` feature.
     pub async fn start(config: Config) -> Result<ServerHandle, SimError> {
+        #[cfg(not(feature = "controllers"))]
+        if config.controllers {
+            return Err(SimError::FeatureDisabled {
+                what: "Config::with_controllers (the built-in controllers)",
+                feature: "controllers",
+            });
+        }
         let cluster = Arc::new(Cluster::new(config.watch_history.max(1)));
         let certs = certificates()?;
         cluster.set_root_ca(&certs.ca_pem);
@@ -478,5 +492,28 @@ async fn accept_loop(
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asking for the built-in controllers starts them with the `controllers` feature, and
+    /// fails loudly without it (`cargo test -p kruise-sim --lib --no-default-features`).
+    #[test]
+    fn with_controllers_needs_the_controllers_feature() {
+        let started = Server::start_in_thread(Config::default().with_controllers());
+        if cfg!(feature = "controllers") {
+            assert!(started.is_ok(), "{:?}", started.err());
+        } else {
+            let Err(e) = started else { panic!("started without the controllers feature") };
+            assert!(matches!(e, SimError::FeatureDisabled { feature: "controllers", .. }), "{e}");
+            let shown = e.to_string();
+            assert!(shown.contains("`controllers` cargo feature"), "{shown}");
+            assert!(shown.contains("Config::with_controllers"), "{shown}");
+        }
+        // Without controllers asked for, the feature does not matter.
+        assert!(Server::start_in_thread(Config::default()).is_ok());
     }
 }

@@ -29,6 +29,9 @@
 //! leaves that container waiting in `CreateContainerConfigError` with the kubelet's message
 //! (`configmap "x" not found`, `couldn't find key k in ConfigMap ns/x`) and does not hold back
 //! the containers after it; every later sync tries again.
+//! An image the runtime fails to pull leaves the container waiting in `ErrImagePull` with the
+//! runtime's error, then in `ImagePullBackOff` until the pull is tried again (10 s, doubling to
+//! 5 min), as the kubelet's image manager has it; it never counts as terminated or restarted.
 //! A regular container that has never run and waits to start keeps the pod `Pending`, as the
 //! kubelet's `getPhase` has it.
 
@@ -108,6 +111,14 @@ enum Stage {
     BackOff {
         until: Instant,
         message: String,
+    },
+    /// Its image could not be pulled: `ErrImagePull` with the runtime's `error`, from
+    /// `backoff_at` `ImagePullBackOff`, and at `until` the kubelet pulls again. Nothing ran,
+    /// so nothing terminated: the restart count and `lastState` stay as they were.
+    PullFailed {
+        error: String,
+        backoff_at: Instant,
+        until: Instant,
     },
     /// Not created: its environment names a ConfigMap, Secret or key that is missing
     /// (`CreateContainerConfigError` with the kubelet's `message`). Every sync tries again;
@@ -225,6 +236,8 @@ struct Ctr {
     restart: Restart,
     /// The back-off before the next restart; none before the first.
     backoff: Option<Duration>,
+    /// The back-off after the last failed pull of its image; none before the first failure.
+    pull_backoff: Option<Duration>,
     /// CRI labels and annotations of its containers.
     cri: Arc<CriMeta>,
     /// Its `env` and `envFrom`, resolved each time it is created.
@@ -304,6 +317,7 @@ impl Ctr {
             ),
             restart,
             backoff: None,
+            pull_backoff: None,
             name: c.name.clone(),
             image: c.image.clone().unwrap_or_default(),
             sidecar,
@@ -376,6 +390,9 @@ impl Ctr {
                 }
             }
             Stage::BackOff { until, .. } => Some(*until),
+            Stage::PullFailed { backoff_at, until, .. } => {
+                Some(if *backoff_at > now { *backoff_at } else { *until })
+            }
             Stage::ConfigError { retry, .. } => {
                 Some(if *retry > now { *retry } else { now + CONFIG_RETRY })
             }
@@ -725,17 +742,15 @@ impl Kubelet {
                 match self.runtime.pull_image(&c.image) {
                     Ok(id) => {
                         c.image_id = id;
+                        c.pull_backoff = None;
                         c.stage = Stage::Creating(now + self.delays.start);
                     }
-                    Err(e) => {
-                        c.stage = Stage::Exited {
-                            code: 1,
-                            reason: "ErrImagePull",
-                            started: None,
-                            finished: format!("{e}"),
-                        };
-                    }
+                    Err(e) => self.pull_failed(c, e.to_string(), now),
                 }
+                true
+            }
+            Stage::PullFailed { until, .. } if now >= until => {
+                c.stage = Stage::Pulling(now + self.delays.pull);
                 true
             }
             Stage::Creating(t) if now >= t => self.create(pod, c, now),
@@ -775,6 +790,20 @@ impl Kubelet {
             }
             _ => false,
         }
+    }
+
+    /// A failed pull of `c`'s image, as the kubelet's image manager has it: the container
+    /// waits in `ErrImagePull` with the runtime's error; the pod worker's next sync (after
+    /// [`CONFIG_RETRY`], the failed-sync retry) finds the image in back-off, `ImagePullBackOff`;
+    /// once the back-off (the first crash back-off, 10 s, doubling to 30 times that: the
+    /// kubelet's 10 s to 5 min) has passed since the failure, it pulls again.
+    fn pull_failed(&self, c: &mut Ctr, error: String, now: Instant) {
+        let backoff = match c.pull_backoff {
+            None => self.delays.restart_backoff,
+            Some(b) => (b * 2).min(self.delays.restart_backoff * 30),
+        };
+        c.pull_backoff = Some(backoff);
+        c.stage = Stage::PullFailed { error, backoff_at: now + CONFIG_RETRY, until: now + backoff };
     }
 
     /// Generates the container's config, then creates and starts it: the kubelet's
@@ -970,6 +999,7 @@ impl Kubelet {
                     }
                     Stage::NotStarted
                     | Stage::Pulling(_)
+                    | Stage::PullFailed { .. }
                     | Stage::Creating(_)
                     | Stage::BackOff { .. }
                     | Stage::ConfigError { .. } => {
@@ -1027,6 +1057,8 @@ impl Kubelet {
                 }
                 c.image = want;
                 c.resize_at = None;
+                // The image manager's back-off is per pod and image.
+                c.pull_backoff = None;
                 if let Some(spec) = specs.get(c.name.as_str()) {
                     c.cri = CriMeta::of(pod, spec);
                 }
@@ -1285,13 +1317,15 @@ impl Kubelet {
             if st.main.iter().all(|c| c.exited() == Some(0)) { "Succeeded" } else { "Failed" }
         } else if initialized
             // As the kubelet's getPhase: a regular container that has never run and waits to
-            // start (being created, or in CreateContainerConfigError) keeps the pod Pending.
+            // start (being created, its image failing to pull, or in CreateContainerConfigError)
+            // keeps the pod Pending.
             && !st.main.iter().any(|c| {
                 c.last.is_none()
                     && matches!(
                         c.stage,
                         Stage::NotStarted
                             | Stage::Pulling(_)
+                            | Stage::PullFailed { .. }
                             | Stage::Creating(_)
                             | Stage::ConfigError { .. }
                     )
@@ -1420,6 +1454,14 @@ fn ctr_status(c: &Ctr, now: Instant, initialized: bool, terminating: bool) -> Va
         Stage::BackOff { message, .. } => {
             json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}})
         }
+        Stage::PullFailed { error, backoff_at, .. } if now < *backoff_at => {
+            json!({"waiting": {"reason": "ErrImagePull", "message": error}})
+        }
+        // The image manager's message: the back-off, then the error of the pull that failed.
+        Stage::PullFailed { error, .. } => json!({"waiting": {
+            "reason": "ImagePullBackOff",
+            "message": format!("Back-off pulling image {:?}: ErrImagePull: {error}", c.image),
+        }}),
         Stage::ConfigError { message, .. } => {
             json!({"waiting": {"reason": "CreateContainerConfigError", "message": message}})
         }
@@ -1802,6 +1844,74 @@ mod tests {
             app["state"]["waiting"]["message"],
             "back-off 20s restarting failed container=app pod=p_default(u1)"
         );
+    }
+
+    #[test]
+    fn a_failed_pull_waits_in_err_image_pull_then_image_pull_back_off() {
+        // A reference the runtime cannot pull. Pod validation lets it through (no leading or
+        // trailing whitespace), as kube-apiserver's does.
+        let mut k = kubelet();
+        let p = pod(json!({"restartPolicy": "Never", "containers": [
+            {"name": "app", "image": "bad image", "command": ["sleep", "infinity"]}]}));
+        let t0 = Instant::now();
+        let pulled = t0 + Delays::default().pull;
+        let s = run_for(&mut k, &p, t0, pulled);
+        let app = &s["status"]["containerStatuses"][0];
+        assert_eq!(
+            app["state"],
+            json!({"waiting": {"reason": "ErrImagePull",
+                "message": "invalid image reference \"bad image\""}}),
+            "{s}"
+        );
+        assert_eq!(app["lastState"], json!({}));
+        assert_eq!(app["restartCount"], 0);
+        assert_eq!(app["ready"], false);
+        assert_eq!(app["started"], false);
+        assert!(app.get("containerID").is_none(), "{app}");
+        // It never ran: the pod stays Pending (not Failed, whatever its restart policy).
+        assert_eq!(s["status"]["phase"], "Pending");
+        assert_eq!(condition(&s, "Ready")["message"], "containers with unready status: [app]");
+        // Then it backs off, 10 s doubling, and pulls again; nothing ever terminates.
+        let s = run_for(&mut k, &p, pulled, pulled + Duration::from_secs(5));
+        let app = &s["status"]["containerStatuses"][0];
+        assert_eq!(
+            app["state"],
+            json!({"waiting": {"reason": "ImagePullBackOff", "message":
+                "Back-off pulling image \"bad image\": ErrImagePull: invalid image reference \"bad image\""}}),
+            "{s}"
+        );
+        assert_eq!(s["status"]["phase"], "Pending");
+        let mut now = pulled;
+        let mut seen = Vec::new();
+        while now <= t0 + Duration::from_secs(120) {
+            let r = k.sync(&p, now);
+            let s = r.status.expect("status");
+            let app = &s["status"]["containerStatuses"][0];
+            assert!(app["state"].get("terminated").is_none(), "{s}");
+            assert_eq!(app["restartCount"], 0);
+            assert_eq!(s["status"]["phase"], "Pending");
+            let reason = app["state"]["waiting"]["reason"].as_str().unwrap_or_default().to_owned();
+            if seen.last().map(|(r, _): &(String, Instant)| r != &reason).unwrap_or(true) {
+                seen.push((reason, now));
+            }
+            now = r.wake.expect("it keeps trying");
+        }
+        let pulls: Vec<Instant> =
+            seen.iter().filter(|(r, _)| r == "ErrImagePull").map(|(_, t)| *t).collect();
+        // Failed pulls 10 s, 20 s, 40 s apart (each plus the pull itself).
+        assert_eq!(pulls.len(), 4, "{seen:?}");
+        let pull = Delays::default().pull;
+        for (i, gap) in [10, 20, 40].into_iter().enumerate() {
+            assert_eq!(pulls[i + 1] - pulls[i], Duration::from_secs(gap) + pull, "{seen:?}");
+        }
+        // A fixed image pulls and starts, with no restart counted.
+        let mut fixed = p.clone();
+        fixed.spec.as_mut().expect("spec").containers[0].image = Some("nginx:1".into());
+        let (s, _) = run_until_settled(&mut k, &fixed, now);
+        let app = &s["status"]["containerStatuses"][0];
+        assert!(app["state"]["running"].is_object(), "{s}");
+        assert_eq!(app["restartCount"], 0);
+        assert_eq!(s["status"]["phase"], "Running");
     }
 
     #[test]

@@ -162,6 +162,46 @@ fn image_change_restarts_only_that_container_in_place() {
 }
 
 #[test]
+fn an_image_that_fails_to_pull_waits_in_err_image_pull_and_image_pull_back_off() {
+    // The pull back-off is the first crash back-off: 3 s here, so that `ImagePullBackOff`
+    // (from 1 s after the failure) shows before the next pull.
+    let e = env_with(
+        vec![NodeSpec::new("n-a")],
+        Delays { restart_backoff: Duration::from_secs(3), ..fast() },
+    );
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  restartPolicy: Never\n  containers:\n  - name: app\n    image: bad image\n";
+    e.ok_stdin(&["apply", "-f", "-"], manifest);
+    let mut seen = Vec::new();
+    for want in ["ErrImagePull", "ImagePullBackOff"] {
+        let p = eventually(want, || {
+            let p = e.json(&["get", "pod", "p"]);
+            let state = &p["status"]["containerStatuses"][0]["state"];
+            seen.push(state.clone());
+            (state["waiting"]["reason"] == want).then_some(p)
+        });
+        let app = &p["status"]["containerStatuses"][0];
+        assert_eq!(app["restartCount"], 0, "{p}");
+        assert_eq!(app["lastState"], json!({}), "{p}");
+        assert_eq!(p["status"]["phase"], "Pending", "{p}");
+        let message = app["state"]["waiting"]["message"].as_str().expect("message");
+        assert!(message.ends_with("invalid image reference \"bad image\""), "{message}");
+        // kubectl shows the reason as the pod's status (either: it may have moved on).
+        let shown = e.ok(&["get", "pod", "p", "--no-headers"]);
+        assert!(shown.contains("ErrImagePull") || shown.contains("ImagePullBackOff"), "{shown}");
+    }
+    assert!(
+        seen.iter().all(|s| s.get("terminated").is_none() && s.get("running").is_none()),
+        "{seen:?}"
+    );
+    // A fixed image pulls and runs.
+    e.ok(&["set", "image", "pod/p", "app=nginx:1.27"]);
+    e.ok(&["wait", "--for=condition=Ready", "pod/p", "--timeout=20s"]);
+    let p = e.json(&["get", "pod", "p"]);
+    assert_eq!(p["status"]["phase"], "Running");
+    assert_eq!(p["status"]["containerStatuses"][0]["restartCount"], 0);
+}
+
+#[test]
 fn taints_affinity_cordon_and_unschedulable_message() {
     let e = env(vec![
         NodeSpec::new("n-gpu").zone("zone-a").label("gpu", "true").taint(
