@@ -688,6 +688,26 @@ pub fn working_container(pod: &Value, sidecar: &str) -> Result<String, SetImageE
     }
 }
 
+/// The objects of a file as kubectl reads one: its YAML (or JSON) documents, empty ones
+/// skipped, and the items of any `List`.
+///
+/// # Errors
+/// A document that is not YAML, with serde_yaml's position.
+pub fn documents(text: &str) -> Result<Vec<Value>, serde_yaml::Error> {
+    use serde::Deserialize as _;
+    let mut out = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        match Value::deserialize(document)? {
+            Value::Null => {}
+            Value::Object(map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
+                out.extend(map.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
 /// One line per action of a plan (its JSON, as [`crate::plan::Plan`] serializes), for people:
 /// the action, the object it names, and why (`createPod web-x7k2p`, `deletePod web-a (scaleIn)`).
 pub fn describe_actions(plan: &Value) -> Vec<String> {

@@ -623,21 +623,9 @@ async fn scale_down(session: &Session, args: &ScaleDown) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The objects of one file: its documents, and the items of any `List`.
+/// The objects of one file ([`rollout::documents`]).
 fn objects_of(text: &str) -> anyhow::Result<Vec<Value>> {
-    use serde::Deserialize as _;
-    let mut out = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value = Value::deserialize(document)?;
-        match value {
-            Value::Null => {}
-            Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
-                out.extend(map.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
-            }
-            other => out.push(other),
-        }
-    }
-    Ok(out)
+    Ok(rollout::documents(text)?)
 }
 
 /// `cloneset.apps.kruise.io/web`, from an object's JSON.

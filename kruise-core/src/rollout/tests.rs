@@ -226,6 +226,13 @@ fn jobs_and_requests_are_made_as_kubectl_makes_them() {
     assert!(working_container(&pod, "other").is_err());
 }
 
+#[test]
+fn files_are_read_as_kubectl_reads_them() {
+    let text = "a: 1\n---\n---\nkind: List\nitems: [{b: 2}, {c: 3}]\n";
+    assert_eq!(documents(text).unwrap(), [json!({"a": 1}), json!({"b": 2}), json!({"c": 3})]);
+    assert!(documents("a: [").is_err());
+}
+
 proptest! {
     /// Done never comes before the pods up to the partition are updated and available.
     #[test]
