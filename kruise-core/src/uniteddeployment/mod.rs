@@ -516,7 +516,12 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<UnitedDeploymentStatus>
                 // An unschedulable subset's rollout must not wait on the pods reserved in it
                 // (upstream's override): as many may be unavailable as are not ready, plus the
                 // old pods past their update timeout; at least one.
-                if let Some(r) = reservations.get(&s.name).filter(|r| r.unschedulable) {
+                // A Deployment with the Recreate strategy takes no rollingUpdate (upstream
+                // would write one, and the API server would refuse the update).
+                let recreate = desired.pointer("/spec/strategy/type").and_then(Value::as_str)
+                    == Some("Recreate");
+                if let Some(r) = reservations.get(&s.name).filter(|r| r.unschedulable && !recreate)
+                {
                     let most = (w.replicas - w.ready_replicas + r.update_timeout_pods).max(1);
                     let path = match kind {
                         SubsetKind::Deployment => "/spec/strategy/rollingUpdate/maxUnavailable",

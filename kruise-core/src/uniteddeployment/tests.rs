@@ -263,6 +263,76 @@ fn adaptive_moves_pending_replicas_to_the_next_subset() {
     assert_eq!(out.requeue_after, Some(SignedDuration::from_secs(300)));
 }
 
+#[test]
+fn reservation_keeps_pending_pods_and_gives_their_replicas_to_the_next_subset() {
+    let reserving =
+        sample(json!({"replicas": 2, "topology": {"scheduleStrategy": {"type": "Adaptive",
+            "adaptive": {"reserveUnschedulablePods": true, "rescheduleCriticalSeconds": 10}},
+        "subsets": [{"name": "subset-a"}, {"name": "subset-b"}]}}));
+    let snap = snapshot(reserving);
+    let first = plan(&snap, ts(NOW));
+    let mut snap = after(&first, snap);
+    let a = snap
+        .workloads
+        .iter_mut()
+        .find(|(_, w)| w["metadata"]["labels"][SUBSET_NAME] == "subset-a")
+        .expect("a");
+    a.1["status"]["readyReplicas"] = json!(0);
+    // Its workload is at another revision, so it is updated in this plan.
+    a.1["metadata"]["labels"][CONTROLLER_REVISION_HASH] = json!("older");
+    // Upstream's label on the pods is the UnitedDeployment's revision.
+    let revision = snap.revisions[0].metadata.name.clone().expect("a revision");
+    let pending = |name: &str| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default", "uid": format!("{name}-uid"),
+            "creationTimestamp": "2026-01-01T09:59:00Z",
+            "labels": {"app": "sample", SUBSET_NAME: "subset-a", CONTROLLER_REVISION_HASH: revision}},
+            "spec": {"containers": []},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}))
+        .expect("a pod")
+    };
+    snap.pods = vec![pending("p1"), pending("p2")];
+    let out = plan(&snap, ts(NOW));
+    let labelled: Vec<(&str, &Value)> = out
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::PatchPod { name, patch, .. } => Some((
+                name.as_str(),
+                &patch.body()["metadata"]["labels"][adaptive::RESERVED_POD_LABEL],
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(labelled, [("p1", &json!("true")), ("p2", &json!("true"))]);
+    let status = out.status.clone().expect("status");
+    assert_eq!(
+        status.subset_statuses.iter().map(|e| e.replicas).collect::<Vec<_>>(),
+        [2, 2],
+        "temporary pods"
+    );
+    assert_eq!((status.reserved_pods, status.subset_statuses[0].reserved_pods), (2, 2));
+    assert!(
+        status.label_selector.ends_with(",apps.kruise.io/united-deployment-reserved-pod=false")
+    );
+    // subset-a's update widens maxUnavailable to its replicas less its ready pods.
+    let patched = out
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::PatchObject { target, patch, .. }
+                if target.name.starts_with("sample-ud-subset-a") =>
+            {
+                Some(patch.body().clone())
+            }
+            _ => None,
+        })
+        .expect("subset-a's workload updated");
+    assert_eq!(
+        patched["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"], 2,
+        "{patched}"
+    );
+}
+
 /// The manual's sample, as the planner stamps it: a readable record of the three CloneSets.
 #[test]
 fn the_manuals_sample_stamped() {
