@@ -61,6 +61,20 @@ fn shown(value: &k8s_openapi::apimachinery::pkg::util::intstr::IntOrString) -> S
     }
 }
 
+/// A `spec.updateStrategy.rollingUpdate.partition` scaled against `total` (0 when unset).
+fn partition_of(
+    value: Option<&k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+    total: i32,
+    rounding: Rounding,
+) -> Result<i32, RolloutError> {
+    let Some(value) = value else { return Ok(0) };
+    scaled_value(value, total, rounding).map_err(|e| RolloutError::Partition {
+        field: "spec.updateStrategy.rollingUpdate.partition",
+        value: shown(value),
+        detail: e.to_string(),
+    })
+}
+
 fn observed(generation: Option<i64>, observed: i64) -> bool {
     generation.unwrap_or(0) <= observed
 }
@@ -79,17 +93,11 @@ pub fn cloneset_status(set: &CloneSet) -> Result<RolloutStatus, RolloutError> {
         ));
     }
     let replicas = set.spec.replicas.unwrap_or(1);
-    let partition =
-        match set.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.partition.as_ref()) {
-            Some(value) => scaled_value(value, replicas, Rounding::Up).map_err(|e| {
-                RolloutError::Partition {
-                    field: "spec.updateStrategy.rollingUpdate.partition",
-                    value: shown(value),
-                    detail: e.to_string(),
-                }
-            })?,
-            None => 0,
-        };
+    let partition = partition_of(
+        set.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.partition.as_ref()),
+        replicas,
+        Rounding::Up,
+    )?;
     let wanted = (replicas - partition.clamp(0, replicas)).max(0);
     if status.updated_replicas < wanted {
         return Ok(RolloutStatus::waiting(format!(
@@ -195,17 +203,11 @@ pub fn advanced_daemonset_status(set: &DaemonSet) -> Result<RolloutStatus, Rollo
         ));
     }
     let desired = status.desired_number_scheduled;
-    let partition =
-        match set.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.partition.as_ref()) {
-            Some(value) => scaled_value(value, desired, Rounding::Down).map_err(|e| {
-                RolloutError::Partition {
-                    field: "spec.updateStrategy.rollingUpdate.partition",
-                    value: shown(value),
-                    detail: e.to_string(),
-                }
-            })?,
-            None => 0,
-        };
+    let partition = partition_of(
+        set.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.partition.as_ref()),
+        desired,
+        Rounding::Down,
+    )?;
     let wanted = (desired - partition.clamp(0, desired)).max(0);
     daemon_status(name, wanted, status.updated_number_scheduled, status.number_available, desired)
 }

@@ -286,6 +286,25 @@ impl Kind {
         Kind { kind: "StatefulSet", group: "apps", version: "v1", plural: "statefulsets" };
     const DAEMONSET: Kind =
         Kind { kind: "DaemonSet", group: "apps", version: "v1", plural: "daemonsets" };
+    const ADVANCED_CRON_JOB: Kind = Kind {
+        kind: "AdvancedCronJob",
+        group: "apps.kruise.io",
+        version: "v1beta1",
+        plural: "advancedcronjobs",
+    };
+    const BROADCAST_JOB: Kind = Kind {
+        kind: "BroadcastJob",
+        group: "apps.kruise.io",
+        version: "v1beta1",
+        plural: "broadcastjobs",
+    };
+    const JOB: Kind = Kind { kind: "Job", group: "batch", version: "v1", plural: "jobs" };
+    const CONTAINER_RECREATE_REQUEST: Kind = Kind {
+        kind: "ContainerRecreateRequest",
+        group: "apps.kruise.io",
+        version: "v1beta1",
+        plural: "containerrecreaterequests",
+    };
 
     /// The kind a TYPE names, as kubectl's short names and `plural.group` forms do.
     fn parse(text: &str) -> Option<Kind> {
@@ -414,6 +433,17 @@ impl Session {
             Err(kube::Error::Api(e)) if e.code == 404 => {
                 bail!("{} not found", kind.quoted(name))
             }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A pod, as JSON.
+    async fn pod(&self, name: &str) -> anyhow::Result<Value> {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(self.client.clone(), &self.namespace);
+        match pods.get(name).await {
+            Ok(pod) => Ok(serde_json::to_value(pod)?),
+            Err(kube::Error::Api(e)) if e.code == 404 => bail!("pods {name:?} not found"),
             Err(e) => Err(e.into()),
         }
     }
@@ -623,6 +653,36 @@ async fn scale_down(session: &Session, args: &ScaleDown) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `kubectl` with the plugin's kubeconfig and context.
+fn kubectl(cli: &Cli) -> std::process::Command {
+    let mut command = std::process::Command::new("kubectl");
+    if let Some(path) = &cli.kubeconfig {
+        command.args(["--kubeconfig", path]);
+    }
+    if let Some(context) = &cli.context {
+        command.args(["--context", context]);
+    }
+    command
+}
+
+/// `-o`: `yaml` or `json` when given.
+fn check_output(output: Option<&str>) -> anyhow::Result<()> {
+    match output {
+        None | Some("yaml" | "json") => Ok(()),
+        Some(format) => bail!(
+            "unable to match a printer suitable for the output format {format:?}, allowed formats are: json,yaml"
+        ),
+    }
+}
+
+/// `--feature-gates`, as the manager reads it.
+fn feature_gates(flag: &str) -> anyhow::Result<kruise_kube::features::FeatureGates> {
+    let mut gates = kruise_kube::features::FeatureGates::parse(flag)
+        .map_err(|e| anyhow!("--feature-gates: {e}"))?;
+    gates.apply_dependencies();
+    Ok(gates)
+}
+
 /// The objects of one file ([`rollout::documents`]).
 fn objects_of(text: &str) -> anyhow::Result<Vec<Value>> {
     Ok(rollout::documents(text)?)
@@ -642,17 +702,8 @@ fn shown_object(object: &Value) -> String {
 
 async fn validate(args: &ValidateArgs) -> anyhow::Result<()> {
     use kruise_kube::admission::offline::{OfflineAdmission, OfflineError};
-    if let Some(format) = &args.output
-        && format != "yaml"
-        && format != "json"
-    {
-        bail!(
-            "unable to match a printer suitable for the output format {format:?}, allowed formats are: json,yaml"
-        );
-    }
-    let mut gates = kruise_kube::features::FeatureGates::parse(&args.feature_gates)
-        .map_err(|e| anyhow!("--feature-gates: {e}"))?;
-    gates.apply_dependencies();
+    check_output(args.output.as_deref())?;
+    let gates = feature_gates(&args.feature_gates)?;
     let admission = OfflineAdmission::new(&gates)?;
     let mut refused = 0usize;
     let mut defaulted = Vec::new();
@@ -789,17 +840,8 @@ async fn plan(session: &Session, args: &PlanArgs) -> anyhow::Result<()> {
             kind.shown(&name)
         );
     }
-    if let Some(format) = &args.output
-        && format != "yaml"
-        && format != "json"
-    {
-        bail!(
-            "unable to match a printer suitable for the output format {format:?}, allowed formats are: json,yaml"
-        );
-    }
-    let mut gates = kruise_kube::features::FeatureGates::parse(&args.feature_gates)
-        .map_err(|e| anyhow!("--feature-gates: {e}"))?;
-    gates.apply_dependencies();
+    check_output(args.output.as_deref())?;
+    let gates = feature_gates(&args.feature_gates)?;
     let object = session.get(kind, &name).await?;
     let uid = object.metadata.uid.clone().unwrap_or_default();
     let workload = match &args.file {
@@ -951,13 +993,7 @@ fn get_all(cli: &Cli, args: &GetArgs) -> anyhow::Result<()> {
     if args.what != "all" {
         bail!("kubectl kruise get supports `all`; use kubectl get for {:?}", args.what);
     }
-    let mut command = std::process::Command::new("kubectl");
-    if let Some(path) = &cli.kubeconfig {
-        command.args(["--kubeconfig", path]);
-    }
-    if let Some(context) = &cli.context {
-        command.args(["--context", context]);
-    }
+    let mut command = kubectl(cli);
     command.args([
         "get",
         "clonesets.apps.kruise.io,statefulsets.apps.kruise.io,daemonsets.apps.kruise.io,uniteddeployments.apps.kruise.io",
@@ -989,83 +1025,27 @@ async fn create_from(
     else {
         bail!("from must be of the form advancedcronjob/NAME, not {:?}", args.from);
     };
-    let resource = ApiResource {
-        group: "apps.kruise.io".into(),
-        version: "v1beta1".into(),
-        api_version: "apps.kruise.io/v1beta1".into(),
-        kind: "AdvancedCronJob".into(),
-        plural: "advancedcronjobs".into(),
-    };
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(session.client.clone(), &session.namespace, &resource);
-    let cron_job = match api.get(source).await {
-        Ok(object) => serde_json::to_value(object)?,
-        Err(kube::Error::Api(e)) if e.code == 404 => {
-            bail!("advancedcronjobs.apps.kruise.io {source:?} not found")
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let cron_job = serde_json::to_value(session.get(Kind::ADVANCED_CRON_JOB, source).await?)?;
     let object = rollout::job_from_advanced_cron_job(&cron_job, &args.name, broadcast)
         .map_err(|e| anyhow!("{e}"))?;
-    let (resource, shown) = if broadcast {
-        (
-            ApiResource {
-                group: "apps.kruise.io".into(),
-                version: "v1beta1".into(),
-                api_version: "apps.kruise.io/v1beta1".into(),
-                kind: "BroadcastJob".into(),
-                plural: "broadcastjobs".into(),
-            },
-            format!("broadcastjob.apps.kruise.io/{}", args.name),
-        )
-    } else {
-        (
-            ApiResource {
-                group: "batch".into(),
-                version: "v1".into(),
-                api_version: "batch/v1".into(),
-                kind: "Job".into(),
-                plural: "jobs".into(),
-            },
-            format!("job.batch/{}", args.name),
-        )
-    };
-    create_object(session, &resource, object).await?;
-    println!("{shown} created");
+    let kind = if broadcast { Kind::BROADCAST_JOB } else { Kind::JOB };
+    create_object(session, kind, object).await?;
+    println!("{} created", kind.shown(&args.name));
     Ok(())
 }
 
-async fn create_object(
-    session: &Session,
-    resource: &ApiResource,
-    object: Value,
-) -> anyhow::Result<()> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(session.client.clone(), &session.namespace, resource);
+async fn create_object(session: &Session, kind: Kind, object: Value) -> anyhow::Result<()> {
     let object: DynamicObject = serde_json::from_value(object)?;
-    api.create(&kube::api::PostParams::default(), &object).await?;
+    session.api(kind).create(&kube::api::PostParams::default(), &object).await?;
     Ok(())
 }
 
 async fn create_crr(session: &Session, args: &CreateCrrArgs) -> anyhow::Result<()> {
-    let pods: Api<k8s_openapi::api::core::v1::Pod> =
-        Api::namespaced(session.client.clone(), &session.namespace);
-    let pod = match pods.get(&args.pod).await {
-        Ok(pod) => serde_json::to_value(pod)?,
-        Err(kube::Error::Api(e)) if e.code == 404 => bail!("pods {:?} not found", args.pod),
-        Err(e) => return Err(e.into()),
-    };
+    let pod = session.pod(&args.pod).await?;
     let request = rollout::container_recreate_request(&pod, &args.name, &args.containers)
         .map_err(|e| anyhow!("{e}"))?;
-    let resource = ApiResource {
-        group: "apps.kruise.io".into(),
-        version: "v1beta1".into(),
-        api_version: "apps.kruise.io/v1beta1".into(),
-        kind: "ContainerRecreateRequest".into(),
-        plural: "containerrecreaterequests".into(),
-    };
-    create_object(session, &resource, request).await?;
-    println!("containerrecreaterequest.apps.kruise.io/{} created", args.name);
+    create_object(session, Kind::CONTAINER_RECREATE_REQUEST, request).await?;
+    println!("{} created", Kind::CONTAINER_RECREATE_REQUEST.shown(&args.name));
     Ok(())
 }
 
@@ -1073,24 +1053,12 @@ async fn exec(cli: &Cli, session: &Session, args: &ExecArgs) -> anyhow::Result<(
     let container = match (&args.sidecar, &args.container) {
         (Some(_), Some(_)) => bail!("-S and -c cannot be used together"),
         (Some(sidecar), None) => {
-            let pods: Api<k8s_openapi::api::core::v1::Pod> =
-                Api::namespaced(session.client.clone(), &session.namespace);
-            let pod = match pods.get(&args.pod).await {
-                Ok(pod) => serde_json::to_value(pod)?,
-                Err(kube::Error::Api(e)) if e.code == 404 => bail!("pods {:?} not found", args.pod),
-                Err(e) => return Err(e.into()),
-            };
+            let pod = session.pod(&args.pod).await?;
             Some(rollout::working_container(&pod, sidecar).map_err(|e| anyhow!("{e}"))?)
         }
         (None, container) => container.clone(),
     };
-    let mut command = std::process::Command::new("kubectl");
-    if let Some(path) = &cli.kubeconfig {
-        command.args(["--kubeconfig", path]);
-    }
-    if let Some(context) = &cli.context {
-        command.args(["--context", context]);
-    }
+    let mut command = kubectl(cli);
     command.args(["exec", &args.pod, "-n", &session.namespace]);
     if let Some(container) = &container {
         command.args(["-c", container]);
