@@ -28,7 +28,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise_api::apps::v1beta1::WorkloadSpread;
 use kruise_core::admission::pod_chain::{PodMutationError, PodMutator, PodStep};
 use kruise_core::admission::pod_edit::PodEdit;
@@ -119,16 +119,13 @@ impl WsState {
         {
             return list.clone();
         }
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-        let list = match api.get_opt(CONFIGURATION_NAME).await {
-            Ok(Some(cm)) => match cm.data.as_ref().and_then(|d| d.get(WHITELIST_KEY)) {
-                Some(text) => CustomWorkloadWhitelist::parse(text).unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "{CONFIGURATION_NAME} {WHITELIST_KEY} is not valid");
-                    CustomWorkloadWhitelist::default()
-                }),
-                None => CustomWorkloadWhitelist::default(),
-            },
-            _ => CustomWorkloadWhitelist::default(),
+        let data = crate::configuration::read(client, namespace).await.unwrap_or_default();
+        let list = match data.get(WHITELIST_KEY) {
+            Some(text) => CustomWorkloadWhitelist::parse(text).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "{CONFIGURATION_NAME} {WHITELIST_KEY} is not valid");
+                CustomWorkloadWhitelist::default()
+            }),
+            None => CustomWorkloadWhitelist::default(),
         };
         let list = Arc::new(list);
         *self.whitelist.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
