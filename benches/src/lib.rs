@@ -65,15 +65,26 @@ pub fn planned_revision(
 /// few not ready, spread over zones and nodes, with weight priorities and a scatter term:
 /// a rolling update in progress.
 pub fn snapshot(n: usize) -> CloneSetSnapshot {
+    let (cloneset, revisions, pods) = cloneset_parts(n);
+    let mut snapshot = CloneSetSnapshot::new(cloneset);
+    snapshot.revisions = revisions;
+    snapshot.pods = pods.into_iter().map(SnapshotPod::from).collect();
+    snapshot
+}
+
+/// The CloneSet, revisions and pods of [`snapshot`]`(n)`, as a controller reads them.
+pub fn cloneset_parts(
+    n: usize,
+) -> (CloneSet, Vec<k8s_openapi::api::apps::v1::ControllerRevision>, Vec<Pod>) {
     let old = planned_revision(cloneset(n, "app:v1", "", ""), Vec::new());
     let new = planned_revision(cloneset(n, "app:v2", "", ""), old.clone().into_iter().collect());
     let name = |r: &Option<k8s_openapi::api::apps::v1::ControllerRevision>| {
         r.as_ref().and_then(|r| r.metadata.name.clone()).unwrap_or_default()
     };
     let (old_name, new_name) = (name(&old), name(&new));
-    let mut snapshot = CloneSetSnapshot::new(cloneset(n, "app:v2", &old_name, &new_name));
-    snapshot.revisions = old.into_iter().chain(new).collect();
-    snapshot.pods = (0..n)
+    let cloneset = cloneset(n, "app:v2", &old_name, &new_name);
+    let revisions = old.into_iter().chain(new).collect();
+    let pods = (0..n)
         .map(|i| {
             let updated = i % 3 == 0;
             let revision = if updated { &new_name } else { &old_name };
@@ -117,10 +128,10 @@ pub fn snapshot(n: usize) -> CloneSetSnapshot {
                         "restartCount": (i % 4) as i32}],
                 },
             });
-            SnapshotPod::from(serde_json::from_value::<Pod>(pod).unwrap_or_default())
+            serde_json::from_value::<Pod>(pod).unwrap_or_default()
         })
         .collect();
-    snapshot
+    (cloneset, revisions, pods)
 }
 
 /// `VmRSS` and `VmHWM` (resident memory and its peak) of process `pid` (`"self"` for this

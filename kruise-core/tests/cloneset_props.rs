@@ -372,16 +372,16 @@ fn apply(snapshot: &CloneSetSnapshot, plan: &CloneSetPlan) -> CloneSetSnapshot {
             }
             Action::PatchPod { name, patch, .. } | Action::PatchPodStatus { name, patch, .. } => {
                 for p in &mut out.pods {
-                    if p.metadata.name.as_deref() == Some(name.as_str()) {
+                    if p.metadata().name.as_deref() == Some(name.as_str()) {
                         let mut new: Pod =
-                            patched(p.as_ref(), patch.body(), Some(PatchSchema::Pod));
+                            patched(p.pod().as_ref(), patch.body(), Some(PatchSchema::Pod));
                         bump(&mut new.metadata);
                         *p = SnapshotPod::from(new);
                     }
                 }
             }
             Action::DeletePod { name, .. } => {
-                out.pods.retain(|p| p.metadata.name.as_deref() != Some(name.as_str()));
+                out.pods.retain(|p| p.metadata().name.as_deref() != Some(name.as_str()));
             }
             Action::PatchWorkload { patch } => {
                 let body = patch.body().clone();
@@ -408,7 +408,7 @@ fn budgets(snapshot: &CloneSetSnapshot) -> kruise_core::intstr::CloneSetBudget {
 }
 
 fn active(snapshot: &CloneSetSnapshot) -> impl Iterator<Item = &Pod> {
-    snapshot.pods.iter().map(|p| p.as_ref()).filter(|p| kruise_core::pod::is_pod_active(p))
+    snapshot.pods.iter().map(|p| p.pod().as_ref()).filter(|p| kruise_core::pod::is_pod_active(p))
 }
 
 fn available(snapshot: &CloneSetSnapshot, at: Timestamp) -> usize {
@@ -669,10 +669,10 @@ fn unpacked_ranks_choose_the_same_pods() {
 /// and is ready from `at` on.
 fn kubelet(snapshot: &mut CloneSetSnapshot, at: Timestamp) {
     for pod in &mut snapshot.pods {
-        if pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Pending") {
+        if pod.status().and_then(|s| s.phase.as_deref()) != Some("Pending") {
             continue;
         }
-        let mut started: Pod = pod.as_ref().clone();
+        let mut started: Pod = pod.pod().as_ref().clone();
         if let Some(spec) = started.spec.as_mut() {
             spec.node_name.get_or_insert_with(|| "node-0".to_owned());
         }

@@ -80,7 +80,7 @@ fn equal_in_place_patches_share_one_body() {
     let mut snapshot = scenario.snapshot;
     // Both pods run the same image digest, so their in-place patches are the same.
     for pod in &mut snapshot.pods {
-        let mut p = (**pod).clone();
+        let mut p = (**pod.pod()).clone();
         for status in p.status.iter_mut().flat_map(|s| s.container_statuses.iter_mut().flatten()) {
             status.image_id = "docker.io/library/nginx@sha256:0123".into();
         }

@@ -415,11 +415,11 @@ proptest! {
 
         // The end: exactly the replicas' ordinals, healthy, partition kept at the old revision.
         let replicas = replica_ordinals(&k);
-        let mut held: Vec<i32> = snapshot.pods.iter().map(|p| ordinal(p)).collect();
+        let mut held: Vec<i32> = snapshot.pods.iter().map(|p| ordinal(p.pod())).collect();
         held.sort_unstable();
         prop_assert_eq!(&held, &replicas);
-        let old = snapshot.pods.iter().filter(|p| revision(p) == c.old).count();
-        let new = snapshot.pods.iter().filter(|p| revision(p) == c.new).count();
+        let old = snapshot.pods.iter().filter(|p| revision(p.pod()) == c.old).count();
+        let new = snapshot.pods.iter().filter(|p| revision(p.pod()) == c.new).count();
         let keep = usize::try_from(k.partition).unwrap_or(0).min(replicas.len());
         prop_assert!(old <= keep, "{} pods left at the old revision, partition {}", old, keep);
         if !k.unordered {

@@ -9,14 +9,21 @@
 //! controller reads it): [`CachedPod::to_pod`] gives back the rest of the Pod unchanged.
 
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kruise_core::workload::{PodFacts, PodSource, SnapshotPod};
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
 
 /// A Pod as the cache keeps it: metadata and status decoded, the spec encoded.
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// The planners' facts about the pod ([`CachedPod::planner_facts`]) are read once, on first
+/// use, and kept with it. A pod in a cache is shared and never changed (a new version replaces
+/// it), so they stay its facts; a clone starts without them, and so does a pod whose metadata
+/// is borrowed mutably through [`Resource::meta_mut`].
+#[derive(Debug, Default)]
 pub struct CachedPod {
     /// The pod's metadata.
     pub metadata: ObjectMeta,
@@ -24,6 +31,34 @@ pub struct CachedPod {
     pub status: Option<PodStatus>,
     /// The spec as compact JSON; `None` when the pod had none.
     spec: Option<Box<str>>,
+    /// What the planners read of it, once read.
+    derived: OnceLock<Derived>,
+}
+
+/// What is read of a cached pod once, for every plan of its owner.
+#[derive(Debug)]
+struct Derived {
+    /// Shared with every snapshot of the pod.
+    facts: Arc<PodFacts>,
+    node_name: Option<Box<str>>,
+}
+
+impl Clone for CachedPod {
+    fn clone(&self) -> Self {
+        Self {
+            metadata: self.metadata.clone(),
+            status: self.status.clone(),
+            spec: self.spec.clone(),
+            derived: OnceLock::new(),
+        }
+    }
+}
+
+impl PartialEq for CachedPod {
+    /// The same pod; what was read of it follows.
+    fn eq(&self, other: &Self) -> bool {
+        self.metadata == other.metadata && self.status == other.status && self.spec == other.spec
+    }
 }
 
 /// The spec of a cached pod could not be decoded again.
@@ -62,7 +97,37 @@ impl CachedPod {
         if let Some(status) = status.as_mut() {
             trim_status(status);
         }
-        Self { metadata, status, spec }
+        Self { metadata, status, spec, derived: OnceLock::new() }
+    }
+
+    /// The planners' facts about the pod ([`PodFacts`]) and its `spec.nodeName`, read on the
+    /// first call (the spec decoded once) and kept.
+    fn derived(&self) -> Result<&Derived, SpecDecodeError> {
+        if let Some(derived) = self.derived.get() {
+            return Ok(derived);
+        }
+        let pod = self.to_pod()?;
+        let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).map(Box::from);
+        let derived = Derived { facts: Arc::new(PodFacts::new(&pod)), node_name };
+        // Another thread may have set them meanwhile: both read the same text.
+        Ok(self.derived.get_or_init(|| derived))
+    }
+
+    /// The planners' facts about the pod, read once (see [`CachedPod`]).
+    pub fn planner_facts(&self) -> Result<&PodFacts, SpecDecodeError> {
+        self.derived().map(|d| d.facts.as_ref())
+    }
+
+    /// The pod for a planner's snapshot: its facts now, the whole pod decoded only if the
+    /// planner reads it.
+    pub fn snapshot_pod(self: &Arc<Self>) -> Result<SnapshotPod, SpecDecodeError> {
+        let facts = Arc::clone(&self.derived()?.facts);
+        Ok(SnapshotPod::lazy(Arc::clone(self) as Arc<dyn PodSource>, facts))
+    }
+
+    /// `spec.nodeName`, read once with the facts; `None` while unscheduled.
+    pub fn scheduled_node(&self) -> Result<Option<&str>, SpecDecodeError> {
+        self.derived().map(|d| d.node_name.as_deref())
     }
 
     /// The whole Pod again (the spec decoded).
@@ -214,7 +279,7 @@ impl<'de> Deserialize<'de> for CachedPod {
         // A `null` spec is no spec, as when the Pod is decoded.
         let spec =
             wire.spec.filter(|raw| raw.get() != "null").map(|raw| Box::<str>::from(raw.get()));
-        Ok(Self { metadata, status, spec })
+        Ok(Self { metadata, status, spec, derived: OnceLock::new() })
     }
 }
 
@@ -243,7 +308,28 @@ impl Resource for CachedPod {
     }
 
     fn meta_mut(&mut self) -> &mut ObjectMeta {
+        // The facts read from the old metadata would no longer be the pod's.
+        self.derived = OnceLock::new();
         &mut self.metadata
+    }
+}
+
+impl PodSource for CachedPod {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn status(&self) -> Option<&PodStatus> {
+        self.status.as_ref()
+    }
+
+    fn whole_pod(&self) -> Pod {
+        // A snapshot pod comes from `snapshot_pod`, which decoded this same text to read the
+        // facts; it decodes again.
+        self.to_pod().unwrap_or_else(|err| {
+            tracing::error!(%err, "a cached pod's spec decoded once and not again");
+            self.without_spec()
+        })
     }
 }
 
@@ -386,5 +472,35 @@ mod tests {
             err.to_string().starts_with("pod prod/web-0: cached spec does not decode"),
             "{err}"
         );
+        let err = Arc::new(cached).snapshot_pod().expect_err("no facts from a corrupt spec");
+        assert!(err.to_string().starts_with("pod prod/web-0: cached spec"), "{err}");
+    }
+
+    #[test]
+    fn a_snapshot_pod_reads_metadata_and_status_in_place_and_decodes_on_demand() {
+        let pod = full_pod();
+        let cached = Arc::new(CachedPod::from_pod(pod.clone()));
+        let snapshot = cached.snapshot_pod().expect("facts");
+        assert!(!snapshot.is_whole(), "not decoded yet");
+        assert_eq!(snapshot.metadata(), &cached.metadata);
+        assert_eq!(snapshot.status(), cached.status.as_ref());
+        assert_eq!(snapshot.facts(), &PodFacts::new(&pod));
+        assert_eq!(
+            cached.scheduled_node().expect("decodes"),
+            pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+        );
+        assert_eq!(**snapshot.pod(), cached.to_pod().expect("decodes"));
+        assert!(snapshot.is_whole(), "decoded once read");
+    }
+
+    #[test]
+    fn facts_are_read_again_once_the_metadata_is_borrowed_mutably() {
+        let mut cached = CachedPod::from_pod(full_pod());
+        assert_eq!(cached.planner_facts().expect("facts").name(), "web-0");
+        cached.meta_mut().name = Some("web-1".into());
+        assert_eq!(cached.planner_facts().expect("facts").name(), "web-1", "not the old facts");
+        let copy = cached.clone();
+        assert!(copy.derived.get().is_none(), "a clone reads its own");
+        assert_eq!(copy, cached, "equal whatever was read");
     }
 }

@@ -6,7 +6,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetStatus};
-use kruise_core::cloneset::{CloneSetPlan, CloneSetSnapshot, PlannerOptions, SnapshotPod};
+use kruise_core::cloneset::{CloneSetPlan, CloneSetSnapshot, PlannerOptions};
 use serde_json::Value;
 
 use crate::controller::{ControllerInfo, ControllerSettings, Registration, ServedResource};
@@ -31,6 +31,12 @@ impl WorkloadKind for CloneSet {
         settings.gates.enabled(PRE_DOWNLOAD_GATE)
     }
 
+    /// Only to spread scale-in over the template's topologySpreadConstraints.
+    fn reads_node_labels(&self) -> bool {
+        let spec = self.spec.template.spec.as_ref();
+        spec.and_then(|s| s.topology_spread_constraints.as_ref()).is_some_and(|c| !c.is_empty())
+    }
+
     fn selector(&self) -> Option<&LabelSelector> {
         self.spec.selector.as_ref()
     }
@@ -46,7 +52,7 @@ impl WorkloadKind for CloneSet {
         now: jiff::Timestamp,
     ) -> CloneSetPlan {
         let mut snapshot = CloneSetSnapshot::new(self.clone());
-        snapshot.pods = inputs.pods.into_iter().map(SnapshotPod::from).collect();
+        snapshot.pods = inputs.pods;
         snapshot.pvcs = inputs.pvcs;
         snapshot.revisions = inputs.revisions;
         snapshot.node_labels = inputs.node_labels;

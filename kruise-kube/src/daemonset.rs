@@ -10,7 +10,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::apps::v1beta1::{DaemonSet, DaemonSetStatus};
 use kruise_core::daemonset::{DaemonSetSnapshot, FeatureGates, PlannerOptions, SnapshotNode};
-use kruise_core::workload::{SnapshotPod, WorkloadPlan};
+use kruise_core::workload::WorkloadPlan;
 use serde_json::Value;
 
 use crate::controller::{ControllerInfo, ControllerSettings, Registration, ServedResource};
@@ -55,7 +55,7 @@ impl WorkloadKind for DaemonSet {
     ) -> WorkloadPlan<DaemonSetStatus> {
         let mut snapshot = DaemonSetSnapshot::new(self.clone());
         snapshot.nodes = inputs.nodes.into_iter().map(SnapshotNode::new).collect();
-        snapshot.pods = inputs.pods.into_iter().map(SnapshotPod::from).collect();
+        snapshot.pods = inputs.pods;
         snapshot.revisions = inputs.revisions;
         snapshot.expectations = inputs.expectations;
         snapshot.failed_pod_backoff = inputs.failed_pod_backoff;

@@ -9,7 +9,6 @@ use kruise_api::apps::v1beta1::{StatefulSet, StatefulSetStatus};
 use kruise_api::well_known::annotations;
 use kruise_core::statefulset::ordinals::parent_and_ordinal;
 use kruise_core::statefulset::{PlannerOptions, StatefulSetPlan, StatefulSetSnapshot};
-use kruise_core::workload::SnapshotPod;
 use serde_json::Value;
 
 use crate::controller::{ControllerInfo, ControllerSettings, Registration, ServedResource};
@@ -83,7 +82,7 @@ impl WorkloadKind for StatefulSet {
             .map(|template| format!("{template}-{name}-"))
             .collect();
         let mut snapshot = StatefulSetSnapshot::new(self.clone());
-        snapshot.pods = inputs.pods.into_iter().map(SnapshotPod::from).collect();
+        snapshot.pods = inputs.pods;
         snapshot.pvcs = inputs
             .namespace_pvcs
             .iter()

@@ -849,19 +849,20 @@ async fn plan(session: &Session, args: &PlanArgs) -> anyhow::Result<()> {
         None => serde_json::to_value(&object)?,
     };
     let mut inputs = WorkloadInputs::default();
-    inputs.pods = controlled::<Pod>(session, &uid).await?;
+    let pods = controlled::<Pod>(session, &uid).await?;
     inputs.pvcs = controlled::<PersistentVolumeClaim>(session, &uid).await?;
     inputs.revisions = controlled::<ControllerRevision>(session, &uid).await?;
     let nodes: Api<Node> = Api::all(session.client.clone());
     let nodes = nodes.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
     for node in &nodes {
         let node_name = node.metadata.name.clone().unwrap_or_default();
-        if inputs.pods.iter().any(|p| {
+        if pods.iter().any(|p| {
             p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name.as_str())
         }) {
             inputs.node_labels.insert(node_name, node.metadata.labels.clone().unwrap_or_default());
         }
     }
+    inputs.pods = pods.into_iter().map(kruise_core::workload::SnapshotPod::from).collect();
     let mut settings = kruise_kube::controller::ControllerSettings::default();
     settings.gates = gates;
     let now = jiff::Timestamp::now();

@@ -24,12 +24,12 @@ pub(crate) fn options(r: &Round<'_, '_>) -> UpdateOptions {
 pub(crate) fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<(), String> {
     let opts = r.in_place_options.clone();
     let (pod, now) = (r.pods[i].pod, r.now);
-    crate::workload::inplace::refresh(r, pod, &opts, now)
+    crate::workload::inplace::refresh(r, pod.pod(), &opts, now)
 }
 
 /// Whether the in-place update of pod `i` has finished.
 pub(crate) fn update_completed(r: &Round<'_, '_>, i: usize) -> bool {
-    inplace::check_in_place_update_completed(r.pods[i].pod, &r.in_place_options).is_ok()
+    inplace::check_in_place_update_completed(r.pods[i].pod.pod(), &r.in_place_options).is_ok()
 }
 
 /// The in-place change from revision `old` (an index into the round's revisions) to
@@ -56,5 +56,5 @@ pub(crate) fn update_spec(
 pub(crate) fn update_in_place(r: &mut Round<'_, '_>, i: usize, spec: &UpdateSpec) {
     let opts = r.in_place_options.clone();
     let (pod, now) = (r.pods[i].pod, r.now);
-    crate::workload::inplace::update_in_place(r, pod, spec, &opts, now);
+    crate::workload::inplace::update_in_place(r, pod.pod(), spec, &opts, now);
 }

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::v1beta1::CloneSetStatus;
 use kruise_api::well_known::{conditions, labels};
 use serde_json::json;
@@ -104,7 +105,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
 
     // 1. Scale expectations: observe what the snapshot shows, then wait or expire.
     let owned =
-        snapshot.pods.iter().map(|p| &p.metadata).chain(snapshot.pvcs.iter().map(|p| &p.metadata));
+        snapshot.pods.iter().map(|p| p.metadata()).chain(snapshot.pvcs.iter().map(|p| &p.metadata));
     let events =
         match crate::workload::settle_scale_expectations(&mut expectations, owned, now, timeout) {
             Ok(events) => events,
@@ -137,7 +138,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
     for pod in &snapshot.pods {
         let facts = pod.facts();
         if !facts.active() {
-            inactive.push(pod.pod().as_ref());
+            inactive.push(pod.metadata());
             continue;
         }
         lookup.fill(facts, &mut values);
@@ -145,7 +146,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
             released.push(pod.pod());
             continue;
         }
-        kept.push(pod.pod());
+        kept.push(pod);
         // Without revisions the plan stops there; only the pods' fate is needed until then.
         if let Some(in_play) = &in_play {
             let (info, available_at) =
@@ -159,7 +160,7 @@ pub(crate) fn plan(snapshot: &CloneSetSnapshot, now: Timestamp) -> CloneSetPlan 
         }
     }
     if !expectations.resource_versions.is_empty() {
-        let by_uid = crate::workload::pods_by_uid(kept.iter().map(|p| p.as_ref()));
+        let by_uid = crate::workload::pods_by_uid(kept.iter().map(|p| p.metadata()));
         let observed = |uid: &str| by_uid.get(uid).copied();
         let settled =
             crate::workload::settle_resource_versions(&mut expectations, observed, now, timeout);
@@ -285,7 +286,7 @@ fn invalid(
 /// deleted. Returns the PVCs kept. With `enablePVCReuse`, every live PVC is kept.
 fn cleanup_pvcs<'a>(
     round: &mut Round<'_, 'a>,
-    inactive: &[&'a Pod],
+    inactive: &[&'a ObjectMeta],
 ) -> Vec<&'a PersistentVolumeClaim> {
     let live: Vec<&'a PersistentVolumeClaim> =
         round.snapshot.pvcs.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
@@ -294,11 +295,9 @@ fn cleanup_pvcs<'a>(
     }
     let active_ids: BTreeSet<&str> =
         round.pods.iter().map(|p| p.instance_id()).filter(|id| !id.is_empty()).collect();
-    let mut inactive_ids: BTreeMap<&str, &Pod> = BTreeMap::new();
+    let mut inactive_ids: BTreeMap<&str, &ObjectMeta> = BTreeMap::new();
     for pod in inactive {
-        if let Some(id) =
-            pod.metadata.labels.as_ref().and_then(|l| l.get(labels::CLONESET_INSTANCE_ID))
-        {
+        if let Some(id) = pod.labels.as_ref().and_then(|l| l.get(labels::CLONESET_INSTANCE_ID)) {
             inactive_ids.insert(id.as_str(), pod);
         }
     }
@@ -323,12 +322,12 @@ fn cleanup_pvcs<'a>(
                 .filter(|r| r.uid != round.spec.uid)
                 .map(|r| serde_json::to_value(r).unwrap_or_default())
                 .collect();
-            let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
+            let pod_uid = pod.uid.clone().unwrap_or_default();
             if !pvc.metadata.owner_references.iter().flatten().any(|r| r.uid == pod_uid) {
                 refs.push(json!({
                     "apiVersion": "v1",
                     "kind": "Pod",
-                    "name": pod.metadata.name.clone().unwrap_or_default(),
+                    "name": pod.name.clone().unwrap_or_default(),
                     "uid": pod_uid,
                 }));
             }

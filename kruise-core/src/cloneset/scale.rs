@@ -136,7 +136,7 @@ fn restore_preparing_delete(
         if p.specified_delete() {
             continue;
         }
-        let transition = crate::lifecycle::cloneset_cancel_delete(p.pod, r.now);
+        let transition = crate::lifecycle::cloneset_cancel_delete(p.pod.pod(), r.now);
         modified |= crate::workload::push_lifecycle(&mut r.actions, p.name(), p.uid(), transition);
         diff -= 1;
     }
@@ -153,7 +153,7 @@ fn create_pods(r: &mut Round<'_, '_>, expected: i32, expected_current: i32) -> u
     let active_ids: BTreeSet<&str> =
         r.pods.iter().map(|p| p.instance_id()).filter(|id| !id.is_empty()).collect();
     let taken_names: BTreeSet<&str> =
-        r.snapshot.pods.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
+        r.snapshot.pods.iter().filter_map(|p| p.metadata().name.as_deref()).collect();
     let pvc_ids = r.pvcs.iter().filter_map(|pvc| {
         pvc.metadata
             .labels
@@ -217,7 +217,7 @@ pub(crate) fn delete_pods(
     for &i in victims {
         let p = &r.pods[i];
         if let DeleteStep::PrepareDelete(transition) =
-            crate::lifecycle::cloneset_delete_step(r.spec.lifecycle, p.pod, r.now)
+            crate::lifecycle::cloneset_delete_step(r.spec.lifecycle, p.pod.pod(), r.now)
         {
             modified |=
                 crate::workload::push_lifecycle(&mut r.actions, p.name(), p.uid(), transition);
@@ -286,7 +286,8 @@ fn rank(r: &Round<'_, '_>, group: Vec<usize>, count: i32) -> Vec<usize> {
     let views: Vec<crate::pod::PodRankView> = group
         .iter()
         .map(|&i| {
-            crate::pod::PodRankView::from_pod(r.pods[i].pod).with_available(r.pods[i].available())
+            crate::pod::PodRankView::from_pod(r.pods[i].pod.pod())
+                .with_available(r.pods[i].available())
         })
         .collect();
     let topology_keys: Vec<String> = r

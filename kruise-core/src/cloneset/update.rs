@@ -295,7 +295,7 @@ fn refresh(r: &mut Round<'_, '_>, i: usize) -> Result<bool, String> {
     Ok(
         match crate::lifecycle::cloneset_refresh(
             r.spec.lifecycle,
-            p.pod,
+            p.pod.pod(),
             p.updated(),
             completed,
             r.now,
@@ -341,7 +341,7 @@ fn update_pod(
             && let Some(update_spec) = inplace_glue::update_spec(r, old, target)
         {
             let p = &r.pods[i];
-            match crate::lifecycle::cloneset_in_place_step(spec.lifecycle, p.pod, r.now) {
+            match crate::lifecycle::cloneset_in_place_step(spec.lifecycle, p.pod.pod(), r.now) {
                 InPlaceStep::PrepareUpdate(transition) => {
                     crate::workload::push_lifecycle(&mut r.actions, p.name(), p.uid(), transition);
                     return Ok(());

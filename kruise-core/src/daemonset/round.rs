@@ -490,7 +490,7 @@ impl<'a> Round<'a> {
             Err(plan) => return self.blocked(*plan, collision_count),
         }
         if !expectations.resource_versions.is_empty() {
-            let by_uid = workload::pods_by_uid(snapshot.pods.iter().map(|p| p.pod().as_ref()));
+            let by_uid = workload::pods_by_uid(snapshot.pods.iter().map(|p| p.metadata()));
             if let Err(plan) = workload::settle_resource_versions::<DaemonSetStatus>(
                 &mut expectations,
                 |uid| by_uid.get(uid).copied(),

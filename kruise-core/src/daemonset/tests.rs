@@ -388,7 +388,7 @@ fn pruning_ineligible_nodes_frees_their_share_of_the_budget() {
     snapshot.nodes[2] = SnapshotNode::new(Arc::new(tainted));
     // n3's old pod is not ready: without the gate it is the one unavailable pod the budget
     // allows.
-    let mut unready: Pod = (*snapshot.pods[2]).clone();
+    let mut unready: Pod = (**snapshot.pods[2].pod()).clone();
     if let Some(status) = unready.status.as_mut() {
         status.conditions = Some(vec![PodCondition {
             type_: "Ready".into(),

@@ -428,14 +428,14 @@ pub(crate) fn plan(snapshot: &StatefulSetSnapshot, now: Timestamp) -> StatefulSe
 
     // 1. Expectations: earlier writes the snapshot does not show yet.
     let owned =
-        snapshot.pods.iter().map(|p| &p.metadata).chain(snapshot.pvcs.iter().map(|p| &p.metadata));
+        snapshot.pods.iter().map(|p| p.metadata()).chain(snapshot.pvcs.iter().map(|p| &p.metadata));
     let events =
         match crate::workload::settle_scale_expectations(&mut expectations, owned, now, timeout) {
             Ok(events) => events,
             Err(plan) => return *plan,
         };
     if !expectations.resource_versions.is_empty() {
-        let by_uid = crate::workload::pods_by_uid(snapshot.pods.iter().map(|p| p.pod().as_ref()));
+        let by_uid = crate::workload::pods_by_uid(snapshot.pods.iter().map(|p| p.metadata()));
         let observed = |uid: &str| by_uid.get(uid).copied();
         if let Err(plan) =
             crate::workload::settle_resource_versions(&mut expectations, observed, now, timeout)
@@ -1263,7 +1263,7 @@ fn truncate_history(round: &Round<'_, '_>, snapshot: &StatefulSetSnapshot) -> Ve
     let in_use: BTreeSet<&str> = snapshot
         .pods
         .iter()
-        .filter_map(|p| p.metadata.labels.as_ref()?.get(rev::POD_REVISION_LABEL))
+        .filter_map(|p| p.metadata().labels.as_ref()?.get(rev::POD_REVISION_LABEL))
         .map(String::as_str)
         .collect();
     rev::history_to_prune(&names, &in_use, current, update, limit)

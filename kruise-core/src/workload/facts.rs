@@ -9,12 +9,12 @@
 //! snapshot's facts lie side by side in one array; the planner reads the whole pod only for
 //! the pods it acts on.
 
-use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrayvec::ArrayString;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::common::LifecycleState;
 use kruise_api::well_known::{annotations, kubernetes, labels, readiness_gates};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -620,22 +620,49 @@ impl<'k> LabelLookup<'k> {
     }
 }
 
+/// Where a [`SnapshotPod`] built by [`SnapshotPod::lazy`] gets its pod: the metadata and the
+/// status at once, the whole pod (the spec decoded) only when the planner asks for it.
+///
+/// A cache that keeps pods compact (the spec encoded) implements it, so that a plan over ten
+/// thousand pods decodes only the few it acts on.
+pub trait PodSource: Send + Sync + std::fmt::Debug {
+    /// The pod's metadata.
+    fn metadata(&self) -> &ObjectMeta;
+
+    /// The pod's status.
+    fn status(&self) -> Option<&PodStatus>;
+
+    /// The whole pod, with this metadata and status. Called at most once per snapshot pod.
+    fn whole_pod(&self) -> Pod;
+}
+
+/// The pod of a [`SnapshotPod`]: whole, or decoded on first use (by each clone that reads it:
+/// the planner reads its snapshot's pods in place).
+#[derive(Clone, Debug)]
+enum PodCell {
+    Whole(Arc<Pod>),
+    Lazy { source: Arc<dyn PodSource>, whole: OnceLock<Arc<Pod>> },
+}
+
 /// A pod in a workload snapshot (a [`CloneSetSnapshot`](crate::cloneset::CloneSetSnapshot) or
 /// a [`StatefulSetSnapshot`](crate::statefulset::StatefulSetSnapshot)), with its [`PodFacts`].
 ///
-/// Dereferences to the pod. Serializes as the pod alone; the facts are computed again when it
-/// is read back.
+/// The planner reads the facts of every pod, and the metadata and status where the facts do
+/// not say enough; the whole pod ([`SnapshotPod::pod`]) only for the pods it acts on. A pod
+/// from a [`PodSource`] is decoded then, once. Serializes as the pod alone; the facts are
+/// computed again when it is read back.
 #[derive(Clone, Debug)]
 pub struct SnapshotPod {
-    pod: Arc<Pod>,
-    facts: PodFacts,
+    pod: PodCell,
+    /// Shared with the cache that read them: a snapshot is a few words per pod.
+    facts: Arc<PodFacts>,
 }
 
 impl SnapshotPod {
     /// `pod`, with its facts computed now.
     pub fn new(pod: Arc<Pod>) -> Self {
-        let facts = PodFacts::new(&pod);
-        Self { pod, facts }
+        let facts = Arc::new(PodFacts::new(&pod));
+        Self { pod: PodCell::Whole(pod), facts }
     }
 
     /// `pod` with facts computed earlier by [`PodFacts::new`] from the same pod, so that a
@@ -643,31 +670,56 @@ impl SnapshotPod {
     /// The planner trusts them; debug builds check that they are the pod's.
     pub fn with_facts(pod: Arc<Pod>, facts: PodFacts) -> Self {
         debug_assert_eq!(facts, PodFacts::new(&pod), "facts of another pod");
-        Self { pod, facts }
+        Self { pod: PodCell::Whole(pod), facts: Arc::new(facts) }
     }
 
-    /// The pod.
+    /// The pod `source` gives, with `facts` computed earlier by [`PodFacts::new`] from the
+    /// same pod. The whole pod is built on the first call of [`SnapshotPod::pod`]; debug builds
+    /// check then that the facts are its.
+    pub fn lazy(source: Arc<dyn PodSource>, facts: Arc<PodFacts>) -> Self {
+        Self { pod: PodCell::Lazy { source, whole: OnceLock::new() }, facts }
+    }
+
+    /// The whole pod (decoded now if it came from a [`PodSource`] and was not yet).
     pub fn pod(&self) -> &Arc<Pod> {
-        &self.pod
+        match &self.pod {
+            PodCell::Whole(pod) => pod,
+            PodCell::Lazy { source, whole } => whole.get_or_init(|| {
+                let pod = Arc::new(source.whole_pod());
+                debug_assert_eq!(*self.facts, PodFacts::new(&pod), "facts of another pod");
+                pod
+            }),
+        }
+    }
+
+    /// Whether the whole pod is at hand: given whole, or decoded by an earlier
+    /// [`SnapshotPod::pod`].
+    pub fn is_whole(&self) -> bool {
+        match &self.pod {
+            PodCell::Whole(_) => true,
+            PodCell::Lazy { whole, .. } => whole.get().is_some(),
+        }
+    }
+
+    /// The pod's metadata (never decodes).
+    pub fn metadata(&self) -> &ObjectMeta {
+        match &self.pod {
+            PodCell::Whole(pod) => &pod.metadata,
+            PodCell::Lazy { source, .. } => source.metadata(),
+        }
+    }
+
+    /// The pod's status (never decodes).
+    pub fn status(&self) -> Option<&PodStatus> {
+        match &self.pod {
+            PodCell::Whole(pod) => pod.status.as_ref(),
+            PodCell::Lazy { source, .. } => source.status(),
+        }
     }
 
     /// Its facts.
     pub fn facts(&self) -> &PodFacts {
         &self.facts
-    }
-}
-
-impl Deref for SnapshotPod {
-    type Target = Pod;
-
-    fn deref(&self) -> &Pod {
-        &self.pod
-    }
-}
-
-impl AsRef<Pod> for SnapshotPod {
-    fn as_ref(&self) -> &Pod {
-        &self.pod
     }
 }
 
@@ -686,13 +738,13 @@ impl From<Pod> for SnapshotPod {
 impl PartialEq for SnapshotPod {
     /// Equal pods; their facts follow from them.
     fn eq(&self, other: &Self) -> bool {
-        self.pod == other.pod
+        self.pod() == other.pod()
     }
 }
 
 impl Serialize for SnapshotPod {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.pod.serialize(serializer)
+        self.pod().serialize(serializer)
     }
 }
 

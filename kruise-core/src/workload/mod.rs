@@ -22,7 +22,7 @@ use serde_json::json;
 
 pub use adopt::adoption_plan;
 pub(crate) use facts::LabelLookup;
-pub use facts::{PodFacts, SnapshotPod};
+pub use facts::{PodFacts, PodSource, SnapshotPod};
 pub use plan::{
     Action, Blocked, DeletePurpose, Event, EventType, Guard, NewPod, NodePin, ObjectKind, Patch,
     Plan, PodPatchPurpose, PodStatusPurpose, Subresource, Target, WorkloadPlan,
@@ -217,11 +217,10 @@ fn waiting<S>(
 /// The owned pods by UID, as [`settle_resource_versions`] reads them: name and
 /// resourceVersion.
 pub fn pods_by_uid<'p>(
-    pods: impl IntoIterator<Item = &'p Pod>,
+    pods: impl IntoIterator<Item = &'p ObjectMeta>,
 ) -> BTreeMap<&'p str, (&'p str, &'p str)> {
     pods.into_iter()
-        .map(|pod| {
-            let meta = &pod.metadata;
+        .map(|meta| {
             (
                 meta.uid.as_deref().unwrap_or_default(),
                 (

@@ -243,7 +243,7 @@ pub fn apply(snapshot: &StatefulSetSnapshot, plan: &StatefulSetPlan) -> Stateful
             }
             Action::CreatePod { pod } => {
                 assert!(
-                    !out.pods.iter().any(|p| p.metadata.name == pod.metadata.name),
+                    !out.pods.iter().any(|p| p.metadata().name == pod.metadata.name),
                     "pod {:?} created while it exists",
                     pod.metadata.name
                 );
@@ -260,7 +260,7 @@ pub fn apply(snapshot: &StatefulSetSnapshot, plan: &StatefulSetPlan) -> Stateful
             | Action::PatchPodStatus { name, patch, .. }
             | Action::PatchPodResize { name, patch, .. } => {
                 for p in &mut out.pods {
-                    if p.metadata.name.as_deref() == Some(name.as_str()) {
+                    if p.metadata().name.as_deref() == Some(name.as_str()) {
                         let mut new: Pod =
                             patched(p.pod().as_ref(), patch.body(), Some(PatchSchema::Pod));
                         bump(&mut new.metadata);
@@ -270,9 +270,13 @@ pub fn apply(snapshot: &StatefulSetSnapshot, plan: &StatefulSetPlan) -> Stateful
             }
             Action::DeletePod { name, uid, .. } => {
                 for p in &mut out.pods {
-                    if p.metadata.name.as_deref() == Some(name.as_str()) {
-                        assert_eq!(p.metadata.uid.as_deref(), Some(uid.as_str()), "delete by uid");
-                        assert!(p.metadata.deletion_timestamp.is_none(), "{name} deleted twice");
+                    if p.metadata().name.as_deref() == Some(name.as_str()) {
+                        assert_eq!(
+                            p.metadata().uid.as_deref(),
+                            Some(uid.as_str()),
+                            "delete by uid"
+                        );
+                        assert!(p.metadata().deletion_timestamp.is_none(), "{name} deleted twice");
                         let mut pod = p.pod().as_ref().clone();
                         pod.metadata.deletion_timestamp = Some(Time(now()));
                         *p = SnapshotPod::from(pod);
@@ -295,7 +299,7 @@ pub fn apply(snapshot: &StatefulSetSnapshot, plan: &StatefulSetPlan) -> Stateful
 /// ready when its containers run their spec's images and every readiness gate holds.
 /// `fail` makes pods of that image fail instead.
 pub fn settle_pods(snapshot: &mut StatefulSetSnapshot, fail_image: Option<&str>) {
-    snapshot.pods.retain(|p| p.metadata.deletion_timestamp.is_none());
+    snapshot.pods.retain(|p| p.metadata().deletion_timestamp.is_none());
     for snapshot_pod in &mut snapshot.pods {
         let mut owned = snapshot_pod.pod().as_ref().clone();
         let pod = &mut owned;

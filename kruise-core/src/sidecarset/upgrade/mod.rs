@@ -231,7 +231,7 @@ pub fn plan_upgrade(snapshot: &UpgradeSnapshot) -> SidecarSetPlan {
     let status = (status != current).then_some(status);
 
     let mut expectations = snapshot.expectations.clone();
-    let by_uid = pods_by_uid(pods.iter().copied());
+    let by_uid = pods_by_uid(pods.iter().map(|p| &p.metadata));
     if let Err(mut waiting) = settle_resource_versions::<SidecarSetStatus>(
         &mut expectations,
         |uid| by_uid.get(uid).copied(),
