@@ -1,0 +1,337 @@
+//! Scale-out on a real control plane: the manager against kube-controller-manager, both
+//! writing to the same kube-apiserver 1.36 and etcd (`../shared/realk8s`).
+//!
+//! Skipped, with a message, unless `KRUISE_BENCH_KUBECONFIG` names the kubeconfig of such a
+//! control plane (kube-controller-manager running, no scheduler needed: pods stay Pending).
+//!
+//! Setup (not timed): the Kruise CRDs (`kruise-manager crds`, applied with `kubectl apply
+//! --server-side`), then the release manager as a subprocess (`run --kubeconfig ...
+//! --enable-leader-election=false --enable-webhook=false`, `--rest-config-qps`/`-burst`
+//! `KRUISE_BENCH_QPS`, default 1000: start kube-controller-manager with the same, `KCM_QPS=1000
+//! KCM_BURST=1000 up.sh`).
+//!
+//! After one uncounted run of each side, each round (`KRUISE_BENCH_ROUNDS`, 9) runs every
+//! pair (`KRUISE_BENCH_PAIRS`, default `cloneset,statefulset`), the two sides in alternating
+//! order: in a fresh namespace, a watch of its pods has listed; the workload of
+//! `KRUISE_BENCH_PODS` (1000) replicas is created; the time is from the create until the watch
+//! has seen every pod. The namespace is then deleted and gone before the next run.
+//!
+//! - `cloneset`: a CloneSet against a Deployment (the ReplicaSet controller's slow-start);
+//! - `statefulset`: an Advanced StatefulSet against a StatefulSet, both `Parallel`.
+//!
+//! Printed per pair: each side's median and spread, and the ratio of medians with the spread
+//! of the per-round ratios. The target is a median ratio at or below 1.0.
+//!
+//! ```text
+//! cargo build --release -p kruise-manager
+//! KCM_QPS=1000 KCM_BURST=1000 bash ../shared/realk8s/up.sh
+//! KRUISE_BENCH_KUBECONFIG=/tmp/realk8s/kubeconfig cargo bench -p benches --bench realk8s_scale
+//! ```
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::discovery::ApiResource;
+use kube::runtime::watcher;
+use serde_json::json;
+
+mod support;
+use support::Manager;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// One side of a pair: a workload kind and the object that makes `pods` pods.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Side {
+    CloneSet,
+    Deployment,
+    AdvancedStatefulSet,
+    StatefulSet,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::CloneSet => "CloneSet",
+            Side::Deployment => "Deployment",
+            Side::AdvancedStatefulSet => "Advanced StatefulSet",
+            Side::StatefulSet => "StatefulSet",
+        }
+    }
+
+    fn resource(self) -> ApiResource {
+        let (group, version, kind, plural) = match self {
+            Side::CloneSet => ("apps.kruise.io", "v1beta1", "CloneSet", "clonesets"),
+            Side::Deployment => ("apps", "v1", "Deployment", "deployments"),
+            Side::AdvancedStatefulSet => {
+                ("apps.kruise.io", "v1beta1", "StatefulSet", "statefulsets")
+            }
+            Side::StatefulSet => ("apps", "v1", "StatefulSet", "statefulsets"),
+        };
+        let api_version =
+            if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
+        ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version,
+            kind: kind.into(),
+            plural: plural.into(),
+        }
+    }
+
+    fn object(self, pods: usize) -> DynamicObject {
+        let resource = self.resource();
+        let template = json!({
+            "metadata": {"labels": {"app": "bench"}},
+            "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}
+        });
+        let mut spec = json!({
+            "replicas": pods,
+            "selector": {"matchLabels": {"app": "bench"}},
+            "template": template,
+        });
+        if matches!(self, Side::AdvancedStatefulSet | Side::StatefulSet) {
+            spec["serviceName"] = json!("bench");
+            spec["podManagementPolicy"] = json!("Parallel");
+        }
+        let value = json!({
+            "apiVersion": resource.api_version,
+            "kind": resource.kind,
+            "metadata": {"name": "bench"},
+            "spec": spec,
+        });
+        serde_json::from_value(value).expect("a workload object")
+    }
+}
+
+/// The pairs to run: (Kruise side, built-in side).
+fn pairs() -> Vec<(Side, Side)> {
+    let wanted =
+        std::env::var("KRUISE_BENCH_PAIRS").unwrap_or_else(|_| "cloneset,statefulset".into());
+    let mut pairs = Vec::new();
+    for name in wanted.split(',').map(str::trim) {
+        match name {
+            "cloneset" => pairs.push((Side::CloneSet, Side::Deployment)),
+            "statefulset" => pairs.push((Side::AdvancedStatefulSet, Side::StatefulSet)),
+            "" => {}
+            other => {
+                eprintln!(
+                    "realk8s_scale: unknown pair {other:?} in KRUISE_BENCH_PAIRS (cloneset, statefulset)"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+    pairs
+}
+
+/// Applies the Kruise CRDs with kubectl, server-side.
+fn apply_crds(manager: &Path, kubeconfig: &Path) {
+    let crds = Command::new(manager).arg("crds").output().expect("kruise-manager crds runs");
+    assert!(
+        crds.status.success(),
+        "kruise-manager crds: {}",
+        String::from_utf8_lossy(&crds.stderr)
+    );
+    let mut kubectl = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["apply", "--server-side", "--force-conflicts", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("kubectl runs");
+    use std::io::Write as _;
+    kubectl.stdin.take().expect("stdin").write_all(&crds.stdout).expect("CRDs written");
+    assert!(kubectl.wait().expect("kubectl ends").success(), "kubectl apply of the CRDs failed");
+}
+
+/// Creates namespace `name` and waits for its `default` ServiceAccount (the ServiceAccount
+/// admission plugin refuses pods until it exists).
+async fn fresh_namespace(client: &kube::Client, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("ns");
+    namespaces.create(&PostParams::default(), &ns).await.expect("namespace created");
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), name);
+    let start = Instant::now();
+    while accounts.get_opt("default").await.ok().flatten().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(60), "no default ServiceAccount in {name}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Deletes namespace `name` and waits until it is gone.
+async fn delete_namespace(client: &kube::Client, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let _ = namespaces.delete(name, &DeleteParams::default()).await;
+    let start = Instant::now();
+    while namespaces.get_opt(name).await.ok().flatten().is_some() {
+        assert!(start.elapsed() < Duration::from_secs(600), "namespace {name} not gone");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A watch of the namespace's pods, listed before this returns; the task ends when it has
+/// seen `count` pods.
+async fn watch_pods(
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+) -> tokio::task::JoinHandle<Instant> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut listed = Some(listed_tx);
+        let mut seen = HashSet::new();
+        let stream = watcher::watcher(api, watcher::Config::default().labels("app=bench"));
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event.expect("watch") {
+                watcher::Event::InitDone => {
+                    if let Some(tx) = listed.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                watcher::Event::Apply(p) | watcher::Event::InitApply(p) => {
+                    if let Some(n) = p.metadata.name {
+                        seen.insert(n);
+                    }
+                }
+                _ => {}
+            }
+            if seen.len() >= count && listed.is_none() {
+                return Instant::now();
+            }
+        }
+        panic!("the pod watch ended after {} pods", seen.len());
+    });
+    listed_rx.await.expect("watch listed");
+    task
+}
+
+/// One run: `side` making `pods` pods in namespace `namespace`; the time from the create until
+/// the watch has seen every pod.
+async fn run(client: &kube::Client, side: Side, pods: usize, namespace: &str) -> Duration {
+    fresh_namespace(client, namespace).await;
+    let watch = watch_pods(client, namespace, pods).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &side.resource());
+    let start = Instant::now();
+    api.create(&PostParams::default(), &side.object(pods)).await.expect("workload created");
+    let done = tokio::time::timeout(Duration::from_secs(600), watch)
+        .await
+        .unwrap_or_else(|_| panic!("{}: not every pod after 600 s", side.name()))
+        .expect("watch task");
+    let took = done.duration_since(start);
+    delete_namespace(client, namespace).await;
+    took
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
+}
+
+/// Min, quartiles and max, as `min / q1 / q3 / max`.
+fn spread(values: &mut [f64]) -> String {
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    format!("{:.2} / {:.2} / {:.2} / {:.2}", at(0.0), at(0.25), at(0.75), at(1.0))
+}
+
+fn main() {
+    let Some(kubeconfig) = std::env::var_os("KRUISE_BENCH_KUBECONFIG").map(PathBuf::from) else {
+        println!(
+            "realk8s_scale: skipped: set KRUISE_BENCH_KUBECONFIG to the kubeconfig of a real \
+             control plane (../shared/realk8s/up.sh prints it)"
+        );
+        return;
+    };
+    let binary = support::manager_binary_or_exit("realk8s_scale");
+    let rounds: usize = env_or("KRUISE_BENCH_ROUNDS", 9);
+    let pods: usize = env_or("KRUISE_BENCH_PODS", 1000);
+    let qps: f32 = env_or("KRUISE_BENCH_QPS", 1000.0);
+    let burst: u32 = env_or("KRUISE_BENCH_BURST", 1000);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    println!(
+        "realk8s_scale: {} against {}; {pods} pods, {rounds} rounds, manager qps {qps} burst \
+         {burst}",
+        binary.display(),
+        kubeconfig.display()
+    );
+    apply_crds(&binary, &kubeconfig);
+    let log = std::env::temp_dir().join("realk8s_scale-manager.log");
+    let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst, &[]);
+    rt.block_on(async {
+        manager.wait_ready(Duration::from_secs(120)).await;
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig reads"),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .expect("kubeconfig");
+        let client = kube::Client::try_from(config).expect("client");
+        for (kruise, builtin) in pairs() {
+            // One run of each side first, not counted: right after the CRDs are applied, the
+            // API server's storage for them may still be starting.
+            for side in [kruise, builtin] {
+                let t = run(&client, side, pods, "bench-warm-up").await.as_secs_f64();
+                println!("realk8s_scale/{}: warm-up: {} {t:.3} s", kruise.name(), side.name());
+            }
+            let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            for round in 0..rounds {
+                // Alternate which side goes first, so that a slow spell hits both alike.
+                let order = if round % 2 == 0 { [kruise, builtin] } else { [builtin, kruise] };
+                let mut took = [0.0f64; 2];
+                for (i, side) in order.into_iter().enumerate() {
+                    let namespace = format!("bench-{round}-{i}");
+                    let t = run(&client, side, pods, &namespace).await.as_secs_f64();
+                    took[usize::from(side != kruise)] = t;
+                }
+                println!(
+                    "realk8s_scale/{}: round {round}: {} {:.3} s, {} {:.3} s, ratio {:.2}",
+                    kruise.name(),
+                    kruise.name(),
+                    took[0],
+                    builtin.name(),
+                    took[1],
+                    took[0] / took[1]
+                );
+                ours.push(took[0]);
+                theirs.push(took[1]);
+                ratios.push(took[0] / took[1]);
+            }
+            let (m_ours, m_theirs) = (median(&mut ours.clone()), median(&mut theirs.clone()));
+            println!(
+                "realk8s_scale/{}: {} median {m_ours:.3} s (min/q1/q3/max {}), {} median \
+                 {m_theirs:.3} s ({}); ratio of medians {:.2}, per-round ratios median {:.2} \
+                 (min/q1/q3/max {})",
+                kruise.name(),
+                kruise.name(),
+                spread(&mut ours),
+                builtin.name(),
+                spread(&mut theirs),
+                m_ours / m_theirs,
+                median(&mut ratios.clone()),
+                spread(&mut ratios),
+            );
+        }
+        let (rss, peak) = manager.memory();
+        println!(
+            "realk8s_scale: manager RSS {rss:.1} MiB, peak {peak:.1} MiB; reconciles: {}",
+            manager.reconciles().await
+        );
+    });
+    manager.stop(Some("realk8s_scale"));
+}
