@@ -51,7 +51,7 @@ use kruise_sim::{Config, Server, ServerHandle};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -160,38 +160,13 @@ fn cloneset(replicas: i32) -> CloneSet {
 
 /// Starts a watch on the pods labelled `app=web`; returns once the watch has listed, with a
 /// task that ends when it has seen `count` distinct pods, giving when it saw the first.
-async fn watch_pods(client: &kube::Client, count: usize) -> tokio::task::JoinHandle<Instant> {
+async fn watch_pods(
+    client: &kube::Client,
+    count: usize,
+) -> tokio::task::JoinHandle<(Instant, Instant)> {
     let api: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(async move {
-        let mut listed = Some(listed_tx);
-        let mut seen = HashSet::new();
-        let mut first = None;
-        let stream = watcher::watcher(api, watcher::Config::default().labels(LABELS));
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event.expect("watch") {
-                watcher::Event::InitDone => {
-                    if let Some(tx) = listed.take() {
-                        let _ = tx.send(());
-                    }
-                }
-                watcher::Event::Apply(p) | watcher::Event::InitApply(p) => {
-                    if let Some(n) = p.metadata.name {
-                        first.get_or_insert_with(Instant::now);
-                        seen.insert(n);
-                    }
-                }
-                _ => {}
-            }
-            if seen.len() >= count && listed.is_none() {
-                return first.unwrap_or_else(Instant::now);
-            }
-        }
-        panic!("the pod watch ended after {} pods", seen.len());
-    });
-    listed_rx.await.expect("watch listed");
-    task
+    let config = watcher::Config::default().labels(LABELS);
+    support::watch_count(api, config, count, |pod: Pod| pod.metadata.name).await
 }
 
 /// What one manager run measured; the details only when asked for.
@@ -253,7 +228,7 @@ async fn manager_run(binary: &Path, latency: Duration, detail: bool) -> ManagerR
     let start = Instant::now();
     let patch = serde_json::json!({"spec": {"replicas": PODS}});
     api.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("scaled");
-    let first = tokio::time::timeout(TIMEOUT, watch)
+    let (first, _) = tokio::time::timeout(TIMEOUT, watch)
         .await
         .expect("every pod within the timeout")
         .expect("watch");
@@ -331,7 +306,7 @@ async fn client_run(latency: Duration, cap: usize) -> (Duration, Duration, u64, 
         next = end;
         batch = (batch * 2).min(cap);
     }
-    let first = tokio::time::timeout(TIMEOUT, watch)
+    let (first, _) = tokio::time::timeout(TIMEOUT, watch)
         .await
         .expect("every pod within the timeout")
         .expect("watch");

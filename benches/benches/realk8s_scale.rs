@@ -28,12 +28,10 @@
 //! KRUISE_BENCH_KUBECONFIG=/tmp/realk8s/kubeconfig cargo bench -p benches --bench realk8s_scale
 //! ```
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
@@ -180,41 +178,15 @@ async fn delete_namespace(client: &kube::Client, name: &str) {
 }
 
 /// A watch of the namespace's pods, listed before this returns; the task ends when it has
-/// seen `count` pods.
+/// seen `count` pods, with the instants of the first and the last.
 async fn watch_pods(
     client: &kube::Client,
     namespace: &str,
     count: usize,
-) -> tokio::task::JoinHandle<Instant> {
+) -> tokio::task::JoinHandle<(Instant, Instant)> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(async move {
-        let mut listed = Some(listed_tx);
-        let mut seen = HashSet::new();
-        let stream = watcher::watcher(api, watcher::Config::default().labels("app=bench"));
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event.expect("watch") {
-                watcher::Event::InitDone => {
-                    if let Some(tx) = listed.take() {
-                        let _ = tx.send(());
-                    }
-                }
-                watcher::Event::Apply(p) | watcher::Event::InitApply(p) => {
-                    if let Some(n) = p.metadata.name {
-                        seen.insert(n);
-                    }
-                }
-                _ => {}
-            }
-            if seen.len() >= count && listed.is_none() {
-                return Instant::now();
-            }
-        }
-        panic!("the pod watch ended after {} pods", seen.len());
-    });
-    listed_rx.await.expect("watch listed");
-    task
+    let config = watcher::Config::default().labels("app=bench");
+    support::watch_count(api, config, count, |pod: Pod| pod.metadata.name).await
 }
 
 /// One run: `side` making `pods` pods in namespace `namespace`; the time from the create until
@@ -225,7 +197,7 @@ async fn run(client: &kube::Client, side: Side, pods: usize, namespace: &str) ->
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &side.resource());
     let start = Instant::now();
     api.create(&PostParams::default(), &side.object(pods)).await.expect("workload created");
-    let done = tokio::time::timeout(Duration::from_secs(600), watch)
+    let (_, done) = tokio::time::timeout(Duration::from_secs(600), watch)
         .await
         .unwrap_or_else(|_| panic!("{}: not every pod after 600 s", side.name()))
         .expect("watch task");

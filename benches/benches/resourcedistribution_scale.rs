@@ -14,10 +14,8 @@
 //! cargo bench -p benches --bench resourcedistribution_scale
 //! ```
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kruise_sim::{Config, Server};
 use kube::api::{Api, DynamicObject, PostParams};
@@ -69,31 +67,9 @@ async fn run(binary: &std::path::Path, latency: Duration) -> (f64, f64, u64) {
     manager.wait_ready(Duration::from_secs(60)).await;
 
     let secrets: Api<Secret> = Api::all(client.clone());
-    let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
-    let watch = tokio::spawn(async move {
-        let mut listed = Some(listed_tx);
-        let mut seen = HashSet::new();
-        let config = watcher::Config::default().fields("metadata.name=registry-creds");
-        let mut stream = std::pin::pin!(watcher::watcher(secrets, config));
-        while let Some(event) = stream.next().await {
-            match event.expect("watch") {
-                watcher::Event::InitDone => {
-                    if let Some(tx) = listed.take() {
-                        let _ = tx.send(());
-                    }
-                }
-                watcher::Event::Apply(s) | watcher::Event::InitApply(s) => {
-                    seen.extend(s.metadata.namespace);
-                }
-                _ => {}
-            }
-            if seen.len() >= NAMESPACES && listed.is_none() {
-                return Instant::now();
-            }
-        }
-        panic!("the secret watch ended after {} copies", seen.len());
-    });
-    listed_rx.await.expect("watch listed");
+    let config = watcher::Config::default().fields("metadata.name=registry-creds");
+    let watch =
+        support::watch_count(secrets, config, NAMESPACES, |s: Secret| s.metadata.namespace).await;
 
     let gvk = GroupVersionKind::gvk("apps.kruise.io", "v1beta1", "ResourceDistribution");
     let resource = ApiResource::from_gvk_with_plural(&gvk, "resourcedistributions");
@@ -112,7 +88,7 @@ async fn run(binary: &std::path::Path, latency: Duration) -> (f64, f64, u64) {
     let rv0 = server.cluster().store().current_rv();
     let start = Instant::now();
     api.create(&PostParams::default(), &distribution).await.expect("created");
-    let copies = tokio::time::timeout(TIMEOUT, watch)
+    let (_, copies) = tokio::time::timeout(TIMEOUT, watch)
         .await
         .expect("1,000 copies in time")
         .expect("watch task");

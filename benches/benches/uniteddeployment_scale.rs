@@ -17,10 +17,8 @@
 //! cargo bench -p benches --bench uniteddeployment_scale
 //! ```
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_sim::{Config, Server};
 use kube::api::{Api, DynamicObject, PostParams};
@@ -99,35 +97,8 @@ async fn run(binary: &std::path::Path, united: bool, latency: Duration) -> f64 {
     manager.wait_ready(Duration::from_secs(60)).await;
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
-    let watch = tokio::spawn(async move {
-        let mut listed = Some(listed_tx);
-        let mut seen = HashSet::new();
-        let mut first = None;
-        let stream = watcher::watcher(pods, watcher::Config::default().labels("app=web"));
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event.expect("watch") {
-                watcher::Event::InitDone => {
-                    if let Some(tx) = listed.take() {
-                        let _ = tx.send(());
-                    }
-                }
-                watcher::Event::Apply(p) | watcher::Event::InitApply(p) => {
-                    if let Some(n) = p.metadata.name {
-                        first.get_or_insert_with(Instant::now);
-                        seen.insert(n);
-                    }
-                }
-                _ => {}
-            }
-            if seen.len() >= PODS && listed.is_none() {
-                return (first.unwrap_or_else(Instant::now), Instant::now());
-            }
-        }
-        panic!("the pod watch ended after {} pods", seen.len());
-    });
-    listed_rx.await.expect("watch listed");
+    let config = watcher::Config::default().labels("app=web");
+    let watch = support::watch_count(pods, config, PODS, |pod: Pod| pod.metadata.name).await;
     let (resource, body) = object(united);
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
     let obj: DynamicObject = serde_json::from_value(body).expect("object");

@@ -225,3 +225,54 @@ fn log_summary(bench: &str, log: &Path) {
         println!("  {line}");
     }
 }
+
+/// A watch that has listed when this returns. Its task ends once `key` has given `count`
+/// distinct values for the objects it saw, with the instants of the first object and of the
+/// last needed.
+#[allow(dead_code)] // not every bench watches
+pub async fn watch_count<K>(
+    api: kube::Api<K>,
+    config: kube::runtime::watcher::Config,
+    count: usize,
+    key: fn(K) -> Option<String>,
+) -> tokio::task::JoinHandle<(Instant, Instant)>
+where
+    K: kube::Resource
+        + Clone
+        + k8s_openapi::serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    use futures::StreamExt as _;
+    use kube::runtime::watcher;
+    let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut listed = Some(listed_tx);
+        let mut seen = std::collections::HashSet::new();
+        let mut first = None;
+        let mut stream = std::pin::pin!(watcher::watcher(api, config));
+        while let Some(event) = stream.next().await {
+            match event.expect("watch") {
+                watcher::Event::InitDone => {
+                    if let Some(tx) = listed.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
+                    if let Some(k) = key(object) {
+                        first.get_or_insert_with(Instant::now);
+                        seen.insert(k);
+                    }
+                }
+                _ => {}
+            }
+            if seen.len() >= count && listed.is_none() {
+                return (first.unwrap_or_else(Instant::now), Instant::now());
+            }
+        }
+        panic!("the watch ended after {} of {count}", seen.len());
+    });
+    listed_rx.await.expect("watch listed");
+    task
+}
