@@ -16,6 +16,8 @@ fn other_version(api_version: &str) -> Option<&'static str> {
         "apps.kruise.io/v1beta1" => Some("apps.kruise.io/v1alpha1"),
         "policy.kruise.io/v1alpha1" => Some("policy.kruise.io/v1beta1"),
         "policy.kruise.io/v1beta1" => Some("policy.kruise.io/v1alpha1"),
+        "rollouts.kruise.io/v1alpha1" => Some("rollouts.kruise.io/v1beta1"),
+        "rollouts.kruise.io/v1beta1" => Some("rollouts.kruise.io/v1alpha1"),
         _ => None,
     }
 }

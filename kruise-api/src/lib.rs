@@ -1,11 +1,12 @@
 //! # kruise-api
 //!
 //! The OpenKruise API in Rust: typed, wire-compatible definitions of every apps.kruise.io
-//! and policy.kruise.io custom resource, at every served version, with CRD generation and
-//! lossless v1alpha1 <-> v1beta1 conversion.
+//! and policy.kruise.io custom resource, and of Kruise Rollout's rollouts.kruise.io ones, at
+//! every served version, with CRD generation and lossless v1alpha1 <-> v1beta1 conversion.
 //!
 //! - Typed kinds live at `kruise_api::<group>::<version>::<Kind>`, for example
-//!   [`apps::v1beta1::CloneSet`] or `policy::v1alpha1::PodUnavailableBudget`.
+//!   [`apps::v1beta1::CloneSet`], `policy::v1alpha1::PodUnavailableBudget` or
+//!   [`rollouts::v1beta1::Rollout`].
 //! - [`KruiseObject`] decodes any Kruise document by its `apiVersion` and `kind`, and
 //!   encodes back to the same JSON.
 //! - [`crds()`] returns every CustomResourceDefinition, versions merged as upstream ships them.
@@ -25,6 +26,7 @@ pub mod embedded;
 pub mod object;
 pub mod policy;
 mod registry;
+pub mod rollouts;
 pub mod well_known;
 mod wire;
 

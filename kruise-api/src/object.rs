@@ -4,6 +4,8 @@
 use kube::Resource;
 use serde_json::Value;
 
+use crate::well_known::groups;
+
 /// Why a JSON document is not a valid Kruise object.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -22,7 +24,7 @@ pub enum DecodeError {
     },
     /// The group is not a Kruise group.
     #[error(
-        "{api_version}, Kind={kind} is not a Kruise kind (groups apps.kruise.io and policy.kruise.io)"
+        "{api_version}, Kind={kind} is not a Kruise kind (groups apps.kruise.io, policy.kruise.io and rollouts.kruise.io)"
     )]
     NotKruise {
         /// The document's apiVersion.
@@ -123,7 +125,7 @@ pub(crate) fn registered<T: Resource<DynamicType = ()>>() -> (String, String) {
 /// Builds the error for a document that matched no registered type.
 pub(crate) fn unmatched(api_version: &str, kind: &str, known: &[(String, String)]) -> DecodeError {
     let group = api_version.split_once('/').map_or("", |(group, _)| group);
-    if group != "apps.kruise.io" && group != "policy.kruise.io" {
+    if ![groups::APPS, groups::POLICY, groups::ROLLOUTS].contains(&group) {
         return DecodeError::NotKruise { api_version: api_version.into(), kind: kind.into() };
     }
     let same_kind: Vec<&str> =

@@ -34,12 +34,18 @@ crate::kruise_registry! {
             <=> ResourceDistributionV1beta1(crate::apps::v1beta1::ResourceDistribution),
         PodUnavailableBudget: PodUnavailableBudgetV1alpha1(crate::policy::v1alpha1::PodUnavailableBudget)
             <=> PodUnavailableBudgetV1beta1(crate::policy::v1beta1::PodUnavailableBudget),
+        Rollout: RolloutV1alpha1(crate::rollouts::v1alpha1::Rollout)
+            <=> RolloutV1beta1(crate::rollouts::v1beta1::Rollout),
+        BatchRelease: BatchReleaseV1alpha1(crate::rollouts::v1alpha1::BatchRelease)
+            <=> BatchReleaseV1beta1(crate::rollouts::v1beta1::BatchRelease),
         // multi-version kinds: keep this line last
     }
     single {
         EphemeralJob: EphemeralJobV1alpha1(crate::apps::v1alpha1::EphemeralJob),
         PodProbeMarker: PodProbeMarkerV1alpha1(crate::apps::v1alpha1::PodProbeMarker),
         NodePodProbe: NodePodProbeV1alpha1(crate::apps::v1alpha1::NodePodProbe),
+        TrafficRouting: TrafficRoutingV1alpha1(crate::rollouts::v1alpha1::TrafficRouting),
+        RolloutHistory: RolloutHistoryV1alpha1(crate::rollouts::v1alpha1::RolloutHistory),
         // v1alpha1-only kinds: keep this line last
     }
 }

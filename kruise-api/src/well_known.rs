@@ -21,6 +21,8 @@
 //! - [`config`]: names of Kruise-owned configuration objects and their data keys.
 //! - [`kubernetes`]: upstream Kubernetes, kubelet and CRI keys that Kruise relies on but does
 //!   not own.
+//! - [`rollouts`]: the labels, annotations and finalizers of Kruise Rollout
+//!   (rollouts.kruise.io), kept apart since its controllers are a separate project upstream.
 //!
 //! Naming conventions:
 //!
@@ -37,6 +39,8 @@ pub mod groups {
     pub const APPS: &str = "apps.kruise.io";
     /// API group of the Kruise policy resources (PodUnavailableBudget).
     pub const POLICY: &str = "policy.kruise.io";
+    /// API group of Kruise Rollout (Rollout, BatchRelease, TrafficRouting, RolloutHistory).
+    pub const ROLLOUTS: &str = "rollouts.kruise.io";
 }
 
 /// Label keys owned by Kruise.
@@ -844,6 +848,73 @@ pub mod kubernetes {
     }
 }
 
+/// Keys of Kruise Rollout (rollouts.kruise.io): set on workloads, pods and the rollout objects
+/// themselves, by layout as above.
+pub mod rollouts {
+    /// Label keys owned by Kruise Rollout.
+    pub mod labels {
+        /// The release id, on a workload (set by the user to mark one release) and copied to
+        /// the pods a release updates. A v1alpha1 Rollout's deprecated `spec.rolloutID` plays
+        /// the same part.
+        pub const ROLLOUT_ID: &str = "rollouts.kruise.io/rollout-id";
+        /// The batch (from 1) in which a pod was updated; written only when the release has a
+        /// [`ROLLOUT_ID`].
+        pub const ROLLOUT_BATCH_ID: &str = "rollouts.kruise.io/rollout-batch-id";
+        /// The kind of workload a Rollout releases, set on the workload by the Rollout
+        /// controller (for example `deployment`, `cloneset`).
+        pub const WORKLOAD_TYPE: &str = "rollouts.kruise.io/workload-type";
+        /// On a Deployment a partition-style or blue-green release controls: the
+        /// pod-template-hash of its stable revision, removed when the release ends.
+        pub const STABLE_REVISION: &str = "rollouts.kruise.io/stable-revision";
+
+        /// Every label key in this module.
+        pub const ALL: &[&str] = &[ROLLOUT_ID, ROLLOUT_BATCH_ID, WORKLOAD_TYPE, STABLE_REVISION];
+    }
+
+    /// Annotation keys owned by Kruise Rollout.
+    pub mod annotations {
+        /// JSON record, on a workload, of the Rollout releasing it; the workload webhooks
+        /// hold the workload's update while it is present.
+        pub const IN_PROGRESSING: &str = "rollouts.kruise.io/in-progressing";
+        /// JSON record, on a workload, of the BatchRelease controlling it.
+        pub const BATCH_RELEASE_CONTROL_INFO: &str = "batchrelease.rollouts.kruise.io/control-info";
+        /// On a Rollout: roll a reverted workload back batch by batch instead of at once.
+        pub const ROLLBACK_IN_BATCH: &str = "rollouts.kruise.io/rollback-in-batch";
+        /// On a Rollout: the hash of its spec the controller last saw, copied into the
+        /// status as `rolloutHash`.
+        pub const HASH: &str = "rollouts.kruise.io/hash";
+        /// On a v1alpha1 Rollout (`partition` or `canary`) or BatchRelease (`partition`,
+        /// `canary` or `bluegreen`): how the workload is moved. v1beta1 has spec fields
+        /// instead (`enableExtraWorkloadForCanary`, `releasePlan.rollingStyle`).
+        pub const ROLLING_STYLE: &str = "rollouts.kruise.io/rolling-style";
+        /// On a Rollout: the TrafficRouting object its releases also move (v1beta1
+        /// `trafficRoutingRef`).
+        pub const TRAFFIC_ROUTING: &str = "rollouts.kruise.io/trafficrouting";
+
+        /// Every annotation key in this module.
+        pub const ALL: &[&str] = &[
+            IN_PROGRESSING,
+            BATCH_RELEASE_CONTROL_INFO,
+            ROLLBACK_IN_BATCH,
+            HASH,
+            ROLLING_STYLE,
+            TRAFFIC_ROUTING,
+        ];
+    }
+
+    /// Finalizers added by Kruise Rollout.
+    pub mod finalizers {
+        /// Held on a Rollout until its release is wound up (traffic restored, workload given
+        /// back).
+        pub const ROLLOUT: &str = "rollouts.kruise.io/rollout";
+        /// Held on a BatchRelease until the workload is given back.
+        pub const BATCH_RELEASE: &str = "rollouts.kruise.io/batch-release-finalizer";
+
+        /// Every finalizer in this module.
+        pub const ALL: &[&str] = &[ROLLOUT, BATCH_RELEASE];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -916,6 +987,9 @@ mod tests {
             .chain(finalizers::ALL)
             .chain(kubernetes::labels::ALL)
             .chain(kubernetes::annotations::ALL)
+            .chain(rollouts::labels::ALL)
+            .chain(rollouts::annotations::ALL)
+            .chain(rollouts::finalizers::ALL)
             .chain([&kubernetes::taints::VIRTUAL_KUBELET_PROVIDER]);
         for key in all {
             assert!(is_qualified_name(key), "{key:?} is not a qualified name");
@@ -941,7 +1015,10 @@ mod tests {
             .chain(labels::ALL_PREFIXES)
             .chain(annotations::ALL)
             .chain(annotations::ALL_PREFIXES)
-            .chain(finalizers::ALL);
+            .chain(finalizers::ALL)
+            .chain(rollouts::labels::ALL)
+            .chain(rollouts::annotations::ALL)
+            .chain(rollouts::finalizers::ALL);
         for key in all {
             *seen.entry(*key).or_default() += 1;
         }

@@ -33,6 +33,24 @@ fn a_kind_at_a_version_it_is_not_served_at_names_the_versions() {
 }
 
 #[test]
+fn kruise_rollout_kinds_are_kruise_kinds() {
+    let err = refuse(json!({"apiVersion": "rollouts.kruise.io/v1beta1", "kind": "Rolout"}));
+    assert!(err.to_string().contains("did you mean Rollout?"), "{err}");
+    let err = refuse(
+        json!({"apiVersion": "rollouts.kruise.io/v1beta1", "kind": "TrafficRouting", "spec": {}}),
+    );
+    assert!(
+        err.to_string().contains("TrafficRouting is served at rollouts.kruise.io/v1alpha1"),
+        "{err}"
+    );
+    let err = refuse(json!({
+        "apiVersion": "rollouts.kruise.io/v1alpha1", "kind": "Rollout",
+        "spec": {"strategy": {"canary": {"steps": [{"weight": "five"}]}}}
+    }));
+    assert_eq!(err.path(), Some("spec.strategy.canary.steps[0].weight"), "{err}");
+}
+
+#[test]
 fn other_groups_are_not_kruise() {
     let err = refuse(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}));
     assert!(matches!(err, DecodeError::NotKruise { .. }), "{err:?}");

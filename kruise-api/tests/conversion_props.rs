@@ -125,9 +125,14 @@ impl Gen {
         for _ in 0..self.below(3) {
             let pick = self.below(self.annotation_keys.len() as u64) as usize;
             let key = self.annotation_keys[pick];
-            let value = match self.below(3) {
+            let value = match self.below(4) {
                 0 => json!(self.below(6).to_string()),
                 1 => json!(format!("{}%", self.below(101))),
+                // The rolling styles Kruise Rollout's annotation takes, in several spellings.
+                2 => {
+                    let styles = ["partition", "Partition", "canary", "Canary", "bluegreen"];
+                    json!(styles[self.below(styles.len() as u64) as usize])
+                }
                 _ => json!(self.string()),
             };
             annotations.insert(key.to_owned(), value);
@@ -208,7 +213,11 @@ fn generate(case: &Case, seed: u64, pool: &[String]) -> Value {
     let mut generator = Gen {
         state: seed | 1,
         pool: pool.to_vec(),
-        annotation_keys: kruise_api::well_known::annotations::ALL.to_vec(),
+        annotation_keys: kruise_api::well_known::annotations::ALL
+            .iter()
+            .chain(kruise_api::well_known::rollouts::annotations::ALL)
+            .copied()
+            .collect(),
     };
     let mut object = generator.value(&case.schema, 0).unwrap_or_else(|| json!({}));
     object["apiVersion"] = json!(case.api_version);

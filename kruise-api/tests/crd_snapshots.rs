@@ -12,7 +12,7 @@ fn generated_crds() {
 #[test]
 fn crds_are_well_formed() {
     let crds = kruise_api::crds();
-    assert_eq!(crds.len(), 18, "one CRD per upstream kind");
+    assert_eq!(crds.len(), 22, "one CRD per upstream kind (18 Kruise, 4 Kruise Rollout)");
     for crd in &crds {
         let name = crd.metadata.name.as_deref().unwrap_or_default();
         assert_eq!(name, format!("{}.{}", crd.spec.names.plural, crd.spec.group));

@@ -136,3 +136,41 @@ fn upstream_examples_round_trip() {
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
     assert!(decoded >= 70, "only {decoded} Kruise documents decoded");
 }
+
+/// Kruise Rollout manifests kept in this crate (`tests/examples/rollouts`): the echoserver
+/// tutorial's v1alpha1 Rollout, v1beta1 Rollouts and a TrafficRouting. Each decodes and
+/// encodes back unchanged, and each two-version kind converts to its other version and back
+/// unchanged.
+#[test]
+fn rollout_examples_round_trip() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/examples/rollouts");
+    let (decoded, mut problems) = check_dir(&dir, &[]);
+    for doc in documents(&dir) {
+        let label = format!("{} (document {})", doc.file, doc.index);
+        let Ok(object) = KruiseObject::from_value(doc.value) else { continue };
+        let api_version = object.api_version();
+        let other = match api_version.as_str() {
+            "rollouts.kruise.io/v1alpha1" => "rollouts.kruise.io/v1beta1",
+            "rollouts.kruise.io/v1beta1" => "rollouts.kruise.io/v1alpha1",
+            _ => continue,
+        };
+        if !KruiseObject::registered().contains(&(other.to_owned(), object.kind().to_owned())) {
+            continue;
+        }
+        let before = serde_json::to_value(&object).expect("encode");
+        let back = object
+            .convert_to(other)
+            .and_then(|there| there.convert_to(&api_version))
+            .map(|back| serde_json::to_value(&back).expect("encode"));
+        match back {
+            Ok(after) => {
+                if let Some(diff) = first_difference(String::new(), &before, &after) {
+                    problems.push(format!("{label}: conversion round trip changed {diff}"));
+                }
+            }
+            Err(err) => problems.push(format!("{label}: conversion failed: {err}")),
+        }
+    }
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+    assert_eq!(decoded, 4, "every rollouts example decodes");
+}

@@ -91,6 +91,7 @@ pub mod readiness;
 pub mod resourcedistribution;
 pub mod revision;
 pub mod rollout;
+pub mod rollouts;
 pub mod selector;
 pub mod sidecar_terminator;
 pub mod sidecarset;

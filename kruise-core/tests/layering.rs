@@ -35,6 +35,7 @@ const KINDS: &[&str] = &[
     "advancedcronjob",
     "ephemeraljob",
     "uniteddeployment",
+    "rollouts",
 ];
 
 #[derive(Debug, Clone, PartialEq)]

@@ -337,6 +337,8 @@ pub fn registry() -> Vec<Registration> {
         crate::podprobe::pod_probe_marker_registration(),
         crate::podprobe::node_pod_probe_registration(),
         crate::persistentpodstate::registration(),
+        crate::rollouts::rollout_registration(),
+        crate::rollouts::batch_release_registration(),
     ]
 }
 

@@ -63,6 +63,7 @@ pub mod podreadiness;
 pub mod pub_budget;
 pub mod queue;
 pub mod resourcedistribution;
+pub mod rollouts;
 pub mod runtime;
 pub mod scale;
 pub mod sidecar_terminator;

@@ -194,6 +194,8 @@ enum RolloutCommand {
     Resume(Target),
     /// Restart a resource: its pods are replaced (or updated in place) as for a new template.
     Restart(Target),
+    /// Approve the paused step of a Rollout, so that the release goes on.
+    Approve(Target),
 }
 
 #[derive(Args, Debug)]
@@ -299,6 +301,12 @@ impl Kind {
         plural: "broadcastjobs",
     };
     const JOB: Kind = Kind { kind: "Job", group: "batch", version: "v1", plural: "jobs" };
+    const ROLLOUT: Kind = Kind {
+        kind: "Rollout",
+        group: "rollouts.kruise.io",
+        version: "v1beta1",
+        plural: "rollouts",
+    };
     const CONTAINER_RECREATE_REQUEST: Kind = Kind {
         kind: "ContainerRecreateRequest",
         group: "apps.kruise.io",
@@ -337,6 +345,10 @@ impl Kind {
             "daemonset" | "daemonsets" | "ds" | "daemonset.apps" | "daemonsets.apps" => {
                 Self::DAEMONSET
             }
+            "rollout"
+            | "rollouts"
+            | "rollout.rollouts.kruise.io"
+            | "rollouts.rollouts.kruise.io" => Self::ROLLOUT,
             _ => return None,
         })
     }
@@ -607,6 +619,20 @@ async fn rollout_pause(session: &Session, target: &Target, paused: bool) -> anyh
     }
     session.api(kind).patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
     println!("{} {}", kind.shown(&name), if paused { "paused" } else { "resumed" });
+    Ok(())
+}
+
+async fn rollout_approve(session: &Session, target: &Target) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&target.resource)?;
+    if kind != Kind::ROLLOUT {
+        bail!("{} is not supported for approve", kind.shown(&name));
+    }
+    let object = session.get(kind, &name).await?;
+    let rollout: kruise_api::rollouts::v1beta1::Rollout = typed(&object)?;
+    let patch = kruise_core::rollouts::approve_patch(&rollout)
+        .map_err(|e| anyhow!("{} cannot be approved: {e}", kind.quoted(&name)))?;
+    session.api(kind).patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    println!("{} approved", kind.shown(&name));
     Ok(())
 }
 
@@ -1098,6 +1124,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Rollout(RolloutCommand::Restart(target)) => {
             rollout_restart(&session, target).await
+        }
+        Command::Rollout(RolloutCommand::Approve(target)) => {
+            rollout_approve(&session, target).await
         }
         Command::Scaledown(args) => scale_down(&session, args).await,
         Command::Validate(args) => validate(args).await,

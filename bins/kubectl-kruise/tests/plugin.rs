@@ -433,3 +433,51 @@ fn set_create_and_exec_on_kruise_objects() {
     assert!(who.ok, "{}", who.stderr);
     assert_eq!(who.stdout, "mesh-2\n");
 }
+
+#[test]
+fn rollout_approve_moves_a_paused_step_on() {
+    let env = Env::new();
+    env.apply(&json!({
+        "apiVersion": "rollouts.kruise.io/v1beta1", "kind": "Rollout",
+        "metadata": {"name": "rollouts-demo", "namespace": "default"},
+        "spec": {"workloadRef": {"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet", "name": "web"},
+                 "strategy": {"canary": {"steps": [{"replicas": "20%"}, {"replicas": "100%"}]}}},
+    }));
+    let set_state = |state: &str| {
+        let patch = json!({"status": {"phase": "Progressing",
+            "currentStepIndex": 1, "currentStepState": state, "canaryStatus": {
+            "currentStepIndex": 1, "currentStepState": state, "nextStepIndex": 2,
+            "podTemplateHash": "", "finalisingStep": "", "canaryRevision": "r1",
+            "canaryReplicas": 1, "canaryReadyReplicas": 1}}});
+        env.ok(&[
+            "patch",
+            "rollouts.rollouts.kruise.io",
+            "rollouts-demo",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch.to_string(),
+        ]);
+    };
+    // Not paused: refused, naming the state.
+    set_state("StepUpgrade");
+    let refused = env.kubectl(&["kruise", "rollout", "approve", "rollout/rollouts-demo"], None);
+    assert!(!refused.ok);
+    assert!(
+        refused.stderr.contains(
+            r#"rollouts.rollouts.kruise.io "rollouts-demo" cannot be approved: step 1 is in state "StepUpgrade", not "StepPaused""#
+        ),
+        "{}",
+        refused.stderr
+    );
+    // Paused: the step's state becomes StepReady, through the status subresource.
+    set_state("StepPaused");
+    let out = env.ok(&["kruise", "rollout", "approve", "rollout/rollouts-demo"]);
+    assert_eq!(out.trim(), "rollout.rollouts.kruise.io/rollouts-demo approved");
+    let status =
+        env.json(&["get", "rollouts.rollouts.kruise.io", "rollouts-demo"])["status"].clone();
+    assert_eq!(status["canaryStatus"]["currentStepState"], "StepReady");
+    // A workload is not a Rollout.
+    let refused = env.kubectl(&["kruise", "rollout", "approve", "cloneset/web"], None);
+    assert!(refused.stderr.contains("is not supported for approve"), "{}", refused.stderr);
+}

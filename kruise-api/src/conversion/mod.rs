@@ -11,6 +11,7 @@
 //! edit made in the other version always wins over the record.
 
 mod advancedcronjob;
+mod batchrelease;
 mod broadcastjob;
 mod cloneset;
 mod containerrecreaterequest;
@@ -21,6 +22,7 @@ mod nodeimage;
 mod persistentpodstate;
 mod podunavailablebudget;
 mod resourcedistribution;
+mod rollout;
 mod sidecarset;
 mod statefulset;
 mod uniteddeployment;

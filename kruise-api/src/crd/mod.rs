@@ -44,6 +44,21 @@ const DECLARED_DEFAULTS: &[(&str, &str, &str)] = &[
     ("sidecarsets", "spec.initContainers[].resourcesPolicy.targetContainersNameRegex", "\".*\""),
     ("sidecarsets", "spec.imagePullSecrets[].name", "\"\""),
     ("sidecarsets", "spec.injectionStrategy.revision.policy", "\"Always\""),
+    // rollouts.kruise.io: paths one version lacks (blue-green, path and query matches in
+    // v1alpha1) are skipped there.
+    ("rollouts", "spec.disabled", "false"),
+    ("rollouts", "spec.strategy.canary.trafficRoutings[].gracePeriodSeconds", "3"),
+    ("rollouts", "spec.strategy.canary.steps[].matches[].headers[].type", "\"Exact\""),
+    ("rollouts", "spec.strategy.canary.steps[].matches[].queryParams[].type", "\"Exact\""),
+    ("rollouts", "spec.strategy.canary.steps[].matches[].path.type", "\"PathPrefix\""),
+    ("rollouts", "spec.strategy.canary.steps[].matches[].path.value", "\"/\""),
+    ("rollouts", "spec.strategy.blueGreen.trafficRoutings[].gracePeriodSeconds", "3"),
+    ("rollouts", "spec.strategy.blueGreen.steps[].matches[].headers[].type", "\"Exact\""),
+    ("rollouts", "spec.strategy.blueGreen.steps[].matches[].queryParams[].type", "\"Exact\""),
+    ("rollouts", "spec.strategy.blueGreen.steps[].matches[].path.type", "\"PathPrefix\""),
+    ("rollouts", "spec.strategy.blueGreen.steps[].matches[].path.value", "\"/\""),
+    ("trafficroutings", "spec.objectRef[].gracePeriodSeconds", "3"),
+    ("trafficroutings", "spec.strategy.matches[].headers[].type", "\"Exact\""),
 ];
 
 /// Removes every schema `default`.

@@ -13,15 +13,19 @@ pub fn upstream_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/upstream")
 }
 
-/// Every upstream CRD, parsed, keyed by file name.
+/// Every upstream CRD, parsed, keyed by file name: openkruise/kruise's (`upstream/crds`) and
+/// openkruise/rollouts' (`upstream/rollouts/crds`).
 pub fn upstream_crds() -> BTreeMap<String, Value> {
-    let dir = upstream_dir().join("crds");
     let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).expect("read upstream crds dir") {
-        let path = entry.expect("dir entry").path();
-        let text = std::fs::read_to_string(&path).expect("read crd");
-        let value: Value = serde_yaml::from_str(&text).expect("parse crd yaml");
-        out.insert(path.file_name().expect("name").to_string_lossy().into_owned(), value);
+    for dir in [upstream_dir().join("crds"), upstream_dir().join("rollouts/crds")] {
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|err| panic!("read upstream crds dir {}: {err}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("dir entry").path();
+            let text = std::fs::read_to_string(&path).expect("read crd");
+            let value: Value = serde_yaml::from_str(&text).expect("parse crd yaml");
+            out.insert(path.file_name().expect("name").to_string_lossy().into_owned(), value);
+        }
     }
     out
 }

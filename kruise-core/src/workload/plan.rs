@@ -375,6 +375,23 @@ impl ObjectKind {
         namespaced: true,
     };
 
+    /// rollouts.kruise.io Rollout.
+    pub const ROLLOUT: Self = Self {
+        group: "rollouts.kruise.io",
+        version: "v1beta1",
+        kind: "Rollout",
+        plural: "rollouts",
+        namespaced: true,
+    };
+    /// rollouts.kruise.io BatchRelease.
+    pub const BATCH_RELEASE: Self = Self {
+        group: "rollouts.kruise.io",
+        version: "v1beta1",
+        kind: "BatchRelease",
+        plural: "batchreleases",
+        namespaced: true,
+    };
+
     /// admissionregistration.k8s.io MutatingWebhookConfiguration (cluster-scoped).
     pub const MUTATING_WEBHOOK_CONFIGURATION: Self = Self {
         group: "admissionregistration.k8s.io",

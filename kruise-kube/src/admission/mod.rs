@@ -92,6 +92,9 @@ pub struct AdmissionContext {
     pub pod_probe_marker_off: Option<&'static str>,
     /// The PersistentPodStates, for the conflicts `vpersistentpodstate.kb.io` refuses.
     pub persistent_pod_states: Option<Cache<kruise_api::apps::v1beta1::PersistentPodState>>,
+    /// The Rollouts, which the workload webhook holds releases for and the Rollout
+    /// validation checks conflicts and immutable fields against.
+    pub rollouts: Option<Cache<kruise_api::rollouts::v1beta1::Rollout>>,
 }
 
 pub mod offline;
@@ -140,6 +143,7 @@ impl AdmissionContext {
                 .into_iter()
                 .find(|gate| !gates.enabled(gate)),
             persistent_pod_states: None,
+            rollouts: None,
         }
     }
 }
@@ -198,6 +202,9 @@ pub fn registrations() -> Vec<WebhookRegistration> {
     };
     let pod_rule =
         |resource, operations| Rule { group: "", versions: &["v1"], resource, operations };
+    let released_workloads = json!({"matchExpressions": [
+        {"key": kruise_core::rollouts::WORKLOAD_TYPE_LABEL, "operator": "Exists"}
+    ]});
     vec![
         // The pod mutating webhook: the chain of pod steps at CREATE.
         WebhookRegistration::new(
@@ -535,7 +542,133 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             "ingresses",
             post(validate_always_protected),
         ),
+        // Kruise Rollout: a template change of a workload a Rollout releases is held for it.
+        // Only the workloads the Rollout controller labelled are sent, and the webhook fails
+        // closed: a release let through unheld would roll every pod at once.
+        WebhookRegistration::new(
+            "mcloneset.rollouts.kruise.io",
+            "/mutate-apps-kruise-io-v1alpha1-cloneset",
+            Mutating,
+            vec![kruise_rule("clonesets", &["UPDATE"])],
+            post(mutate_released_workload),
+        )
+        .failure(Fail)
+        .objects(Objects::Selected(released_workloads.clone())),
+        WebhookRegistration::new(
+            "munifiedworkload.rollouts.kruise.io",
+            "/mutate-unified-workload",
+            Mutating,
+            vec![kruise_rule("statefulsets", &["UPDATE"])],
+            post(mutate_released_workload),
+        )
+        .failure(Fail)
+        .objects(Objects::Selected(released_workloads)),
+        WebhookRegistration::new(
+            "vrollout.rollouts.kruise.io",
+            "/validate-rollouts-kruise-io-rollout",
+            Validating,
+            vec![Rule {
+                group: "rollouts.kruise.io",
+                versions: &["v1alpha1", "v1beta1"],
+                resource: "rollouts",
+                operations: CREATE_UPDATE,
+            }],
+            post(validate_rollout),
+        )
+        .failure(Fail),
     ]
+}
+
+/// Holds a template change of a workload a Rollout releases
+/// ([`kruise_core::rollouts::admission::hold_workload`]). Until the Rollouts are cached, it
+/// refuses, so that no release slips through unheld.
+async fn mutate_released_workload(
+    State(context): State<Arc<AdmissionContext>>,
+    body: Bytes,
+) -> Response {
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let response =
+        match (&request.operation, &request.object, &request.old_object, &context.rollouts) {
+            (Operation::Update, Some(new), Some(old), Some(rollouts))
+                if request.sub_resource.is_none() =>
+            {
+                if !rollouts.is_synced() {
+                    AdmissionResponse::deny(
+                        &request,
+                        500,
+                        "the Rollouts are not cached yet; retry in a moment",
+                    )
+                } else {
+                    let namespace = request.namespace.clone().unwrap_or_default();
+                    let in_namespace: Vec<kruise_api::rollouts::v1beta1::Rollout> =
+                        rollouts.in_namespace(&namespace).iter().map(|r| (**r).clone()).collect();
+                    match kruise_core::rollouts::admission::hold_workload(old, new, &in_namespace) {
+                        Some(held) => AdmissionResponse::mutate(&request, new, &held),
+                        None => AdmissionResponse::allow(&request),
+                    }
+                }
+            }
+            _ => AdmissionResponse::allow(&request),
+        };
+    review_response(&response)
+}
+
+/// A Rollout as stored (v1beta1), from either served version.
+fn stored_rollout(
+    request: &AdmissionRequest,
+    object: &Value,
+    what: &str,
+) -> Result<kruise_api::rollouts::v1beta1::Rollout, String> {
+    match request.kind.version.as_str() {
+        "v1alpha1" => {
+            let alpha: kruise_api::rollouts::v1alpha1::Rollout = typed(object, what)?;
+            kruise_api::conversion::to_hub(alpha).map_err(|e| e.to_string())
+        }
+        _ => typed(object, what),
+    }
+}
+
+/// Validates a Rollout ([`kruise_core::rollouts::admission::validate_rollout`]) against the
+/// stored one and the others of its namespace.
+async fn validate_rollout(State(context): State<Arc<AdmissionContext>>, body: Bytes) -> Response {
+    let request = match decode(&body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let Some(object) = request.object.as_ref() else {
+        return review_response(&AdmissionResponse::allow(&request));
+    };
+    let checked = (|| {
+        let rollout = stored_rollout(&request, object, "rollout")?;
+        let old = match (&request.operation, &request.old_object) {
+            (Operation::Update, Some(old)) => Some(stored_rollout(&request, old, "old rollout")?),
+            _ => None,
+        };
+        let namespace = request.namespace.clone().unwrap_or_default();
+        let (live, others) = match &context.rollouts {
+            Some(cache) => (
+                cache.get(&ObjectKey::new(namespace.as_str(), request.name.as_str())),
+                cache.in_namespace(&namespace).iter().map(|r| (**r).clone()).collect(),
+            ),
+            None => (None, Vec::new()),
+        };
+        let errors = kruise_core::rollouts::admission::validate_rollout(
+            &rollout,
+            old.as_ref(),
+            live.as_deref(),
+            &others,
+        );
+        Ok::<_, String>(errors)
+    })();
+    let response = match checked {
+        Ok(errors) if errors.is_empty() => AdmissionResponse::allow(&request),
+        Ok(errors) => AdmissionResponse::deny(&request, 422, errors.to_string()),
+        Err(message) => AdmissionResponse::deny(&request, 400, message),
+    };
+    review_response(&response)
 }
 
 fn review_response(response: &AdmissionResponse) -> Response {
@@ -2396,6 +2529,7 @@ mod tests {
             resource_distribution: true,
             pod_probe_marker_off: Some("PodProbeMarkerGate"),
             persistent_pod_states: None,
+            rollouts: None,
         }
     }
 

@@ -131,7 +131,7 @@ fn the_chart_lints_and_renders_with_default_upstream_and_gate_values() {
     // upstream's chart).
     let docs = render(&[]);
     let crds = docs.iter().filter(|d| d["kind"] == "CustomResourceDefinition").count();
-    assert_eq!(crds, 18);
+    assert_eq!(crds, 22, "18 Kruise CRDs and Kruise Rollout's 4");
     let manager = find(&docs, "Deployment", "kruise-controller-manager").expect("manager");
     assert_eq!(manager["metadata"]["namespace"], "kruise-system");
     assert_eq!(manager["spec"]["replicas"], 2);

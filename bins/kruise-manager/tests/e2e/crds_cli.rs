@@ -17,7 +17,8 @@ fn crds_prints_every_crd_as_yaml_documents() {
             value["metadata"]["name"].as_str().expect("name").to_owned()
         })
         .collect();
-    assert_eq!(names.len(), 18, "{names:?}");
+    assert_eq!(names.len(), 22, "{names:?}");
+    assert!(names.contains(&"rollouts.rollouts.kruise.io".to_owned()));
     assert!(names.contains(&"clonesets.apps.kruise.io".to_owned()));
     assert!(names.contains(&"podunavailablebudgets.policy.kruise.io".to_owned()));
 }
@@ -32,10 +33,11 @@ fn crds_out_writes_upstream_file_names() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    let upstream =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/upstream/crds");
-    let mut expected: Vec<String> = std::fs::read_dir(upstream)
-        .expect("read upstream crds")
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/upstream");
+    // Kruise's CRDs, and Kruise Rollout's.
+    let mut expected: Vec<String> = [shared.join("crds"), shared.join("rollouts/crds")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("read upstream crds"))
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     expected.sort();

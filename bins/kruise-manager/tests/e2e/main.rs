@@ -24,6 +24,7 @@ mod pub_budget;
 mod readiness;
 mod resourcedistribution;
 mod restart;
+mod rollout;
 mod sidecar_terminator;
 mod sidecarset;
 mod statefulset;

@@ -1,0 +1,57 @@
+//! Kruise Rollout's admission decisions on arbitrary input: a workload update (old and new
+//! objects) and a Rollout. Neither the workload webhook, the validation nor the approve patch
+//! panics; a held workload differs from the update only in the fields the hold writes; and
+//! the planners take any Rollout and BatchRelease without panicking.
+
+#![no_main]
+
+use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout};
+use kruise_core::rollouts::admission::{hold_workload, validate_rollout};
+use kruise_core::rollouts::{ReleasedWorkload, approve_patch, batchrelease, rollout};
+use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+
+fn without_hold(mut object: Value) -> Value {
+    for pointer in ["/spec/updateStrategy", "/metadata/annotations", "/metadata/uid"] {
+        let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
+        if let Some(Value::Object(map)) = object.pointer_mut(parent) {
+            map.remove(key);
+        }
+    }
+    object
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(data) else { return };
+    let [old, new, rollout_json, ..] = items.as_slice() else { return };
+    let rollouts: Vec<Rollout> = serde_json::from_value(rollout_json.clone())
+        .map(|r| vec![r])
+        .unwrap_or_default();
+    if let Some(held) = hold_workload(old, new, &rollouts) {
+        assert_eq!(without_hold(held), without_hold(new.clone()), "the hold wrote other fields");
+    }
+    if let Some(rollout_object) = rollouts.first() {
+        let _ = validate_rollout(rollout_object, Some(rollout_object), Some(rollout_object), &rollouts)
+            .to_string();
+        let _ = approve_patch(rollout_object);
+        let workload = serde_json::from_value(new.clone())
+            .ok()
+            .map(|cs| ReleasedWorkload::from_clone_set(&cs));
+        let release: Option<BatchRelease> = serde_json::from_value(old.clone()).ok();
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let _ = rollout::plan(
+            &rollout::Snapshot {
+                rollout: rollout_object.clone(),
+                workload: workload.clone(),
+                batch_release: release.clone(),
+            },
+            now,
+        );
+        if let Some(release) = release {
+            let _ = batchrelease::plan(
+                &batchrelease::Snapshot { release, workload, pods: Vec::new() },
+                now,
+            );
+        }
+    }
+});

@@ -1,0 +1,337 @@
+//! The admission decisions of Kruise Rollout: the workload webhook that holds a release for
+//! its Rollout ([`hold_workload`]), and the Rollout's validation ([`validate_rollout`]).
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_api::rollouts::v1beta1::{CanaryStep, Rollout, RolloutPhase};
+use serde_json::{Value, json};
+
+use super::{
+    HOLD_ALL_ORDINALS, IN_PROGRESSING_ANNOTATION, ROLLBACK_IN_BATCH_ANNOTATION, ROLLOUT_ID_LABEL,
+    ReleasedKind, TRAFFIC_ROUTING_ANNOTATION, WorkloadError,
+};
+use crate::field::{BadValue, FieldError, FieldErrors, FieldPath};
+use crate::intstr::{Rounding, scaled_value};
+
+fn text<'v>(object: &'v Value, pointer: &str) -> &'v str {
+    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The Rollout that releases `workload` among `rollouts` (the workload's namespace): not
+/// being deleted, not disabled, with a strategy, and whose `workloadRef` names the workload's
+/// API group, kind and name (the version is not compared, as upstream).
+pub fn matching_rollout<'r>(workload: &Value, rollouts: &'r [Rollout]) -> Option<&'r Rollout> {
+    let group = |api_version: &str| api_version.rsplit_once('/').map_or("", |(g, _)| g).to_owned();
+    let (api_version, kind, name) =
+        (text(workload, "/apiVersion"), text(workload, "/kind"), text(workload, "/metadata/name"));
+    rollouts.iter().find(|r| {
+        let reference = &r.spec.workload_ref;
+        r.metadata.deletion_timestamp.is_none()
+            && r.status.as_ref().and_then(|s| s.phase.as_ref()) != Some(&RolloutPhase::Disabled)
+            && (r.spec.strategy.canary.is_some() || r.spec.strategy.blue_green.is_some())
+            && group(&reference.api_version) == group(api_version)
+            && reference.kind == kind
+            && reference.name == name
+    })
+}
+
+/// The pod template with the `pod-template-hash` label dropped, which a template change
+/// ignores.
+fn template_without_hash(object: &Value) -> Value {
+    let mut template = object.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+    if let Some(labels) = template.pointer_mut("/metadata/labels").and_then(Value::as_object_mut) {
+        labels.remove("pod-template-hash");
+    }
+    template
+}
+
+/// Whether the update starts a new revision: the release id annotation changed to a new
+/// non-empty value, or, without one, the pod template changed.
+pub fn revision_changed(old: &Value, new: &Value) -> bool {
+    let id = |o: &Value| {
+        o.pointer("/metadata/annotations")
+            .and_then(|a| a.get(ROLLOUT_ID_LABEL))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let new_id = id(new);
+    if !new_id.is_empty() {
+        return new_id != id(old);
+    }
+    template_without_hash(old) != template_without_hash(new)
+}
+
+/// The workload webhook's decision on an UPDATE of a CloneSet or Advanced StatefulSet: the object to admit instead of `new`, or `None` to admit it as it is.
+///
+/// A revision change ([`revision_changed`]) of a workload with replicas, which a Rollout
+/// releases ([`matching_rollout`]), is held: a CloneSet's partition becomes `"100%"`, a
+/// Advanced StatefulSet's `rollingUpdate.partition` 32767 (only under a RollingUpdate
+/// strategy), and the workload is marked `rollouts.kruise.io/in-progressing` with the
+/// Rollout's name. An update without a UID (written by tools that drop it) gets the old one.
+pub fn hold_workload(old: &Value, new: &Value, rollouts: &[Rollout]) -> Option<Value> {
+    let kind = ReleasedKind::from_ref(text(new, "/apiVersion"), text(new, "/kind")).ok()?;
+    let rollout = matching_rollout(new, rollouts)?;
+    if !revision_changed(old, new) {
+        return None;
+    }
+    let replicas = new.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let mut held = new.clone();
+    match kind {
+        ReleasedKind::CloneSet => {
+            if replicas == 0 {
+                return None;
+            }
+            let pointer = if text(new, "/apiVersion").ends_with("/v1alpha1") {
+                "/spec/updateStrategy"
+            } else {
+                "/spec/updateStrategy/rollingUpdate"
+            };
+            ensure_object(&mut held, pointer)["partition"] = json!("100%");
+        }
+        ReleasedKind::AdvancedStatefulSet => {
+            let type_ = text(new, "/spec/updateStrategy/type");
+            if replicas <= 0 || !(type_.is_empty() || type_ == "RollingUpdate") {
+                return None;
+            }
+            ensure_object(&mut held, "/spec/updateStrategy/rollingUpdate")["partition"] =
+                json!(HOLD_ALL_ORDINALS);
+        }
+    }
+    let name = rollout.metadata.name.clone().unwrap_or_default();
+    ensure_object(&mut held, "/metadata/annotations")[IN_PROGRESSING_ANNOTATION] =
+        json!(json!({"rolloutName": name}).to_string());
+    if held.pointer("/metadata/uid").is_none_or(|u| u.as_str().is_none_or(str::is_empty))
+        && let Some(uid) = old.pointer("/metadata/uid").cloned()
+    {
+        ensure_object(&mut held, "/metadata")["uid"] = uid;
+    }
+    Some(held)
+}
+
+/// The object at `pointer`, created (as `{}`) along the way where missing or null.
+fn ensure_object<'v>(value: &'v mut Value, pointer: &str) -> &'v mut Value {
+    let mut node = value;
+    for step in pointer.split('/').skip(1) {
+        if !node.is_object() {
+            *node = json!({});
+        }
+        // Invariant: `node` was just made an object.
+        let map = node.as_object_mut().expect("an object");
+        node = map.entry(step.to_owned()).or_insert_with(|| json!({}));
+        if node.is_null() {
+            *node = json!({});
+        }
+    }
+    if !node.is_object() {
+        *node = json!({});
+    }
+    node
+}
+
+const NOT_YET: &str = "is not supported by this version of kruise-rs yet";
+
+fn steps_value(steps: &[CanaryStep]) -> BadValue {
+    BadValue::Go(serde_json::to_string(steps).unwrap_or_default())
+}
+
+fn replicas_value(replicas: &IntOrString) -> BadValue {
+    match replicas {
+        IntOrString::Int(i) => BadValue::Int(i64::from(*i)),
+        IntOrString::String(s) => BadValue::Str(s.clone()),
+    }
+}
+
+/// Upstream's step checks: replicas set and within range, non-decreasing; the first problem
+/// only.
+fn validate_steps(steps: &[CanaryStep], path: &FieldPath) -> Option<FieldError> {
+    if steps.is_empty() {
+        return Some(FieldError::invalid(
+            path,
+            steps_value(steps),
+            "The number of Canary.Steps cannot be empty",
+        ));
+    }
+    let scaled = |r: &IntOrString| scaled_value(r, 100, Rounding::Up);
+    for (i, step) in steps.iter().enumerate() {
+        let Some(replicas) = &step.replicas else {
+            return Some(FieldError::invalid(
+                &path.index(i).child("steps"),
+                steps_value(steps),
+                "replicas cannot be empty",
+            ));
+        };
+        let bad = match scaled(replicas) {
+            Err(_) => true,
+            Ok(n) => n <= 0 || (n > 100 && matches!(replicas, IntOrString::String(_))),
+        };
+        if bad {
+            return Some(FieldError::invalid(
+                &path.index(i).child("Replicas"),
+                replicas_value(replicas),
+                r#"replicas must be positive number, or a percentage with "0%" < canaryReplicas <= "100%""#,
+            ));
+        }
+    }
+    for pair in steps.windows(2) {
+        let (Some(prev), Some(curr)) = (&pair[0].replicas, &pair[1].replicas) else { continue };
+        let percent = |r: &IntOrString| matches!(r, IntOrString::String(_));
+        if percent(prev) != percent(curr) {
+            continue;
+        }
+        if scaled(curr).unwrap_or(0) < scaled(prev).unwrap_or(0) {
+            return Some(FieldError::invalid(
+                &path.child("CanaryReplicas"),
+                steps_value(steps),
+                "Steps.CanaryReplicas must be a non decreasing sequence",
+            ));
+        }
+    }
+    None
+}
+
+/// Validates a Rollout as upstream's `vrollout.kb.io` does, with its (Go-style) field paths,
+/// and refuses what this version does not carry out yet, so that nothing is accepted and then
+/// ignored. On an update, `live` is the stored Rollout: while it is Progressing or
+/// Terminating, the workload, the traffic routing, the style and the number of steps are
+/// immutable. `others` are the other Rollouts of the namespace: two may not name one workload.
+pub fn validate_rollout(
+    rollout: &Rollout,
+    old: Option<&Rollout>,
+    live: Option<&Rollout>,
+    others: &[Rollout],
+) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    let spec = &rollout.spec;
+    let workload_path = FieldPath::new("Spec").child("ObjectRef").child("WorkloadRef");
+    match ReleasedKind::from_ref(&spec.workload_ref.api_version, &spec.workload_ref.kind) {
+        Ok(_) => {}
+        Err(WorkloadError::NotYetSupported(kind)) => errors.push(FieldError::forbidden(
+            &workload_path,
+            format!("a Rollout of a {kind} {NOT_YET}"),
+        )),
+        Err(_) => errors.push(FieldError::invalid(
+            &workload_path,
+            BadValue::Go(serde_json::to_string(&spec.workload_ref).unwrap_or_default()),
+            "WorkloadRef kind is not supported",
+        )),
+    }
+    let strategy_path = FieldPath::new("Spec").child("Strategy");
+    let strategy = &spec.strategy;
+    match (&strategy.canary, &strategy.blue_green) {
+        (None, None) => errors.push(FieldError::invalid(
+            &strategy_path,
+            BadValue::Go("{}".into()),
+            "Canary and BlueGreen cannot both be empty",
+        )),
+        (Some(_), Some(_)) => errors.push(FieldError::invalid(
+            &strategy_path,
+            BadValue::Go("{}".into()),
+            "Canary and BlueGreen cannot both be set",
+        )),
+        (None, Some(_)) => errors.push(FieldError::forbidden(
+            &strategy_path.child("BlueGreen"),
+            format!("the blue-green strategy {NOT_YET}"),
+        )),
+        (Some(canary), None) => {
+            let canary_path = strategy_path.child("Canary");
+            if let Some(error) = validate_steps(&canary.steps, &canary_path.child("Steps")) {
+                errors.push(error);
+            }
+            if !canary.traffic_routings.is_empty() {
+                errors.push(FieldError::forbidden(
+                    &canary_path.child("TrafficRoutings"),
+                    format!("traffic routing {NOT_YET}"),
+                ));
+            }
+            if !canary.traffic_routing_ref.is_empty() {
+                errors.push(FieldError::forbidden(
+                    &canary_path.child("TrafficRoutingRef"),
+                    format!("traffic routing {NOT_YET}"),
+                ));
+            }
+            // enableExtraWorkloadForCanary only shapes a Deployment's release (refused above);
+            // a CloneSet or Advanced StatefulSet is released by partition whatever it says,
+            // as upstream does (a v1alpha1 Rollout converts with it set).
+            if canary.steps.iter().any(|s| {
+                s.traffic.is_some() || !s.matches.is_empty() || s.request_header_modifier.is_some()
+            }) {
+                errors.push(FieldError::forbidden(
+                    &canary_path.child("Steps"),
+                    format!("traffic, matches and requestHeaderModifier in a step: traffic routing {NOT_YET}"),
+                ));
+            }
+        }
+    }
+    let annotations = rollout.metadata.annotations.clone().unwrap_or_default();
+    for (key, what) in [
+        (TRAFFIC_ROUTING_ANNOTATION, "traffic routing"),
+        (ROLLBACK_IN_BATCH_ANNOTATION, "a rollback in batches"),
+    ] {
+        if annotations.get(key).is_some_and(|v| !v.is_empty() && v != "false") {
+            errors.push(FieldError::forbidden(
+                &FieldPath::new("Metadata").child("Annotations").key(key),
+                format!("{what} {NOT_YET}"),
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return errors;
+    }
+    if let (Some(old), Some(live)) = (old, live) {
+        let phase = live.status.as_ref().and_then(|s| s.phase.clone());
+        if matches!(phase, Some(RolloutPhase::Progressing | RolloutPhase::Terminating)) {
+            let steps = |r: &Rollout| r.spec.strategy.canary.as_ref().map_or(0, |c| c.steps.len());
+            let routings =
+                |r: &Rollout| r.spec.strategy.canary.as_ref().map(|c| c.traffic_routings.clone());
+            let style = |r: &Rollout| {
+                (
+                    r.spec.strategy.blue_green.is_some(),
+                    r.spec
+                        .strategy
+                        .canary
+                        .as_ref()
+                        .is_some_and(|c| c.enable_extra_workload_for_canary),
+                )
+            };
+            let refusal = if old.spec.workload_ref != spec.workload_ref {
+                Some(("Spec.ObjectRef", "Rollout 'ObjectRef' field is immutable"))
+            } else if routings(old) != routings(rollout) {
+                Some((
+                    "Spec.Strategy.Canary|BlueGreen.TrafficRoutings",
+                    "Rollout 'Strategy.Canary|BlueGreen.TrafficRoutings' field is immutable",
+                ))
+            } else if style(old) != style(rollout) {
+                Some((
+                    "Spec.Strategy.Canary|BlueGreen",
+                    "Rollout style and enableExtraWorkloadForCanary are immutable",
+                ))
+            } else if steps(old) != steps(rollout) {
+                Some(("Spec.Strategy.Canary|BlueGreen", "Amount of Rollout steps are immutable"))
+            } else {
+                None
+            };
+            if let Some((path, message)) = refusal {
+                errors.push(FieldError::forbidden(&FieldPath::new(path), message));
+                return errors;
+            }
+        }
+    }
+    let name = rollout.metadata.name.as_deref().unwrap_or_default();
+    for other in others {
+        if other.metadata.name.as_deref() == Some(name) {
+            continue;
+        }
+        if other.spec.workload_ref == spec.workload_ref {
+            errors.push(FieldError::invalid(
+                &FieldPath::new("Conflict Checker"),
+                BadValue::Str(name.to_owned()),
+                format!(
+                    "This rollout conflict with Rollout({}/{}), one workload only have less than one Rollout",
+                    other.metadata.namespace.as_deref().unwrap_or_default(),
+                    other.metadata.name.as_deref().unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    errors
+}

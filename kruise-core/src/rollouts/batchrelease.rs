@@ -1,0 +1,461 @@
+//! The BatchRelease planner: one release of one workload, batch by batch.
+//!
+//! [`plan`] takes a [`Snapshot`] (the BatchRelease, its workload and the workload's pods) and
+//! `now`, and returns the workload and pod patches and the new status. Phases, as upstream's
+//! executor runs them (partition style):
+//! - **Preparing:** take control of the workload: `control-info` names this BatchRelease, the
+//!   update is unpaused and every pod held (CloneSet `partition: "100%"`, Advanced StatefulSet
+//!   `partition: 32767`). Once the workload shows it, **Progressing** at batch 0.
+//! - **Progressing**, per batch: *Upgrading* lowers the partition to what the batch leaves on
+//!   the old revision (never raising it) and labels the updated pods with
+//!   `rollouts.kruise.io/rollout-id` and `rollout-batch-id`; *Verifying* waits until the batch
+//!   is done (see [`batch_is_ready`]); *Ready* holds there while `releasePlan.batchPartition`
+//!   is this batch, or moves to the next.
+//! - **Finalizing** (deleted, or `batchPartition` unset): control is given back and, when
+//!   `batchPartition` is unset, the partition cleared so that every pod updates. Then
+//!   **Completed**.
+//!
+//! A changed release plan (another `batchPartition`, other batches) restarts at
+//! `min(batchPartition, last batch)`, or at batch 0 when the release id changed; a change of
+//! the workload's replicas re-runs the current batch.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::rollouts::v1beta1::{
+    BatchRelease, BatchReleaseBatchStateType, BatchReleaseStatus, RolloutPhase,
+};
+use serde_json::{Value, json};
+
+use super::workload::desired_partition;
+use super::{
+    BATCH_RELEASE_FINALIZER, ROLLOUT_BATCH_ID_LABEL, ROLLOUT_ID_LABEL, ReleasedWorkload,
+    release_plan_hash,
+};
+use crate::expectations::ControllerExpectations;
+use crate::intstr::{IntOrPercent, Rounding, scaled_value};
+use crate::plan::{Action, Event, EventType, Guard, ObjectKind, Patch, Plan, Subresource, Target};
+
+/// How long to wait before looking again while a batch or a hand-over is under way.
+pub const RECHECK: SignedDuration = SignedDuration::from_secs(2);
+
+/// A pod of the released workload, as the planner reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReleasePod {
+    /// Name.
+    pub name: String,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// The pod's Ready condition is True.
+    pub ready: bool,
+    /// Being deleted.
+    pub deleting: bool,
+}
+
+/// What the planner reads.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// The BatchRelease.
+    pub release: BatchRelease,
+    /// Its workload, when it exists.
+    pub workload: Option<ReleasedWorkload>,
+    /// The workload's pods.
+    pub pods: Vec<ReleasePod>,
+}
+
+/// The owner reference `control-info` holds: this BatchRelease as the workload's controller.
+pub fn control_info(release: &BatchRelease) -> String {
+    json!({
+        "apiVersion": ObjectKind::BATCH_RELEASE.api_version(),
+        "kind": ObjectKind::BATCH_RELEASE.kind,
+        "name": release.metadata.name.clone().unwrap_or_default(),
+        "uid": release.metadata.uid.clone().unwrap_or_default(),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+    .to_string()
+}
+
+/// The pods batch `batch` (from 0) has on the new revision once done, out of `replicas`:
+/// its `canaryReplicas` scaled up, within `0..=replicas`.
+pub fn planned_replicas(release: &BatchRelease, batch: usize, replicas: i32) -> i32 {
+    release
+        .spec
+        .release_plan
+        .batches
+        .get(batch)
+        .map(|b| scaled_value(&b.canary_replicas, replicas, Rounding::Up).unwrap_or(0))
+        .unwrap_or(0)
+        .clamp(0, replicas.max(0))
+}
+
+/// Whether the batch is done: enough pods on the new revision, enough of them ready (less
+/// `failureThreshold`, scaled against the updated pods; at least one when any is planned),
+/// and, with a release id, enough of them labelled with it.
+pub fn batch_is_ready(
+    release: &BatchRelease,
+    planned: i32,
+    updated: i32,
+    updated_ready: i32,
+    labelled: i32,
+) -> bool {
+    let tolerated = release
+        .spec
+        .release_plan
+        .failure_threshold
+        .as_ref()
+        .map(|t| scaled_value(t, updated, Rounding::Up).unwrap_or(0))
+        .unwrap_or(0);
+    let labels_ok = release.spec.release_plan.rollout_id.is_empty() || labelled >= planned;
+    updated >= planned
+        && updated_ready + tolerated >= planned
+        && (planned == 0 || updated_ready >= 1)
+        && labels_ok
+}
+
+struct Planner<'a> {
+    snapshot: &'a Snapshot,
+    namespace: String,
+    status: BatchReleaseStatus,
+    actions: Vec<Action>,
+    events: Vec<Event>,
+    requeue: Option<SignedDuration>,
+}
+
+/// Plans one round of the BatchRelease.
+pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<BatchReleaseStatus> {
+    let release = &snapshot.release;
+    let mut planner = Planner {
+        snapshot,
+        namespace: release.metadata.namespace.clone().unwrap_or_default(),
+        status: release.status.clone().unwrap_or_default(),
+        actions: Vec::new(),
+        events: Vec::new(),
+        requeue: None,
+    };
+    planner.run(now);
+    let current = release.status.clone().unwrap_or_default();
+    let status = (planner.status != current).then_some(planner.status);
+    Plan {
+        actions: planner.actions,
+        status,
+        events: planner.events,
+        requeue_after: planner.requeue,
+        expectations: ControllerExpectations::default(),
+        blocked: None,
+    }
+}
+
+impl Planner<'_> {
+    fn release(&self) -> &BatchRelease {
+        &self.snapshot.release
+    }
+
+    fn target(&self) -> Target {
+        let meta = &self.release().metadata;
+        Target::new(
+            ObjectKind::BATCH_RELEASE,
+            Some(&self.namespace),
+            meta.name.as_deref().unwrap_or_default(),
+        )
+        .guarded(Guard::ResourceVersion(meta.resource_version.clone().unwrap_or_default()))
+    }
+
+    fn phase(&self) -> RolloutPhase {
+        self.status.phase.clone().unwrap_or(RolloutPhase::Preparing)
+    }
+
+    fn set_finalizers(&mut self, finalizers: Vec<String>) {
+        self.actions.push(Action::PatchObject {
+            target: self.target(),
+            subresource: Subresource::Main,
+            patch: Patch::merge(json!({"metadata": {"finalizers": finalizers}})),
+        });
+    }
+
+    fn patch_workload(&mut self, workload: &ReleasedWorkload, body: Value) {
+        self.actions.push(Action::PatchObject {
+            target: Target::new(
+                workload.kind().object_kind(),
+                Some(&self.namespace),
+                &workload.name,
+            ),
+            subresource: Subresource::Main,
+            patch: Patch::merge(body),
+        });
+    }
+
+    fn run(&mut self, now: Timestamp) {
+        let release = self.release().clone();
+        let deleting = release.metadata.deletion_timestamp.is_some();
+        let finalizers = release.metadata.finalizers.clone().unwrap_or_default();
+        let has_finalizer = finalizers.iter().any(|f| f == BATCH_RELEASE_FINALIZER);
+        self.status.observed_generation = release.metadata.generation.unwrap_or_default();
+        if self.phase() == RolloutPhase::Completed {
+            if deleting && has_finalizer {
+                let rest =
+                    finalizers.into_iter().filter(|f| f != BATCH_RELEASE_FINALIZER).collect();
+                self.set_finalizers(rest);
+            }
+            return;
+        }
+        if !deleting && !has_finalizer {
+            let mut with = finalizers;
+            with.push(BATCH_RELEASE_FINALIZER.to_owned());
+            self.set_finalizers(with);
+        }
+        let plan = &release.spec.release_plan;
+        let workload = self.snapshot.workload.clone();
+        let finalizing = deleting
+            || self.phase() == RolloutPhase::Finalizing
+            || plan.batch_partition.is_none()
+            || workload.as_ref().is_none_or(|w| w.deleting);
+        if finalizing {
+            self.finalize(workload.as_ref());
+            return;
+        }
+        let Some(workload) = workload else { return };
+        if plan.batches.is_empty() {
+            self.status.message = "releasePlan.batches is empty".to_owned();
+            return;
+        }
+        // A new or changed plan.
+        let hash = release_plan_hash(plan);
+        if self.status.observed_release_plan_hash != hash {
+            let last = plan.batches.len() as i32 - 1;
+            let restart = if self.status.observed_release_plan_hash.is_empty()
+                || self.status.observed_rollout_id != plan.rollout_id
+            {
+                0
+            } else {
+                plan.batch_partition.unwrap_or(0).clamp(0, last)
+            };
+            self.status.canary_status.current_batch = restart;
+            self.status.canary_status.current_batch_state =
+                Some(BatchReleaseBatchStateType::Upgrading);
+            self.status.canary_status.batch_ready_time = None;
+            self.status.observed_release_plan_hash = hash;
+            self.status.observed_rollout_id = plan.rollout_id.clone();
+        }
+        if self.status.canary_status.current_batch >= plan.batches.len() as i32 {
+            self.status.canary_status.current_batch = plan.batches.len() as i32 - 1;
+            self.status.canary_status.current_batch_state =
+                Some(BatchReleaseBatchStateType::Upgrading);
+        }
+        self.status.stable_revision = workload.stable_revision().to_owned();
+        self.status.update_revision = workload.canary_revision().to_owned();
+        if !workload.status_consistent() {
+            self.status.message =
+                "waiting for the workload's controller to observe its spec".to_owned();
+            self.requeue = Some(RECHECK);
+            return;
+        }
+        let own_uid = release.metadata.uid.clone().unwrap_or_default();
+        match workload.controller_uid() {
+            Some(uid) if uid == own_uid => {}
+            Some(uid) => {
+                self.status.message = format!(
+                    "the workload is controlled by another BatchRelease (uid {uid}); waiting"
+                );
+                self.requeue = Some(RECHECK);
+                return;
+            }
+            None => {
+                self.status.phase = Some(RolloutPhase::Preparing);
+                self.status.message = "taking control of the workload".to_owned();
+                let body = workload.take_control_patch(&control_info(&release));
+                self.patch_workload(&workload, body);
+                self.events.push(Event {
+                    type_: EventType::Normal,
+                    reason: "TakeControl".into(),
+                    message: format!(
+                        "took control of {} {}",
+                        workload.kind().object_kind().kind,
+                        workload.name
+                    ),
+                    after_action: Some(self.actions.len() - 1),
+                });
+                self.requeue = Some(RECHECK);
+                return;
+            }
+        }
+        if self.phase() != RolloutPhase::Progressing {
+            self.status.phase = Some(RolloutPhase::Progressing);
+            self.status.observed_workload_replicas = workload.replicas;
+        }
+        if self.status.observed_workload_replicas != workload.replicas {
+            self.status.observed_workload_replicas = workload.replicas;
+            self.status.canary_status.current_batch_state =
+                Some(BatchReleaseBatchStateType::Upgrading);
+        }
+        self.progress(&workload, now);
+    }
+
+    /// The pods on the new revision, and how many of them are ready.
+    fn updated_counts(&self, workload: &ReleasedWorkload) -> (i32, i32) {
+        let ready = workload.updated_ready_replicas.unwrap_or_else(|| {
+            self.snapshot
+                .pods
+                .iter()
+                .filter(|p| !p.deleting && p.ready && workload.pod_is_updated(&p.labels))
+                .count() as i32
+        });
+        (workload.updated_replicas, ready)
+    }
+
+    fn progress(&mut self, workload: &ReleasedWorkload, now: Timestamp) {
+        let release = self.release().clone();
+        let plan = &release.spec.release_plan;
+        let batch = self.status.canary_status.current_batch.max(0) as usize;
+        let replicas = workload.replicas;
+        let planned = planned_replicas(&release, batch, replicas);
+        let batch_is_percent = plan.batches.get(batch).is_some_and(|b| {
+            IntOrPercent::parse(&b.canary_replicas).is_ok_and(IntOrPercent::is_percent)
+        });
+        let desired = desired_partition(
+            workload.kind(),
+            replicas - planned,
+            replicas,
+            batch_is_percent,
+            planned >= replicas,
+        );
+        let (updated, updated_ready) = self.updated_counts(workload);
+        self.status.canary_status.updated_replicas = updated;
+        self.status.canary_status.updated_ready_replicas = updated_ready;
+        // The partition only goes down.
+        let desired_stable = scaled_value(&desired, replicas, Rounding::Up).unwrap_or(0);
+        let lower = workload.partition.is_none() && desired_stable > 0
+            || workload.partition_replicas() > desired_stable;
+        let labelled = self.label_pods(workload, batch, replicas);
+        let ready = batch_is_ready(&release, planned, updated, updated_ready, labelled);
+        let state = self
+            .status
+            .canary_status
+            .current_batch_state
+            .clone()
+            .unwrap_or(BatchReleaseBatchStateType::Upgrading);
+        let total = plan.batches.len();
+        let message = |state: &str| {
+            format!(
+                "batch {} of {total} is {state}: {updated_ready}/{planned} pods ready on the new revision",
+                batch + 1
+            )
+        };
+        match state {
+            BatchReleaseBatchStateType::Ready if ready => {
+                let partition = plan.batch_partition.unwrap_or(i32::MAX);
+                if partition > batch as i32 && batch + 1 < total {
+                    self.status.canary_status.current_batch = batch as i32 + 1;
+                    self.status.canary_status.current_batch_state =
+                        Some(BatchReleaseBatchStateType::Upgrading);
+                    self.status.canary_status.batch_ready_time = None;
+                    self.requeue = Some(SignedDuration::ZERO);
+                } else {
+                    self.status.message = message("ready");
+                }
+            }
+            BatchReleaseBatchStateType::Verifying => {
+                if lower {
+                    self.patch_workload(workload, workload.partition_patch(&desired));
+                }
+                if ready {
+                    self.status.canary_status.current_batch_state =
+                        Some(BatchReleaseBatchStateType::Ready);
+                    self.status.canary_status.batch_ready_time = Some(Time(now));
+                    self.status.message = message("ready");
+                    self.events.push(Event {
+                        type_: EventType::Normal,
+                        reason: "BatchReady".into(),
+                        message: format!(
+                            "batch {} of {total} is ready: {updated_ready}/{planned} pods",
+                            batch + 1
+                        ),
+                        after_action: None,
+                    });
+                } else {
+                    self.status.message = message("verifying");
+                    self.requeue = Some(RECHECK);
+                }
+            }
+            // Upgrading, a Ready batch no longer ready, or a state not known.
+            _ => {
+                if lower {
+                    self.patch_workload(workload, workload.partition_patch(&desired));
+                }
+                self.status.canary_status.current_batch_state =
+                    Some(BatchReleaseBatchStateType::Verifying);
+                self.status.message = message("upgrading");
+                self.requeue = Some(RECHECK);
+            }
+        }
+    }
+
+    /// Labels the updated pods that lack the release id, filling the current batch first,
+    /// then the earlier ones; returns how many pods carry the release id afterwards.
+    fn label_pods(&mut self, workload: &ReleasedWorkload, batch: usize, replicas: i32) -> i32 {
+        let rollout_id = self.release().spec.release_plan.rollout_id.clone();
+        if rollout_id.is_empty() {
+            return 0;
+        }
+        let mut pods: Vec<&ReleasePod> = self
+            .snapshot
+            .pods
+            .iter()
+            .filter(|p| !p.deleting && workload.pod_is_updated(&p.labels))
+            .collect();
+        pods.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut per_batch: BTreeMap<String, i32> = BTreeMap::new();
+        let mut unlabelled = Vec::new();
+        for pod in pods {
+            if pod.labels.get(ROLLOUT_ID_LABEL) == Some(&rollout_id) {
+                let id = pod.labels.get(ROLLOUT_BATCH_ID_LABEL).cloned().unwrap_or_default();
+                *per_batch.entry(id).or_default() += 1;
+            } else {
+                unlabelled.push(pod.name.clone());
+            }
+        }
+        let mut labelled: i32 = per_batch.values().sum();
+        let mut queue = unlabelled.into_iter();
+        let release = self.release().clone();
+        for b in (0..=batch).rev() {
+            let before = if b == 0 { 0 } else { planned_replicas(&release, b - 1, replicas) };
+            let expected = (planned_replicas(&release, b, replicas) - before).max(0);
+            let id = (b + 1).to_string();
+            let have = per_batch.get(&id).copied().unwrap_or(0);
+            for _ in have..expected {
+                let Some(name) = queue.next() else { return labelled };
+                self.actions.push(Action::PatchObject {
+                    target: Target::new(ObjectKind::POD, Some(&self.namespace), &name),
+                    subresource: Subresource::Main,
+                    patch: Patch::Merge(Arc::new(json!({"metadata": {"labels": {
+                        ROLLOUT_ID_LABEL: rollout_id,
+                        ROLLOUT_BATCH_ID_LABEL: id,
+                    }}}))),
+                });
+                labelled += 1;
+            }
+        }
+        labelled
+    }
+
+    fn finalize(&mut self, workload: Option<&ReleasedWorkload>) {
+        let release = self.release().clone();
+        self.status.phase = Some(RolloutPhase::Finalizing);
+        let own_uid = release.metadata.uid.clone().unwrap_or_default();
+        let release_all = release.spec.release_plan.batch_partition.is_none();
+        match workload {
+            Some(w) if !w.deleting && w.controller_uid().as_deref() == Some(own_uid.as_str()) => {
+                self.status.message = "giving control of the workload back".to_owned();
+                self.patch_workload(w, w.release_control_patch(release_all));
+                self.requeue = Some(RECHECK);
+            }
+            _ => {
+                self.status.phase = Some(RolloutPhase::Completed);
+                self.status.message = "the release is finalized".to_owned();
+                self.status.canary_status.batch_ready_time = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,839 @@
+//! The Rollout planner: the release's step machine.
+//!
+//! [`plan`] takes a [`Snapshot`] (the Rollout, its workload and its BatchRelease) and `now`,
+//! and returns the writes (the Rollout's finalizer and hash, the workload's
+//! `rollouts.kruise.io/workload-type` label and `in-progressing` annotation, the BatchRelease)
+//! and the new status. It follows upstream's controller:
+//! - **Phases:** Initial → Healthy; Healthy → Progressing once the workload webhook marked a
+//!   release (`in-progressing`); back to Healthy when the release is done; Terminating while
+//!   deleted; Disabling → Disabled with `spec.disabled`.
+//! - **Progressing**, by the Progressing condition's reason: Initializing (a new
+//!   `status.canaryStatus` at step 1), InRolling (the steps), Paused (`spec.strategy.paused`),
+//!   Cancelling (the template went back to the stable revision: a rollback), Finalising (all
+//!   steps done), Completed.
+//! - **A step** (`canaryStatus.currentStepState`): BeforeStepUpgrade → StepUpgrade (the
+//!   BatchRelease asked for the step's batch, until it reports it Ready) → StepTrafficRouting
+//!   → StepMetricsAnalysis → StepPaused (approval, or `pause.duration` seconds; a last step of
+//!   "100%" does not pause) → StepReady (approved) → the next step, or Completed.
+//!   `kubectl kruise rollout approve` writes StepReady over StepPaused; writing
+//!   `canaryStatus.nextStepIndex` jumps.
+//! - **Finalising:** the workload loses `in-progressing`, the BatchRelease is told to release
+//!   everything (`batchPartition: null`) and, once Completed, deleted.
+//! - A new template in the middle of a release (neither the canary nor the stable revision)
+//!   restarts it (Initializing, "Workload is continuous release"); a changed list of steps
+//!   moves to the first step at or beyond the batch already released.
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_api::rollouts::v1beta1::{
+    BatchRelease, BatchReleaseBatchStateType, BatchReleaseSpec, CanaryStatus, CanaryStepState,
+    CommonStatus, FinalisingStepType, FinalizingPolicyType, ReleaseBatch, ReleasePlan,
+    RollingStyleType, Rollout, RolloutPhase, RolloutStatus,
+};
+use serde_json::{Value, json};
+use sha2::Digest as _;
+
+use super::{
+    IN_PROGRESSING_ANNOTATION, ROLLOUT_FINALIZER, ROLLOUT_HASH_ANNOTATION, ReleasedWorkload,
+    WORKLOAD_TYPE_LABEL, condition, release_plan_hash, set_condition,
+};
+use crate::expectations::ControllerExpectations;
+use crate::intstr::{Rounding, scaled_value};
+use crate::plan::{Action, Event, EventType, Guard, ObjectKind, Patch, Plan, Subresource, Target};
+
+/// How long to wait before looking again while something else must happen first.
+pub const RECHECK: SignedDuration = SignedDuration::from_secs(3);
+
+/// The condition types.
+pub mod conditions {
+    /// A release is under way (or was).
+    pub const PROGRESSING: &str = "Progressing";
+    /// The last release succeeded (True) or was cancelled (False).
+    pub const SUCCEEDED: &str = "Succeeded";
+    /// The Rollout is being deleted.
+    pub const TERMINATING: &str = "Terminating";
+}
+
+/// The Progressing condition's reasons.
+pub mod reasons {
+    /// A release was noticed.
+    pub const INITIALIZING: &str = "Initializing";
+    /// The steps are running.
+    pub const IN_ROLLING: &str = "InRolling";
+    /// Every step is done; winding up.
+    pub const FINALISING: &str = "Finalising";
+    /// Done.
+    pub const COMPLETED: &str = "Completed";
+    /// Rolled back; winding up.
+    pub const CANCELLING: &str = "Cancelling";
+    /// `spec.strategy.paused`.
+    pub const PAUSED: &str = "Paused";
+    /// Terminating, winding up.
+    pub const IN_TERMINATING: &str = "InTerminating";
+}
+
+/// What the planner reads.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// The Rollout.
+    pub rollout: Rollout,
+    /// Its workload, when it exists.
+    pub workload: Option<ReleasedWorkload>,
+    /// Its BatchRelease (named as the Rollout), when it exists.
+    pub batch_release: Option<BatchRelease>,
+}
+
+/// Why the release is being wound up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Finalise {
+    Success,
+    Rollback,
+    Disabled,
+    Deleting,
+}
+
+/// The hash of the steps (without pauses and failureThreshold), which the Rollout keeps in
+/// `rollouts.kruise.io/hash` to notice a changed plan: upstream's SHA-256, hex, then
+/// safe-encoded.
+pub fn rollout_hash(rollout: &Rollout) -> String {
+    let Some(canary) = rollout.spec.strategy.canary.clone() else {
+        return String::new();
+    };
+    let mut canary = canary;
+    canary.failure_threshold = None;
+    for step in &mut canary.steps {
+        step.pause = Default::default();
+    }
+    // Invariant: the strategy holds only strings, numbers and maps, which always encode.
+    let json = serde_json::to_vec(&canary).unwrap_or_default();
+    let hex = super::hex(&sha2::Sha256::digest(&json));
+    crate::revision::hash::safe_encode(&hex)
+}
+
+/// The step after `current` (from 1), or -1 after the last.
+fn next_step(rollout: &Rollout, current: i32) -> i32 {
+    if current >= steps(rollout).len() as i32 { -1 } else { current + 1 }
+}
+
+fn steps(rollout: &Rollout) -> &[kruise_api::rollouts::v1beta1::CanaryStep] {
+    rollout.spec.strategy.canary.as_ref().map(|c| c.steps.as_slice()).unwrap_or_default()
+}
+
+/// The BatchRelease spec for a release at `step` (from 1).
+pub fn desired_batch_release(rollout: &Rollout, rollout_id: &str, step: i32) -> BatchReleaseSpec {
+    let canary = rollout.spec.strategy.canary.clone().unwrap_or_default();
+    BatchReleaseSpec {
+        workload_ref: rollout.spec.workload_ref.clone(),
+        release_plan: ReleasePlan {
+            batches: canary
+                .steps
+                .iter()
+                .map(|s| ReleaseBatch {
+                    canary_replicas: s.replicas.clone().unwrap_or(IntOrString::Int(0)),
+                })
+                .collect(),
+            batch_partition: Some(step - 1),
+            rollout_id: rollout_id.to_owned(),
+            failure_threshold: canary.failure_threshold,
+            finalizing_policy: None,
+            patch_pod_template_metadata: None,
+            rolling_style: Some(RollingStyleType::Partition),
+            enable_extra_workload_for_canary: false,
+        },
+    }
+}
+
+struct Planner<'a> {
+    snapshot: &'a Snapshot,
+    namespace: String,
+    name: String,
+    hash: String,
+    now: Timestamp,
+    status: RolloutStatus,
+    actions: Vec<Action>,
+    events: Vec<Event>,
+    requeue: Option<SignedDuration>,
+}
+
+/// Plans one round of the Rollout.
+pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<RolloutStatus> {
+    let rollout = &snapshot.rollout;
+    let mut planner = Planner {
+        snapshot,
+        namespace: rollout.metadata.namespace.clone().unwrap_or_default(),
+        name: rollout.metadata.name.clone().unwrap_or_default(),
+        hash: rollout_hash(rollout),
+        now,
+        status: rollout.status.clone().unwrap_or_default(),
+        actions: Vec::new(),
+        events: Vec::new(),
+        requeue: None,
+    };
+    planner.run();
+    if let Some(canary) = &planner.status.canary_status {
+        planner.status.current_step_index = canary.common.current_step_index;
+        planner.status.current_step_state = canary.common.current_step_state.clone();
+    }
+    let current = rollout.status.clone().unwrap_or_default();
+    let status = (planner.status != current).then_some(planner.status);
+    Plan {
+        actions: planner.actions,
+        status,
+        events: planner.events,
+        requeue_after: planner.requeue,
+        expectations: ControllerExpectations::default(),
+        blocked: None,
+    }
+}
+
+impl Planner<'_> {
+    fn rollout(&self) -> &Rollout {
+        &self.snapshot.rollout
+    }
+
+    fn self_target(&self) -> Target {
+        Target::new(ObjectKind::ROLLOUT, Some(&self.namespace), &self.name).guarded(
+            Guard::ResourceVersion(
+                self.rollout().metadata.resource_version.clone().unwrap_or_default(),
+            ),
+        )
+    }
+
+    fn patch_self(&mut self, body: Value) {
+        self.actions.push(Action::PatchObject {
+            target: self.self_target(),
+            subresource: Subresource::Main,
+            patch: Patch::merge(body),
+        });
+    }
+
+    fn patch_workload(&mut self, workload: &ReleasedWorkload, body: Value) {
+        self.actions.push(Action::PatchObject {
+            target: Target::new(
+                workload.kind().object_kind(),
+                Some(&self.namespace),
+                &workload.name,
+            ),
+            subresource: Subresource::Main,
+            patch: Patch::merge(body),
+        });
+    }
+
+    fn batch_release_target(&self) -> Target {
+        Target::new(ObjectKind::BATCH_RELEASE, Some(&self.namespace), &self.name)
+    }
+
+    fn event(&mut self, reason: &'static str, message: String) {
+        self.events.push(Event {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            message,
+            after_action: None,
+        });
+    }
+
+    fn phase(&self) -> Option<RolloutPhase> {
+        self.status.phase.clone()
+    }
+
+    fn progressing_reason(&self) -> Option<String> {
+        self.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == conditions::PROGRESSING)
+            .map(|c| c.reason.clone())
+    }
+
+    fn set_progressing(&mut self, status: bool, reason: &str, message: &str) {
+        set_condition(
+            &mut self.status.conditions,
+            condition(conditions::PROGRESSING, status, reason, message, self.now),
+        );
+        self.status.message = message.to_owned();
+    }
+
+    fn run(&mut self) {
+        let rollout = self.rollout().clone();
+        let deleting = rollout.metadata.deletion_timestamp.is_some();
+        let old_phase = self.phase();
+        let finalizers = rollout.metadata.finalizers.clone().unwrap_or_default();
+        if deleting && !finalizers.iter().any(|f| f == ROLLOUT_FINALIZER) {
+            // Wound up already: the API server removes it.
+            return;
+        }
+        // The Rollout's own metadata: finalizer and hash.
+        let mut meta = serde_json::Map::new();
+        if !deleting && !finalizers.iter().any(|f| f == ROLLOUT_FINALIZER) {
+            let mut with = finalizers.clone();
+            with.push(ROLLOUT_FINALIZER.to_owned());
+            meta.insert("finalizers".into(), json!(with));
+        }
+        let annotations = rollout.metadata.annotations.clone().unwrap_or_default();
+        if annotations.get(ROLLOUT_HASH_ANNOTATION) != Some(&self.hash) && !self.hash.is_empty() {
+            meta.insert("annotations".into(), json!({ROLLOUT_HASH_ANNOTATION: self.hash}));
+        }
+        if !meta.is_empty() {
+            self.patch_self(json!({"metadata": meta}));
+        }
+        let workload = self.snapshot.workload.clone();
+        if let Some(w) = &workload {
+            let kind = w.kind().workload_type();
+            if w.labels.get(WORKLOAD_TYPE_LABEL).map(String::as_str) != Some(kind) && !deleting {
+                self.patch_workload(
+                    w,
+                    json!({"metadata": {"labels": {WORKLOAD_TYPE_LABEL: kind}}}),
+                );
+            }
+        }
+        self.status.observed_generation = rollout.metadata.generation.unwrap_or_default();
+        // The phase.
+        if deleting {
+            if self.phase() != Some(RolloutPhase::Terminating) {
+                self.status.phase = Some(RolloutPhase::Terminating);
+                set_condition(
+                    &mut self.status.conditions,
+                    condition(
+                        conditions::TERMINATING,
+                        true,
+                        reasons::IN_TERMINATING,
+                        "Rollout is in terminating",
+                        self.now,
+                    ),
+                );
+            }
+        } else if rollout.spec.disabled
+            && !matches!(self.phase(), Some(RolloutPhase::Disabled | RolloutPhase::Disabling))
+        {
+            if self.phase() == Some(RolloutPhase::Progressing) {
+                self.status.phase = Some(RolloutPhase::Disabling);
+                self.status.message = "Disabling rollout, release resources".to_owned();
+            } else {
+                self.status.phase = Some(RolloutPhase::Disabled);
+                self.status.message = "Rollout is disabled".to_owned();
+            }
+        }
+        if self.phase().is_none() || self.phase() == Some(RolloutPhase::Other(String::new())) {
+            self.status.phase = Some(RolloutPhase::Initial);
+        }
+        match &workload {
+            None => {
+                if deleting || old_phase == Some(RolloutPhase::Disabling) {
+                    // Nothing left to release but the BatchRelease.
+                } else if !rollout.spec.disabled {
+                    self.status = RolloutStatus {
+                        observed_generation: self.status.observed_generation,
+                        phase: Some(RolloutPhase::Initial),
+                        message: "Workload Not Found".to_owned(),
+                        ..Default::default()
+                    };
+                    return;
+                }
+            }
+            Some(w) if !w.status_consistent() => {
+                self.requeue = Some(RECHECK);
+                return;
+            }
+            Some(w) => {
+                if let Some(canary) = &mut self.status.canary_status
+                    && !canary.canary_revision.is_empty()
+                    && canary.canary_revision == w.canary_revision()
+                {
+                    canary.common.observed_rollout_id = w.rollout_id();
+                    canary.common.observed_workload_generation = w.generation;
+                }
+                self.calculate_phase(w);
+            }
+        }
+        match old_phase {
+            Some(RolloutPhase::Progressing) => self.progressing(workload.as_ref()),
+            Some(RolloutPhase::Terminating) => {
+                let done = self.finalise(Finalise::Deleting, workload.as_ref());
+                if done {
+                    set_condition(
+                        &mut self.status.conditions,
+                        condition(
+                            conditions::TERMINATING,
+                            false,
+                            reasons::COMPLETED,
+                            "Rollout is in terminating",
+                            self.now,
+                        ),
+                    );
+                    let rest: Vec<String> =
+                        finalizers.into_iter().filter(|f| f != ROLLOUT_FINALIZER).collect();
+                    self.patch_self(json!({"metadata": {"finalizers": rest}}));
+                }
+            }
+            Some(RolloutPhase::Disabling) => {
+                let done = self.finalise(Finalise::Disabled, workload.as_ref());
+                if done {
+                    self.status.phase = Some(RolloutPhase::Disabled);
+                    self.status.message = "Rollout is disabled".to_owned();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Upstream's `calculateRolloutStatus`, after deletion and disabling.
+    fn calculate_phase(&mut self, workload: &ReleasedWorkload) {
+        let rollout = self.rollout().clone();
+        match self.phase() {
+            Some(RolloutPhase::Initial) => {
+                self.status.phase = Some(RolloutPhase::Healthy);
+                self.status.message = "rollout is healthy".to_owned();
+            }
+            Some(RolloutPhase::Healthy) => {
+                if workload.in_progressing() {
+                    self.status.phase = Some(RolloutPhase::Progressing);
+                    self.set_progressing(true, reasons::INITIALIZING, "Rollout is in Progressing");
+                    self.status.conditions.retain(|c| c.type_ != conditions::SUCCEEDED);
+                    self.event("Progressing", format!("a release of {} started", workload.name));
+                } else if self.status.canary_status.is_none() {
+                    let total = steps(&rollout).len() as i32;
+                    self.status.canary_status = Some(CanaryStatus {
+                        common: CommonStatus {
+                            observed_workload_generation: workload.generation,
+                            observed_rollout_id: workload.rollout_id(),
+                            rollout_hash: self.hash.clone(),
+                            stable_revision: workload.stable_revision().to_owned(),
+                            pod_template_hash: workload.canary_revision().to_owned(),
+                            current_step_index: total,
+                            next_step_index: next_step(&rollout, total),
+                            current_step_state: CanaryStepState::Completed,
+                            ..Default::default()
+                        },
+                        canary_revision: workload.canary_revision().to_owned(),
+                        ..Default::default()
+                    });
+                    self.status.message = "workload deployment is completed".to_owned();
+                }
+            }
+            Some(RolloutPhase::Disabled) if !rollout.spec.disabled => {
+                self.status.phase = Some(RolloutPhase::Healthy);
+                self.status.message = "rollout is healthy".to_owned();
+            }
+            _ => {}
+        }
+    }
+
+    fn progressing(&mut self, workload: Option<&ReleasedWorkload>) {
+        let Some(workload) = workload else { return };
+        let rollout = self.rollout().clone();
+        match self.progressing_reason().as_deref() {
+            Some(reasons::INITIALIZING) => {
+                self.status.canary_status = Some(CanaryStatus {
+                    common: CommonStatus {
+                        observed_workload_generation: workload.generation,
+                        observed_rollout_id: workload.rollout_id(),
+                        rollout_hash: self.hash.clone(),
+                        stable_revision: workload.stable_revision().to_owned(),
+                        current_step_index: 1,
+                        next_step_index: next_step(&rollout, 1),
+                        current_step_state: CanaryStepState::BeforeStepUpgrade,
+                        last_update_time: Some(Time(self.now)),
+                        ..Default::default()
+                    },
+                    canary_revision: workload.canary_revision().to_owned(),
+                    ..Default::default()
+                });
+                self.set_progressing(true, reasons::IN_ROLLING, "Rollout is in Progressing");
+            }
+            Some(reasons::IN_ROLLING) => self.in_rolling(workload),
+            Some(reasons::FINALISING) => {
+                let done = self.finalise(Finalise::Success, Some(workload));
+                if done {
+                    self.set_progressing(
+                        false,
+                        reasons::COMPLETED,
+                        "Rollout progressing has been completed",
+                    );
+                    set_condition(
+                        &mut self.status.conditions,
+                        condition(
+                            conditions::SUCCEEDED,
+                            true,
+                            reasons::COMPLETED,
+                            "Rollout progressing has been completed",
+                            self.now,
+                        ),
+                    );
+                    self.event(
+                        "Completed",
+                        format!("the release of {} is complete", workload.name),
+                    );
+                }
+            }
+            Some(reasons::CANCELLING) => {
+                let done = self.finalise(Finalise::Rollback, Some(workload));
+                if done {
+                    self.set_progressing(
+                        false,
+                        reasons::COMPLETED,
+                        "Rollout progressing has been cancelled",
+                    );
+                    set_condition(
+                        &mut self.status.conditions,
+                        condition(
+                            conditions::SUCCEEDED,
+                            false,
+                            reasons::CANCELLING,
+                            "Rollout progressing has been cancelled",
+                            self.now,
+                        ),
+                    );
+                    self.event(
+                        "Cancelled",
+                        format!("the release of {} was rolled back", workload.name),
+                    );
+                }
+            }
+            Some(reasons::PAUSED) if !rollout.spec.strategy.paused => {
+                self.set_progressing(true, reasons::IN_ROLLING, "Rollout is in Progressing");
+            }
+            Some(reasons::COMPLETED) => {
+                self.status.phase = Some(RolloutPhase::Healthy);
+            }
+            _ => {}
+        }
+    }
+
+    fn in_rolling(&mut self, workload: &ReleasedWorkload) {
+        let rollout = self.rollout().clone();
+        let Some(canary) = self.status.canary_status.clone() else {
+            self.set_progressing(true, reasons::INITIALIZING, "Rollout is in Progressing");
+            return;
+        };
+        if workload.in_rollback() && workload.canary_revision() != canary.canary_revision {
+            self.set_progressing(
+                true,
+                reasons::CANCELLING,
+                "The workload has been rolled back and the rollout process will be cancelled",
+            );
+            return;
+        }
+        if rollout.spec.strategy.paused {
+            self.set_progressing(
+                true,
+                reasons::PAUSED,
+                "Rollout has been paused, you can resume it by kube-cli",
+            );
+            return;
+        }
+        if workload.canary_revision() != canary.canary_revision {
+            // A new template mid-release: start over once the old BatchRelease is gone.
+            if let Some(br) = &self.snapshot.batch_release {
+                if br.metadata.deletion_timestamp.is_none() {
+                    self.actions.push(Action::DeleteObject { target: self.batch_release_target() });
+                }
+                self.requeue = Some(RECHECK);
+                return;
+            }
+            self.status.canary_status = None;
+            self.set_progressing(true, reasons::INITIALIZING, "Workload is continuous release");
+            return;
+        }
+        if canary.common.rollout_hash != self.hash && !self.hash.is_empty() {
+            self.replan(workload);
+            return;
+        }
+        if canary.common.current_step_state == CanaryStepState::Completed {
+            self.set_progressing(
+                true,
+                reasons::FINALISING,
+                "Rollout has been completed and some closing work is being done",
+            );
+            return;
+        }
+        self.run_canary(workload);
+    }
+
+    /// The steps changed: go on from the first step whose replicas reach what the
+    /// BatchRelease already released.
+    fn replan(&mut self, workload: &ReleasedWorkload) {
+        let rollout = self.rollout().clone();
+        let released = self
+            .snapshot
+            .batch_release
+            .as_ref()
+            .map(|br| {
+                let batch =
+                    br.status.as_ref().map_or(0, |s| s.canary_status.current_batch) as usize;
+                super::batchrelease::planned_replicas(br, batch, workload.replicas)
+            })
+            .unwrap_or(0);
+        let scaled = |i: usize| {
+            steps(&rollout)
+                .get(i)
+                .and_then(|s| s.replicas.as_ref())
+                .map(|r| scaled_value(r, workload.replicas, Rounding::Up).unwrap_or(0))
+                .unwrap_or(0)
+        };
+        let total = steps(&rollout).len();
+        let Some(canary) = self.status.canary_status.as_mut() else { return };
+        let current =
+            (canary.common.current_step_index.max(1) as usize - 1).min(total.saturating_sub(1));
+        let found = if scaled(current) >= released {
+            current
+        } else {
+            (0..total).find(|&i| scaled(i) >= released).unwrap_or(total.saturating_sub(1))
+        };
+        let step = found as i32 + 1;
+        canary.common.rollout_hash = self.hash.clone();
+        canary.common.current_step_index = step;
+        canary.common.next_step_index = next_step(&rollout, step);
+        canary.common.current_step_state = CanaryStepState::BeforeStepUpgrade;
+        canary.common.last_update_time = Some(Time(self.now));
+    }
+
+    fn run_canary(&mut self, workload: &ReleasedWorkload) {
+        let rollout = self.rollout().clone();
+        let total = steps(&rollout).len() as i32;
+        let br = self.snapshot.batch_release.clone();
+        let now = self.now;
+        let Some(mut canary) = self.status.canary_status.clone() else { return };
+        if let Some(br) = &br {
+            let s = br.status.clone().unwrap_or_default();
+            canary.canary_replicas = s.canary_status.updated_replicas;
+            canary.canary_ready_replicas = s.canary_status.updated_ready_replicas;
+        }
+        if canary.common.pod_template_hash.is_empty() {
+            canary.common.pod_template_hash = workload.canary_revision().to_owned();
+        }
+        // A jump asked for through nextStepIndex.
+        let current = canary.common.current_step_index;
+        let next = canary.common.next_step_index;
+        if next != current + 1 && next >= 1 && next <= total && next != current {
+            canary.common.current_step_index = next;
+            canary.common.next_step_index = next_step(&rollout, next);
+            canary.common.current_step_state = CanaryStepState::BeforeStepUpgrade;
+            canary.common.last_update_time = Some(Time(now));
+        }
+        let step_index = canary.common.current_step_index.clamp(1, total.max(1));
+        let step = steps(&rollout).get(step_index as usize - 1).cloned().unwrap_or_default();
+        let upgrade_message = format!(
+            "Rollout is in step({step_index}/{total}), and upgrade workload to new version"
+        );
+        match canary.common.current_step_state.clone() {
+            CanaryStepState::BeforeStepUpgrade => {
+                canary.common.current_step_state = CanaryStepState::StepUpgrade;
+                canary.common.last_update_time = Some(Time(now));
+                canary.common.message = upgrade_message;
+            }
+            CanaryStepState::StepUpgrade => {
+                canary.common.message = upgrade_message;
+                let desired =
+                    desired_batch_release(&rollout, &canary.common.observed_rollout_id, step_index);
+                match &br {
+                    None => {
+                        self.actions.push(Action::CreateObject {
+                            target: self.batch_release_target(),
+                            body: std::sync::Arc::new(self.new_batch_release(desired)),
+                        });
+                        self.requeue = Some(RECHECK);
+                    }
+                    Some(br) if br.metadata.deletion_timestamp.is_some() => {
+                        self.requeue = Some(RECHECK);
+                    }
+                    Some(br) if br.spec != desired => {
+                        self.actions.push(Action::PatchObject {
+                            target: self.batch_release_target(),
+                            subresource: Subresource::Main,
+                            patch: Patch::merge(json!({"spec": desired})),
+                        });
+                        self.requeue = Some(RECHECK);
+                    }
+                    Some(br) => {
+                        let s = br.status.clone().unwrap_or_default();
+                        let done = s.observed_release_plan_hash
+                            == release_plan_hash(&desired.release_plan)
+                            && br.metadata.generation.unwrap_or_default() == s.observed_generation
+                            && s.canary_status.current_batch_state
+                                == Some(BatchReleaseBatchStateType::Ready)
+                            && s.canary_status.current_batch + 1 >= step_index;
+                        if done {
+                            canary.common.pod_template_hash = workload.canary_revision().to_owned();
+                            canary.common.current_step_state = CanaryStepState::StepTrafficRouting;
+                            canary.common.last_update_time = Some(Time(now));
+                        } else {
+                            canary.common.message = format!(
+                                "BatchRelease is at state {}, rollout-id {}, step {}",
+                                s.canary_status
+                                    .current_batch_state
+                                    .map(|b| b.to_string())
+                                    .unwrap_or_default(),
+                                s.observed_rollout_id,
+                                s.canary_status.current_batch + 1,
+                            );
+                            self.requeue = Some(RECHECK);
+                        }
+                    }
+                }
+            }
+            CanaryStepState::StepTrafficRouting => {
+                canary.common.current_step_state = CanaryStepState::StepMetricsAnalysis;
+                canary.common.last_update_time = Some(Time(now));
+            }
+            CanaryStepState::StepMetricsAnalysis => {
+                canary.common.current_step_state = CanaryStepState::StepPaused;
+            }
+            CanaryStepState::StepPaused => {
+                let last_is_all = step_index == total
+                    && matches!(&step.replicas, Some(IntOrString::String(s)) if s == "100%");
+                match step.pause.duration {
+                    _ if last_is_all => {
+                        canary.common.current_step_state = CanaryStepState::StepReady;
+                        canary.common.last_update_time = Some(Time(now));
+                    }
+                    None => {
+                        canary.common.message = format!(
+                            "Rollout is in step({step_index}/{total}), and you need manually confirm to enter the next step"
+                        );
+                    }
+                    Some(seconds) => {
+                        canary.common.message = format!(
+                            "Rollout is in step({step_index}/{total}), and wait duration({seconds} seconds) to enter the next step"
+                        );
+                        let since = canary.common.last_update_time.as_ref().map_or(now, |t| t.0);
+                        let until = since + SignedDuration::from_secs(i64::from(seconds));
+                        if now >= until {
+                            canary.common.current_step_state = CanaryStepState::StepReady;
+                            canary.common.last_update_time = Some(Time(now));
+                        } else {
+                            self.requeue = Some(until.duration_since(now));
+                        }
+                    }
+                }
+            }
+            CanaryStepState::StepReady => {
+                if step_index < total {
+                    let next = step_index + 1;
+                    canary.common.current_step_index = next;
+                    canary.common.next_step_index = next_step(&rollout, next);
+                    canary.common.current_step_state = CanaryStepState::BeforeStepUpgrade;
+                } else {
+                    canary.common.current_step_state = CanaryStepState::Completed;
+                    canary.common.message = "Rollout progressing has been completed".to_owned();
+                }
+                canary.common.last_update_time = Some(Time(now));
+            }
+            _ => {}
+        }
+        self.status.message = canary.common.message.clone();
+        self.status.canary_status = Some(canary);
+    }
+
+    fn new_batch_release(&self, spec: BatchReleaseSpec) -> Value {
+        let rollout = self.rollout();
+        json!({
+            "apiVersion": ObjectKind::BATCH_RELEASE.api_version(),
+            "kind": ObjectKind::BATCH_RELEASE.kind,
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "ownerReferences": [{
+                    "apiVersion": ObjectKind::ROLLOUT.api_version(),
+                    "kind": ObjectKind::ROLLOUT.kind,
+                    "name": self.name,
+                    "uid": rollout.metadata.uid.clone().unwrap_or_default(),
+                    "controller": true,
+                    "blockOwnerDeletion": true,
+                }],
+            },
+            "spec": spec,
+        })
+    }
+
+    /// Runs the wind-up tasks in order, one that needs the cluster per round; true once all
+    /// are done.
+    fn finalise(&mut self, reason: Finalise, workload: Option<&ReleasedWorkload>) -> bool {
+        use FinalisingStepType as F;
+        if let Some(w) = workload
+            && w.annotations.contains_key(IN_PROGRESSING_ANNOTATION)
+        {
+            self.patch_workload(
+                w,
+                json!({"metadata": {"annotations": {IN_PROGRESSING_ANNOTATION: null}}}),
+            );
+        }
+        let order: &[F] = match reason {
+            Finalise::Rollback => &[
+                F::RouteTrafficToStable,
+                F::ResumeWorkload,
+                F::ReleaseWorkloadControl,
+                F::RestoreStableService,
+                F::RemoveCanaryService,
+                F::End,
+            ],
+            Finalise::Success | Finalise::Disabled | Finalise::Deleting => &[
+                F::RestoreStableService,
+                F::RouteTrafficToStable,
+                F::RemoveCanaryService,
+                F::ResumeWorkload,
+                F::ReleaseWorkloadControl,
+                F::End,
+            ],
+        };
+        let mut canary = self.status.canary_status.clone().unwrap_or_default();
+        let mut index = order.iter().position(|s| *s == canary.common.finalising_step).unwrap_or(0);
+        let done = loop {
+            let step = &order[index];
+            canary.common.finalising_step = step.clone();
+            let finished = match step {
+                F::ResumeWorkload => self.resume_workload(reason),
+                F::ReleaseWorkloadControl => self.release_workload_control(),
+                F::End => break true,
+                // No traffic routing: nothing to restore.
+                _ => true,
+            };
+            if !finished {
+                break false;
+            }
+            index += 1;
+        };
+        if self.status.canary_status.is_some() {
+            self.status.canary_status = Some(canary);
+        }
+        if !done {
+            self.requeue = Some(RECHECK);
+        }
+        done
+    }
+
+    fn resume_workload(&mut self, reason: Finalise) -> bool {
+        let Some(br) = self.snapshot.batch_release.clone() else { return true };
+        if br.metadata.deletion_timestamp.is_some() {
+            return true;
+        }
+        let policy = match reason {
+            Finalise::Success => FinalizingPolicyType::WaitResume,
+            _ => FinalizingPolicyType::Immediate,
+        };
+        let plan = &br.spec.release_plan;
+        if plan.batch_partition.is_some() || plan.finalizing_policy.as_ref() != Some(&policy) {
+            self.actions.push(Action::PatchObject {
+                target: self.batch_release_target(),
+                subresource: Subresource::Main,
+                patch: Patch::merge(json!({"spec": {"releasePlan": {
+                    "batchPartition": null,
+                    "finalizingPolicy": policy,
+                }}})),
+            });
+            return false;
+        }
+        br.status.as_ref().and_then(|s| s.phase.clone()) == Some(RolloutPhase::Completed)
+    }
+
+    fn release_workload_control(&mut self) -> bool {
+        match &self.snapshot.batch_release {
+            None => true,
+            Some(br) => {
+                if br.metadata.deletion_timestamp.is_none() {
+                    self.actions.push(Action::DeleteObject { target: self.batch_release_target() });
+                }
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,119 @@
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_api::rollouts::v1beta1::{CanaryStep, CanaryStrategy, ObjectRef, Rollout, RolloutSpec};
+use serde_json::json;
+
+use super::admission::{hold_workload, validate_rollout};
+use super::workload::desired_partition;
+use super::{IN_PROGRESSING_ANNOTATION, ReleasedKind};
+
+fn pct(s: &str) -> IntOrString {
+    IntOrString::String(s.into())
+}
+
+pub(super) fn rollout(kind: &str, api_version: &str, steps: &[IntOrString]) -> Rollout {
+    let mut r = Rollout::new(
+        "rollouts-demo",
+        RolloutSpec {
+            workload_ref: ObjectRef {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                name: "demo".into(),
+            },
+            strategy: kruise_api::rollouts::v1beta1::RolloutStrategy {
+                canary: Some(CanaryStrategy {
+                    steps: steps
+                        .iter()
+                        .map(|r| CanaryStep { replicas: Some(r.clone()), ..Default::default() })
+                        .collect(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            disabled: false,
+        },
+    );
+    r.metadata.namespace = Some("default".into());
+    r
+}
+
+#[test]
+fn partitions_follow_upstreams_examples() {
+    // 5 replicas at 20%: one canary, "80%" left; 3 at 50%: two canaries, "33%".
+    assert_eq!(desired_partition(ReleasedKind::CloneSet, 4, 5, true, false), pct("80%"));
+    assert_eq!(desired_partition(ReleasedKind::CloneSet, 1, 3, true, false), pct("33%"));
+    assert_eq!(desired_partition(ReleasedKind::CloneSet, 0, 3, true, true), pct("0%"));
+    assert_eq!(desired_partition(ReleasedKind::CloneSet, 5, 5, true, false), pct("100%"));
+    // 1 stable of 200: 0% would scale to 0 and release everything, so 1%.
+    assert_eq!(desired_partition(ReleasedKind::CloneSet, 1, 200, true, false), pct("1%"));
+    assert_eq!(desired_partition(ReleasedKind::CloneSet, 3, 5, false, false), IntOrString::Int(3));
+    assert_eq!(
+        desired_partition(ReleasedKind::AdvancedStatefulSet, 3, 5, true, false),
+        IntOrString::Int(3)
+    );
+}
+
+fn clone_set(image: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "metadata": {"name": "demo", "namespace": "default", "uid": "u1"},
+        "spec": {"replicas": 5, "template": {"metadata": {"labels": {"app": "demo"}},
+            "spec": {"containers": [{"name": "main", "image": image}]}}}
+    })
+}
+
+#[test]
+fn a_template_change_is_held_and_marked() {
+    let rollouts = [rollout("CloneSet", "apps.kruise.io/v1alpha1", &[pct("20%"), pct("100%")])];
+    let held = hold_workload(&clone_set("a"), &clone_set("b"), &rollouts).expect("held");
+    assert_eq!(held.pointer("/spec/updateStrategy/rollingUpdate/partition"), Some(&json!("100%")));
+    assert_eq!(
+        held.pointer("/metadata/annotations").and_then(|a| a.get(IN_PROGRESSING_ANNOTATION)),
+        Some(&json!(r#"{"rolloutName":"rollouts-demo"}"#))
+    );
+    // No template change, another workload, or no Rollout: admitted as is.
+    assert_eq!(hold_workload(&clone_set("a"), &clone_set("a"), &rollouts), None);
+    let mut other = clone_set("b");
+    other["metadata"]["name"] = json!("other");
+    assert_eq!(hold_workload(&clone_set("a"), &other, &rollouts), None);
+    assert_eq!(hold_workload(&clone_set("a"), &clone_set("b"), &[]), None);
+    // v1alpha1 keeps the partition directly under updateStrategy.
+    let (mut old, mut new) = (clone_set("a"), clone_set("b"));
+    old["apiVersion"] = json!("apps.kruise.io/v1alpha1");
+    new["apiVersion"] = json!("apps.kruise.io/v1alpha1");
+    let held = hold_workload(&old, &new, &rollouts).expect("held");
+    assert_eq!(held.pointer("/spec/updateStrategy/partition"), Some(&json!("100%")));
+}
+
+#[test]
+fn validation_names_the_field() {
+    let messages = |r: &Rollout| validate_rollout(r, None, None, &[]).messages();
+    assert!(messages(&rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("20%")])).is_empty());
+    assert_eq!(
+        messages(&rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("50%"), pct("20%")])),
+        [format!(
+            "Spec.Strategy.Canary.Steps.CanaryReplicas: Invalid value: {}: Steps.CanaryReplicas must be a non decreasing sequence",
+            r#"[{"replicas":"50%","pause":{}},{"replicas":"20%","pause":{}}]"#
+        )]
+    );
+    assert_eq!(
+        messages(&rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("120%")])),
+        [
+            r#"Spec.Strategy.Canary.Steps[0].Replicas: Invalid value: "120%": replicas must be positive number, or a percentage with "0%" < canaryReplicas <= "100%""#
+        ]
+    );
+    assert_eq!(
+        messages(&rollout("Deployment", "apps/v1", &[pct("20%")])),
+        [
+            "Spec.ObjectRef.WorkloadRef: Forbidden: a Rollout of a apps/Deployment is not supported by this version of kruise-rs yet"
+        ]
+    );
+    let mut twin = rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("20%")]);
+    twin.metadata.name = Some("twin".into());
+    let first = rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("20%")]);
+    assert_eq!(
+        validate_rollout(&first, None, None, &[twin]).messages(),
+        [
+            r#"Conflict Checker: Invalid value: "rollouts-demo": This rollout conflict with Rollout(default/twin), one workload only have less than one Rollout"#
+        ]
+    );
+}

@@ -1,0 +1,308 @@
+//! The workload a release moves, read the same way whatever its kind, and the patches that
+//! hold, move and release it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
+use serde_json::{Value, json};
+
+use super::{
+    CONTROL_INFO_ANNOTATION, HOLD_ALL_ORDINALS, IN_PROGRESSING_ANNOTATION, ROLLOUT_ID_LABEL,
+};
+use crate::intstr::{Rounding, scaled_value};
+use crate::plan::ObjectKind;
+
+/// A workload reference a Rollout cannot release.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkloadError {
+    /// A kind upstream releases and this version does not yet.
+    #[error("{0} is not supported by this version of kruise-rs yet")]
+    NotYetSupported(String),
+    /// A kind no Rollout can release.
+    #[error("WorkloadRef kind is not supported")]
+    Unknown,
+}
+
+/// The kinds a Rollout releases here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReleasedKind {
+    /// apps.kruise.io CloneSet.
+    CloneSet,
+    /// apps.kruise.io StatefulSet (Advanced StatefulSet).
+    AdvancedStatefulSet,
+}
+
+impl ReleasedKind {
+    /// The kind a `workloadRef` names, matched by API group and kind as upstream does (the
+    /// version is not read).
+    pub fn from_ref(api_version: &str, kind: &str) -> Result<Self, WorkloadError> {
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        match (group, kind) {
+            ("apps.kruise.io", "CloneSet") => Ok(Self::CloneSet),
+            ("apps.kruise.io", "StatefulSet") => Ok(Self::AdvancedStatefulSet),
+            ("apps", "Deployment" | "StatefulSet" | "DaemonSet")
+            | ("apps.kruise.io", "DaemonSet") => {
+                Err(WorkloadError::NotYetSupported(format!("{group}/{kind}")))
+            }
+            _ => Err(WorkloadError::Unknown),
+        }
+    }
+
+    /// Where its API lives (the stored version).
+    pub fn object_kind(self) -> ObjectKind {
+        match self {
+            Self::CloneSet => ObjectKind::CLONE_SET,
+            Self::AdvancedStatefulSet => ObjectKind::ADVANCED_STATEFUL_SET,
+        }
+    }
+
+    /// The value of `rollouts.kruise.io/workload-type` upstream gives it.
+    pub fn workload_type(self) -> &'static str {
+        match self {
+            Self::CloneSet => "cloneset",
+            Self::AdvancedStatefulSet => "statefulset",
+        }
+    }
+}
+
+/// A workload as a release reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReleasedWorkload {
+    /// Its kind (`None` only in a default value).
+    pub kind: Option<ReleasedKind>,
+    /// Name.
+    pub name: String,
+    /// UID.
+    pub uid: String,
+    /// `metadata.generation`.
+    pub generation: i64,
+    /// `status.observedGeneration`.
+    pub observed_generation: i64,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Annotations.
+    pub annotations: BTreeMap<String, String>,
+    /// `spec.replicas` (1 when unset).
+    pub replicas: i32,
+    /// `status.replicas`.
+    pub status_replicas: i32,
+    /// `status.updatedReplicas`.
+    pub updated_replicas: i32,
+    /// `status.updatedReadyReplicas`; `None` where the kind has none: then the ready pods on
+    /// the update revision are counted.
+    pub updated_ready_replicas: Option<i32>,
+    /// `status.currentRevision` (the revision's name).
+    pub current_revision: String,
+    /// `status.updateRevision` (the revision's name).
+    pub update_revision: String,
+    /// The update partition as set.
+    pub partition: Option<IntOrString>,
+    /// The update is paused.
+    pub paused: bool,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+}
+
+fn meta_strings(meta: &ObjectMeta) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    (meta.labels.clone().unwrap_or_default(), meta.annotations.clone().unwrap_or_default())
+}
+
+impl ReleasedWorkload {
+    /// A CloneSet.
+    pub fn from_clone_set(cs: &CloneSet) -> Self {
+        let (labels, annotations) = meta_strings(&cs.metadata);
+        let status = cs.status.clone().unwrap_or_default();
+        let rolling = cs.spec.update_strategy.rolling_update.clone().unwrap_or_default();
+        Self {
+            kind: Some(ReleasedKind::CloneSet),
+            name: cs.metadata.name.clone().unwrap_or_default(),
+            uid: cs.metadata.uid.clone().unwrap_or_default(),
+            generation: cs.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation,
+            labels,
+            annotations,
+            replicas: cs.spec.replicas.unwrap_or(1),
+            status_replicas: status.replicas,
+            updated_replicas: status.updated_replicas,
+            updated_ready_replicas: Some(status.updated_ready_replicas),
+            current_revision: status.current_revision,
+            update_revision: status.update_revision,
+            partition: rolling.partition,
+            paused: rolling.paused,
+            deleting: cs.metadata.deletion_timestamp.is_some(),
+        }
+    }
+
+    /// An Advanced StatefulSet.
+    pub fn from_advanced_stateful_set(sts: &StatefulSet) -> Self {
+        let (labels, annotations) = meta_strings(&sts.metadata);
+        let status = sts.status.clone().unwrap_or_default();
+        let rolling = sts.spec.update_strategy.rolling_update.clone().unwrap_or_default();
+        Self {
+            kind: Some(ReleasedKind::AdvancedStatefulSet),
+            name: sts.metadata.name.clone().unwrap_or_default(),
+            uid: sts.metadata.uid.clone().unwrap_or_default(),
+            generation: sts.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation,
+            labels,
+            annotations,
+            replicas: sts.spec.replicas.unwrap_or(1),
+            status_replicas: status.replicas,
+            updated_replicas: status.updated_replicas,
+            updated_ready_replicas: Some(status.updated_ready_replicas),
+            current_revision: status.current_revision,
+            update_revision: status.update_revision,
+            partition: rolling.partition.map(IntOrString::Int),
+            paused: rolling.paused,
+            deleting: sts.metadata.deletion_timestamp.is_some(),
+        }
+    }
+
+    /// Its kind; CloneSet for a default value.
+    pub fn kind(&self) -> ReleasedKind {
+        self.kind.unwrap_or(ReleasedKind::CloneSet)
+    }
+
+    /// The workload's controller has seen its latest spec.
+    pub fn status_consistent(&self) -> bool {
+        self.generation == self.observed_generation
+    }
+
+    /// The revision being replaced, as the Rollout records it (a CloneSet's: the hash part of
+    /// the revision name).
+    pub fn stable_revision(&self) -> &str {
+        self.revision_value(&self.current_revision)
+    }
+
+    /// The new revision, as the Rollout records it.
+    pub fn canary_revision(&self) -> &str {
+        self.revision_value(&self.update_revision)
+    }
+
+    fn revision_value<'a>(&self, revision: &'a str) -> &'a str {
+        match self.kind() {
+            ReleasedKind::CloneSet => revision.rsplit_once('-').map_or(revision, |(_, h)| h),
+            ReleasedKind::AdvancedStatefulSet => revision,
+        }
+    }
+
+    /// The pod label whose value tells the revisions apart (what a canary Service selects).
+    pub fn revision_label_key(&self) -> &'static str {
+        match self.kind() {
+            ReleasedKind::CloneSet => "pod-template-hash",
+            ReleasedKind::AdvancedStatefulSet => "controller-revision-hash",
+        }
+    }
+
+    /// Whether a pod with these labels runs the update revision.
+    pub fn pod_is_updated(&self, labels: &BTreeMap<String, String>) -> bool {
+        !self.update_revision.is_empty()
+            && labels
+                .get("controller-revision-hash")
+                .is_some_and(|r| r == &self.update_revision || r == self.canary_revision())
+    }
+
+    /// The workload carries `rollouts.kruise.io/in-progressing`.
+    pub fn in_progressing(&self) -> bool {
+        self.annotations.contains_key(IN_PROGRESSING_ANNOTATION)
+    }
+
+    /// In a release, the template went back to the stable revision (upstream's test: the
+    /// update revision is the current one while some pods are still on another).
+    pub fn in_rollback(&self) -> bool {
+        self.in_progressing()
+            && self.current_revision == self.update_revision
+            && self.updated_replicas != self.status_replicas
+    }
+
+    /// The release id: the workload's `rollouts.kruise.io/rollout-id` label, else the canary
+    /// revision (prefixed `rollback-` in a rollback).
+    pub fn rollout_id(&self) -> String {
+        match self.labels.get(ROLLOUT_ID_LABEL) {
+            Some(id) if !id.is_empty() => id.clone(),
+            _ if self.in_rollback() => format!("rollback-{}", self.canary_revision()),
+            _ => self.canary_revision().to_owned(),
+        }
+    }
+
+    /// The BatchRelease that controls it, from `control-info` (its UID).
+    pub fn controller_uid(&self) -> Option<String> {
+        let info = self.annotations.get(CONTROL_INFO_ANNOTATION)?;
+        let owner: Value = serde_json::from_str(info).ok()?;
+        owner.get("uid").and_then(Value::as_str).map(str::to_owned)
+    }
+
+    /// The current partition as a number of pods kept on the old revision.
+    pub fn partition_replicas(&self) -> i32 {
+        self.partition
+            .as_ref()
+            .map(|p| scaled_value(p, self.replicas, Rounding::Up).unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    fn rolling_path(&self, fields: Value) -> Value {
+        json!({"spec": {"updateStrategy": {"rollingUpdate": fields}}})
+    }
+
+    /// Take control: `control-info`, the update unpaused and every pod held.
+    pub fn take_control_patch(&self, control_info: &str) -> Value {
+        let mut patch = match self.kind() {
+            ReleasedKind::CloneSet => {
+                self.rolling_path(json!({"paused": false, "partition": "100%"}))
+            }
+            ReleasedKind::AdvancedStatefulSet => {
+                self.rolling_path(json!({"paused": false, "partition": HOLD_ALL_ORDINALS}))
+            }
+        };
+        patch["metadata"] = json!({"annotations": {CONTROL_INFO_ANNOTATION: control_info}});
+        patch
+    }
+
+    /// Set the partition.
+    pub fn partition_patch(&self, partition: &IntOrString) -> Value {
+        self.rolling_path(json!({"partition": partition}))
+    }
+
+    /// Give control back: `control-info` removed and, when `release_all`, the partition
+    /// cleared so that every pod updates.
+    pub fn release_control_patch(&self, release_all: bool) -> Value {
+        let mut patch = if release_all {
+            self.rolling_path(json!({"paused": false, "partition": null}))
+        } else {
+            json!({})
+        };
+        patch["metadata"] = json!({"annotations": {CONTROL_INFO_ANNOTATION: null}});
+        patch
+    }
+}
+
+/// The desired partition for `desired_stable` pods kept on the old revision out of
+/// `replicas`: an int when the batch was given as an int, otherwise a percentage rounded so
+/// that, scaled back up, it keeps no more than `desired_stable` (upstream's
+/// `ParseIntegerAsPercentageIfPossible`).
+pub(super) fn desired_partition(
+    kind: ReleasedKind,
+    desired_stable: i32,
+    replicas: i32,
+    batch_is_percent: bool,
+    planned_is_all: bool,
+) -> IntOrString {
+    if kind != ReleasedKind::CloneSet || !batch_is_percent {
+        return IntOrString::Int(desired_stable.max(0));
+    }
+    if desired_stable >= replicas {
+        return IntOrString::String("100%".into());
+    }
+    if desired_stable <= 0 {
+        return IntOrString::String("0%".into());
+    }
+    let percent = i64::from(desired_stable) * 100 / i64::from(replicas.max(1));
+    let value = IntOrString::String(format!("{percent}%"));
+    if scaled_value(&value, replicas, Rounding::Up).unwrap_or(0) == 0 && !planned_is_all {
+        return IntOrString::String("1%".into());
+    }
+    value
+}
