@@ -36,6 +36,11 @@ struct World {
     templates: Vec<Value>,
     now: Timestamp,
     generation_of_batch_release: i64,
+    /// Services and Ingresses by name.
+    services: BTreeMap<String, Value>,
+    ingresses: BTreeMap<String, Value>,
+    /// The HTTPRoute `demo`, when there is one.
+    route: Option<Value>,
 }
 
 fn merge(target: &mut Value, patch: &Value) {
@@ -77,6 +82,9 @@ impl World {
             pods: BTreeMap::new(),
             now: Timestamp::from_second(1_700_000_000).expect("valid"),
             generation_of_batch_release: 0,
+            services: BTreeMap::new(),
+            ingresses: BTreeMap::new(),
+            route: None,
         };
         world.run_clone_set();
         world
@@ -196,6 +204,12 @@ impl World {
                                 self.clone_set["metadata"]["generation"].as_i64().unwrap_or(1);
                             self.clone_set["metadata"]["generation"] = json!(generation + 1);
                         }
+                    } else if target.kind == ObjectKind::SERVICE {
+                        merge(self.services.get_mut(&target.name).expect("a Service"), body);
+                    } else if target.kind == ObjectKind::HTTP_ROUTE {
+                        merge(self.route.as_mut().expect("the HTTPRoute"), body);
+                    } else if target.kind == ObjectKind::INGRESS {
+                        merge(self.ingresses.get_mut(&target.name).expect("an Ingress"), body);
                     } else if target.kind == ObjectKind::POD {
                         let labels = self.pods.get_mut(&target.name).expect("a pod");
                         for (k, v) in body["metadata"]["labels"].as_object().expect("labels") {
@@ -204,6 +218,22 @@ impl World {
                     } else {
                         panic!("unexpected patch of {:?}", target.kind);
                     }
+                }
+                Action::CreateObject { target, body } if target.kind == ObjectKind::SERVICE => {
+                    assert!(
+                        self.services.insert(target.name.clone(), body.as_ref().clone()).is_none()
+                    );
+                }
+                Action::CreateObject { target, body } if target.kind == ObjectKind::INGRESS => {
+                    assert!(
+                        self.ingresses.insert(target.name.clone(), body.as_ref().clone()).is_none()
+                    );
+                }
+                Action::DeleteObject { target } if target.kind == ObjectKind::SERVICE => {
+                    assert!(self.services.remove(&target.name).is_some());
+                }
+                Action::DeleteObject { target } if target.kind == ObjectKind::INGRESS => {
+                    assert!(self.ingresses.remove(&target.name).is_some());
                 }
                 Action::CreateObject { target, body } => {
                     assert_eq!(target.kind, ObjectKind::BATCH_RELEASE);
@@ -241,7 +271,23 @@ impl World {
         }
     }
 
-    /// One round of every controller; returns whether anything changed.
+    fn traffic(&self) -> rollout::TrafficObjects {
+        let service = |name: &str| {
+            self.services.get(name).map(|s| serde_json::from_value(s.clone()).expect("a Service"))
+        };
+        let ingress = |name: &str| {
+            self.ingresses.get(name).map(|i| serde_json::from_value(i.clone()).expect("an Ingress"))
+        };
+        rollout::TrafficObjects {
+            stable_service: service("demo"),
+            canary_service: service("demo-canary"),
+            ingress: ingress("demo"),
+            canary_ingress: ingress("demo-canary"),
+            http_route: self.route.clone(),
+        }
+    }
+
+    /// One round of every controller; returns whether anything changed or is awaited.
     fn round(&mut self) -> bool {
         let mut changed = false;
         let plan = rollout::plan(
@@ -249,10 +295,11 @@ impl World {
                 rollout: self.typed_rollout(),
                 workload: Some(self.workload()),
                 batch_release: self.typed_batch_release(),
+                traffic: self.traffic(),
             },
             self.now,
         );
-        changed |= !plan.is_noop();
+        changed |= !plan.is_noop() || plan.requeue_after.is_some();
         self.apply(&plan, true);
         self.run_clone_set();
         if let Some(br) = self.typed_batch_release() {
@@ -270,7 +317,7 @@ impl World {
                 &batchrelease::Snapshot { release: br, workload: Some(self.workload()), pods },
                 self.now,
             );
-            changed |= !plan.is_noop();
+            changed |= !plan.is_noop() || plan.requeue_after.is_some();
             self.apply(&plan, false);
             self.run_clone_set();
         }
@@ -280,14 +327,14 @@ impl World {
     }
 
     fn settle(&mut self) {
-        for _ in 0..200 {
+        for _ in 0..400 {
             if !self.round() {
                 // Quiescent: planning again asks for nothing more.
                 assert!(!self.round(), "a quiescent world stays quiescent");
                 return;
             }
         }
-        panic!("no quiescence after 200 rounds: {}", self.rollout["status"]);
+        panic!("no quiescence after 400 rounds: {}", self.rollout["status"]);
     }
 
     fn updated(&self) -> i32 {
@@ -298,8 +345,18 @@ impl World {
         self.clone_set["spec"]["replicas"].as_i64().unwrap_or(0) as i32
     }
 
-    /// The canary never runs ahead of the batch the Rollout allows.
+    /// The canary never runs ahead of the batch the Rollout allows; traffic never goes to
+    /// the canary before a new pod is ready.
     fn check_invariants(&self) {
+        let weight = self.ingresses.get("demo-canary").and_then(|i| {
+            i.pointer("/metadata/annotations/nginx.ingress.kubernetes.io~1canary-weight")
+                .and_then(Value::as_str)
+                .and_then(|w| w.parse::<i32>().ok())
+        });
+        if weight.unwrap_or(0) > 0 {
+            let ready = self.clone_set["status"]["updatedReadyReplicas"].as_i64().unwrap_or(0);
+            assert!(ready > 0, "traffic to the canary with no new pod ready");
+        }
         let Some(br) = self.typed_batch_release() else { return };
         let Some(partition) = br.spec.release_plan.batch_partition else { return };
         let allowed =
@@ -310,6 +367,17 @@ impl World {
                 self.updated() <= allowed,
                 "{} pods updated with batch {partition} allowing {allowed}",
                 self.updated()
+            );
+            // The stable side keeps what the batch leaves it.
+            let stable = self
+                .pods
+                .values()
+                .filter(|l| l.get("controller-revision-hash") == Some(&self.workload().current_revision))
+                .count() as i32;
+            assert!(
+                stable >= self.replicas() - allowed,
+                "{stable} stable pods with batch {partition} leaving {}",
+                self.replicas() - allowed
             );
         }
     }
@@ -497,12 +565,26 @@ fn steps_strategy() -> impl Strategy<Value = Vec<CanaryStep>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
-    /// Whatever the steps and replicas, approving every pause finishes the release with every
-    /// pod updated and the workload released; at each pause the canary holds exactly what
+    /// Whatever the steps, weights and replicas, with or without traffic routing, approving
+    /// every pause finishes the release with every pod updated, the workload released and the
+    /// routing wound up; at each pause the canary holds exactly what
     /// the step asks (capped at the replicas); the invariants hold at every round.
     #[test]
-    fn every_release_finishes_with_every_pod_updated(replicas in 1..12i32, steps in steps_strategy()) {
+    fn every_release_finishes_with_every_pod_updated(
+        replicas in 1..12i32,
+        steps in steps_strategy(),
+        weights in prop::collection::vec(prop::option::of(1..=100i32), 5),
+        routed in any::<bool>(),
+    ) {
+        let steps: Vec<CanaryStep> = steps
+            .into_iter()
+            .zip(weights)
+            .map(|(s, w)| CanaryStep { traffic: w.filter(|_| routed).map(|w| format!("{w}%")), ..s })
+            .collect();
         let mut world = World::new(replicas, steps.clone());
+        if routed {
+            with_traffic(&mut world);
+        }
         world.settle();
         world.set_image("v1");
         for _ in 0..steps.len() + 1 {
@@ -525,6 +607,12 @@ proptest! {
         prop_assert!(world.batch_release.is_none());
         let labels = world.workload().annotations;
         prop_assert!(!labels.contains_key(IN_PROGRESSING_ANNOTATION));
+        // The routing is wound up.
+        prop_assert!(!world.services.contains_key("demo-canary"));
+        prop_assert!(!world.ingresses.contains_key("demo-canary"));
+        if routed {
+            prop_assert_eq!(&world.services["demo"]["spec"]["selector"], &json!({"app": "demo"}));
+        }
         prop_assert!(world.rollout["status"]["phase"] == json!(RolloutPhase::Healthy.as_str()));
         let _ = Time(world.now);
         let _ = CanaryStepState::Completed;
@@ -557,4 +645,157 @@ proptest! {
         prop_assert!(world.pods.values().all(|l| l["controller-revision-hash"] == stable));
         prop_assert!(world.batch_release.is_none());
     }
+}
+
+fn with_traffic(world: &mut World) {
+    world.services.insert(
+        "demo".into(),
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "demo", "namespace": "default"},
+            "spec": {"clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"], "selector": {"app": "demo"},
+                "ports": [{"port": 80, "targetPort": 8080, "nodePort": 30080}], "type": "NodePort"}}),
+    );
+    world.ingresses.insert(
+        "demo".into(),
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "demo", "namespace": "default",
+                "annotations": {"kubernetes.io/ingress.class": "nginx"}},
+            "spec": {"rules": [{"host": "demo.example.com", "http": {"paths": [
+                {"path": "/apis/echo", "pathType": "Exact",
+                 "backend": {"service": {"name": "demo", "port": {"number": 80}}}},
+                {"path": "/other", "pathType": "Prefix",
+                 "backend": {"service": {"name": "other", "port": {"number": 80}}}}]}}]}}),
+    );
+    world.rollout["spec"]["strategy"]["canary"]["trafficRoutings"] =
+        json!([{"service": "demo", "ingress": {"name": "demo"}}]);
+}
+
+fn traffic_step(replicas: &str, traffic: Option<&str>) -> CanaryStep {
+    CanaryStep { traffic: traffic.map(str::to_owned), ..step(pct(replicas), None) }
+}
+
+#[test]
+fn traffic_follows_the_steps_through_a_canary_service_and_ingress() {
+    let mut world = World::new(
+        5,
+        vec![
+            traffic_step("20%", Some("5%")),
+            traffic_step("40%", Some("50%")),
+            traffic_step("100%", None),
+        ],
+    );
+    with_traffic(&mut world);
+    world.settle();
+    assert!(!world.services.contains_key("demo-canary"), "nothing before a release");
+    world.set_image("v1");
+    world.settle();
+    assert_eq!(world.step(), (1, "StepPaused".to_owned()));
+    let canary = &world.services["demo-canary"];
+    assert_eq!(canary["spec"]["selector"], json!({"app": "demo", "pod-template-hash": "r1"}));
+    assert!(canary["spec"].get("clusterIP").is_none(), "{canary}");
+    assert!(canary["spec"]["ports"][0].get("nodePort").is_none(), "{canary}");
+    assert_eq!(canary["metadata"]["ownerReferences"][0]["kind"], "Rollout");
+    assert_eq!(
+        world.services["demo"]["spec"]["selector"],
+        json!({"app": "demo", "pod-template-hash": "r0"})
+    );
+    let ingress = &world.ingresses["demo-canary"];
+    let annotations = &ingress["metadata"]["annotations"];
+    assert_eq!(annotations["nginx.ingress.kubernetes.io/canary"], "true");
+    assert_eq!(annotations["nginx.ingress.kubernetes.io/canary-weight"], "5");
+    assert_eq!(annotations["kubernetes.io/ingress.class"], "nginx");
+    let paths = &ingress["spec"]["rules"][0]["http"]["paths"];
+    assert_eq!(paths.as_array().map(Vec::len), Some(1), "only the stable Service's path");
+    assert_eq!(paths[0]["backend"]["service"]["name"], "demo-canary");
+
+    world.approve();
+    world.settle();
+    assert_eq!(world.step(), (2, "StepPaused".to_owned()));
+    assert_eq!(
+        world.ingresses["demo-canary"]["metadata"]["annotations"]["nginx.ingress.kubernetes.io/canary-weight"],
+        "50"
+    );
+    world.approve();
+    world.settle();
+    // The last step has no traffic: the routing is wound up before it, then the release ends.
+    assert_eq!(world.phase(), "Healthy");
+    assert_eq!(world.updated(), 5);
+    assert!(!world.services.contains_key("demo-canary"));
+    assert!(!world.ingresses.contains_key("demo-canary"));
+    assert_eq!(world.services["demo"]["spec"]["selector"], json!({"app": "demo"}));
+}
+
+#[test]
+fn a_rollback_with_traffic_restores_the_stable_routing() {
+    let mut world =
+        World::new(5, vec![traffic_step("20%", Some("10%")), traffic_step("100%", None)]);
+    with_traffic(&mut world);
+    world.settle();
+    world.set_image("v1");
+    world.settle();
+    assert!(world.ingresses.contains_key("demo-canary"));
+    world.set_image("v0");
+    world.settle();
+    assert_eq!(world.phase(), "Healthy");
+    assert!(!world.services.contains_key("demo-canary"));
+    assert!(!world.ingresses.contains_key("demo-canary"));
+    assert_eq!(world.services["demo"]["spec"]["selector"], json!({"app": "demo"}));
+    assert_eq!(world.updated(), 5);
+}
+
+fn with_route(world: &mut World) {
+    with_traffic(world);
+    world.ingresses.clear();
+    world.route = Some(json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": "demo", "namespace": "default", "resourceVersion": "1"},
+        "spec": {"parentRefs": [{"name": "gw"}], "rules": [
+            {"matches": [{"path": {"type": "PathPrefix", "value": "/apis"}}],
+             "backendRefs": [{"name": "demo", "port": 80}]},
+            {"backendRefs": [{"name": "other", "port": 80}]}]}}));
+    world.rollout["spec"]["strategy"]["canary"]["trafficRoutings"] =
+        json!([{"service": "demo", "gateway": {"httpRouteName": "demo"}}]);
+}
+
+#[test]
+fn a_gateway_route_carries_the_weight_then_the_matches_and_is_restored() {
+    let mut world = World::new(5, vec![traffic_step("20%", Some("20%")), step(pct("40%"), None), step(pct("100%"), None)]);
+    // The second step routes by header instead of weight.
+    world.rollout["spec"]["strategy"]["canary"]["steps"][1]["matches"] =
+        json!([{"headers": [{"name": "user-agent", "value": "canary"}]}]);
+    with_route(&mut world);
+    world.settle();
+    world.set_image("v1");
+    world.settle();
+    assert_eq!(world.step(), (1, "StepPaused".to_owned()));
+    let rules = world.route.as_ref().map(|r| r["spec"]["rules"].clone()).unwrap_or_default();
+    assert_eq!(
+        rules[0]["backendRefs"],
+        json!([{"name": "demo", "port": 80, "weight": 80}, {"name": "demo-canary", "port": 80, "weight": 20}])
+    );
+    assert_eq!(rules[1], json!({"backendRefs": [{"name": "other", "port": 80}]}), "other rules untouched");
+
+    world.approve();
+    world.settle();
+    assert_eq!(world.step(), (2, "StepPaused".to_owned()));
+    let rules = world.route.as_ref().map(|r| r["spec"]["rules"].clone()).unwrap_or_default();
+    assert_eq!(rules.as_array().map(Vec::len), Some(3), "{rules}");
+    assert_eq!(rules[0]["backendRefs"], json!([{"name": "demo", "port": 80, "weight": 1}]), "no weight to the canary");
+    assert_eq!(
+        rules[2],
+        json!({"matches": [{"path": {"type": "PathPrefix", "value": "/apis"},
+                            "headers": [{"name": "user-agent", "value": "canary"}]}],
+               "backendRefs": [{"name": "demo-canary", "port": 80}]})
+    );
+
+    world.approve();
+    world.settle();
+    assert_eq!(world.phase(), "Healthy");
+    let rules = world.route.as_ref().map(|r| r["spec"]["rules"].clone()).unwrap_or_default();
+    assert_eq!(
+        rules,
+        json!([{"matches": [{"path": {"type": "PathPrefix", "value": "/apis"}}],
+                "backendRefs": [{"name": "demo", "port": 80, "weight": 1}]},
+               {"backendRefs": [{"name": "other", "port": 80}]}])
+    );
+    assert!(!world.services.contains_key("demo-canary"));
 }

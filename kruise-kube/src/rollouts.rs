@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
 use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
 use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout};
 use kruise_core::rollouts::batchrelease::{self, ReleasePod};
@@ -29,7 +31,125 @@ use crate::controller::{
     ServedResource, Watch,
 };
 
-crate::watched_namespaced!(Rollout, BatchRelease);
+crate::watched_namespaced!(Rollout, BatchRelease, Service, Ingress);
+
+/// A Gateway API HTTPRoute: its metadata, and the rest kept as JSON (the planner edits its
+/// rules as data). Cached only where the Gateway API is installed ([`optional_watch`]).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct HttpRoute {
+    /// The route's metadata.
+    pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    /// `apiVersion`, `kind`, `spec` and `status`, as read.
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
+}
+
+impl kube::Resource for HttpRoute {
+    type DynamicType = ();
+    type Scope = kube::core::NamespaceResourceScope;
+
+    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+        "HTTPRoute".into()
+    }
+
+    fn group(_: &()) -> std::borrow::Cow<'_, str> {
+        "gateway.networking.k8s.io".into()
+    }
+
+    fn version(_: &()) -> std::borrow::Cow<'_, str> {
+        "v1".into()
+    }
+
+    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+        "httproutes".into()
+    }
+
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Where a watch of a kind that may not be installed stands.
+enum Optional<K> {
+    /// Ask discovery whether the kind is served (`reported`: the empty list was given).
+    Check { reported: bool },
+    /// The empty list's end.
+    Empty,
+    /// The kind is served: its watch.
+    Watch(crate::cache::WatchEvents<K>),
+}
+
+/// The watch of a namespaced kind that a cluster may not serve (a CRD of another project):
+/// while discovery does not list it, the cache holds nothing and counts as synced, and
+/// discovery is asked again every 10 seconds; once it is served, its objects are watched.
+fn optional_watch<K>(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    resource: ServedResource,
+) -> crate::cache::WatchEvents<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    use futures::StreamExt as _;
+    use kube::runtime::watcher::Event;
+    let (client, namespace) = (client.clone(), namespace.map(str::to_owned));
+    futures::stream::unfold(Optional::Check { reported: false }, move |mut phase| {
+        let (client, namespace) = (client.clone(), namespace.clone());
+        async move {
+            loop {
+                match phase {
+                    Optional::Watch(mut events) => {
+                        return events.next().await.map(|e| (e, Optional::Watch(events)));
+                    }
+                    Optional::Empty => {
+                        return Some((Ok(Event::InitDone), Optional::Check { reported: true }));
+                    }
+                    Optional::Check { reported } => {
+                        if reported {
+                            tokio::time::sleep(Duration::from_secs(10)).await;
+                        }
+                        let served = crate::controller::is_served(&client, &resource).await;
+                        if matches!(served, Ok(true)) {
+                            phase = Optional::Watch(crate::cache::namespaced_watch(
+                                &client,
+                                namespace.as_deref(),
+                            ));
+                            continue;
+                        }
+                        if !reported {
+                            return Some((Ok(Event::Init), Optional::Empty));
+                        }
+                        phase = Optional::Check { reported: true };
+                    }
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+impl crate::cache::Watched for HttpRoute {
+    fn watch(client: &kube::Client, namespace: Option<&str>) -> crate::cache::WatchEvents<Self> {
+        optional_watch(
+            client,
+            namespace,
+            ServedResource {
+                group: "gateway.networking.k8s.io",
+                version: "v1",
+                plural: "httproutes",
+            },
+        )
+    }
+}
 
 /// Upstream's controller names.
 pub const ROLLOUT_CONTROLLER: &str = "rollout-controller";
@@ -145,6 +265,43 @@ pub struct RolloutController {
     rollouts: Cache<Rollout>,
     batch_releases: Cache<BatchRelease>,
     workloads: Workloads,
+    services: Cache<Service>,
+    ingresses: Cache<Ingress>,
+    routes: Cache<HttpRoute>,
+}
+
+/// What a traffic routing names.
+#[derive(Clone, Copy)]
+enum Routed {
+    Service,
+    Ingress,
+    Route,
+}
+
+/// The Rollouts in `namespace` whose traffic routing names `name` (as the Service, the
+/// Ingress, their canaries, or the HTTPRoute).
+fn routing_to(
+    rollouts: &Cache<Rollout>,
+    namespace: &str,
+    name: &str,
+    what: Routed,
+) -> Vec<ObjectKey> {
+    let stem = name.strip_suffix(kruise_core::rollouts::traffic::CANARY_SUFFIX).unwrap_or(name);
+    rollouts
+        .in_namespace(namespace)
+        .iter()
+        .filter(|r| {
+            let routings = r.spec.strategy.canary.iter().flat_map(|c| c.traffic_routings.iter());
+            routings.into_iter().any(|t| match what {
+                Routed::Ingress => t.ingress.as_ref().is_some_and(|i| i.name == stem),
+                Routed::Service => t.service == stem,
+                Routed::Route => {
+                    t.gateway.as_ref().and_then(|g| g.http_route_name.as_deref()) == Some(name)
+                }
+            })
+        })
+        .map(|r| ObjectKey::of(r.as_ref()))
+        .collect()
 }
 
 impl RolloutController {
@@ -163,8 +320,38 @@ impl RolloutController {
             rollouts: context.caches.get(),
             batch_releases: context.caches.get(),
             workloads: Workloads::new(&context),
+            services: context.caches.get(),
+            ingresses: context.caches.get(),
+            routes: context.caches.get(),
             context,
         })
+    }
+
+    /// The Service and Ingress the Rollout's traffic routing names, and their canaries.
+    fn traffic(&self, namespace: &str, rollout: &Rollout) -> rollout::TrafficObjects {
+        let Some(routing) =
+            rollout.spec.strategy.canary.as_ref().and_then(|c| c.traffic_routings.first())
+        else {
+            return rollout::TrafficObjects::default();
+        };
+        let canary = kruise_core::rollouts::traffic::canary_name;
+        let service =
+            |name: &str| self.services.get(&ObjectKey::new(namespace, name)).map(|s| (*s).clone());
+        let ingress =
+            |name: &str| self.ingresses.get(&ObjectKey::new(namespace, name)).map(|i| (*i).clone());
+        let ingress_name = routing.ingress.as_ref().map(|i| i.name.clone());
+        let route =
+            routing.gateway.as_ref().and_then(|g| g.http_route_name.as_deref()).and_then(|name| {
+                let route = self.routes.get(&ObjectKey::new(namespace, name))?;
+                serde_json::to_value(route.as_ref()).ok()
+            });
+        rollout::TrafficObjects {
+            stable_service: service(&routing.service),
+            canary_service: service(&canary(&routing.service)),
+            ingress: ingress_name.as_deref().and_then(ingress),
+            canary_ingress: ingress_name.as_deref().and_then(|n| ingress(&canary(n))),
+            http_route: route,
+        }
     }
 
     async fn reconcile_rollout(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
@@ -173,6 +360,7 @@ impl RolloutController {
             rollout: (*rollout).clone(),
             workload: self.workloads.get(&key.namespace, &rollout.spec.workload_ref),
             batch_release: self.batch_releases.get(key).map(|b| (*b).clone()),
+            traffic: self.traffic(&key.namespace, &rollout),
         };
         let now = jiff::Timestamp::now();
         let plan = rollout::plan(&snapshot, now);
@@ -190,6 +378,55 @@ impl Reconciler for RolloutController {
             Watch::controller_owner(&self.batch_releases, &self.rollouts, "Rollout"),
         ];
         watches.extend(workload_watches(&self.workloads, &self.rollouts, rollout_reference));
+        let (for_services, for_ingresses) = (self.rollouts.clone(), self.rollouts.clone());
+        watches.push(Watch::new(
+            &self.services,
+            KeyMapping::Custom,
+            move |change: &Change<Service>| {
+                let Some(service) = change.new.as_deref().or(change.old.as_deref()) else {
+                    return Vec::new();
+                };
+                let meta = &service.metadata;
+                routing_to(
+                    &for_services,
+                    meta.namespace.as_deref().unwrap_or_default(),
+                    meta.name.as_deref().unwrap_or_default(),
+                    Routed::Service,
+                )
+            },
+        ));
+        watches.push(Watch::new(
+            &self.ingresses,
+            KeyMapping::Custom,
+            move |change: &Change<Ingress>| {
+                let Some(ingress) = change.new.as_deref().or(change.old.as_deref()) else {
+                    return Vec::new();
+                };
+                let meta = &ingress.metadata;
+                routing_to(
+                    &for_ingresses,
+                    meta.namespace.as_deref().unwrap_or_default(),
+                    meta.name.as_deref().unwrap_or_default(),
+                    Routed::Ingress,
+                )
+            },
+        ));
+        let for_routes = self.rollouts.clone();
+        watches.push(Watch::new(
+            &self.routes,
+            KeyMapping::Custom,
+            move |change: &Change<HttpRoute>| {
+                let Some(route) = change.new.as_deref().or(change.old.as_deref()) else {
+                    return Vec::new();
+                };
+                routing_to(
+                    &for_routes,
+                    route.metadata.namespace.as_deref().unwrap_or_default(),
+                    route.metadata.name.as_deref().unwrap_or_default(),
+                    Routed::Route,
+                )
+            },
+        ));
         watches
     }
 

@@ -260,6 +260,11 @@ fn validate_immutable(def: &ResourceDef, old: &Value, new: &Value) -> Result<(),
     Err(ApiError::invalid(&def.group, &def.kind, &name, causes))
 }
 
+/// Whether `def` serves Ingresses (`networking.k8s.io`).
+fn is_ingress(def: &ResourceDef) -> bool {
+    (def.group.as_str(), def.plural.as_str()) == ("networking.k8s.io", "ingresses")
+}
+
 fn key_of(def: &ResourceDef) -> TableKey {
     def.key()
 }
@@ -627,6 +632,12 @@ impl Cluster {
             ("discovery.k8s.io", "endpointslices") => {
                 causes.extend(crate::endpointslice_validation::endpoint_slice(obj, old))
             }
+            ("networking.k8s.io", "ingresses") => {
+                causes.extend(crate::ingress_validation::ingress(obj, old))
+            }
+            ("networking.k8s.io", "ingressclasses") => {
+                causes.extend(crate::ingress_validation::ingress_class(obj, old))
+            }
             ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
                 causes.extend(crate::webhook_validation::configuration(obj, old, false))
             }
@@ -779,7 +790,9 @@ impl Cluster {
                 ("", "persistentvolumeclaims") | ("", "persistentvolumes") => {
                     Some(json!({"phase": "Pending"}))
                 }
-                ("", "services") => Some(json!({"loadBalancer": {}})),
+                ("", "services") | ("networking.k8s.io", "ingresses") => {
+                    Some(json!({"loadBalancer": {}}))
+                }
                 _ if def.is_custom() => None,
                 _ => Some(json!({})),
             };
@@ -790,13 +803,16 @@ impl Cluster {
                 };
             }
         }
-        let warnings;
+        let mut warnings;
         if def.is_custom() {
             warnings = self.check_custom(def, &mut obj, opts.field_validation)?;
         } else {
             warnings = check_builtin_fields(def, &mut obj, opts.field_validation)?;
             defaults::apply(&def.group, &def.plural, &mut obj);
             self.validate_builtin(def, &obj, None)?;
+            if is_ingress(def) {
+                warnings.extend(crate::ingress_validation::create_warnings(&obj));
+            }
             if def.plural == "events" && (def.group.is_empty() || def.group == "events.k8s.io") {
                 let strict = def.group == "events.k8s.io";
                 let causes = crate::event_validation::create_causes(&obj, strict);
@@ -826,6 +842,7 @@ impl Cluster {
         if def.group.is_empty() && def.plural == "pods" {
             crate::service_accounts::admit_pod(self, ns, &mut body)?;
         }
+        self.admit_ingress(def, &mut body);
         let (obj, warnings) = self.build_new(def, ns, body, opts)?;
         Ok((self.commit_create(def, obj, opts)?, warnings))
     }
@@ -883,8 +900,28 @@ impl Cluster {
             if def.group.is_empty() && def.plural == "pods" {
                 crate::service_accounts::admit_pod(self, ns, &mut obj)?;
             }
+            self.admit_ingress(def, &mut obj);
         }
         Ok(present(def, &obj))
+    }
+
+    /// The default IngressClass a new Ingress would get (`DefaultIngressClass` admission),
+    /// if `def` is Ingresses and `body` names no class.
+    fn default_ingress_class(&self, def: &ResourceDef, body: &Value) -> Option<String> {
+        if !is_ingress(def) {
+            return None;
+        }
+        let table = ("networking.k8s.io".to_string(), "ingressclasses".to_string());
+        let (classes, _) = self.store.list(&table, None);
+        crate::ingress_validation::default_class_for(body, &classes)
+    }
+
+    /// kube-apiserver's `DefaultIngressClass` admission of a new Ingress (a mutating plugin:
+    /// before the webhooks).
+    fn admit_ingress(&self, def: &ResourceDef, body: &mut Value) {
+        if let Some(class) = self.default_ingress_class(def, body) {
+            crate::ingress_validation::set_class(body, &class);
+        }
     }
 
     pub(crate) fn obj_key(def: &ResourceDef, ns: &str, name: &str) -> ObjKey {
@@ -1158,6 +1195,12 @@ impl Cluster {
         } else {
             warnings.extend(check_builtin_fields(def, &mut result, later_fv)?);
             defaults::apply(&def.group, &def.plural, &mut result);
+            if sub == Sub::Status && is_ingress(def) {
+                let causes = crate::ingress_validation::ingress_status(&result, old);
+                if !causes.is_empty() {
+                    return Err(ApiError::invalid(&def.group, &def.kind, &name, causes));
+                }
+            }
             if sub == Sub::Main {
                 self.validate_builtin(def, &result, Some(old))?;
                 validate_immutable(def, old, &result)?;
@@ -1314,6 +1357,11 @@ impl Cluster {
         let mut created = false;
         // Checked outside the store's write (the store's lock is not reentrant).
         let ns_ok = self.check_namespace(def, ns);
+        let default_class = if ptype == PatchType::Apply && sub == Sub::Main {
+            self.default_ingress_class(def, &patch)
+        } else {
+            None
+        };
         let written = self.store.write(&key_of(def), &key, opts.dry_run, |cur| {
             let Some(old) = cur else {
                 if ptype == PatchType::Apply {
@@ -1321,6 +1369,9 @@ impl Cluster {
                     let mut body = patch.clone();
                     if let Some(m) = meta_mut(&mut body) {
                         m.insert("name".into(), json!(name));
+                    }
+                    if let Some(class) = &default_class {
+                        crate::ingress_validation::set_class(&mut body, class);
                     }
                     let (mut obj, w) = self.build_new(def, ns, body, opts)?;
                     let manager = opts.field_manager.as_deref().unwrap_or_default();

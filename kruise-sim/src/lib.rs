@@ -47,6 +47,7 @@ mod exec;
 pub mod faults;
 pub mod gc;
 mod http;
+mod ingress_validation;
 pub mod jsonpath;
 mod managed;
 mod match_conditions;

@@ -69,7 +69,7 @@ pub fn builtin_schemas() -> &'static BuiltinSchemas {
 fn add_kind(g: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     use k8s_openapi::api::{
         admissionregistration, apps, authorization, batch, coordination, core, discovery, events,
-        policy, rbac,
+        networking, policy, rbac,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     fn add<T: JsonSchema>(g: &mut SchemaGenerator) -> Option<String> {
@@ -99,6 +99,8 @@ fn add_kind(g: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> 
         ("batch", "CronJob") => add::<batch::v1::CronJob>(g),
         ("coordination.k8s.io", "Lease") => add::<coordination::v1::Lease>(g),
         ("discovery.k8s.io", "EndpointSlice") => add::<discovery::v1::EndpointSlice>(g),
+        ("networking.k8s.io", "Ingress") => add::<networking::v1::Ingress>(g),
+        ("networking.k8s.io", "IngressClass") => add::<networking::v1::IngressClass>(g),
         ("rbac.authorization.k8s.io", "ClusterRole") => add::<rbac::v1::ClusterRole>(g),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
             add::<rbac::v1::ClusterRoleBinding>(g)

@@ -739,6 +739,8 @@ fn schema_for(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("batch/v1", "Job") => &JOB,
         ("batch/v1", "CronJob") => &CRON_JOB,
         ("policy/v1", "PodDisruptionBudget") => &PDB,
+        ("networking.k8s.io/v1", "Ingress") => &INGRESS,
+        ("networking.k8s.io/v1", "IngressClass") => &INGRESS_CLASS,
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => &SELF_SUBJECT_ACCESS_REVIEW,
         ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
         _ => return None,
@@ -1488,6 +1490,117 @@ static PDB_STATUS: Msg = Msg {
         keep(4, "currentHealthy", K::I32),
         keep(5, "desiredHealthy", K::I32),
         keep(6, "expectedPods", K::I32),
+    ],
+};
+
+// networking.k8s.io/v1 ----------------------------------------------------------------------
+
+static INGRESS: Msg = Msg {
+    name: "Ingress",
+    fields: &[
+        META,
+        opt(2, "spec", K::Msg(&INGRESS_SPEC)),
+        opt(3, "status", K::Msg(&INGRESS_STATUS)),
+    ],
+};
+
+static INGRESS_SPEC: Msg = Msg {
+    name: "IngressSpec",
+    fields: &[
+        keep(4, "ingressClassName", K::Str),
+        opt(1, "defaultBackend", K::Msg(&INGRESS_BACKEND)),
+        rep(2, "tls", K::Msg(&INGRESS_TLS)),
+        rep(3, "rules", K::Msg(&INGRESS_RULE)),
+    ],
+};
+
+static INGRESS_RULE: Msg = Msg {
+    name: "IngressRule",
+    fields: &[opt(1, "host", K::Str), opt(2, "", K::Inline(&INGRESS_RULE_VALUE))],
+};
+
+static INGRESS_RULE_VALUE: Msg =
+    Msg { name: "IngressRuleValue", fields: &[opt(1, "http", K::Msg(&HTTP_INGRESS_RULE_VALUE))] };
+
+static HTTP_INGRESS_RULE_VALUE: Msg =
+    Msg { name: "HTTPIngressRuleValue", fields: &[rep(1, "paths", K::Msg(&HTTP_INGRESS_PATH))] };
+
+static HTTP_INGRESS_PATH: Msg = Msg {
+    name: "HTTPIngressPath",
+    fields: &[
+        opt(1, "path", K::Str),
+        keep(3, "pathType", K::Str),
+        opt(2, "backend", K::Msg(&INGRESS_BACKEND)),
+    ],
+};
+
+static INGRESS_BACKEND: Msg = Msg {
+    name: "IngressBackend",
+    fields: &[
+        opt(4, "service", K::Msg(&INGRESS_SERVICE_BACKEND)),
+        opt(3, "resource", K::Msg(&TYPED_LOCAL_OBJECT_REFERENCE)),
+    ],
+};
+
+static INGRESS_SERVICE_BACKEND: Msg = Msg {
+    name: "IngressServiceBackend",
+    fields: &[keep(1, "name", K::Str), opt(2, "port", K::Msg(&SERVICE_BACKEND_PORT))],
+};
+
+static SERVICE_BACKEND_PORT: Msg =
+    Msg { name: "ServiceBackendPort", fields: &[opt(1, "name", K::Str), opt(2, "number", K::I32)] };
+
+static TYPED_LOCAL_OBJECT_REFERENCE: Msg = Msg {
+    name: "TypedLocalObjectReference",
+    fields: &[keep(1, "apiGroup", K::Str), keep(2, "kind", K::Str), keep(3, "name", K::Str)],
+};
+
+static INGRESS_TLS: Msg =
+    Msg { name: "IngressTLS", fields: &[rep(1, "hosts", K::Str), opt(2, "secretName", K::Str)] };
+
+static INGRESS_STATUS: Msg = Msg {
+    name: "IngressStatus",
+    fields: &[opt(1, "loadBalancer", K::Msg(&INGRESS_LOAD_BALANCER_STATUS))],
+};
+
+static INGRESS_LOAD_BALANCER_STATUS: Msg = Msg {
+    name: "IngressLoadBalancerStatus",
+    fields: &[rep(1, "ingress", K::Msg(&INGRESS_LOAD_BALANCER_INGRESS))],
+};
+
+static INGRESS_LOAD_BALANCER_INGRESS: Msg = Msg {
+    name: "IngressLoadBalancerIngress",
+    fields: &[
+        opt(1, "ip", K::Str),
+        opt(2, "hostname", K::Str),
+        rep(4, "ports", K::Msg(&INGRESS_PORT_STATUS)),
+    ],
+};
+
+static INGRESS_PORT_STATUS: Msg = Msg {
+    name: "IngressPortStatus",
+    fields: &[keep(1, "port", K::I32), keep(2, "protocol", K::Str), keep(3, "error", K::Str)],
+};
+
+static INGRESS_CLASS: Msg =
+    Msg { name: "IngressClass", fields: &[META, opt(2, "spec", K::Msg(&INGRESS_CLASS_SPEC))] };
+
+static INGRESS_CLASS_SPEC: Msg = Msg {
+    name: "IngressClassSpec",
+    fields: &[
+        opt(1, "controller", K::Str),
+        opt(2, "parameters", K::Msg(&INGRESS_CLASS_PARAMETERS_REFERENCE)),
+    ],
+};
+
+static INGRESS_CLASS_PARAMETERS_REFERENCE: Msg = Msg {
+    name: "IngressClassParametersReference",
+    fields: &[
+        keep(1, "apiGroup", K::Str),
+        keep(2, "kind", K::Str),
+        keep(3, "name", K::Str),
+        keep(4, "scope", K::Str),
+        keep(5, "namespace", K::Str),
     ],
 };
 

@@ -71,6 +71,15 @@ pub enum CellSource {
     /// An EndpointSlice's endpoints: the first three addresses, `+ N more...` beyond,
     /// `<unset>` when none.
     EndpointSliceEndpoints,
+    /// An Ingress's rule hosts: the first three, `+ N more...` counting every rule beyond,
+    /// `*` when none.
+    IngressHosts,
+    /// An Ingress's load-balancer addresses (an IP, else the hostname), unique and sorted.
+    IngressAddress,
+    /// An Ingress's ports: `80, 443` with TLS, else `80`.
+    IngressPorts,
+    /// An IngressClass's parameters as `Kind.apiGroup/name`, `<none>` when unset.
+    IngressClassParameters,
 }
 
 /// The paths of a scale subresource.
@@ -350,6 +359,11 @@ const BUILTINS: &[B] = &[
         .smp(SmpKind::TemplateAt(&["spec", "jobTemplate", "spec", "template"])),
     b("coordination.k8s.io", "v1", "Lease", "leases", true),
     b("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true).generation(),
+    b("networking.k8s.io", "v1", "Ingress", "ingresses", true)
+        .short(&["ing"])
+        .status()
+        .generation(),
+    b("networking.k8s.io", "v1", "IngressClass", "ingressclasses", false).generation(),
     b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
     b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
     b("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
@@ -466,6 +480,18 @@ fn columns_for(group: &str, plural: &str) -> Vec<Column> {
             jp("AddressType", "string", ".addressType"),
             col("Ports", "string", 0, EndpointSlicePorts),
             col("Endpoints", "string", 0, EndpointSliceEndpoints),
+            age(),
+        ],
+        ("networking.k8s.io", "ingresses") => vec![
+            jp("Class", "string", ".spec.ingressClassName"),
+            col("Hosts", "string", 0, IngressHosts),
+            col("Address", "string", 0, IngressAddress),
+            col("Ports", "string", 0, IngressPorts),
+            age(),
+        ],
+        ("networking.k8s.io", "ingressclasses") => vec![
+            jp("Controller", "string", ".spec.controller"),
+            col("Parameters", "string", 0, IngressClassParameters),
             age(),
         ],
         ("coordination.k8s.io", "leases") => {

@@ -272,6 +272,71 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
                 .collect();
             json!(first_three(addresses))
         }
+        CellSource::IngressHosts => {
+            // The printer's `formatHosts`: hosts of the first rules, but `+ N more...` counts
+            // every rule past the third, with a host or not.
+            const MAX: usize = 3;
+            let rules: Vec<&Value> = items(o, "/spec/rules").collect();
+            let mut shown: Vec<&str> = Vec::new();
+            let mut more = false;
+            for rule in &rules {
+                if shown.len() == MAX {
+                    more = true;
+                }
+                let host = rule.get("host").and_then(Value::as_str).unwrap_or_default();
+                if !more && !host.is_empty() {
+                    shown.push(host);
+                }
+            }
+            json!(match (shown.is_empty(), more) {
+                (true, _) => "*".to_string(),
+                (false, true) => format!("{} + {} more...", shown.join(","), rules.len() - MAX),
+                (false, false) => shown.join(","),
+            })
+        }
+        CellSource::IngressAddress => {
+            // The server prints wide: nothing is clipped.
+            let addresses: std::collections::BTreeSet<&str> =
+                items(o, "/status/loadBalancer/ingress")
+                    .filter_map(|i| {
+                        let field =
+                            |k: &str| i.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+                        field("ip").or_else(|| field("hostname"))
+                    })
+                    .collect();
+            json!(addresses.into_iter().collect::<Vec<_>>().join(","))
+        }
+        CellSource::IngressPorts => {
+            let tls = items(o, "/spec/tls").next().is_some();
+            json!(if tls { "80, 443" } else { "80" })
+        }
+        CellSource::IngressClassParameters => match o.pointer("/spec/parameters") {
+            Some(p) if !p.is_null() => {
+                let text = |k: &str| p.get(k).and_then(Value::as_str);
+                let mut shown = text("kind").unwrap_or_default().to_string();
+                if let Some(group) = text("apiGroup") {
+                    shown = format!("{shown}.{group}");
+                }
+                json!(format!("{shown}/{}", text("name").unwrap_or_default()))
+            }
+            _ => json!("<none>"),
+        },
+    }
+}
+
+/// The Name cell: an IngressClass annotated as the default one shows ` (default)` after its
+/// name, as kube-apiserver's printer writes it.
+fn name_cell(def: &ResourceDef, o: &Value) -> Value {
+    let name = o.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+    let default_class = (def.group.as_str(), def.plural.as_str())
+        == ("networking.k8s.io", "ingressclasses")
+        && o.pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::ingress_validation::DEFAULT_CLASS_ANNOTATION))
+            .and_then(Value::as_str)
+            == Some("true");
+    match name {
+        Value::String(n) if default_class => json!(format!("{n} (default)")),
+        other => other,
     }
 }
 
@@ -332,7 +397,7 @@ pub fn partial_metadata(o: &Value) -> Value {
 
 /// One table row.
 pub fn row(def: &ResourceDef, o: &Value, include: IncludeObject) -> Value {
-    let name = o.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+    let name = name_cell(def, o);
     let mut cells = Vec::with_capacity(def.columns.len() + 1);
     if !name_last(def) {
         cells.push(name.clone());

@@ -130,6 +130,76 @@ fn ensure_object<'v>(value: &'v mut Value, pointer: &str) -> &'v mut Value {
 
 const NOT_YET: &str = "is not supported by this version of kruise-rs yet";
 
+/// Upstream's checks of one traffic routing, and a refusal of what is not built here (custom
+/// network references, Ingress classes other than nginx, an Ingress and a route together).
+fn validate_traffic_routing(
+    routing: &kruise_api::rollouts::v1beta1::TrafficRoutingRef,
+    path: &FieldPath,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if routing.grace_period_seconds < 0 {
+        errors.push(FieldError::invalid(
+            &path.child("GracePeriodSeconds"),
+            BadValue::Str(routing.service.clone()),
+            "TrafficRouting.GracePeriodSeconds cannot be negative",
+        ));
+    }
+    if routing.service.is_empty() {
+        errors.push(FieldError::invalid(
+            &path.child("Service"),
+            BadValue::Str(String::new()),
+            "TrafficRouting.Service cannot be empty",
+        ));
+    }
+    if routing.gateway.is_none()
+        && routing.ingress.is_none()
+        && routing.custom_network_refs.is_empty()
+    {
+        errors.push(FieldError::invalid(
+            &path.child("TrafficRoutings"),
+            BadValue::Null,
+            "TrafficRoutings are not set",
+        ));
+    }
+    if let Some(ingress) = &routing.ingress {
+        if ingress.name.is_empty() {
+            errors.push(FieldError::invalid(
+                &path.child("Ingress"),
+                BadValue::Go(serde_json::to_string(ingress).unwrap_or_default()),
+                "TrafficRouting.Ingress.Ingress cannot be empty",
+            ));
+        }
+        if !(ingress.class_type.is_empty() || ingress.class_type == "nginx") {
+            errors.push(FieldError::forbidden(
+                &path.child("Ingress").child("ClassType"),
+                format!("Ingress class type {:?} {NOT_YET} (only nginx)", ingress.class_type),
+            ));
+        }
+    }
+    if let Some(gateway) = &routing.gateway {
+        if gateway.http_route_name.as_deref().is_none_or(str::is_empty) {
+            errors.push(FieldError::invalid(
+                &path.child("Gateway"),
+                BadValue::Go(serde_json::to_string(gateway).unwrap_or_default()),
+                "TrafficRouting.Gateway must set the name of HTTPRoute or HTTPsRoute",
+            ));
+        }
+        if routing.ingress.is_some() {
+            errors.push(FieldError::forbidden(
+                &path.child("Gateway"),
+                format!("an Ingress and a Gateway API route in one routing {NOT_YET}"),
+            ));
+        }
+    }
+    if !routing.custom_network_refs.is_empty() {
+        errors.push(FieldError::forbidden(
+            &path.child("CustomNetworkRefs"),
+            format!("a custom network provider {NOT_YET}"),
+        ));
+    }
+    errors
+}
+
 fn steps_value(steps: &[CanaryStep]) -> BadValue {
     BadValue::Go(serde_json::to_string(steps).unwrap_or_default())
 }
@@ -141,8 +211,13 @@ fn replicas_value(replicas: &IntOrString) -> BadValue {
     }
 }
 
-/// Upstream's step checks: replicas set and within range, non-decreasing; the first problem
-/// only.
+/// The most a partition-style step with traffic may release, in percent
+/// (upstream's `--partition-percent-limit` default).
+pub const PARTITION_PERCENT_LIMIT: i32 = 50;
+
+/// Upstream's step checks: replicas set and within range, traffic a percentage, a
+/// partition-style step with traffic at most [`PARTITION_PERCENT_LIMIT`], replicas
+/// non-decreasing; the first problem only.
 fn validate_steps(steps: &[CanaryStep], path: &FieldPath) -> Option<FieldError> {
     if steps.is_empty() {
         return Some(FieldError::invalid(
@@ -170,6 +245,28 @@ fn validate_steps(steps: &[CanaryStep], path: &FieldPath) -> Option<FieldError> 
                 replicas_value(replicas),
                 r#"replicas must be positive number, or a percentage with "0%" < canaryReplicas <= "100%""#,
             ));
+        }
+        if step.traffic.is_none() && step.matches.is_empty() {
+            continue;
+        }
+        if matches!(replicas, IntOrString::String(_))
+            && scaled(replicas).unwrap_or(0) > PARTITION_PERCENT_LIMIT
+        {
+            return Some(FieldError::invalid(
+                &path.index(i).child("steps"),
+                steps_value(steps),
+                "For partition style rollout: step[x].replicas must not greater than partition-percent-limit if traffic specified",
+            ));
+        }
+        if let Some(traffic) = &step.traffic {
+            let weight = scaled_value(&IntOrString::String(traffic.clone()), 100, Rounding::Up);
+            if !matches!(weight, Ok(w) if w > 0 && w <= 100) {
+                return Some(FieldError::invalid(
+                    &path.index(i).child("steps"),
+                    steps_value(steps),
+                    r#"traffic must be percentage with "0%" < traffic <= "100%" in canary strategy"#,
+                ));
+            }
         }
     }
     for pair in steps.windows(2) {
@@ -207,7 +304,7 @@ pub fn validate_rollout(
         Ok(_) => {}
         Err(WorkloadError::NotYetSupported(kind)) => errors.push(FieldError::forbidden(
             &workload_path,
-            format!("a Rollout of a {kind} {NOT_YET}"),
+            format!("a Rollout of {kind} {NOT_YET}"),
         )),
         Err(_) => errors.push(FieldError::invalid(
             &workload_path,
@@ -237,10 +334,25 @@ pub fn validate_rollout(
             if let Some(error) = validate_steps(&canary.steps, &canary_path.child("Steps")) {
                 errors.push(error);
             }
-            if !canary.traffic_routings.is_empty() {
+            if canary.traffic_routings.len() > 1 {
+                errors.push(FieldError::invalid(
+                    &canary_path,
+                    BadValue::Go(
+                        serde_json::to_string(&canary.traffic_routings).unwrap_or_default(),
+                    ),
+                    "Rollout currently only support single TrafficRouting.",
+                ));
+            }
+            for routing in &canary.traffic_routings {
+                errors.extend(validate_traffic_routing(
+                    routing,
+                    &canary_path.child("TrafficRouting"),
+                ));
+            }
+            if canary.disable_generate_canary_service {
                 errors.push(FieldError::forbidden(
-                    &canary_path.child("TrafficRoutings"),
-                    format!("traffic routing {NOT_YET}"),
+                    &canary_path.child("DisableGenerateCanaryService"),
+                    format!("routing without a canary Service {NOT_YET}"),
                 ));
             }
             if !canary.traffic_routing_ref.is_empty() {
@@ -252,13 +364,31 @@ pub fn validate_rollout(
             // enableExtraWorkloadForCanary only shapes a Deployment's release (refused above);
             // a CloneSet or Advanced StatefulSet is released by partition whatever it says,
             // as upstream does (a v1alpha1 Rollout converts with it set).
-            if canary.steps.iter().any(|s| {
-                s.traffic.is_some() || !s.matches.is_empty() || s.request_header_modifier.is_some()
-            }) {
+            if canary.traffic_routings.is_empty()
+                && canary.steps.iter().any(|s| s.traffic.is_some() || !s.matches.is_empty())
+            {
                 errors.push(FieldError::forbidden(
                     &canary_path.child("Steps"),
-                    format!("traffic, matches and requestHeaderModifier in a step: traffic routing {NOT_YET}"),
+                    "traffic and matches in a step need a trafficRoutings entry",
                 ));
+            }
+            for (i, step) in canary.steps.iter().enumerate() {
+                let step_path = canary_path.child("Steps").index(i);
+                if step.request_header_modifier.is_some() {
+                    errors.push(FieldError::forbidden(
+                        &step_path.child("RequestHeaderModifier"),
+                        format!("requestHeaderModifier {NOT_YET}"),
+                    ));
+                }
+                let ingress_only = canary.traffic_routings.iter().all(|r| r.gateway.is_none());
+                if ingress_only
+                    && step.matches.iter().any(|m| m.path.is_some() || !m.query_params.is_empty())
+                {
+                    errors.push(FieldError::forbidden(
+                        &step_path.child("Matches"),
+                        "path and queryParams matches need a Gateway API route: an nginx Ingress matches headers only",
+                    ));
+                }
             }
         }
     }

@@ -24,16 +24,19 @@
 //!   moves to the first step at or beyond the batch already released.
 
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::rollouts::v1beta1::{
     BatchRelease, BatchReleaseBatchStateType, BatchReleaseSpec, CanaryStatus, CanaryStepState,
     CommonStatus, FinalisingStepType, FinalizingPolicyType, ReleaseBatch, ReleasePlan,
-    RollingStyleType, Rollout, RolloutPhase, RolloutStatus,
+    RollingStyleType, Rollout, RolloutPhase, RolloutStatus, TrafficRoutingRef,
 };
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
+use super::traffic;
 use super::{
     IN_PROGRESSING_ANNOTATION, ROLLOUT_FINALIZER, ROLLOUT_HASH_ANNOTATION, ReleasedWorkload,
     WORKLOAD_TYPE_LABEL, condition, release_plan_hash, set_condition,
@@ -82,6 +85,23 @@ pub struct Snapshot {
     pub workload: Option<ReleasedWorkload>,
     /// Its BatchRelease (named as the Rollout), when it exists.
     pub batch_release: Option<BatchRelease>,
+    /// The objects its traffic routing names, as read.
+    pub traffic: TrafficObjects,
+}
+
+/// The objects the Rollout's (first) `trafficRoutings` entry names, when they exist.
+#[derive(Clone, Debug, Default)]
+pub struct TrafficObjects {
+    /// The workload's Service (`service`).
+    pub stable_service: Option<Service>,
+    /// `<service>-canary`.
+    pub canary_service: Option<Service>,
+    /// The Ingress (`ingress.name`).
+    pub ingress: Option<Ingress>,
+    /// `<ingress>-canary`.
+    pub canary_ingress: Option<Ingress>,
+    /// The Gateway API HTTPRoute (`gateway.httpRouteName`), as JSON.
+    pub http_route: Option<Value>,
 }
 
 /// Why the release is being wound up.
@@ -617,9 +637,31 @@ impl Planner<'_> {
         );
         match canary.common.current_step_state.clone() {
             CanaryStepState::BeforeStepUpgrade => {
-                canary.common.current_step_state = CanaryStepState::StepUpgrade;
-                canary.common.last_update_time = Some(Time(now));
                 canary.common.message = upgrade_message;
+                // Before the new pods exist, the stable Service stops selecting them (a step
+                // with traffic), or the routing is wound up (a step without).
+                let ready = match self.routing() {
+                    None => true,
+                    Some(_) if traffic::routes_traffic(&step) => {
+                        let key = workload.revision_label_key();
+                        let stable = canary.common.stable_revision.clone();
+                        self.network_settled(&mut canary, |p| {
+                            p.ensure_stable_selector(key, Some(&stable))
+                        })
+                    }
+                    Some(_) => {
+                        let key = workload.revision_label_key();
+                        self.network_settled(&mut canary, |p| {
+                            p.restore_routes()
+                                && p.ensure_stable_selector(key, None)
+                                && p.remove_canary_service()
+                        })
+                    }
+                };
+                if ready {
+                    canary.common.current_step_state = CanaryStepState::StepUpgrade;
+                    canary.common.last_update_time = Some(Time(now));
+                }
             }
             CanaryStepState::StepUpgrade => {
                 canary.common.message = upgrade_message;
@@ -672,8 +714,16 @@ impl Planner<'_> {
                 }
             }
             CanaryStepState::StepTrafficRouting => {
-                canary.common.current_step_state = CanaryStepState::StepMetricsAnalysis;
-                canary.common.last_update_time = Some(Time(now));
+                let done = match self.routing() {
+                    Some(_) if traffic::routes_traffic(&step) => {
+                        self.route_traffic(&mut canary, workload, &step)
+                    }
+                    _ => true,
+                };
+                if done {
+                    canary.common.current_step_state = CanaryStepState::StepMetricsAnalysis;
+                    canary.common.last_update_time = Some(Time(now));
+                }
             }
             CanaryStepState::StepMetricsAnalysis => {
                 canary.common.current_step_state = CanaryStepState::StepPaused;
@@ -780,11 +830,18 @@ impl Planner<'_> {
         let done = loop {
             let step = &order[index];
             canary.common.finalising_step = step.clone();
+            let key = workload.map_or("pod-template-hash", ReleasedWorkload::revision_label_key);
             let finished = match step {
                 F::ResumeWorkload => self.resume_workload(reason),
                 F::ReleaseWorkloadControl => self.release_workload_control(),
                 F::End => break true,
-                // No traffic routing: nothing to restore.
+                F::RestoreStableService => {
+                    self.network_settled(&mut canary, |p| p.ensure_stable_selector(key, None))
+                }
+                F::RouteTrafficToStable => self.network_settled(&mut canary, Self::restore_routes),
+                F::RemoveCanaryService => {
+                    self.network_settled(&mut canary, Self::remove_canary_service)
+                }
                 _ => true,
             };
             if !finished {
@@ -799,6 +856,251 @@ impl Planner<'_> {
             self.requeue = Some(RECHECK);
         }
         done
+    }
+
+    /// The (first) traffic routing, when the strategy has one.
+    fn routing(&self) -> Option<TrafficRoutingRef> {
+        self.rollout().spec.strategy.canary.as_ref()?.traffic_routings.first().cloned()
+    }
+
+    /// The wait after a change of the network objects (`gracePeriodSeconds`; 3 when unset).
+    fn grace(&self) -> SignedDuration {
+        let seconds = self.routing().map_or(0, |r| r.grace_period_seconds);
+        SignedDuration::from_secs(i64::from(if seconds <= 0 { 3 } else { seconds }))
+    }
+
+    /// The Rollout as the controller owner of the objects it creates.
+    fn owner_reference(&self) -> Value {
+        json!({
+            "apiVersion": ObjectKind::ROLLOUT.api_version(),
+            "kind": ObjectKind::ROLLOUT.kind,
+            "name": self.name,
+            "uid": self.rollout().metadata.uid.clone().unwrap_or_default(),
+            "controller": true,
+            "blockOwnerDeletion": true,
+        })
+    }
+
+    /// Runs `ensure` (which writes what it must and says whether all was in place already).
+    /// A write restarts the grace period (`canaryStatus.lastUpdateTime`); true once nothing
+    /// needed writing and the grace period since the last write has passed.
+    fn network_settled(
+        &mut self,
+        canary: &mut CanaryStatus,
+        ensure: impl FnOnce(&mut Self) -> bool,
+    ) -> bool {
+        if self.routing().is_none() {
+            return true;
+        }
+        let before = self.actions.len();
+        let in_place = ensure(self);
+        if self.actions.len() > before {
+            canary.common.last_update_time = Some(Time(self.now));
+            self.requeue = Some(self.grace());
+            return false;
+        }
+        if !in_place {
+            self.requeue = Some(RECHECK);
+            return false;
+        }
+        let since = canary.common.last_update_time.as_ref().map_or(self.now, |t| t.0);
+        let until = since + self.grace();
+        if self.now < until {
+            self.requeue = Some(until.duration_since(self.now));
+            return false;
+        }
+        true
+    }
+
+    /// Sends the step's traffic to the new pods: the canary Service, the stable Service's
+    /// selector, then (after the grace period) the canary Ingress.
+    fn route_traffic(
+        &mut self,
+        canary: &mut CanaryStatus,
+        workload: &ReleasedWorkload,
+        step: &kruise_api::rollouts::v1beta1::CanaryStep,
+    ) -> bool {
+        let key = workload.revision_label_key();
+        let (stable, new) =
+            (canary.common.stable_revision.clone(), canary.common.pod_template_hash.clone());
+        let services = self.network_settled(canary, |p| {
+            p.ensure_canary_service(key, &new) && p.ensure_stable_selector(key, Some(&stable))
+        });
+        services && self.network_settled(canary, |p| p.ensure_routes(step))
+    }
+
+    fn service_target(&self, name: &str) -> Target {
+        Target::new(ObjectKind::SERVICE, Some(&self.namespace), name)
+    }
+
+    fn ingress_target(&self, name: &str) -> Target {
+        Target::new(ObjectKind::INGRESS, Some(&self.namespace), name)
+    }
+
+    /// The canary Service exists and selects `revision`.
+    fn ensure_canary_service(&mut self, key: &str, revision: &str) -> bool {
+        let Some(routing) = self.routing() else { return true };
+        let objects = &self.snapshot.traffic;
+        let Some(stable) = objects.stable_service.clone() else {
+            self.status.message = format!("Service {} is not found", routing.service);
+            return false;
+        };
+        let name = traffic::canary_name(&routing.service);
+        match objects.canary_service.clone() {
+            None => {
+                let body = traffic::canary_service(&stable, key, revision, &self.owner_reference());
+                self.actions.push(Action::CreateObject {
+                    target: self.service_target(&name),
+                    body: std::sync::Arc::new(body),
+                });
+                true
+            }
+            Some(existing) if existing.metadata.deletion_timestamp.is_some() => false,
+            Some(existing) if !traffic::selects(&existing, key, Some(revision)) => {
+                self.actions.push(Action::PatchObject {
+                    target: self.service_target(&name),
+                    subresource: Subresource::Main,
+                    patch: Patch::merge(traffic::selector_patch(key, Some(revision))),
+                });
+                true
+            }
+            Some(_) => true,
+        }
+    }
+
+    /// The stable Service selects `key=value` (`None`: not on `key`); a missing Service has
+    /// nothing to restore.
+    fn ensure_stable_selector(&mut self, key: &str, value: Option<&str>) -> bool {
+        let Some(routing) = self.routing() else { return true };
+        let Some(stable) = self.snapshot.traffic.stable_service.clone() else {
+            return value.is_none();
+        };
+        if value.is_some_and(str::is_empty) || traffic::selects(&stable, key, value) {
+            return true;
+        }
+        self.actions.push(Action::PatchObject {
+            target: self.service_target(&routing.service),
+            subresource: Subresource::Main,
+            patch: Patch::merge(traffic::selector_patch(key, value)),
+        });
+        true
+    }
+
+    /// The canary Service is gone.
+    fn remove_canary_service(&mut self) -> bool {
+        let Some(routing) = self.routing() else { return true };
+        match &self.snapshot.traffic.canary_service {
+            None => true,
+            Some(s) if s.metadata.deletion_timestamp.is_some() => false,
+            Some(_) => {
+                let target = self.service_target(&traffic::canary_name(&routing.service));
+                self.actions.push(Action::DeleteObject { target });
+                true
+            }
+        }
+    }
+
+    /// The HTTPRoute's rules become `rules` (a patch guarded by the route's resourceVersion)
+    /// unless they already are; false when the route is missing.
+    fn ensure_route_rules(&mut self, rules: impl FnOnce(&[Value]) -> Vec<Value>) -> bool {
+        let Some(routing) = self.routing() else { return true };
+        let Some(name) = routing.gateway.as_ref().and_then(|g| g.http_route_name.clone()) else {
+            return true;
+        };
+        let Some(route) = self.snapshot.traffic.http_route.clone() else {
+            self.status.message = format!("HTTPRoute {name} is not found");
+            return false;
+        };
+        let current = traffic::route_rules(&route);
+        let desired = rules(&current);
+        if desired != current {
+            let version = route.pointer("/metadata/resourceVersion").and_then(Value::as_str);
+            self.actions.push(Action::PatchObject {
+                target: Target::new(ObjectKind::HTTP_ROUTE, Some(&self.namespace), &name)
+                    .guarded(Guard::ResourceVersion(version.unwrap_or_default().to_owned())),
+                subresource: Subresource::Main,
+                patch: Patch::merge(json!({"spec": {"rules": desired}})),
+            });
+        }
+        true
+    }
+
+    /// The canary Ingress exists with the step's weight and header match, or the HTTPRoute
+    /// carries them.
+    fn ensure_routes(&mut self, step: &kruise_api::rollouts::v1beta1::CanaryStep) -> bool {
+        let Some(routing) = self.routing() else { return true };
+        if routing.gateway.is_some() {
+            let (stable, canary) =
+                (routing.service.clone(), traffic::canary_name(&routing.service));
+            return self
+                .ensure_route_rules(|rules| traffic::routed_rules(rules, &stable, &canary, step));
+        }
+        let Some(ingress) = routing.ingress.clone() else { return true };
+        let objects = self.snapshot.traffic.clone();
+        let Some(stable) = objects.ingress else {
+            self.status.message = format!("Ingress {} is not found", ingress.name);
+            return false;
+        };
+        let name = traffic::canary_name(&ingress.name);
+        match objects.canary_ingress {
+            None => {
+                let canary_service = traffic::canary_name(&routing.service);
+                let Some(body) = traffic::canary_ingress(
+                    &stable,
+                    &routing.service,
+                    &canary_service,
+                    &self.owner_reference(),
+                ) else {
+                    self.status.message = format!(
+                        "Ingress {} has no path to Service {}",
+                        ingress.name, routing.service
+                    );
+                    return false;
+                };
+                self.actions.push(Action::CreateObject {
+                    target: self.ingress_target(&name),
+                    body: std::sync::Arc::new(body),
+                });
+                true
+            }
+            Some(existing) if existing.metadata.deletion_timestamp.is_some() => false,
+            Some(existing) => {
+                let desired = traffic::ingress_annotations(step);
+                if let Some(patch) = traffic::ingress_annotation_patch(&existing, &desired) {
+                    self.actions.push(Action::PatchObject {
+                        target: self.ingress_target(&name),
+                        subresource: Subresource::Main,
+                        patch: Patch::merge(patch),
+                    });
+                }
+                true
+            }
+        }
+    }
+
+    /// All traffic back to the stable Service: the canary Ingress is gone, or the HTTPRoute
+    /// leads only to the stable Service.
+    fn restore_routes(&mut self) -> bool {
+        let Some(routing) = self.routing() else { return true };
+        if routing.gateway.is_some() {
+            if self.snapshot.traffic.http_route.is_none() {
+                return true;
+            }
+            let (stable, canary) =
+                (routing.service.clone(), traffic::canary_name(&routing.service));
+            return self
+                .ensure_route_rules(|rules| traffic::restored_rules(rules, &stable, &canary));
+        }
+        let Some(ingress) = routing.ingress else { return true };
+        match &self.snapshot.traffic.canary_ingress {
+            None => true,
+            Some(i) if i.metadata.deletion_timestamp.is_some() => false,
+            Some(_) => {
+                let target = self.ingress_target(&traffic::canary_name(&ingress.name));
+                self.actions.push(Action::DeleteObject { target });
+                true
+            }
+        }
     }
 
     fn resume_workload(&mut self, reason: Finalise) -> bool {

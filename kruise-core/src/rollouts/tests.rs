@@ -104,7 +104,7 @@ fn validation_names_the_field() {
     assert_eq!(
         messages(&rollout("Deployment", "apps/v1", &[pct("20%")])),
         [
-            "Spec.ObjectRef.WorkloadRef: Forbidden: a Rollout of a apps/Deployment is not supported by this version of kruise-rs yet"
+            "Spec.ObjectRef.WorkloadRef: Forbidden: a Rollout of apps/Deployment is not supported by this version of kruise-rs yet"
         ]
     );
     let mut twin = rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("20%")]);
@@ -114,6 +114,71 @@ fn validation_names_the_field() {
         validate_rollout(&first, None, None, &[twin]).messages(),
         [
             r#"Conflict Checker: Invalid value: "rollouts-demo": This rollout conflict with Rollout(default/twin), one workload only have less than one Rollout"#
+        ]
+    );
+}
+
+#[test]
+fn traffic_routing_follows_upstreams_rules() {
+    use kruise_api::rollouts::v1beta1::{IngressTrafficRouting, TrafficRoutingRef};
+    let with = |steps: Vec<CanaryStep>, routing: TrafficRoutingRef| {
+        let mut r = rollout("CloneSet", "apps.kruise.io/v1beta1", &[]);
+        let canary = r.spec.strategy.canary.as_mut().expect("canary");
+        canary.steps = steps;
+        canary.traffic_routings = vec![routing];
+        validate_rollout(&r, None, None, &[]).messages()
+    };
+    let step = |replicas: &str, traffic: &str| CanaryStep {
+        replicas: Some(pct(replicas)),
+        traffic: Some(traffic.into()),
+        ..Default::default()
+    };
+    let nginx = TrafficRoutingRef {
+        service: "demo".into(),
+        ingress: Some(IngressTrafficRouting { class_type: String::new(), name: "demo".into() }),
+        ..Default::default()
+    };
+    assert!(with(vec![step("20%", "5%")], nginx.clone()).is_empty());
+    // A partition-style step with traffic releases at most 50%.
+    let messages = with(vec![step("60%", "5%")], nginx.clone());
+    assert!(
+        messages[0].starts_with("Spec.Strategy.Canary.Steps[0].steps: Invalid value: ")
+            && messages[0].ends_with("For partition style rollout: step[x].replicas must not greater than partition-percent-limit if traffic specified"),
+        "{messages:?}"
+    );
+    let messages = with(vec![step("20%", "0%")], nginx.clone());
+    assert!(
+        messages[0].ends_with(
+            r#"traffic must be percentage with "0%" < traffic <= "100%" in canary strategy"#
+        ),
+        "{messages:?}"
+    );
+    let messages = with(
+        vec![step("20%", "5%")],
+        TrafficRoutingRef { service: String::new(), ..nginx.clone() },
+    );
+    assert_eq!(
+        messages,
+        [
+            r#"Spec.Strategy.Canary.TrafficRouting.Service: Invalid value: "": TrafficRouting.Service cannot be empty"#
+        ]
+    );
+    let messages =
+        with(vec![step("20%", "5%")], TrafficRoutingRef { ingress: None, ..nginx.clone() });
+    assert_eq!(
+        messages,
+        [
+            "Spec.Strategy.Canary.TrafficRouting.TrafficRoutings: Invalid value: null: TrafficRoutings are not set"
+        ]
+    );
+    let mut alb = nginx.clone();
+    if let Some(ingress) = alb.ingress.as_mut() {
+        ingress.class_type = "aliyun-alb".into();
+    }
+    assert_eq!(
+        with(vec![step("20%", "5%")], alb),
+        [
+            r#"Spec.Strategy.Canary.TrafficRouting.Ingress.ClassType: Forbidden: Ingress class type "aliyun-alb" is not supported by this version of kruise-rs yet (only nginx)"#
         ]
     );
 }

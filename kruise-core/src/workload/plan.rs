@@ -321,6 +321,24 @@ impl ObjectKind {
     pub const SECRET: Self = Self::core("Secret", "secrets");
     /// core/v1 ConfigMap.
     pub const CONFIG_MAP: Self = Self::core("ConfigMap", "configmaps");
+    /// core/v1 Service.
+    pub const SERVICE: Self = Self::core("Service", "services");
+    /// gateway.networking.k8s.io/v1 HTTPRoute (Gateway API).
+    pub const HTTP_ROUTE: Self = Self {
+        group: "gateway.networking.k8s.io",
+        version: "v1",
+        kind: "HTTPRoute",
+        plural: "httproutes",
+        namespaced: true,
+    };
+    /// networking.k8s.io/v1 Ingress.
+    pub const INGRESS: Self = Self {
+        group: "networking.k8s.io",
+        version: "v1",
+        kind: "Ingress",
+        plural: "ingresses",
+        namespaced: true,
+    };
     /// apps/v1 ControllerRevision.
     pub const CONTROLLER_REVISION: Self = Self {
         group: "apps",

@@ -20,6 +20,7 @@ mod exec;
 mod faults;
 mod field_validation;
 mod gc;
+mod ingress;
 mod job;
 mod kube_client;
 mod kubectl;

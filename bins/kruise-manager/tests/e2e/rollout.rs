@@ -116,13 +116,13 @@ fn a_cloneset_is_released_in_approved_steps_and_rolled_back() {
         "{}",
         refused.stderr
     );
-    let traffic = ROLLOUT.replace(
+    let custom = ROLLOUT.replace(
         "      steps:\n",
-        "      trafficRoutings:\n      - service: demo\n        ingress: {name: demo}\n      steps:\n",
+        "      trafficRoutings:\n      - service: demo\n        customNetworkRefs: [{apiVersion: networking.istio.io/v1, kind: VirtualService, name: demo}]\n      steps:\n",
     );
-    let refused = k.run_with(&["apply", "-f", "-"], Some(&traffic));
+    let refused = k.run_with(&["apply", "-f", "-"], Some(&custom));
     assert!(
-        refused.stderr.contains("Spec.Strategy.Canary.TrafficRoutings: Forbidden: traffic routing is not supported by this version of kruise-rs yet"),
+        refused.stderr.contains("Spec.Strategy.Canary.TrafficRouting.CustomNetworkRefs: Forbidden: a custom network provider is not supported by this version of kruise-rs yet"),
         "{}",
         refused.stderr
     );
@@ -390,4 +390,268 @@ fn an_advanced_statefulset_release_survives_a_manager_restart_and_faults() {
     let partition = &sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"];
     assert!(partition.is_null() || *partition == 0, "{sts}");
     assert!(sts["metadata"]["annotations"]["rollouts.kruise.io/in-progressing"].is_null());
+}
+
+const ROUTED: &str = r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: demo
+spec:
+  selector:
+    app: demo
+  ports:
+  - port: 80
+    targetPort: 8080
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: demo
+spec:
+  parentRefs:
+  - name: gateway
+  rules:
+  - backendRefs:
+    - name: demo
+      port: 80
+---
+apiVersion: rollouts.kruise.io/v1beta1
+kind: Rollout
+metadata:
+  name: rollouts-demo
+spec:
+  workloadRef:
+    apiVersion: apps.kruise.io/v1beta1
+    kind: CloneSet
+    name: demo
+  strategy:
+    canary:
+      trafficRoutings:
+      - service: demo
+        gracePeriodSeconds: 1
+        gateway:
+          httpRouteName: demo
+      steps:
+      - replicas: 20%
+        traffic: 20%
+      - replicas: 50%
+        traffic: 50%
+      - replicas: 100%
+"#;
+
+fn backends(k: &Kubectl) -> Value {
+    k.json(&["get", "httproutes.gateway.networking.k8s.io", "demo"])["spec"]["rules"][0]
+        ["backendRefs"]
+        .clone()
+}
+
+fn pod_uids(k: &Kubectl) -> Vec<String> {
+    let pods = k.json(&["get", "pods", "-l", "app=demo"]);
+    let mut uids: Vec<String> = pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| p["metadata"]["uid"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    uids.sort();
+    uids
+}
+
+/// The Gateway API route carries the step's weight to the canary Service, which selects the
+/// new pods; the CloneSet updates in place, so the pods keep their UIDs.
+#[test]
+fn an_in_place_cloneset_release_shifts_gateway_api_traffic_by_step() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
+    );
+    k.ok(&["create", "-f", crd]);
+    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
+        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
+    });
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &cloneset_yaml("demo", 5, "rollingUpdate:\n  podUpdatePolicy: InPlaceIfPossible"),
+    );
+    wait_for_updated_ready(k, 5);
+    k.ok_stdin(&["apply", "-f", "-"], ROUTED);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (rollout(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+    let uids = pod_uids(k);
+    assert_eq!(uids.len(), 5);
+
+    set_image(k, "registry.example/demo:v2");
+    wait_for_step(k, 1, "StepPaused");
+    wait_for_updated_ready(k, 1);
+    assert_eq!(
+        backends(k),
+        serde_json::json!([{"group": "", "kind": "Service", "name": "demo", "port": 80, "weight": 80},
+                           {"group": "", "kind": "Service", "name": "demo-canary", "port": 80, "weight": 20}])
+    );
+    // The canary Service selects exactly the new pod; the stable one, the others.
+    let canary = k.json(&["get", "service", "demo-canary"]);
+    let hash =
+        canary["spec"]["selector"]["pod-template-hash"].as_str().unwrap_or_default().to_owned();
+    assert!(!hash.is_empty(), "{canary}");
+    let selected =
+        k.ok(&["get", "pods", "-l", &format!("app=demo,pod-template-hash={hash}"), "-o", "name"]);
+    assert_eq!(selected.lines().count(), 1, "{selected}");
+    let stable = k.json(&["get", "service", "demo"]);
+    let stable_hash =
+        stable["spec"]["selector"]["pod-template-hash"].as_str().unwrap_or_default().to_owned();
+    let selected = k.ok(&[
+        "get",
+        "pods",
+        "-l",
+        &format!("app=demo,pod-template-hash={stable_hash}"),
+        "-o",
+        "name",
+    ]);
+    assert_eq!(selected.lines().count(), 4, "{selected}");
+
+    approve(k);
+    wait_for_step(k, 2, "StepPaused");
+    wait_for_updated_ready(k, 3);
+    let weights: Vec<Value> =
+        backends(k).as_array().into_iter().flatten().map(|b| b["weight"].clone()).collect();
+    assert_eq!(weights, [50, 50]);
+
+    approve(k);
+    wait_for("the release complete", Duration::from_secs(60), || {
+        let r = rollout(k);
+        (r["status"]["phase"] == "Healthy" && condition(&r["status"], "Succeeded").0 == "True")
+            .then_some(())
+    });
+    wait_for_updated_ready(k, 5);
+    wait_for("the canary Service gone", Duration::from_secs(30), || {
+        (!k.run_with(&["get", "service", "demo-canary"], None).ok).then_some(())
+    });
+    let weights: Vec<Value> =
+        backends(k).as_array().into_iter().flatten().map(|b| b["name"].clone()).collect();
+    assert_eq!(weights, ["demo"], "the route leads to the stable Service alone");
+    assert!(k.json(&["get", "service", "demo"])["spec"]["selector"]["pod-template-hash"].is_null());
+    assert_eq!(pod_uids(k), uids, "updated in place: the same pods");
+}
+
+/// Upstream's echoserver tutorial, with a CloneSet in place of the Deployment: the v1alpha1
+/// Rollout (`weight: 5`, converted to `traffic: 5%`) routes through an nginx canary Ingress.
+const ECHOSERVER: &str = r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: echoserver
+spec:
+  selector:
+    app: echoserver
+  ports:
+  - port: 80
+    targetPort: 8080
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: echoserver
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: echoserver.example.com
+    http:
+      paths:
+      - path: /apis/echo
+        pathType: Exact
+        backend:
+          service:
+            name: echoserver
+            port:
+              number: 80
+---
+apiVersion: rollouts.kruise.io/v1alpha1
+kind: Rollout
+metadata:
+  name: rollouts-demo
+spec:
+  objectRef:
+    workloadRef:
+      apiVersion: apps.kruise.io/v1beta1
+      kind: CloneSet
+      name: echoserver
+  strategy:
+    canary:
+      steps:
+      - weight: 5
+        replicas: 20%
+        pause: {}
+      trafficRoutings:
+      - service: echoserver
+        gracePeriodSeconds: 1
+        ingress:
+          name: echoserver
+"#;
+
+#[test]
+fn the_echoserver_tutorial_routes_five_percent_through_an_nginx_canary_ingress() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("echoserver", 5, ""));
+    wait_for("5 pods", Duration::from_secs(60), || {
+        let s = k.json(&["get", "clonesets.apps.kruise.io", "echoserver"])["status"].clone();
+        (s["updatedReadyReplicas"] == 5).then_some(())
+    });
+    k.ok_stdin(&["apply", "-f", "-"], ECHOSERVER);
+    let get =
+        |k: &Kubectl| k.json(&["get", "rollouts.v1beta1.rollouts.kruise.io", "rollouts-demo"]);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (get(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+    // Stored as v1beta1: the weight became the step's traffic.
+    assert_eq!(get(k)["spec"]["strategy"]["canary"]["steps"][0]["traffic"], "5%");
+
+    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.example/echoserver:v2"}]}}}}"#;
+    k.ok(&["patch", "clonesets.apps.kruise.io", "echoserver", "--type=merge", "-p", patch]);
+    let status = wait_for("step 1 paused", Duration::from_secs(60), || {
+        let s = get(k)["status"].clone();
+        (s["currentStepIndex"] == 1 && s["currentStepState"] == "StepPaused").then_some(s)
+    });
+    assert_eq!(
+        status["message"],
+        "Rollout is in step(1/1), and you need manually confirm to enter the next step"
+    );
+    let canary = k.json(&["get", "ingress", "echoserver-canary"]);
+    let annotations = &canary["metadata"]["annotations"];
+    assert_eq!(annotations["nginx.ingress.kubernetes.io/canary"], "true");
+    assert_eq!(annotations["nginx.ingress.kubernetes.io/canary-weight"], "5");
+    assert_eq!(canary["spec"]["ingressClassName"], "nginx");
+    let path = &canary["spec"]["rules"][0]["http"]["paths"][0];
+    assert_eq!(path["backend"]["service"]["name"], "echoserver-canary");
+    assert_eq!(canary["spec"]["rules"][0]["host"], "echoserver.example.com");
+    let service = k.json(&["get", "service", "echoserver-canary"]);
+    assert_eq!(service["metadata"]["ownerReferences"][0]["kind"], "Rollout");
+    let table = k.ok(&["get", "ingress"]);
+    assert!(table.contains("echoserver-canary"), "{table}");
+
+    k.ok(&[
+        "patch",
+        "rollouts.v1beta1.rollouts.kruise.io",
+        "rollouts-demo",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"canaryStatus":{"currentStepState":"StepReady"}}}"#,
+    ]);
+    wait_for("the release complete and the canary routing gone", Duration::from_secs(90), || {
+        let done = get(k)["status"]["phase"] == "Healthy"
+            && !k.run_with(&["get", "ingress", "echoserver-canary"], None).ok
+            && !k.run_with(&["get", "service", "echoserver-canary"], None).ok;
+        done.then_some(())
+    });
+    wait_for("every pod on v2", Duration::from_secs(60), || {
+        let s = k.json(&["get", "clonesets.apps.kruise.io", "echoserver"])["status"].clone();
+        (s["updatedReadyReplicas"] == 5).then_some(())
+    });
+    let stable = k.json(&["get", "service", "echoserver"]);
+    assert_eq!(stable["spec"]["selector"], serde_json::json!({"app": "echoserver"}));
 }

@@ -1,0 +1,363 @@
+//! Traffic routing for a release: the canary Service, the stable Service's selector and the
+//! nginx Ingress canary, as upstream's `pkg/trafficrouting` builds them. Pure builders; the
+//! Rollout planner ([`super::rollout`]) decides when each is written.
+//!
+//! - The canary Service, `<service>-canary`, is the stable Service's spec with the cluster
+//!   IPs, external IPs, IP families, load balancer IP and node ports cleared, selecting the new
+//!   revision (`<revision label>=<canary revision>`); the Rollout owns it.
+//! - The stable Service's selector gains `<revision label>=<stable revision>` while the release
+//!   runs, so that the new pods (which carry the same app labels) take no stable traffic.
+//! - The canary Ingress, `<ingress>-canary`, copies the stable Ingress's labels, annotations,
+//!   class and TLS, keeps only the rules and paths whose backend is the stable Service,
+//!   pointed at the canary Service, and carries nginx's canary annotations: `canary: "true"`,
+//!   `canary-weight` from the step's `traffic`, and for the first header of the first match
+//!   `canary-by-header` with `canary-by-header-value` (or `-pattern` for a regular
+//!   expression), or `canary-by-cookie` for a header named `canary-by-cookie`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
+use kruise_api::rollouts::gateway::MatchType;
+use kruise_api::rollouts::v1beta1::CanaryStep;
+use serde_json::{Value, json};
+
+/// The suffix of the canary Service's and the canary Ingress's names.
+pub const CANARY_SUFFIX: &str = "-canary";
+
+/// The nginx annotation prefix.
+const NGINX: &str = "nginx.ingress.kubernetes.io/";
+
+/// The canary annotations the planner sets or clears, without the prefix.
+const CANARY_KEYS: &[&str] = &[
+    "canary",
+    "canary-by-cookie",
+    "canary-by-header",
+    "canary-by-header-pattern",
+    "canary-by-header-value",
+    "canary-weight",
+];
+
+/// `<name>-canary`.
+pub fn canary_name(name: &str) -> String {
+    format!("{name}{CANARY_SUFFIX}")
+}
+
+/// A step's traffic weight: `"5%"` is 5; `None` when unset or not a percentage from 0 to 100.
+pub fn weight(step: &CanaryStep) -> Option<i32> {
+    let traffic = step.traffic.as_deref()?;
+    let number: i32 = traffic.strip_suffix('%')?.trim().parse().ok()?;
+    (0..=100).contains(&number).then_some(number)
+}
+
+/// Whether the step routes traffic (a weight or matches).
+pub fn routes_traffic(step: &CanaryStep) -> bool {
+    step.traffic.is_some() || !step.matches.is_empty()
+}
+
+/// The canary Service for `stable`, selecting `revision_key=revision`, owned by `owner` (an
+/// owner reference as JSON).
+pub fn canary_service(
+    stable: &Service,
+    revision_key: &str,
+    revision: &str,
+    owner: &Value,
+) -> Value {
+    let name = canary_name(stable.metadata.name.as_deref().unwrap_or_default());
+    let mut spec =
+        serde_json::to_value(stable.spec.clone().unwrap_or_default()).unwrap_or_default();
+    if let Value::Object(map) = &mut spec {
+        for field in [
+            "clusterIP",
+            "clusterIPs",
+            "externalIPs",
+            "ipFamilies",
+            "ipFamilyPolicy",
+            "loadBalancerIP",
+            "healthCheckNodePort",
+        ] {
+            map.remove(field);
+        }
+        if let Some(Value::Array(ports)) = map.get_mut("ports") {
+            for port in ports {
+                if let Value::Object(port) = port {
+                    port.remove("nodePort");
+                }
+            }
+        }
+        let selector = map.entry("selector").or_insert_with(|| json!({}));
+        selector[revision_key] = json!(revision);
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": stable.metadata.namespace,
+            "ownerReferences": [owner],
+        },
+        "spec": spec,
+    })
+}
+
+/// Whether `service` selects `key=value` (`None`: does not select on `key`).
+pub fn selects(service: &Service, key: &str, value: Option<&str>) -> bool {
+    let selector = service.spec.as_ref().and_then(|s| s.selector.as_ref());
+    selector.and_then(|s| s.get(key)).map(String::as_str) == value
+}
+
+/// The merge patch that sets (or, with `None`, removes) `key` in a Service's selector.
+pub fn selector_patch(key: &str, value: Option<&str>) -> Value {
+    json!({"spec": {"selector": {key: value}}})
+}
+
+/// The nginx canary annotations for `step`, every canary key present (`None`: removed).
+pub fn ingress_annotations(step: &CanaryStep) -> BTreeMap<String, Option<String>> {
+    let mut annotations: BTreeMap<String, Option<String>> =
+        CANARY_KEYS.iter().map(|k| (format!("{NGINX}{k}"), None)).collect();
+    let mut set = |key: &str, value: String| {
+        annotations.insert(format!("{NGINX}{key}"), Some(value));
+    };
+    set("canary", "true".to_owned());
+    if let Some(weight) = weight(step) {
+        set("canary-weight", weight.to_string());
+    }
+    if let Some(header) = step.matches.first().and_then(|m| m.headers.first()) {
+        if header.name == "canary-by-cookie" {
+            set("canary-by-cookie", header.value.clone());
+        } else {
+            set("canary-by-header", header.name.clone());
+            match header.type_ {
+                Some(MatchType::RegularExpression) => {
+                    set("canary-by-header-pattern", header.value.clone())
+                }
+                _ => set("canary-by-header-value", header.value.clone()),
+            }
+        }
+    }
+    annotations
+}
+
+/// The annotations `ingress` should change to carry `desired`: a merge patch of the
+/// annotations, or `None` when it already does.
+pub fn ingress_annotation_patch(
+    ingress: &Ingress,
+    desired: &BTreeMap<String, Option<String>>,
+) -> Option<Value> {
+    let current = ingress.metadata.annotations.clone().unwrap_or_default();
+    let changes: serde_json::Map<String, Value> = desired
+        .iter()
+        .filter(|(k, v)| current.get(*k) != v.as_ref())
+        .map(|(k, v)| (k.clone(), v.as_ref().map_or(Value::Null, |v| json!(v))))
+        .collect();
+    (!changes.is_empty()).then(|| json!({"metadata": {"annotations": changes}}))
+}
+
+/// The canary Ingress for `stable`: its rules and paths that lead to `stable_service`, led
+/// to `canary_service` instead, with the canary annotations of `step` at weight 0 (the
+/// weight is set once the Ingress exists, as upstream does), owned by `owner`. `None` when
+/// no path of `stable` leads to `stable_service`.
+pub fn canary_ingress(
+    stable: &Ingress,
+    stable_service: &str,
+    canary_service: &str,
+    owner: &Value,
+) -> Option<Value> {
+    let spec = stable.spec.clone().unwrap_or_default();
+    let mut rules = Vec::new();
+    for rule in spec.rules.iter().flatten() {
+        let Some(http) = &rule.http else { continue };
+        let paths: Vec<Value> = http
+            .paths
+            .iter()
+            .filter(|p| p.backend.service.as_ref().is_some_and(|s| s.name == stable_service))
+            .map(|p| {
+                let mut path = serde_json::to_value(p).unwrap_or_default();
+                path["backend"]["service"]["name"] = json!(canary_service);
+                path
+            })
+            .collect();
+        if !paths.is_empty() {
+            let mut rule = serde_json::to_value(rule).unwrap_or_default();
+            rule["http"]["paths"] = Value::Array(paths);
+            rules.push(rule);
+        }
+    }
+    if rules.is_empty() {
+        return None;
+    }
+    let mut annotations = stable.metadata.annotations.clone().unwrap_or_default();
+    annotations.retain(|k, _| !CANARY_KEYS.iter().any(|c| *k == format!("{NGINX}{c}")));
+    annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+    annotations.insert(format!("{NGINX}canary"), "true".to_owned());
+    annotations.insert(format!("{NGINX}canary-weight"), "0".to_owned());
+    let mut body = json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {
+            "name": canary_name(stable.metadata.name.as_deref().unwrap_or_default()),
+            "namespace": stable.metadata.namespace,
+            "labels": stable.metadata.labels.clone().unwrap_or_default(),
+            "annotations": annotations,
+            "ownerReferences": [owner],
+        },
+        "spec": {"rules": rules},
+    });
+    if let Some(class) = &spec.ingress_class_name {
+        body["spec"]["ingressClassName"] = json!(class);
+    }
+    if let Some(tls) = &spec.tls {
+        body["spec"]["tls"] = serde_json::to_value(tls).unwrap_or_default();
+    }
+    Some(body)
+}
+
+/// Whether a Gateway API `backendRef` is the Service `name` (no group or the core group, no
+/// kind or `Service`).
+fn is_service_backend(backend: &Value, name: &str) -> bool {
+    let group = backend.get("group").and_then(Value::as_str).unwrap_or_default();
+    let kind = backend.get("kind").and_then(Value::as_str).unwrap_or("Service");
+    group.is_empty()
+        && kind == "Service"
+        && backend.get("name").and_then(Value::as_str) == Some(name)
+}
+
+fn backends(rule: &Value) -> Vec<Value> {
+    rule.get("backendRefs").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+/// The rules of an HTTPRoute's spec.
+pub fn route_rules(route: &Value) -> Vec<Value> {
+    route.pointer("/spec/rules").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+/// The HTTPRoute rules that send the step's traffic to `canary`, from `rules` as they are:
+/// with matches, every rule that leads to `stable` gets a copy leading only to `canary`, for
+/// requests that also match the step's headers and query parameters (a step match with a
+/// path is a rule of its own), and the weights are restored; without, every such rule weighs
+/// `canary` at the step's weight and `stable` at the rest. Rules that led only to `canary`
+/// before are dropped first.
+pub fn routed_rules(rules: &[Value], stable: &str, canary: &str, step: &CanaryStep) -> Vec<Value> {
+    let mut out: Vec<Value> = rules
+        .iter()
+        .filter(|r| {
+            let refs = backends(r);
+            refs.is_empty() || !refs.iter().all(|b| is_service_backend(b, canary))
+        })
+        .cloned()
+        .collect();
+    if !step.matches.is_empty() {
+        // Matches take the place of weights.
+        out = restored_rules(&out, stable, canary);
+        let mut added = Vec::new();
+        for rule in &out {
+            // Weights go back to the stable Service alone.
+            let Some(stable_ref) =
+                backends(rule).into_iter().find(|b| is_service_backend(b, stable))
+            else {
+                continue;
+            };
+            let mut canary_ref = stable_ref.clone();
+            canary_ref["name"] = json!(canary);
+            if let Value::Object(map) = &mut canary_ref {
+                map.remove("weight");
+            }
+            let originals: Vec<Value> = rule
+                .get("matches")
+                .and_then(Value::as_array)
+                .cloned()
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| vec![json!({})]);
+            let mut matches = Vec::new();
+            for original in &originals {
+                for wanted in step.matches.iter().filter(|m| m.path.is_none()) {
+                    let mut m = original.clone();
+                    for (field, extra) in [
+                        ("headers", serde_json::to_value(&wanted.headers).unwrap_or_default()),
+                        (
+                            "queryParams",
+                            serde_json::to_value(&wanted.query_params).unwrap_or_default(),
+                        ),
+                    ] {
+                        let extra = extra.as_array().cloned().unwrap_or_default();
+                        if extra.is_empty() {
+                            continue;
+                        }
+                        let list =
+                            m.as_object_mut().map(|o| o.entry(field).or_insert_with(|| json!([])));
+                        if let Some(Value::Array(list)) = list {
+                            list.extend(extra);
+                        }
+                    }
+                    matches.push(m);
+                }
+            }
+            for wanted in step.matches.iter().filter(|m| m.path.is_some()) {
+                let m = serde_json::to_value(wanted).unwrap_or_default();
+                if !matches.contains(&m) {
+                    matches.push(m);
+                }
+            }
+            let mut copy = rule.clone();
+            copy["matches"] = Value::Array(matches);
+            copy["backendRefs"] = json!([canary_ref]);
+            added.push(copy);
+        }
+        out.extend(added);
+        return out;
+    }
+    let weight = weight(step).unwrap_or(0);
+    for rule in &mut out {
+        let refs = backends(rule);
+        let Some(stable_ref) = refs.iter().find(|b| is_service_backend(b, stable)).cloned() else {
+            continue;
+        };
+        let mut next: Vec<Value> = Vec::new();
+        for backend in refs {
+            if is_service_backend(&backend, canary) {
+                continue;
+            }
+            let mut backend = backend;
+            if is_service_backend(&backend, stable) {
+                backend["weight"] = json!(100 - weight);
+            }
+            next.push(backend);
+        }
+        let mut canary_ref = stable_ref;
+        canary_ref["name"] = json!(canary);
+        canary_ref["weight"] = json!(weight);
+        next.push(canary_ref);
+        rule["backendRefs"] = Value::Array(next);
+    }
+    out
+}
+
+/// The HTTPRoute rules with the canary gone, as upstream leaves them: `canary` backends
+/// removed, the stable backend's weight back to 1, and rules left without a backend dropped.
+pub fn restored_rules(rules: &[Value], stable: &str, canary: &str) -> Vec<Value> {
+    rules
+        .iter()
+        .filter_map(|rule| {
+            let refs = backends(rule);
+            if refs.is_empty() {
+                return Some(rule.clone());
+            }
+            let kept: Vec<Value> = refs
+                .into_iter()
+                .filter(|b| !is_service_backend(b, canary))
+                .map(|mut b| {
+                    if is_service_backend(&b, stable) && b.get("weight").is_some() {
+                        b["weight"] = json!(1);
+                    }
+                    b
+                })
+                .collect();
+            if kept.is_empty() {
+                return None;
+            }
+            let mut rule = rule.clone();
+            rule["backendRefs"] = Value::Array(kept);
+            Some(rule)
+        })
+        .collect()
+}
