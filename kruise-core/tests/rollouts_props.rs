@@ -372,7 +372,9 @@ impl World {
             let stable = self
                 .pods
                 .values()
-                .filter(|l| l.get("controller-revision-hash") == Some(&self.workload().current_revision))
+                .filter(|l| {
+                    l.get("controller-revision-hash") == Some(&self.workload().current_revision)
+                })
                 .count() as i32;
             assert!(
                 stable >= self.replicas() - allowed,
@@ -758,7 +760,10 @@ fn with_route(world: &mut World) {
 
 #[test]
 fn a_gateway_route_carries_the_weight_then_the_matches_and_is_restored() {
-    let mut world = World::new(5, vec![traffic_step("20%", Some("20%")), step(pct("40%"), None), step(pct("100%"), None)]);
+    let mut world = World::new(
+        5,
+        vec![traffic_step("20%", Some("20%")), step(pct("40%"), None), step(pct("100%"), None)],
+    );
     // The second step routes by header instead of weight.
     world.rollout["spec"]["strategy"]["canary"]["steps"][1]["matches"] =
         json!([{"headers": [{"name": "user-agent", "value": "canary"}]}]);
@@ -772,14 +777,22 @@ fn a_gateway_route_carries_the_weight_then_the_matches_and_is_restored() {
         rules[0]["backendRefs"],
         json!([{"name": "demo", "port": 80, "weight": 80}, {"name": "demo-canary", "port": 80, "weight": 20}])
     );
-    assert_eq!(rules[1], json!({"backendRefs": [{"name": "other", "port": 80}]}), "other rules untouched");
+    assert_eq!(
+        rules[1],
+        json!({"backendRefs": [{"name": "other", "port": 80}]}),
+        "other rules untouched"
+    );
 
     world.approve();
     world.settle();
     assert_eq!(world.step(), (2, "StepPaused".to_owned()));
     let rules = world.route.as_ref().map(|r| r["spec"]["rules"].clone()).unwrap_or_default();
     assert_eq!(rules.as_array().map(Vec::len), Some(3), "{rules}");
-    assert_eq!(rules[0]["backendRefs"], json!([{"name": "demo", "port": 80, "weight": 1}]), "no weight to the canary");
+    assert_eq!(
+        rules[0]["backendRefs"],
+        json!([{"name": "demo", "port": 80, "weight": 1}]),
+        "no weight to the canary"
+    );
     assert_eq!(
         rules[2],
         json!({"matches": [{"path": {"type": "PathPrefix", "value": "/apis"},

@@ -302,10 +302,8 @@ pub fn validate_rollout(
     let workload_path = FieldPath::new("Spec").child("ObjectRef").child("WorkloadRef");
     match ReleasedKind::from_ref(&spec.workload_ref.api_version, &spec.workload_ref.kind) {
         Ok(_) => {}
-        Err(WorkloadError::NotYetSupported(kind)) => errors.push(FieldError::forbidden(
-            &workload_path,
-            format!("a Rollout of {kind} {NOT_YET}"),
-        )),
+        Err(WorkloadError::NotYetSupported(kind)) => errors
+            .push(FieldError::forbidden(&workload_path, format!("a Rollout of {kind} {NOT_YET}"))),
         Err(_) => errors.push(FieldError::invalid(
             &workload_path,
             BadValue::Go(serde_json::to_string(&spec.workload_ref).unwrap_or_default()),
