@@ -161,11 +161,16 @@ pub const BATCH_RELEASE_CONTROLLER: &str = "batchrelease-controller";
 struct Workloads {
     clone_sets: Cache<CloneSet>,
     advanced_stateful_sets: Cache<StatefulSet>,
+    stateful_sets: Cache<k8s_openapi::api::apps::v1::StatefulSet>,
 }
 
 impl Workloads {
     fn new(context: &ControllerContext) -> Self {
-        Self { clone_sets: context.caches.get(), advanced_stateful_sets: context.caches.get() }
+        Self {
+            clone_sets: context.caches.get(),
+            advanced_stateful_sets: context.caches.get(),
+            stateful_sets: context.caches.get(),
+        }
     }
 
     /// The workload `reference` names in `namespace`, when it exists and is of a kind
@@ -184,6 +189,9 @@ impl Workloads {
                 .advanced_stateful_sets
                 .get(&key)
                 .map(|sts| ReleasedWorkload::from_advanced_stateful_set(&sts)),
+            ReleasedKind::StatefulSet => {
+                self.stateful_sets.get(&key).map(|sts| ReleasedWorkload::from_stateful_set(&sts))
+            }
         }
     }
 }
@@ -215,7 +223,7 @@ fn workload_watches<K: crate::cache::Watched>(
     cache: &Cache<K>,
     reference: fn(&K) -> &kruise_api::rollouts::v1beta1::ObjectRef,
 ) -> Vec<Watch> {
-    let (for_cs, for_sts) = (cache.clone(), cache.clone());
+    let (for_cs, for_sts, for_native) = (cache.clone(), cache.clone(), cache.clone());
     vec![
         Watch::new(&workloads.clone_sets, KeyMapping::Custom, move |change: &Change<CloneSet>| {
             change
@@ -240,6 +248,20 @@ fn workload_watches<K: crate::cache::Watched>(
                             &sts.metadata,
                             reference,
                         )
+                    })
+                    .unwrap_or_default()
+            },
+        ),
+        Watch::new(
+            &workloads.stateful_sets,
+            KeyMapping::Custom,
+            move |change: &Change<k8s_openapi::api::apps::v1::StatefulSet>| {
+                change
+                    .new
+                    .as_deref()
+                    .or(change.old.as_deref())
+                    .map(|sts| {
+                        referring(&for_native, ReleasedKind::StatefulSet, &sts.metadata, reference)
                     })
                     .unwrap_or_default()
             },
@@ -527,11 +549,13 @@ impl Reconciler for BatchReleaseController {
                     meta.owner_references.iter().flatten().filter(|r| r.controller == Some(true))
                 {
                     let key = ObjectKey::new(namespace.as_str(), owner.name.as_str());
+                    let kruise = owner.api_version.starts_with("apps.kruise.io/");
                     let kind = match owner.kind.as_str() {
                         "CloneSet" if clone_sets.get(&key).is_some() => ReleasedKind::CloneSet,
-                        "StatefulSet" if sets.get(&key).is_some() => {
+                        "StatefulSet" if kruise && sets.get(&key).is_some() => {
                             ReleasedKind::AdvancedStatefulSet
                         }
+                        "StatefulSet" if !kruise => ReleasedKind::StatefulSet,
                         _ => continue,
                     };
                     let workload_meta =

@@ -33,9 +33,10 @@ use crate::controller::{
 
 crate::watched_namespaced!(UnitedDeployment);
 
+/// Every StatefulSet: a UnitedDeployment's subsets, and the StatefulSets Rollouts release.
 impl Watched for KubeStatefulSet {
     fn watch(client: &kube::Client, namespace: Option<&str>) -> WatchEvents<Self> {
-        namespaced_watch_labelled(client, namespace, SUBSET_NAME)
+        crate::cache::namespaced_watch(client, namespace)
     }
 }
 

@@ -88,7 +88,7 @@ pub fn hold_workload(old: &Value, new: &Value, rollouts: &[Rollout]) -> Option<V
             };
             ensure_object(&mut held, pointer)["partition"] = json!("100%");
         }
-        ReleasedKind::AdvancedStatefulSet => {
+        ReleasedKind::AdvancedStatefulSet | ReleasedKind::StatefulSet => {
             let type_ = text(new, "/spec/updateStrategy/type");
             if replicas <= 0 || !(type_.is_empty() || type_ == "RollingUpdate") {
                 return None;

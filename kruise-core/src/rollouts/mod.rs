@@ -2,9 +2,9 @@
 //!
 //! The pieces, as upstream (`openkruise/rollouts` v0.6.2) splits them:
 //! - [`admission::hold_workload`]: the workload webhook. A template change of a workload a
-//!   Rollout watches is held (CloneSet `partition: "100%"`, Advanced StatefulSet
-//!   `partition: 32767`) and marked `rollouts.kruise.io/in-progressing`, so that nothing rolls
-//!   until the Rollout says so.
+//!   Rollout watches is held (CloneSet `partition: "100%"`, StatefulSet and Advanced
+//!   StatefulSet `partition: 32767`) and marked `rollouts.kruise.io/in-progressing`, so that
+//!   nothing rolls until the Rollout says so.
 //! - [`rollout::plan`]: the Rollout's step machine (`status.canaryStatus`). Each step asks its
 //!   BatchRelease for a batch, waits for it, pauses (for approval or `pause.duration`) and goes
 //!   on; at the end it finalises: the workload is let go and the BatchRelease deleted.
@@ -14,12 +14,13 @@
 //!   reports each batch Ready once its pods are updated, ready and labelled.
 //! - [`admission::validate_rollout`]: the Rollout validating webhook, with upstream's field
 //!   paths and messages.
+//! - [`traffic`]: the canary Service, the nginx canary Ingress and the Gateway API route's
+//!   rules, which the Rollout writes at each step with traffic.
 //!
 //! What this module does not do yet, and refuses at validation so that nothing is accepted and
-//! then ignored: traffic routing (`trafficRoutings`, `trafficRoutingRef`), blue-green,
+//! then ignored: custom network providers and `trafficRoutingRef`, blue-green,
 //! Deployments (partition style needs the AdvancedDeployment controller, canary style an extra
-//! Deployment), native StatefulSets and DaemonSets, Advanced DaemonSets, and
-//! `rollouts.kruise.io/rollback-in-batch`.
+//! Deployment), DaemonSets and Advanced DaemonSets, and `rollouts.kruise.io/rollback-in-batch`.
 
 pub mod admission;
 pub mod batchrelease;

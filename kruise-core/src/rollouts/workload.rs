@@ -33,6 +33,8 @@ pub enum ReleasedKind {
     CloneSet,
     /// apps.kruise.io StatefulSet (Advanced StatefulSet).
     AdvancedStatefulSet,
+    /// apps/v1 StatefulSet.
+    StatefulSet,
 }
 
 impl ReleasedKind {
@@ -43,8 +45,8 @@ impl ReleasedKind {
         match (group, kind) {
             ("apps.kruise.io", "CloneSet") => Ok(Self::CloneSet),
             ("apps.kruise.io", "StatefulSet") => Ok(Self::AdvancedStatefulSet),
-            ("apps", "Deployment" | "StatefulSet" | "DaemonSet")
-            | ("apps.kruise.io", "DaemonSet") => {
+            ("apps", "StatefulSet") => Ok(Self::StatefulSet),
+            ("apps", "Deployment" | "DaemonSet") | ("apps.kruise.io", "DaemonSet") => {
                 Err(WorkloadError::NotYetSupported(format!("{group}/{kind}")))
             }
             _ => Err(WorkloadError::Unknown),
@@ -56,6 +58,7 @@ impl ReleasedKind {
         match self {
             Self::CloneSet => ObjectKind::CLONE_SET,
             Self::AdvancedStatefulSet => ObjectKind::ADVANCED_STATEFUL_SET,
+            Self::StatefulSet => ObjectKind::STATEFUL_SET,
         }
     }
 
@@ -63,7 +66,7 @@ impl ReleasedKind {
     pub fn workload_type(self) -> &'static str {
         match self {
             Self::CloneSet => "cloneset",
-            Self::AdvancedStatefulSet => "statefulset",
+            Self::AdvancedStatefulSet | Self::StatefulSet => "statefulset",
         }
     }
 }
@@ -161,7 +164,39 @@ impl ReleasedWorkload {
         }
     }
 
+    /// A native StatefulSet (its pods' readiness is counted: its status has no updated-ready
+    /// count).
+    pub fn from_stateful_set(sts: &k8s_openapi::api::apps::v1::StatefulSet) -> Self {
+        let (labels, annotations) = meta_strings(&sts.metadata);
+        let spec = sts.spec.clone();
+        let status = sts.status.clone().unwrap_or_default();
+        let partition = spec
+            .update_strategy
+            .and_then(|s| s.rolling_update)
+            .and_then(|r| r.partition)
+            .map(IntOrString::Int);
+        Self {
+            kind: Some(ReleasedKind::StatefulSet),
+            name: sts.metadata.name.clone().unwrap_or_default(),
+            uid: sts.metadata.uid.clone().unwrap_or_default(),
+            generation: sts.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation.unwrap_or_default(),
+            labels,
+            annotations,
+            replicas: spec.replicas.unwrap_or(1),
+            status_replicas: status.replicas,
+            updated_replicas: status.updated_replicas.unwrap_or_default(),
+            updated_ready_replicas: None,
+            current_revision: status.current_revision.unwrap_or_default(),
+            update_revision: status.update_revision.unwrap_or_default(),
+            partition,
+            paused: false,
+            deleting: sts.metadata.deletion_timestamp.is_some(),
+        }
+    }
+
     /// Its kind; CloneSet for a default value.
+
     pub fn kind(&self) -> ReleasedKind {
         self.kind.unwrap_or(ReleasedKind::CloneSet)
     }
@@ -185,7 +220,7 @@ impl ReleasedWorkload {
     fn revision_value<'a>(&self, revision: &'a str) -> &'a str {
         match self.kind() {
             ReleasedKind::CloneSet => revision.rsplit_once('-').map_or(revision, |(_, h)| h),
-            ReleasedKind::AdvancedStatefulSet => revision,
+            ReleasedKind::AdvancedStatefulSet | ReleasedKind::StatefulSet => revision,
         }
     }
 
@@ -193,7 +228,9 @@ impl ReleasedWorkload {
     pub fn revision_label_key(&self) -> &'static str {
         match self.kind() {
             ReleasedKind::CloneSet => "pod-template-hash",
-            ReleasedKind::AdvancedStatefulSet => "controller-revision-hash",
+            ReleasedKind::AdvancedStatefulSet | ReleasedKind::StatefulSet => {
+                "controller-revision-hash"
+            }
         }
     }
 
@@ -256,6 +293,8 @@ impl ReleasedWorkload {
             ReleasedKind::AdvancedStatefulSet => {
                 self.rolling_path(json!({"paused": false, "partition": HOLD_ALL_ORDINALS}))
             }
+            // A native StatefulSet has no pause.
+            ReleasedKind::StatefulSet => self.rolling_path(json!({"partition": HOLD_ALL_ORDINALS})),
         };
         patch["metadata"] = json!({"annotations": {CONTROL_INFO_ANNOTATION: control_info}});
         patch
@@ -270,7 +309,10 @@ impl ReleasedWorkload {
     /// cleared so that every pod updates.
     pub fn release_control_patch(&self, release_all: bool) -> Value {
         let mut patch = if release_all {
-            self.rolling_path(json!({"paused": false, "partition": null}))
+            match self.kind() {
+                ReleasedKind::StatefulSet => self.rolling_path(json!({"partition": null})),
+                _ => self.rolling_path(json!({"paused": false, "partition": null})),
+            }
         } else {
             json!({})
         };

@@ -558,7 +558,15 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             "munifiedworkload.rollouts.kruise.io",
             "/mutate-unified-workload",
             Mutating,
-            vec![kruise_rule("statefulsets", &["UPDATE"])],
+            vec![
+                kruise_rule("statefulsets", &["UPDATE"]),
+                Rule {
+                    group: "apps",
+                    versions: &["v1"],
+                    resource: "statefulsets",
+                    operations: &["UPDATE"],
+                },
+            ],
             post(mutate_released_workload),
         )
         .failure(Fail)

@@ -655,3 +655,68 @@ fn the_echoserver_tutorial_routes_five_percent_through_an_nginx_canary_ingress()
     let stable = k.json(&["get", "service", "echoserver"]);
     assert_eq!(stable["spec"]["selector"], serde_json::json!({"app": "echoserver"}));
 }
+
+/// A native StatefulSet (kube-controller-manager's controller in kruise-sim) released by its
+/// `rollingUpdate.partition`.
+#[test]
+fn a_native_statefulset_is_released_by_partition() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    let sts = asts_yaml("registry.example/web:v1")
+        .replace("apiVersion: apps.kruise.io/v1beta1", "apiVersion: apps/v1")
+        .replace("replicas: 4", "replicas: 3");
+    k.ok_stdin(&["apply", "-f", "-"], &sts);
+    let status = |k: &Kubectl| k.json(&["get", "statefulsets.apps", "web"])["status"].clone();
+    wait_for("3 pods ready", Duration::from_secs(60), || {
+        (status(k)["readyReplicas"] == 3).then_some(())
+    });
+    let rollout = STS_ROLLOUT_V1ALPHA1.replace(
+        "apiVersion: apps.kruise.io/v1beta1\n      kind: StatefulSet",
+        "apiVersion: apps/v1\n      kind: StatefulSet",
+    );
+    k.ok_stdin(&["apply", "-f", "-"], &rollout);
+    let get = |k: &Kubectl| k.json(&["get", "rollouts.v1beta1.rollouts.kruise.io", "web-rollout"]);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (get(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+    wait_for("the StatefulSet labelled", Duration::from_secs(30), || {
+        let labels = k.json(&["get", "statefulsets.apps", "web"])["metadata"]["labels"].clone();
+        (labels["rollouts.kruise.io/workload-type"] == "statefulset").then_some(())
+    });
+    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.example/web:v2"}]}}}}"#;
+    let admitted =
+        k.ok(&["patch", "statefulsets.apps", "web", "--type=merge", "-p", patch, "-o", "json"]);
+    let admitted: Value = serde_json::from_str(&admitted).expect("JSON");
+    assert_eq!(admitted["spec"]["updateStrategy"]["rollingUpdate"]["partition"], 32767);
+    wait_for("step 1 paused with one pod updated", Duration::from_secs(60), || {
+        let s = get(k)["status"].clone();
+        let st = status(k);
+        (s["currentStepIndex"] == 1
+            && s["currentStepState"] == "StepPaused"
+            && st["updatedReplicas"] == 1)
+            .then_some(())
+    });
+    let image = k.ok(&["get", "pod", "web-2", "-o", "jsonpath={.spec.containers[0].image}"]);
+    assert_eq!(image, "registry.example/web:v2");
+    let release = k.json(&["get", "batchreleases.rollouts.kruise.io", "web-rollout"]);
+    assert_eq!(
+        release["status"]["canaryStatus"]["updatedReadyReplicas"], 1,
+        "counted from the pods"
+    );
+    k.ok(&[
+        "patch",
+        "rollouts.v1beta1.rollouts.kruise.io",
+        "web-rollout",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"canaryStatus":{"currentStepState":"StepReady"}}}"#,
+    ]);
+    wait_for("every pod on v2", Duration::from_secs(90), || {
+        let st = status(k);
+        (get(k)["status"]["phase"] == "Healthy"
+            && st["updatedReplicas"] == 3
+            && st["readyReplicas"] == 3)
+            .then_some(())
+    });
+}
