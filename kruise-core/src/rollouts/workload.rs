@@ -196,7 +196,6 @@ impl ReleasedWorkload {
     }
 
     /// Its kind; CloneSet for a default value.
-
     pub fn kind(&self) -> ReleasedKind {
         self.kind.unwrap_or(ReleasedKind::CloneSet)
     }
