@@ -56,6 +56,16 @@ enum Command {
     /// Display resources: `get all` lists the CloneSets, Advanced StatefulSets, Advanced
     /// DaemonSets and UnitedDeployments (runs `kubectl get` with their printer columns).
     Get(GetArgs),
+    /// Show a Kruise Rollout in detail: its steps, the current one, its traffic routing, its
+    /// canary and its BatchRelease.
+    Describe(DescribeArgs),
+}
+
+#[derive(Args, Debug)]
+struct DescribeArgs {
+    /// `rollout NAME` or `rollout/NAME`.
+    #[arg(required = true, num_args = 1..=2)]
+    resource: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -622,6 +632,27 @@ async fn rollout_pause(session: &Session, target: &Target, paused: bool) -> anyh
     Ok(())
 }
 
+async fn describe(session: &Session, args: &DescribeArgs) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&args.resource)?;
+    if kind != Kind::ROLLOUT {
+        bail!("describe supports only rollout, not {}", kind.kind);
+    }
+    let object = session.get(kind, &name).await?;
+    let rollout: kruise_api::rollouts::v1beta1::Rollout = typed(&object)?;
+    let release_kind = Kind {
+        kind: "BatchRelease",
+        group: "rollouts.kruise.io",
+        version: "v1beta1",
+        plural: "batchreleases",
+    };
+    let release = match session.api(release_kind).get_opt(&name).await? {
+        Some(object) => Some(typed::<kruise_api::rollouts::v1beta1::BatchRelease>(&object)?),
+        None => None,
+    };
+    print!("{}", kruise_core::rollouts::describe::describe(&rollout, release.as_ref()));
+    Ok(())
+}
+
 async fn rollout_approve(session: &Session, target: &Target) -> anyhow::Result<()> {
     let (kind, name) = parse_target(&target.resource)?;
     if kind != Kind::ROLLOUT {
@@ -1142,6 +1173,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             create_crr(&session, args).await
         }
         Command::Exec(args) => exec(&cli, &session, args).await,
+        Command::Describe(args) => describe(&session, args).await,
     }
 }
 

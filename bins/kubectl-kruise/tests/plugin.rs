@@ -480,4 +480,16 @@ fn rollout_approve_moves_a_paused_step_on() {
     // A workload is not a Rollout.
     let refused = env.kubectl(&["kruise", "rollout", "approve", "cloneset/web"], None);
     assert!(refused.stderr.contains("is not supported for approve"), "{}", refused.stderr);
+
+    // describe: the steps, the current one marked with its state.
+    let text = env.ok(&["kruise", "describe", "rollout", "rollouts-demo"]);
+    assert!(text.contains("Phase:        Progressing"), "{text}");
+    assert!(text.contains("* 1   20%       -        approval  StepReady"), "{text}");
+    assert!(text.contains("Canary:       1/1 ready, revision r1"), "{text}");
+    let missing = env.kubectl(&["kruise", "describe", "rollout", "nope"], None);
+    assert!(
+        missing.stderr.contains(r#"rollouts.rollouts.kruise.io "nope" not found"#),
+        "{}",
+        missing.stderr
+    );
 }

@@ -24,6 +24,7 @@
 
 pub mod admission;
 pub mod batchrelease;
+pub mod describe;
 pub mod rollout;
 pub mod traffic;
 mod workload;

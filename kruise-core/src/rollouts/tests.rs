@@ -182,3 +182,42 @@ fn traffic_routing_follows_upstreams_rules() {
         ]
     );
 }
+
+#[test]
+fn describe_lays_out_steps_and_state() {
+    use kruise_api::rollouts::v1beta1::{CanaryStatus, CommonStatus, RolloutPhase, RolloutStatus};
+    let mut r = rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("20%"), pct("100%")]);
+    r.status = Some(RolloutStatus {
+        phase: Some(RolloutPhase::Progressing),
+        message: "Rollout is in step(1/2), and you need manually confirm to enter the next step"
+            .into(),
+        canary_status: Some(CanaryStatus {
+            common: CommonStatus {
+                current_step_index: 1,
+                current_step_state: kruise_api::rollouts::v1beta1::CanaryStepState::StepPaused,
+                stable_revision: "r0".into(),
+                ..Default::default()
+            },
+            canary_revision: "r1".into(),
+            canary_replicas: 1,
+            canary_ready_replicas: 1,
+        }),
+        ..Default::default()
+    });
+    let text = super::describe::describe(&r, None);
+    assert_eq!(
+        text,
+        "Name:         rollouts-demo
+Namespace:    default
+Workload:     apps.kruise.io/v1beta1 CloneSet/demo
+Phase:        Progressing
+Message:      Rollout is in step(1/2), and you need manually confirm to enter the next step
+Strategy:     Partition
+Steps:
+  STEP  REPLICAS  TRAFFIC  PAUSE     STATE
+  * 1   20%       -        approval  StepPaused
+    2   100%      -        approval
+Canary:       1/1 ready, revision r1 (stable r0)
+"
+    );
+}
