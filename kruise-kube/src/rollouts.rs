@@ -162,6 +162,9 @@ struct Workloads {
     clone_sets: Cache<CloneSet>,
     advanced_stateful_sets: Cache<StatefulSet>,
     stateful_sets: Cache<k8s_openapi::api::apps::v1::StatefulSet>,
+    daemon_sets: Cache<kruise_api::apps::v1beta1::DaemonSet>,
+    /// An Advanced DaemonSet's current revision is read from its pods.
+    pods: Cache<CachedPod>,
 }
 
 impl Workloads {
@@ -170,6 +173,8 @@ impl Workloads {
             clone_sets: context.caches.get(),
             advanced_stateful_sets: context.caches.get(),
             stateful_sets: context.caches.get(),
+            daemon_sets: context.caches.get(),
+            pods: context.caches.get(),
         }
     }
 
@@ -191,6 +196,15 @@ impl Workloads {
                 .map(|sts| ReleasedWorkload::from_advanced_stateful_set(&sts)),
             ReleasedKind::StatefulSet => {
                 self.stateful_sets.get(&key).map(|sts| ReleasedWorkload::from_stateful_set(&sts))
+            }
+            ReleasedKind::AdvancedDaemonSet => {
+                let ds = self.daemon_sets.get(&key)?;
+                let uid = ds.metadata.uid.clone().unwrap_or_default();
+                let pods = self.pods.controlled_by(&uid);
+                let revisions = pods.iter().filter_map(|p| {
+                    p.metadata.labels.as_ref()?.get("controller-revision-hash").map(String::as_str)
+                });
+                Some(ReleasedWorkload::from_daemon_set(&ds, revisions))
             }
         }
     }
@@ -223,7 +237,8 @@ fn workload_watches<K: crate::cache::Watched>(
     cache: &Cache<K>,
     reference: fn(&K) -> &kruise_api::rollouts::v1beta1::ObjectRef,
 ) -> Vec<Watch> {
-    let (for_cs, for_sts, for_native) = (cache.clone(), cache.clone(), cache.clone());
+    let (for_cs, for_sts, for_native, for_ds) =
+        (cache.clone(), cache.clone(), cache.clone(), cache.clone());
     vec![
         Watch::new(&workloads.clone_sets, KeyMapping::Custom, move |change: &Change<CloneSet>| {
             change
@@ -262,6 +277,20 @@ fn workload_watches<K: crate::cache::Watched>(
                     .or(change.old.as_deref())
                     .map(|sts| {
                         referring(&for_native, ReleasedKind::StatefulSet, &sts.metadata, reference)
+                    })
+                    .unwrap_or_default()
+            },
+        ),
+        Watch::new(
+            &workloads.daemon_sets,
+            KeyMapping::Custom,
+            move |change: &Change<kruise_api::apps::v1beta1::DaemonSet>| {
+                change
+                    .new
+                    .as_deref()
+                    .or(change.old.as_deref())
+                    .map(|ds| {
+                        referring(&for_ds, ReleasedKind::AdvancedDaemonSet, &ds.metadata, reference)
                     })
                     .unwrap_or_default()
             },
@@ -556,6 +585,7 @@ impl Reconciler for BatchReleaseController {
                             ReleasedKind::AdvancedStatefulSet
                         }
                         "StatefulSet" if !kruise => ReleasedKind::StatefulSet,
+                        "DaemonSet" if kruise => ReleasedKind::AdvancedDaemonSet,
                         _ => continue,
                     };
                     let workload_meta =

@@ -88,6 +88,10 @@ pub fn hold_workload(old: &Value, new: &Value, rollouts: &[Rollout]) -> Option<V
             };
             ensure_object(&mut held, pointer)["partition"] = json!("100%");
         }
+        ReleasedKind::AdvancedDaemonSet => {
+            ensure_object(&mut held, "/spec/updateStrategy/rollingUpdate")["partition"] =
+                json!(HOLD_ALL_ORDINALS);
+        }
         ReleasedKind::AdvancedStatefulSet | ReleasedKind::StatefulSet => {
             let type_ = text(new, "/spec/updateStrategy/type");
             if replicas <= 0 || !(type_.is_empty() || type_ == "RollingUpdate") {
@@ -301,6 +305,14 @@ pub fn validate_rollout(
     let spec = &rollout.spec;
     let workload_path = FieldPath::new("Spec").child("ObjectRef").child("WorkloadRef");
     match ReleasedKind::from_ref(&spec.workload_ref.api_version, &spec.workload_ref.kind) {
+        Ok(ReleasedKind::AdvancedDaemonSet)
+            if spec.strategy.canary.as_ref().is_some_and(|c| !c.traffic_routings.is_empty()) =>
+        {
+            errors.push(FieldError::forbidden(
+                &FieldPath::new("Spec").child("Strategy").child("Canary").child("TrafficRoutings"),
+                format!("traffic routing for a DaemonSet release {NOT_YET}"),
+            ));
+        }
         Ok(_) => {}
         Err(WorkloadError::NotYetSupported(kind)) => errors
             .push(FieldError::forbidden(&workload_path, format!("a Rollout of {kind} {NOT_YET}"))),

@@ -20,7 +20,8 @@
 //! What this module does not do yet, and refuses at validation so that nothing is accepted and
 //! then ignored: custom network providers and `trafficRoutingRef`, blue-green,
 //! Deployments (partition style needs the AdvancedDeployment controller, canary style an extra
-//! Deployment), DaemonSets and Advanced DaemonSets, and `rollouts.kruise.io/rollback-in-batch`.
+//! Deployment), native DaemonSets, traffic routing for an Advanced DaemonSet, and
+//! `rollouts.kruise.io/rollback-in-batch`.
 
 pub mod admission;
 pub mod batchrelease;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
+use kruise_api::apps::v1beta1::{CloneSet, DaemonSet, StatefulSet};
 use serde_json::{Value, json};
 
 use super::{
@@ -35,6 +35,8 @@ pub enum ReleasedKind {
     AdvancedStatefulSet,
     /// apps/v1 StatefulSet.
     StatefulSet,
+    /// apps.kruise.io DaemonSet (Advanced DaemonSet): one pod per node, partitioned by node.
+    AdvancedDaemonSet,
 }
 
 impl ReleasedKind {
@@ -46,7 +48,8 @@ impl ReleasedKind {
             ("apps.kruise.io", "CloneSet") => Ok(Self::CloneSet),
             ("apps.kruise.io", "StatefulSet") => Ok(Self::AdvancedStatefulSet),
             ("apps", "StatefulSet") => Ok(Self::StatefulSet),
-            ("apps", "Deployment" | "DaemonSet") | ("apps.kruise.io", "DaemonSet") => {
+            ("apps.kruise.io", "DaemonSet") => Ok(Self::AdvancedDaemonSet),
+            ("apps", "Deployment" | "DaemonSet") => {
                 Err(WorkloadError::NotYetSupported(format!("{group}/{kind}")))
             }
             _ => Err(WorkloadError::Unknown),
@@ -59,6 +62,7 @@ impl ReleasedKind {
             Self::CloneSet => ObjectKind::CLONE_SET,
             Self::AdvancedStatefulSet => ObjectKind::ADVANCED_STATEFUL_SET,
             Self::StatefulSet => ObjectKind::STATEFUL_SET,
+            Self::AdvancedDaemonSet => ObjectKind::ADVANCED_DAEMON_SET,
         }
     }
 
@@ -67,6 +71,7 @@ impl ReleasedKind {
         match self {
             Self::CloneSet => "cloneset",
             Self::AdvancedStatefulSet | Self::StatefulSet => "statefulset",
+            Self::AdvancedDaemonSet => "daemonset",
         }
     }
 }
@@ -195,6 +200,52 @@ impl ReleasedWorkload {
         }
     }
 
+    /// An Advanced DaemonSet: its replicas are the nodes it should run on
+    /// (`desiredNumberScheduled`). It has no current revision in its status: the revision most
+    /// of `pod_revisions` (its pods' `controller-revision-hash`) carry stands for it, the update
+    /// revision on a tie.
+    pub fn from_daemon_set<'a>(
+        ds: &DaemonSet,
+        pod_revisions: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let (labels, annotations) = meta_strings(&ds.metadata);
+        let status = ds.status.clone().unwrap_or_default();
+        let rolling = ds.spec.update_strategy.rolling_update.clone().unwrap_or_default();
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for revision in pod_revisions {
+            *counts.entry(revision).or_default() += 1;
+        }
+        let update = status.update_revision.clone();
+        let most = counts.values().copied().max().unwrap_or(0);
+        let current = if counts.get(update.as_str()).copied().unwrap_or(0) == most {
+            update.clone()
+        } else {
+            counts
+                .iter()
+                .find(|(_, n)| **n == most)
+                .map(|(r, _)| (*r).to_owned())
+                .unwrap_or_default()
+        };
+        Self {
+            kind: Some(ReleasedKind::AdvancedDaemonSet),
+            name: ds.metadata.name.clone().unwrap_or_default(),
+            uid: ds.metadata.uid.clone().unwrap_or_default(),
+            generation: ds.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation,
+            labels,
+            annotations,
+            replicas: status.desired_number_scheduled,
+            status_replicas: status.current_number_scheduled,
+            updated_replicas: status.updated_number_scheduled,
+            updated_ready_replicas: None,
+            current_revision: current,
+            update_revision: update,
+            partition: rolling.partition,
+            paused: rolling.paused.unwrap_or(false),
+            deleting: ds.metadata.deletion_timestamp.is_some(),
+        }
+    }
+
     /// Its kind; CloneSet for a default value.
     pub fn kind(&self) -> ReleasedKind {
         self.kind.unwrap_or(ReleasedKind::CloneSet)
@@ -219,7 +270,9 @@ impl ReleasedWorkload {
     fn revision_value<'a>(&self, revision: &'a str) -> &'a str {
         match self.kind() {
             ReleasedKind::CloneSet => revision.rsplit_once('-').map_or(revision, |(_, h)| h),
-            ReleasedKind::AdvancedStatefulSet | ReleasedKind::StatefulSet => revision,
+            ReleasedKind::AdvancedStatefulSet
+            | ReleasedKind::StatefulSet
+            | ReleasedKind::AdvancedDaemonSet => revision,
         }
     }
 
@@ -227,9 +280,9 @@ impl ReleasedWorkload {
     pub fn revision_label_key(&self) -> &'static str {
         match self.kind() {
             ReleasedKind::CloneSet => "pod-template-hash",
-            ReleasedKind::AdvancedStatefulSet | ReleasedKind::StatefulSet => {
-                "controller-revision-hash"
-            }
+            ReleasedKind::AdvancedStatefulSet
+            | ReleasedKind::StatefulSet
+            | ReleasedKind::AdvancedDaemonSet => "controller-revision-hash",
         }
     }
 
@@ -294,6 +347,10 @@ impl ReleasedWorkload {
             }
             // A native StatefulSet has no pause.
             ReleasedKind::StatefulSet => self.rolling_path(json!({"partition": HOLD_ALL_ORDINALS})),
+            // Every node held: the partition counts the nodes left on the old revision.
+            ReleasedKind::AdvancedDaemonSet => {
+                self.rolling_path(json!({"paused": false, "partition": self.replicas}))
+            }
         };
         patch["metadata"] = json!({"annotations": {CONTROL_INFO_ANNOTATION: control_info}});
         patch

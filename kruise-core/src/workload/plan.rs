@@ -378,6 +378,8 @@ impl ObjectKind {
     };
     /// apps.kruise.io CloneSet.
     pub const CLONE_SET: Self = Self::kruise("v1beta1", "CloneSet", "clonesets", true);
+    /// apps.kruise.io DaemonSet (the Advanced DaemonSet).
+    pub const ADVANCED_DAEMON_SET: Self = Self::kruise("v1beta1", "DaemonSet", "daemonsets", true);
     /// apps.kruise.io StatefulSet (the Advanced StatefulSet).
     pub const ADVANCED_STATEFUL_SET: Self =
         Self::kruise("v1beta1", "StatefulSet", "statefulsets", true);

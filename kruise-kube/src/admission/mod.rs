@@ -555,6 +555,15 @@ pub fn registrations() -> Vec<WebhookRegistration> {
         .failure(Fail)
         .objects(Objects::Selected(released_workloads.clone())),
         WebhookRegistration::new(
+            "mdaemonset.rollouts.kruise.io",
+            "/mutate-apps-kruise-io-v1alpha1-daemonset",
+            Mutating,
+            vec![kruise_rule("daemonsets", &["UPDATE"])],
+            post(mutate_released_workload),
+        )
+        .failure(Fail)
+        .objects(Objects::Selected(released_workloads.clone())),
+        WebhookRegistration::new(
             "munifiedworkload.rollouts.kruise.io",
             "/mutate-unified-workload",
             Mutating,

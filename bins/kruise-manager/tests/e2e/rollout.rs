@@ -720,3 +720,87 @@ fn a_native_statefulset_is_released_by_partition() {
             .then_some(())
     });
 }
+
+/// An Advanced DaemonSet over three nodes, released one node first.
+#[test]
+fn an_advanced_daemonset_is_released_node_by_node() {
+    let pg = Playground::start(3, &[]);
+    let k = &pg.kubectl;
+    let daemon_set = |image: &str| {
+        format!(
+            r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels:
+      app: agent
+  template:
+    metadata:
+      labels:
+        app: agent
+    spec:
+      containers:
+      - name: main
+        image: {image}
+"#
+        )
+    };
+    k.ok_stdin(&["apply", "-f", "-"], &daemon_set("registry.example/agent:v1"));
+    let status =
+        |k: &Kubectl| k.json(&["get", "daemonsets.apps.kruise.io", "agent"])["status"].clone();
+    wait_for("3 pods ready", Duration::from_secs(60), || {
+        let s = status(k);
+        (s["desiredNumberScheduled"] == 3 && s["numberReady"] == 3).then_some(())
+    });
+    let rollout = ROLLOUT
+        .replace("kind: CloneSet\n    name: demo", "kind: DaemonSet\n    name: agent")
+        .replace("      - replicas: 20%\n      - replicas: 60%\n", "      - replicas: 1\n");
+    k.ok_stdin(&["apply", "-f", "-"], &rollout);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (self::rollout(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+    wait_for("the DaemonSet labelled", Duration::from_secs(30), || {
+        let labels =
+            k.json(&["get", "daemonsets.apps.kruise.io", "agent"])["metadata"]["labels"].clone();
+        (labels["rollouts.kruise.io/workload-type"] == "daemonset").then_some(())
+    });
+    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.example/agent:v2"}]}}}}"#;
+    let admitted = k.ok(&[
+        "patch",
+        "daemonsets.apps.kruise.io",
+        "agent",
+        "--type=merge",
+        "-p",
+        patch,
+        "-o",
+        "json",
+    ]);
+    let admitted: Value = serde_json::from_str(&admitted).expect("JSON");
+    assert_eq!(admitted["spec"]["updateStrategy"]["rollingUpdate"]["partition"], 32767);
+    wait_for_step(k, 1, "StepPaused");
+    wait_for("one node updated", Duration::from_secs(60), || {
+        (status(k)["updatedNumberScheduled"] == 1).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(status(k)["updatedNumberScheduled"], 1, "nothing moves before approval");
+    approve(k);
+    wait_for("every node on v2", Duration::from_secs(90), || {
+        let s = status(k);
+        (self::rollout(k)["status"]["phase"] == "Healthy"
+            && s["updatedNumberScheduled"] == 3
+            && s["numberReady"] == 3)
+            .then_some(())
+    });
+    let images = k.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=agent",
+        "-o",
+        "jsonpath={.items[*].spec.containers[0].image}",
+    ]);
+    assert!(images.split_whitespace().all(|i| i == "registry.example/agent:v2"), "{images}");
+}
