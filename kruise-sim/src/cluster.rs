@@ -531,7 +531,13 @@ impl Cluster {
                     "{} {name:?} is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                     crate::error::qualified(&def.group, &def.plural)
                 ),
-                details: Some(json!({"group": def.group, "kind": def.plural})),
+                // The cause kube-apiserver's NamespaceLifecycle admission adds, which
+                // controllers read to drop the create quietly.
+                details: Some(json!({"group": def.group, "kind": def.plural, "causes": [{
+                    "reason": "NamespaceTerminating",
+                    "message": format!("namespace {ns} is being terminated"),
+                    "field": "metadata.namespace",
+                }]})),
             });
         }
         Ok(())

@@ -52,9 +52,23 @@ pub enum ApplyError {
     /// 403: the manager may not do this.
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// 403 with cause `NamespaceTerminating`: a create in a namespace being deleted, which
+    /// has nothing left to do (the ReplicaSet controller drops it quietly too).
+    #[error("namespace terminating: {0}")]
+    NamespaceTerminating(String),
     /// The request did not get an answer (connection, TLS, timeout, decoding).
     #[error("request failed: {0}")]
     Transport(String),
+}
+
+/// Whether a 403 says the namespace is being deleted: the cause kube-apiserver's
+/// NamespaceLifecycle admission gives, or its message.
+fn namespace_terminating(status: &kube::core::Status) -> bool {
+    let cause = status
+        .details
+        .as_ref()
+        .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"));
+    cause || status.message.contains("because it is being terminated")
 }
 
 impl ApplyError {
@@ -68,6 +82,9 @@ impl ApplyError {
                     (409, _) => Self::Conflict(message),
                     (404, _) => Self::NotFound(message),
                     (400 | 422, _) => Self::Invalid(message),
+                    (403, _) if namespace_terminating(&status) => {
+                        Self::NamespaceTerminating(message)
+                    }
                     (403, _) => Self::Forbidden(message),
                     (code, _) => Self::Server { code, message },
                 }

@@ -140,7 +140,8 @@ fn delete_with_uid(uid: &str) -> DeleteParams {
 
 /// What an answer means for a plan: a creation that finds its object there, and a deletion
 /// (or eviction) that finds it gone, are done; so is a patch of a named object
-/// ([`Action::PatchObject`]) that is gone, since nothing of it is left to change.
+/// ([`Action::PatchObject`]) that is gone, since nothing of it is left to change, and a
+/// creation in a namespace being deleted, which nothing will ever need.
 fn tolerate(
     action: &Action,
     result: Result<Option<String>, ApplyError>,
@@ -148,7 +149,7 @@ fn tolerate(
     let done = matches!(
         (&result, action),
         (
-            Err(ApplyError::AlreadyExists(_)),
+            Err(ApplyError::AlreadyExists(_) | ApplyError::NamespaceTerminating(_)),
             Action::CreateRevision { .. }
                 | Action::CreatePvc { .. }
                 | Action::CreatePod { .. }
@@ -416,12 +417,12 @@ impl Applier {
         if let (Some(exp), Some(on)) = (&expectation, expectations) {
             on.store.before_write(on.key, exp, now);
         }
-        let result = tolerate(action, self.send(owner, action).await).map_err(|source| {
-            ReconcileError::Write {
-                action: verb(action),
-                target: action.target().to_owned(),
-                source,
-            }
+        let answer = self.send(owner, action).await;
+        let dropped = matches!(answer, Err(ApplyError::NamespaceTerminating(_)));
+        let result = tolerate(action, answer).map_err(|source| ReconcileError::Write {
+            action: verb(action),
+            target: action.target().to_owned(),
+            source,
         });
         if let Some(on) = expectations {
             match (&result, &expectation) {
@@ -429,6 +430,10 @@ impl Applier {
                     on.store.expect_resource_version(on.key, uid, rv, now);
                 }
                 (Err(_), Some(Expectation::Scale { action, name })) => {
+                    on.store.cancel_scale(on.key, *action, name);
+                }
+                // Never created: nothing to wait for.
+                (Ok(None), Some(Expectation::Scale { action, name })) if dropped => {
                     on.store.cancel_scale(on.key, *action, name);
                 }
                 _ => {}
@@ -660,6 +665,37 @@ pub(crate) fn batch_sizes(count: usize, burst: usize) -> impl Iterator<Item = us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kube-apiserver's answer to a create in a namespace being deleted.
+    fn terminating() -> kube::Error {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 403,
+            "reason": "Forbidden",
+            "message": "pods \"web-x\" is forbidden: unable to create new content in namespace gone because it is being terminated",
+            "details": {"name": "web-x", "kind": "pods", "causes": [{"reason": "NamespaceTerminating",
+                "message": "namespace gone is being terminated", "field": "metadata.namespace"}]}
+        }))
+        .expect("a Status");
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn a_create_in_a_terminating_namespace_is_nothing_to_do() {
+        let err = ApplyError::from_kube(terminating());
+        assert!(matches!(err, ApplyError::NamespaceTerminating(_)), "{err:?}");
+        let create = Action::CreateObject {
+            target: kruise_core::plan::Target::new(
+                kruise_core::plan::ObjectKind::SERVICE,
+                Some("gone"),
+                "web",
+            ),
+            body: std::sync::Arc::new(serde_json::json!({})),
+        };
+        assert!(matches!(tolerate(&create, Err(err)), Ok(None)));
+        // Any other 403 stays a failure.
+        let other = ApplyError::Forbidden("pods is forbidden: User cannot create".into());
+        assert!(tolerate(&create, Err(other)).is_err());
+    }
 
     #[test]
     fn slow_start_batches_double_up_to_the_burst() {
