@@ -34,7 +34,6 @@ use super::{
     BATCH_RELEASE_FINALIZER, ROLLOUT_BATCH_ID_LABEL, ROLLOUT_ID_LABEL, ReleasedWorkload,
     release_plan_hash,
 };
-use crate::expectations::ControllerExpectations;
 use crate::intstr::{IntOrPercent, Rounding, scaled_value};
 use crate::plan::{Action, Event, EventType, Guard, ObjectKind, Patch, Plan, Subresource, Target};
 
@@ -136,16 +135,13 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<BatchReleaseStatus> {
         requeue: None,
     };
     planner.run(now);
-    let current = release.status.clone().unwrap_or_default();
-    let status = (planner.status != current).then_some(planner.status);
-    Plan {
-        actions: planner.actions,
-        status,
-        events: planner.events,
-        requeue_after: planner.requeue,
-        expectations: ControllerExpectations::default(),
-        blocked: None,
-    }
+    super::assemble(
+        release.status.clone().unwrap_or_default(),
+        planner.status,
+        planner.actions,
+        planner.events,
+        planner.requeue,
+    )
 }
 
 impl Planner<'_> {

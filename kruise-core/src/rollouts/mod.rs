@@ -71,6 +71,25 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
+/// The plan of one round: `actions`, `events` and `requeue`, and `status` when it differs from
+/// `read` (the status as read).
+fn assemble<S: PartialEq>(
+    read: S,
+    status: S,
+    actions: Vec<crate::plan::Action>,
+    events: Vec<crate::plan::Event>,
+    requeue: Option<jiff::SignedDuration>,
+) -> crate::plan::Plan<S> {
+    crate::plan::Plan {
+        actions,
+        status: (status != read).then_some(status),
+        events,
+        requeue_after: requeue,
+        expectations: crate::expectations::ControllerExpectations::default(),
+        blocked: None,
+    }
+}
+
 /// Sets `condition` in `conditions` by type: `lastTransitionTime` moves only when the status
 /// changes; a condition equal in status, reason and message is left as it is.
 fn set_condition(conditions: &mut Vec<RolloutCondition>, condition: RolloutCondition) {

@@ -41,7 +41,6 @@ use super::{
     IN_PROGRESSING_ANNOTATION, ROLLOUT_FINALIZER, ROLLOUT_HASH_ANNOTATION, ReleasedWorkload,
     WORKLOAD_TYPE_LABEL, condition, release_plan_hash, set_condition,
 };
-use crate::expectations::ControllerExpectations;
 use crate::intstr::{Rounding, scaled_value};
 use crate::plan::{Action, Event, EventType, Guard, ObjectKind, Patch, Plan, Subresource, Target};
 
@@ -195,16 +194,13 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<RolloutStatus> {
         planner.status.current_step_index = canary.common.current_step_index;
         planner.status.current_step_state = canary.common.current_step_state.clone();
     }
-    let current = rollout.status.clone().unwrap_or_default();
-    let status = (planner.status != current).then_some(planner.status);
-    Plan {
-        actions: planner.actions,
-        status,
-        events: planner.events,
-        requeue_after: planner.requeue,
-        expectations: ControllerExpectations::default(),
-        blocked: None,
-    }
+    super::assemble(
+        rollout.status.clone().unwrap_or_default(),
+        planner.status,
+        planner.actions,
+        planner.events,
+        planner.requeue,
+    )
 }
 
 impl Planner<'_> {

@@ -202,9 +202,16 @@ pub fn registrations() -> Vec<WebhookRegistration> {
     };
     let pod_rule =
         |resource, operations| Rule { group: "", versions: &["v1"], resource, operations };
+    // Kruise Rollout's workload webhooks: only the workloads the Rollout controller labelled,
+    // failing closed (a release let through unheld would roll every pod at once).
     let released_workloads = json!({"matchExpressions": [
         {"key": kruise_core::rollouts::WORKLOAD_TYPE_LABEL, "operator": "Exists"}
     ]});
+    let held = |name, path, rules| {
+        WebhookRegistration::new(name, path, Mutating, rules, post(mutate_released_workload))
+            .failure(Fail)
+            .objects(Objects::Selected(released_workloads.clone()))
+    };
     vec![
         // The pod mutating webhook: the chain of pod steps at CREATE.
         WebhookRegistration::new(
@@ -543,30 +550,19 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             post(validate_always_protected),
         ),
         // Kruise Rollout: a template change of a workload a Rollout releases is held for it.
-        // Only the workloads the Rollout controller labelled are sent, and the webhook fails
-        // closed: a release let through unheld would roll every pod at once.
-        WebhookRegistration::new(
+        held(
             "mcloneset.rollouts.kruise.io",
             "/mutate-apps-kruise-io-v1alpha1-cloneset",
-            Mutating,
             vec![kruise_rule("clonesets", &["UPDATE"])],
-            post(mutate_released_workload),
-        )
-        .failure(Fail)
-        .objects(Objects::Selected(released_workloads.clone())),
-        WebhookRegistration::new(
+        ),
+        held(
             "mdaemonset.rollouts.kruise.io",
             "/mutate-apps-kruise-io-v1alpha1-daemonset",
-            Mutating,
             vec![kruise_rule("daemonsets", &["UPDATE"])],
-            post(mutate_released_workload),
-        )
-        .failure(Fail)
-        .objects(Objects::Selected(released_workloads.clone())),
-        WebhookRegistration::new(
+        ),
+        held(
             "munifiedworkload.rollouts.kruise.io",
             "/mutate-unified-workload",
-            Mutating,
             vec![
                 kruise_rule("statefulsets", &["UPDATE"]),
                 Rule {
@@ -576,10 +572,7 @@ pub fn registrations() -> Vec<WebhookRegistration> {
                     operations: &["UPDATE"],
                 },
             ],
-            post(mutate_released_workload),
-        )
-        .failure(Fail)
-        .objects(Objects::Selected(released_workloads)),
+        ),
         WebhookRegistration::new(
             "vrollout.rollouts.kruise.io",
             "/validate-rollouts-kruise-io-rollout",

@@ -33,22 +33,20 @@ fn clone_set(k: &Kubectl) -> Value {
     k.json(&["get", "clonesets.apps.kruise.io", "demo"])
 }
 
-/// Sets the CloneSet's image; returns the CloneSet as admitted (the webhooks' answer).
-fn set_image(k: &Kubectl, image: &str) -> Value {
+/// Sets the image of the container `main` of `resource` `name`; returns the object as
+/// admitted (the webhooks' answer).
+fn set_image_of(k: &Kubectl, resource: &str, name: &str, image: &str) -> Value {
     let patch = serde_json::json!({"spec": {"template": {"spec": {"containers": [
         {"name": "main", "image": image}
     ]}}}});
-    let admitted = k.ok(&[
-        "patch",
-        "clonesets.apps.kruise.io",
-        "demo",
-        "--type=merge",
-        "-p",
-        &patch.to_string(),
-        "-o",
-        "json",
-    ]);
+    let admitted =
+        k.ok(&["patch", resource, name, "--type=merge", "-p", &patch.to_string(), "-o", "json"]);
     serde_json::from_str(&admitted).expect("kubectl printed JSON")
+}
+
+/// Sets the CloneSet `demo`'s image.
+fn set_image(k: &Kubectl, image: &str) -> Value {
+    set_image_of(k, "clonesets.apps.kruise.io", "demo", image)
 }
 
 /// Waits until the Rollout's status is at `step` in `state`, and returns it.
@@ -71,17 +69,22 @@ fn wait_for_updated_ready(k: &Kubectl, n: i64) {
     });
 }
 
-/// `kubectl kruise rollout approve`, as the plugin sends it.
-fn approve(k: &Kubectl) {
+/// `kubectl kruise rollout approve rollout/NAME`, as the plugin sends it.
+fn approve_rollout(k: &Kubectl, name: &str) {
     k.ok(&[
         "patch",
-        "rollouts.rollouts.kruise.io",
-        "rollouts-demo",
+        "rollouts.v1beta1.rollouts.kruise.io",
+        name,
         "--subresource=status",
         "--type=merge",
         "-p",
         r#"{"status":{"canaryStatus":{"currentStepState":"StepReady"}}}"#,
     ]);
+}
+
+/// Approves `rollouts-demo`.
+fn approve(k: &Kubectl) {
+    approve_rollout(k, "rollouts-demo");
 }
 
 fn condition(status: &Value, type_: &str) -> (String, String) {
@@ -311,18 +314,7 @@ fn an_advanced_statefulset_release_survives_a_manager_restart_and_faults() {
     let alpha = k.json(&["get", "rollouts.v1alpha1.rollouts.kruise.io", "web-rollout"]);
     assert_eq!(alpha["spec"]["objectRef"]["workloadRef"]["name"], "web");
 
-    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.example/web:v2"}]}}}}"#;
-    let admitted = k.ok(&[
-        "patch",
-        "statefulsets.apps.kruise.io",
-        "web",
-        "--type=merge",
-        "-p",
-        patch,
-        "-o",
-        "json",
-    ]);
-    let admitted: Value = serde_json::from_str(&admitted).expect("JSON");
+    let admitted = set_image_of(k, "statefulsets.apps.kruise.io", "web", "registry.example/web:v2");
     assert_eq!(admitted["spec"]["updateStrategy"]["rollingUpdate"]["partition"], 32767);
     let step = |k: &Kubectl| {
         let r = k.json(&["get", "rollouts.v1beta1.rollouts.kruise.io", "web-rollout"]);
@@ -345,15 +337,7 @@ fn an_advanced_statefulset_release_survives_a_manager_restart_and_faults() {
 
     // The manager dies; the step is approved while it is down; faults wait for the next one.
     manager.kill();
-    k.ok(&[
-        "patch",
-        "rollouts.v1beta1.rollouts.kruise.io",
-        "web-rollout",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"canaryStatus":{"currentStepState":"StepReady"}}}"#,
-    ]);
+    approve_rollout(k, "web-rollout");
     let faults = cluster.server.faults();
     let fired = [
         faults.inject(
@@ -610,8 +594,7 @@ fn the_echoserver_tutorial_routes_five_percent_through_an_nginx_canary_ingress()
     // Stored as v1beta1: the weight became the step's traffic.
     assert_eq!(get(k)["spec"]["strategy"]["canary"]["steps"][0]["traffic"], "5%");
 
-    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.example/echoserver:v2"}]}}}}"#;
-    k.ok(&["patch", "clonesets.apps.kruise.io", "echoserver", "--type=merge", "-p", patch]);
+    set_image_of(k, "clonesets.apps.kruise.io", "echoserver", "registry.example/echoserver:v2");
     let status = wait_for("step 1 paused", Duration::from_secs(60), || {
         let s = get(k)["status"].clone();
         (s["currentStepIndex"] == 1 && s["currentStepState"] == "StepPaused").then_some(s)
@@ -633,15 +616,7 @@ fn the_echoserver_tutorial_routes_five_percent_through_an_nginx_canary_ingress()
     let table = k.ok(&["get", "ingress"]);
     assert!(table.contains("echoserver-canary"), "{table}");
 
-    k.ok(&[
-        "patch",
-        "rollouts.v1beta1.rollouts.kruise.io",
-        "rollouts-demo",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"canaryStatus":{"currentStepState":"StepReady"}}}"#,
-    ]);
+    approve(k);
     wait_for("the release complete and the canary routing gone", Duration::from_secs(90), || {
         let done = get(k)["status"]["phase"] == "Healthy"
             && !k.run_with(&["get", "ingress", "echoserver-canary"], None).ok
@@ -683,10 +658,7 @@ fn a_native_statefulset_is_released_by_partition() {
         let labels = k.json(&["get", "statefulsets.apps", "web"])["metadata"]["labels"].clone();
         (labels["rollouts.kruise.io/workload-type"] == "statefulset").then_some(())
     });
-    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.example/web:v2"}]}}}}"#;
-    let admitted =
-        k.ok(&["patch", "statefulsets.apps", "web", "--type=merge", "-p", patch, "-o", "json"]);
-    let admitted: Value = serde_json::from_str(&admitted).expect("JSON");
+    let admitted = set_image_of(k, "statefulsets.apps", "web", "registry.example/web:v2");
     assert_eq!(admitted["spec"]["updateStrategy"]["rollingUpdate"]["partition"], 32767);
     wait_for("step 1 paused with one pod updated", Duration::from_secs(60), || {
         let s = get(k)["status"].clone();
@@ -703,15 +675,7 @@ fn a_native_statefulset_is_released_by_partition() {
         release["status"]["canaryStatus"]["updatedReadyReplicas"], 1,
         "counted from the pods"
     );
-    k.ok(&[
-        "patch",
-        "rollouts.v1beta1.rollouts.kruise.io",
-        "web-rollout",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"canaryStatus":{"currentStepState":"StepReady"}}}"#,
-    ]);
+    approve_rollout(k, "web-rollout");
     wait_for("every pod on v2", Duration::from_secs(90), || {
         let st = status(k);
         (get(k)["status"]["phase"] == "Healthy"
@@ -767,18 +731,8 @@ spec:
             k.json(&["get", "daemonsets.apps.kruise.io", "agent"])["metadata"]["labels"].clone();
         (labels["rollouts.kruise.io/workload-type"] == "daemonset").then_some(())
     });
-    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.example/agent:v2"}]}}}}"#;
-    let admitted = k.ok(&[
-        "patch",
-        "daemonsets.apps.kruise.io",
-        "agent",
-        "--type=merge",
-        "-p",
-        patch,
-        "-o",
-        "json",
-    ]);
-    let admitted: Value = serde_json::from_str(&admitted).expect("JSON");
+    let admitted =
+        set_image_of(k, "daemonsets.apps.kruise.io", "agent", "registry.example/agent:v2");
     assert_eq!(admitted["spec"]["updateStrategy"]["rollingUpdate"]["partition"], 32767);
     wait_for_step(k, 1, "StepPaused");
     wait_for("one node updated", Duration::from_secs(60), || {
