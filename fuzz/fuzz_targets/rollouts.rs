@@ -44,6 +44,7 @@ fuzz_target!(|data: &[u8]| {
                 rollout: rollout_object.clone(),
                 workload: workload.clone(),
                 batch_release: release.clone(),
+                traffic: Default::default(),
             },
             now,
         );
