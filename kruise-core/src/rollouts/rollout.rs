@@ -225,15 +225,7 @@ impl Planner<'_> {
     }
 
     fn patch_workload(&mut self, workload: &ReleasedWorkload, body: Value) {
-        self.actions.push(Action::PatchObject {
-            target: Target::new(
-                workload.kind().object_kind(),
-                Some(&self.namespace),
-                &workload.name,
-            ),
-            subresource: Subresource::Main,
-            patch: Patch::merge(body),
-        });
+        self.actions.push(workload.patch(&self.namespace, body));
     }
 
     fn batch_release_target(&self) -> Target {

@@ -332,6 +332,19 @@ impl ReleasedWorkload {
             .unwrap_or(0)
     }
 
+    /// The action that merge-patches the workload (in `namespace`) with `body`.
+    pub fn patch(&self, namespace: &str, body: Value) -> crate::plan::Action {
+        crate::plan::Action::PatchObject {
+            target: crate::plan::Target::new(
+                self.kind().object_kind(),
+                Some(namespace),
+                &self.name,
+            ),
+            subresource: crate::plan::Subresource::Main,
+            patch: crate::plan::Patch::merge(body),
+        }
+    }
+
     fn rolling_path(&self, fields: Value) -> Value {
         json!({"spec": {"updateStrategy": {"rollingUpdate": fields}}})
     }
