@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     let rollouts: Vec<Rollout> = serde_json::from_value(rollout_json.clone())
         .map(|r| vec![r])
         .unwrap_or_default();
-    if let Some(held) = hold_workload(old, new, &rollouts) {
+    if let Some(held) = hold_workload(old, new, &rollouts, &[]) {
         assert_eq!(without_hold(held), without_hold(new.clone()), "the hold wrote other fields");
     }
     if let Some(rollout_object) = rollouts.first() {
@@ -50,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
         );
         if let Some(release) = release {
             let _ = batchrelease::plan(
-                &batchrelease::Snapshot { release, workload, pods: Vec::new() },
+                &batchrelease::Snapshot { release, workload, pods: Vec::new(), canary: None },
                 now,
             );
         }

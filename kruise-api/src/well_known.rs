@@ -867,8 +867,22 @@ pub mod rollouts {
         /// pod-template-hash of its stable revision, removed when the release ends.
         pub const STABLE_REVISION: &str = "rollouts.kruise.io/stable-revision";
 
+        /// On a Deployment whose partition-style release moves its ReplicaSets itself
+        /// (upstream's AdvancedDeployment controller): `"true"`.
+        pub const CONTROLLED_BY_ADVANCED_DEPLOYMENT: &str =
+            "rollouts.kruise.io/controlled-by-advanced-deployment-controller";
+        /// On the extra Deployment a canary-style release runs: the stable Deployment's name.
+        pub const CANARY_DEPLOYMENT: &str = "rollouts.kruise.io/canary-deployment";
+
         /// Every label key in this module.
-        pub const ALL: &[&str] = &[ROLLOUT_ID, ROLLOUT_BATCH_ID, WORKLOAD_TYPE, STABLE_REVISION];
+        pub const ALL: &[&str] = &[
+            ROLLOUT_ID,
+            ROLLOUT_BATCH_ID,
+            WORKLOAD_TYPE,
+            STABLE_REVISION,
+            CONTROLLED_BY_ADVANCED_DEPLOYMENT,
+            CANARY_DEPLOYMENT,
+        ];
     }
 
     /// Annotation keys owned by Kruise Rollout.
@@ -891,8 +905,17 @@ pub mod rollouts {
         /// `trafficRoutingRef`).
         pub const TRAFFIC_ROUTING: &str = "rollouts.kruise.io/trafficrouting";
 
+        /// JSON, on a Deployment under a partition-style release: `rollingStyle`, the saved
+        /// `rollingUpdate`, `paused` and `partition` (how many pods are on the new revision).
+        pub const DEPLOYMENT_STRATEGY: &str = "rollouts.kruise.io/deployment-strategy";
+        /// JSON, on such a Deployment: `updatedReadyReplicas` and `expectedUpdatedReplicas`,
+        /// written by the controller that moves its ReplicaSets.
+        pub const DEPLOYMENT_EXTRA_STATUS: &str = "rollouts.kruise.io/deployment-extra-status";
+
         /// Every annotation key in this module.
         pub const ALL: &[&str] = &[
+            DEPLOYMENT_STRATEGY,
+            DEPLOYMENT_EXTRA_STATUS,
             IN_PROGRESSING,
             BATCH_RELEASE_CONTROL_INFO,
             ROLLBACK_IN_BATCH,
@@ -910,8 +933,11 @@ pub mod rollouts {
         /// Held on a BatchRelease until the workload is given back.
         pub const BATCH_RELEASE: &str = "rollouts.kruise.io/batch-release-finalizer";
 
+        /// Held on a canary-style release's extra Deployment until the release is over.
+        pub const CANARY_DEPLOYMENT: &str = "finalizer.rollouts.kruise.io/batch-release";
+
         /// Every finalizer in this module.
-        pub const ALL: &[&str] = &[ROLLOUT, BATCH_RELEASE];
+        pub const ALL: &[&str] = &[ROLLOUT, BATCH_RELEASE, CANARY_DEPLOYMENT];
     }
 }
 

@@ -159,7 +159,7 @@ impl World {
         let mut new = old.clone();
         new["spec"]["template"]["spec"]["containers"][0]["image"] = json!(image);
         let rollouts = [self.typed_rollout()];
-        self.clone_set = hold_workload(&old, &new, &rollouts).unwrap_or(new);
+        self.clone_set = hold_workload(&old, &new, &rollouts, &[]).unwrap_or(new);
         self.clone_set["metadata"]["generation"] =
             json!(old["metadata"]["generation"].as_i64().unwrap_or(1) + 1);
         self.run_clone_set();
@@ -314,7 +314,12 @@ impl World {
                 })
                 .collect();
             let plan = batchrelease::plan(
-                &batchrelease::Snapshot { release: br, workload: Some(self.workload()), pods },
+                &batchrelease::Snapshot {
+                    release: br,
+                    workload: Some(self.workload()),
+                    pods,
+                    canary: None,
+                },
                 self.now,
             );
             changed |= !plan.is_noop() || plan.requeue_after.is_some();

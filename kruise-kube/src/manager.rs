@@ -286,6 +286,7 @@ pub async fn run(
             context.nodes = Some(caches.get::<k8s_openapi::api::core::v1::Node>());
             context.persistent_pod_states = Some(caches.get());
             context.rollouts = Some(caches.get());
+            context.replica_sets = Some(caches.get());
             let mut policy = config.webhook_policy.clone();
             policy.manager_namespace = webhook.namespace.clone();
             policy.gates = gates.clone();

@@ -16,12 +16,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
 use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout};
-use kruise_core::rollouts::batchrelease::{self, ReleasePod};
-use kruise_core::rollouts::{ReleasedKind, ReleasedWorkload, rollout};
+use kruise_core::rollouts::batchrelease::{self, CanaryDeployment, ReleasePod};
+use kruise_core::rollouts::deployment as deployments;
+use kruise_core::rollouts::{ReleaseStyle, ReleasedKind, ReleasedWorkload, rollout};
 
 use crate::applier::PlanOwner;
 use crate::cache::{Cache, Change, ObjectKey};
@@ -31,7 +33,7 @@ use crate::controller::{
     ServedResource, Watch,
 };
 
-crate::watched_namespaced!(Rollout, BatchRelease, Service, Ingress);
+crate::watched_namespaced!(Rollout, BatchRelease, Service, Ingress, ReplicaSet);
 
 /// A Gateway API HTTPRoute: its metadata, and the rest kept as JSON (the planner edits its
 /// rules as data). Cached only where the Gateway API is installed ([`optional_watch`]).
@@ -155,6 +157,8 @@ impl crate::cache::Watched for HttpRoute {
 pub const ROLLOUT_CONTROLLER: &str = "rollout-controller";
 /// Upstream's controller names.
 pub const BATCH_RELEASE_CONTROLLER: &str = "batchrelease-controller";
+/// Upstream's controller names (the AdvancedDeployment gate's).
+pub const ADVANCED_DEPLOYMENT_CONTROLLER: &str = "advanced-deployment-controller";
 
 /// The workloads a release can move, read from the shared caches.
 #[derive(Clone)]
@@ -163,6 +167,9 @@ struct Workloads {
     advanced_stateful_sets: Cache<StatefulSet>,
     stateful_sets: Cache<k8s_openapi::api::apps::v1::StatefulSet>,
     daemon_sets: Cache<kruise_api::apps::v1beta1::DaemonSet>,
+    deployments: Cache<Deployment>,
+    /// A Deployment's revisions are its ReplicaSets.
+    replica_sets: Cache<ReplicaSet>,
     /// An Advanced DaemonSet's current revision is read from its pods.
     pods: Cache<CachedPod>,
 }
@@ -174,8 +181,54 @@ impl Workloads {
             advanced_stateful_sets: context.caches.get(),
             stateful_sets: context.caches.get(),
             daemon_sets: context.caches.get(),
+            deployments: context.caches.get(),
+            replica_sets: context.caches.get(),
             pods: context.caches.get(),
         }
+    }
+
+    /// The ReplicaSets a Deployment controls.
+    fn replica_sets_of(&self, uid: Option<&str>) -> Vec<ReplicaSet> {
+        uid.map(|uid| {
+            self.replica_sets.controlled_by(uid).iter().map(|rs| (**rs).clone()).collect()
+        })
+        .unwrap_or_default()
+    }
+
+    /// The canary Deployment of a canary-style release of `stable` (the newest labelled with
+    /// its name, and controlled by the BatchRelease `release_uid` when given).
+    fn canary_of(
+        &self,
+        namespace: &str,
+        stable: &str,
+        release_uid: Option<&str>,
+    ) -> Option<Arc<Deployment>> {
+        self.deployments
+            .in_namespace(namespace)
+            .into_iter()
+            .filter(|d| {
+                let labels = d.metadata.labels.as_ref();
+                labels.and_then(|l| l.get(deployments::CANARY_DEPLOYMENT_LABEL)).map(String::as_str)
+                    == Some(stable)
+            })
+            .filter(|d| {
+                release_uid.is_none_or(|uid| {
+                    d.metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|o| o.controller == Some(true) && o.uid == uid)
+                })
+            })
+            .max_by_key(|d| d.metadata.creation_timestamp.as_ref().map(|t| t.0))
+    }
+
+    /// The `pod-template-hash` of a canary Deployment's own ReplicaSet, once it has one.
+    fn canary_pods_revision(&self, canary: &Deployment) -> Option<String> {
+        let sets = self.replica_sets_of(canary.metadata.uid.as_deref());
+        deployments::new_replica_set(canary, &sets)
+            .and_then(deployments::replica_set_hash)
+            .map(str::to_owned)
     }
 
     /// The workload `reference` names in `namespace`, when it exists and is of a kind
@@ -206,7 +259,45 @@ impl Workloads {
                 });
                 Some(ReleasedWorkload::from_daemon_set(&ds, revisions))
             }
+            ReleasedKind::Deployment => {
+                let deployment = self.deployments.get(&key)?;
+                let sets = self.replica_sets_of(deployment.metadata.uid.as_deref());
+                let canary = self
+                    .canary_of(namespace, &reference.name, None)
+                    .filter(|c| c.metadata.deletion_timestamp.is_none())
+                    .and_then(|c| self.canary_pods_revision(&c));
+                Some(ReleasedWorkload::from_deployment(&deployment, &sets, canary.as_deref()))
+            }
         }
+    }
+
+    /// The stable Deployment a Deployment or ReplicaSet change concerns: the Deployment
+    /// itself, or the one a canary Deployment is labelled with.
+    fn stable_deployment_meta(
+        deployment: &Deployment,
+    ) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        let labels = deployment.metadata.labels.as_ref();
+        let name = labels
+            .and_then(|l| l.get(deployments::CANARY_DEPLOYMENT_LABEL))
+            .cloned()
+            .or_else(|| deployment.metadata.name.clone());
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            namespace: deployment.metadata.namespace.clone(),
+            name,
+            ..Default::default()
+        }
+    }
+
+    /// The Deployment controlling the ReplicaSet `name` in `namespace`.
+    fn deployment_of_replica_set(&self, namespace: &str, name: &str) -> Option<Arc<Deployment>> {
+        let rs = self.replica_sets.get(&ObjectKey::new(namespace, name))?;
+        let owner = rs
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true) && o.kind == "Deployment")?;
+        self.deployments.get(&ObjectKey::new(namespace, owner.name.as_str()))
     }
 }
 
@@ -239,7 +330,48 @@ fn workload_watches<K: crate::cache::Watched>(
 ) -> Vec<Watch> {
     let (for_cs, for_sts, for_native, for_ds) =
         (cache.clone(), cache.clone(), cache.clone(), cache.clone());
+    let (for_deployments, for_sets, sets_view) = (cache.clone(), cache.clone(), workloads.clone());
     vec![
+        Watch::new(
+            &workloads.deployments,
+            KeyMapping::Custom,
+            move |change: &Change<Deployment>| {
+                change
+                    .new
+                    .as_deref()
+                    .or(change.old.as_deref())
+                    .map(|d| {
+                        let meta = Workloads::stable_deployment_meta(d);
+                        referring(&for_deployments, ReleasedKind::Deployment, &meta, reference)
+                    })
+                    .unwrap_or_default()
+            },
+        ),
+        Watch::new(
+            &workloads.replica_sets,
+            KeyMapping::Custom,
+            move |change: &Change<ReplicaSet>| {
+                let Some(rs) = change.new.as_deref().or(change.old.as_deref()) else {
+                    return Vec::new();
+                };
+                let namespace = rs.metadata.namespace.clone().unwrap_or_default();
+                rs.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .filter(|o| o.controller == Some(true) && o.kind == "Deployment")
+                    .filter_map(|o| {
+                        sets_view
+                            .deployments
+                            .get(&ObjectKey::new(namespace.as_str(), o.name.as_str()))
+                    })
+                    .flat_map(|d| {
+                        let meta = Workloads::stable_deployment_meta(&d);
+                        referring(&for_sets, ReleasedKind::Deployment, &meta, reference)
+                    })
+                    .collect()
+            },
+        ),
         Watch::new(&workloads.clone_sets, KeyMapping::Custom, move |change: &Change<CloneSet>| {
             change
                 .new
@@ -521,14 +653,12 @@ impl BatchReleaseController {
         })
     }
 
-    /// The workload's pods: those it controls.
-    fn pods(&self, workload: &ReleasedWorkload) -> Vec<ReleasePod> {
-        if workload.uid.is_empty() {
-            return Vec::new();
-        }
-        self.pods
-            .controlled_by(&workload.uid)
+    /// The pods controlled by `owner` (a ReplicaSet's UID for a Deployment).
+    fn pods_of(&self, owners: &[String]) -> Vec<ReleasePod> {
+        owners
             .iter()
+            .filter(|uid| !uid.is_empty())
+            .flat_map(|uid| self.pods.controlled_by(uid))
             .map(|pod| ReleasePod {
                 name: pod.metadata.name.clone().unwrap_or_default(),
                 labels: pod.metadata.labels.clone().unwrap_or_default(),
@@ -542,11 +672,52 @@ impl BatchReleaseController {
             .collect()
     }
 
+    /// The pods the release moves: the workload's (through its ReplicaSets for a
+    /// Deployment), or the canary Deployment's.
+    fn pods(&self, workload: &ReleasedWorkload, canary: Option<&Deployment>) -> Vec<ReleasePod> {
+        match (workload.kind(), canary) {
+            (ReleasedKind::Deployment, Some(canary)) => {
+                let sets = self.workloads.replica_sets_of(canary.metadata.uid.as_deref());
+                self.pods_of(
+                    &sets.iter().filter_map(|rs| rs.metadata.uid.clone()).collect::<Vec<_>>(),
+                )
+            }
+            (ReleasedKind::Deployment, None) => {
+                let sets = self.workloads.replica_sets_of(Some(workload.uid.as_str()));
+                self.pods_of(
+                    &sets.iter().filter_map(|rs| rs.metadata.uid.clone()).collect::<Vec<_>>(),
+                )
+            }
+            _ => self.pods_of(std::slice::from_ref(&workload.uid)),
+        }
+    }
+
     async fn reconcile_release(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
         let Some(release) = self.batch_releases.get(key) else { return Ok(None) };
         let workload = self.workloads.get(&key.namespace, &release.spec.workload_ref);
-        let pods = workload.as_ref().map(|w| self.pods(w)).unwrap_or_default();
-        let snapshot = batchrelease::Snapshot { release: (*release).clone(), workload, pods };
+        let canary_style = workload.as_ref().is_some_and(|w| {
+            ReleaseStyle::of(&release.spec.release_plan, w.kind()) == ReleaseStyle::Canary
+        });
+        let canary = canary_style
+            .then(|| {
+                self.workloads.canary_of(
+                    &key.namespace,
+                    &release.spec.workload_ref.name,
+                    release.metadata.uid.as_deref(),
+                )
+            })
+            .flatten();
+        let pods = workload.as_ref().map(|w| self.pods(w, canary.as_deref())).unwrap_or_default();
+        let canary = canary.map(|c| CanaryDeployment {
+            name: c.metadata.name.clone().unwrap_or_default(),
+            replicas: c.spec.replicas.unwrap_or(1),
+            status_replicas: c.status.as_ref().and_then(|s| s.replicas).unwrap_or(0),
+            available_replicas: c.status.as_ref().and_then(|s| s.available_replicas).unwrap_or(0),
+            finalizers: c.metadata.finalizers.clone().unwrap_or_default(),
+            deleting: c.metadata.deletion_timestamp.is_some(),
+        });
+        let snapshot =
+            batchrelease::Snapshot { release: (*release).clone(), workload, pods, canary };
         let now = jiff::Timestamp::now();
         let plan = batchrelease::plan(&snapshot, now);
         let status = serde_json::to_value(&release.status).unwrap_or(serde_json::Value::Null);
@@ -564,6 +735,7 @@ impl Reconciler for BatchReleaseController {
         let releases = self.batch_releases.clone();
         let (clone_sets, sets) =
             (self.workloads.clone_sets.clone(), self.workloads.advanced_stateful_sets.clone());
+        let view = self.workloads.clone();
         watches.push(Watch::new(
             &self.pods,
             KeyMapping::Custom,
@@ -586,6 +758,19 @@ impl Reconciler for BatchReleaseController {
                         }
                         "StatefulSet" if !kruise => ReleasedKind::StatefulSet,
                         "DaemonSet" if kruise => ReleasedKind::AdvancedDaemonSet,
+                        "ReplicaSet" => {
+                            if let Some(d) = view.deployment_of_replica_set(&namespace, &owner.name)
+                            {
+                                let meta = Workloads::stable_deployment_meta(&d);
+                                keys.extend(referring(
+                                    &releases,
+                                    ReleasedKind::Deployment,
+                                    &meta,
+                                    release_reference,
+                                ));
+                            }
+                            continue;
+                        }
                         _ => continue,
                     };
                     let workload_meta =
@@ -611,6 +796,85 @@ impl Reconciler for BatchReleaseController {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
         Box::pin(self.reconcile_release(key))
+    }
+}
+
+/// The AdvancedDeployment controller: moves the ReplicaSets of a Deployment under a
+/// partition-style release ([`deployments::plan`]).
+pub struct AdvancedDeploymentController {
+    context: ControllerContext,
+    deployments: Cache<Deployment>,
+    replica_sets: Cache<ReplicaSet>,
+}
+
+impl AdvancedDeploymentController {
+    const INFO: ControllerInfo = ControllerInfo::new(
+        ADVANCED_DEPLOYMENT_CONTROLLER,
+        "advanceddeployment-workers",
+        Some(ServedResource {
+            group: "rollouts.kruise.io",
+            version: "v1beta1",
+            plural: "batchreleases",
+        }),
+    );
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        Arc::new(Self {
+            deployments: context.caches.get(),
+            replica_sets: context.caches.get(),
+            context,
+        })
+    }
+
+    async fn reconcile_deployment(
+        &self,
+        key: &ObjectKey,
+    ) -> Result<Option<Duration>, ReconcileError> {
+        let Some(deployment) = self.deployments.get(key) else { return Ok(None) };
+        if !deployments::is_controlled(&deployment) {
+            return Ok(None);
+        }
+        let uid = deployment.metadata.uid.clone().unwrap_or_default();
+        let sets: Vec<ReplicaSet> =
+            self.replica_sets.controlled_by(&uid).iter().map(|rs| (**rs).clone()).collect();
+        let plan = deployments::plan(&deployment, &sets);
+        let now = jiff::Timestamp::now();
+        let owner = PlanOwner::of(deployment.as_ref(), serde_json::Value::Null);
+        self.context.applier.apply(&owner, &plan, None, now).await?;
+        Ok(requeue(plan.requeue_after))
+    }
+}
+
+impl Reconciler for AdvancedDeploymentController {
+    fn watches(&self) -> Vec<Watch> {
+        vec![
+            Watch::own(&self.deployments),
+            Watch::controller_owner(&self.replica_sets, &self.deployments, "Deployment"),
+        ]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.deployments
+            .all()
+            .iter()
+            .filter(|d| deployments::is_controlled(d))
+            .map(|d| ObjectKey::of(d.as_ref()))
+            .collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_deployment(key))
+    }
+}
+
+/// The AdvancedDeployment controller's registration.
+pub fn advanced_deployment_registration() -> Registration {
+    Registration {
+        info: AdvancedDeploymentController::INFO,
+        build: AdvancedDeploymentController::build,
     }
 }
 

@@ -7,8 +7,8 @@
 //! `scheduleStrategy: Adaptive`, on a change of a pod its selector matches (upstream watches
 //! no pods, and notices a pod waiting for a node only at its next timed look).
 //!
-//! apps/v1 StatefulSets and Deployments are cached only when they carry
-//! `apps.kruise.io/subset-name`: those a UnitedDeployment made.
+//! apps/v1 StatefulSets and Deployments are cached whole (Kruise Rollout releases them too);
+//! this controller reads only those it controls.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +24,7 @@ use kruise_core::uniteddeployment::subset::SubsetKind;
 use kruise_core::uniteddeployment::{Snapshot, plan};
 
 use crate::applier::PlanOwner;
-use crate::cache::{Cache, ObjectKey, WatchEvents, Watched, namespaced_watch_labelled};
+use crate::cache::{Cache, ObjectKey, WatchEvents, Watched};
 use crate::cached_pod::CachedPod;
 use crate::controller::{
     ControllerContext, ControllerInfo, KeyMapping, ReconcileError, Reconciler, Registration,
@@ -40,9 +40,10 @@ impl Watched for KubeStatefulSet {
     }
 }
 
+/// Every Deployment: a UnitedDeployment's subsets, and the Deployments Rollouts release.
 impl Watched for Deployment {
     fn watch(client: &kube::Client, namespace: Option<&str>) -> WatchEvents<Self> {
-        namespaced_watch_labelled(client, namespace, SUBSET_NAME)
+        crate::cache::namespaced_watch(client, namespace)
     }
 }
 

@@ -68,9 +68,20 @@ pub fn revision_changed(old: &Value, new: &Value) -> bool {
 /// Advanced StatefulSet's `rollingUpdate.partition` 32767 (only under a RollingUpdate
 /// strategy), and the workload is marked `rollouts.kruise.io/in-progressing` with the
 /// Rollout's name. An update without a UID (written by tools that drop it) gets the old one.
-pub fn hold_workload(old: &Value, new: &Value, rollouts: &[Rollout]) -> Option<Value> {
+///
+/// A Deployment (`replica_sets`: those it controls) is paused instead; see
+/// [`hold_deployment`].
+pub fn hold_workload(
+    old: &Value,
+    new: &Value,
+    rollouts: &[Rollout],
+    replica_sets: &[k8s_openapi::api::apps::v1::ReplicaSet],
+) -> Option<Value> {
     let kind = ReleasedKind::from_ref(text(new, "/apiVersion"), text(new, "/kind")).ok()?;
     let rollout = matching_rollout(new, rollouts)?;
+    if kind == ReleasedKind::Deployment {
+        return hold_deployment(old, new, rollout, replica_sets);
+    }
     if !revision_changed(old, new) {
         return None;
     }
@@ -100,15 +111,107 @@ pub fn hold_workload(old: &Value, new: &Value, rollouts: &[Rollout]) -> Option<V
             ensure_object(&mut held, "/spec/updateStrategy/rollingUpdate")["partition"] =
                 json!(HOLD_ALL_ORDINALS);
         }
+        ReleasedKind::Deployment => return None,
     }
+    mark_in_progressing(&mut held, old, rollout);
+    Some(held)
+}
+
+fn mark_in_progressing(held: &mut Value, old: &Value, rollout: &Rollout) {
     let name = rollout.metadata.name.clone().unwrap_or_default();
-    ensure_object(&mut held, "/metadata/annotations")[IN_PROGRESSING_ANNOTATION] =
+    ensure_object(held, "/metadata/annotations")[IN_PROGRESSING_ANNOTATION] =
         json!(json!({"rolloutName": name}).to_string());
     if held.pointer("/metadata/uid").is_none_or(|u| u.as_str().is_none_or(str::is_empty))
         && let Some(uid) = old.pointer("/metadata/uid").cloned()
     {
-        ensure_object(&mut held, "/metadata")["uid"] = uid;
+        ensure_object(held, "/metadata")["uid"] = uid;
     }
+}
+
+/// The workload webhook's decision on a Deployment, as upstream's:
+/// - under a release (`rollouts.kruise.io/in-progressing`), it stays paused; by partition
+///   (`rollouts.kruise.io/deployment-strategy`), its strategy stays `Recreate` and a
+///   `rollingUpdate` written meanwhile moves into the annotation, and a new revision pauses
+///   the partition until the Rollout starts over;
+/// - otherwise a revision change of a Deployment with replicas and pods running (exactly one
+///   ReplicaSet with pods, when the Rollout routes traffic) is held: paused, marked
+///   in-progressing, and labelled `rollouts.kruise.io/stable-revision` with the
+///   `pod-template-hash` of the stable ReplicaSet (the oldest revision with pods whose
+///   template is not the new one).
+pub fn hold_deployment(
+    old: &Value,
+    new: &Value,
+    rollout: &Rollout,
+    replica_sets: &[k8s_openapi::api::apps::v1::ReplicaSet],
+) -> Option<Value> {
+    use super::deployment as d;
+    let mut held = new.clone();
+    let annotations = new.pointer("/metadata/annotations").cloned().unwrap_or(Value::Null);
+    let changed = revision_changed(old, new);
+    if annotations
+        .get(IN_PROGRESSING_ANNOTATION)
+        .and_then(Value::as_str)
+        .is_some_and(|v| !v.is_empty())
+    {
+        held["spec"]["paused"] = json!(true);
+        let strategy = annotations
+            .get(d::STRATEGY_ANNOTATION)
+            .and_then(Value::as_str)
+            .and_then(|s| serde_json::from_str::<d::DeploymentStrategy>(s).ok());
+        if let Some(mut strategy) =
+            strategy.filter(|s| s.rolling_style.eq_ignore_ascii_case("partition"))
+        {
+            held["spec"]["strategy"]["type"] = json!("Recreate");
+            if let Some(rolling) =
+                new.pointer("/spec/strategy/rollingUpdate").filter(|r| !r.is_null())
+            {
+                if let Ok(rolling) = serde_json::from_value(rolling.clone()) {
+                    strategy.rolling_update = Some(rolling);
+                }
+                if let Some(s) = held["spec"]["strategy"].as_object_mut() {
+                    s.remove("rollingUpdate");
+                }
+            }
+            if changed {
+                strategy.paused = true;
+            }
+            held["metadata"]["annotations"][d::STRATEGY_ANNOTATION] =
+                json!(serde_json::to_string(&strategy).unwrap_or_default());
+        }
+        return (held != *new).then_some(held);
+    }
+    let replicas = new.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    if replicas == 0 || !changed {
+        return None;
+    }
+    let active: Vec<&k8s_openapi::api::apps::v1::ReplicaSet> = replica_sets
+        .iter()
+        .filter(|rs| rs.metadata.deletion_timestamp.is_none() && rs.spec.replicas.unwrap_or(0) != 0)
+        .collect();
+    let routes_traffic =
+        rollout.spec.strategy.canary.as_ref().is_some_and(|c| !c.traffic_routings.is_empty());
+    if active.is_empty() || (routes_traffic && active.len() != 1) {
+        return None;
+    }
+    let template =
+        new.pointer("/spec/template").and_then(|t| serde_json::from_value(t.clone()).ok());
+    let wanted = d::template_key(template.as_ref());
+    let revision = |rs: &k8s_openapi::api::apps::v1::ReplicaSet| -> i64 {
+        rs.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("deployment.kubernetes.io/revision")?.parse().ok())
+            .unwrap_or(0)
+    };
+    let stable = active
+        .iter()
+        .filter(|rs| d::template_key(rs.spec.template.as_ref()) != wanted)
+        .min_by_key(|rs| revision(rs));
+    if let Some(hash) = stable.and_then(|rs| d::replica_set_hash(rs)) {
+        ensure_object(&mut held, "/metadata/labels")[d::STABLE_REVISION_LABEL] = json!(hash);
+    }
+    held["spec"]["paused"] = json!(true);
+    mark_in_progressing(&mut held, old, rollout);
     Some(held)
 }
 
@@ -222,7 +325,7 @@ pub const PARTITION_PERCENT_LIMIT: i32 = 50;
 /// Upstream's step checks: replicas set and within range, traffic a percentage, a
 /// partition-style step with traffic at most [`PARTITION_PERCENT_LIMIT`], replicas
 /// non-decreasing; the first problem only.
-fn validate_steps(steps: &[CanaryStep], path: &FieldPath) -> Option<FieldError> {
+fn validate_steps(steps: &[CanaryStep], path: &FieldPath, partition: bool) -> Option<FieldError> {
     if steps.is_empty() {
         return Some(FieldError::invalid(
             path,
@@ -253,7 +356,8 @@ fn validate_steps(steps: &[CanaryStep], path: &FieldPath) -> Option<FieldError> 
         if step.traffic.is_none() && step.matches.is_empty() {
             continue;
         }
-        if matches!(replicas, IntOrString::String(_))
+        if partition
+            && matches!(replicas, IntOrString::String(_))
             && scaled(replicas).unwrap_or(0) > PARTITION_PERCENT_LIMIT
         {
             return Some(FieldError::invalid(
@@ -341,7 +445,11 @@ pub fn validate_rollout(
         )),
         (Some(canary), None) => {
             let canary_path = strategy_path.child("Canary");
-            if let Some(error) = validate_steps(&canary.steps, &canary_path.child("Steps")) {
+            let partition =
+                super::rollout::release_style(rollout) == super::ReleaseStyle::Partition;
+            if let Some(error) =
+                validate_steps(&canary.steps, &canary_path.child("Steps"), partition)
+            {
                 errors.push(error);
             }
             if canary.traffic_routings.len() > 1 {
@@ -371,9 +479,9 @@ pub fn validate_rollout(
                     format!("traffic routing {NOT_YET}"),
                 ));
             }
-            // enableExtraWorkloadForCanary only shapes a Deployment's release (refused above);
-            // a CloneSet or Advanced StatefulSet is released by partition whatever it says,
-            // as upstream does (a v1alpha1 Rollout converts with it set).
+            // enableExtraWorkloadForCanary only shapes a Deployment's release; a CloneSet or
+            // Advanced StatefulSet is released by partition whatever it says, as upstream does
+            // (a v1alpha1 Rollout converts with it set).
             if canary.traffic_routings.is_empty()
                 && canary.steps.iter().any(|s| s.traffic.is_some() || !s.matches.is_empty())
             {

@@ -24,15 +24,17 @@ use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::rollouts::v1beta1::{
-    BatchRelease, BatchReleaseBatchStateType, BatchReleaseStatus, RolloutPhase,
+    BatchRelease, BatchReleaseBatchStateType, BatchReleaseStatus, FinalizingPolicyType,
+    RolloutPhase,
 };
 use serde_json::{Value, json};
 
-use super::workload::desired_partition;
+use super::workload::{ReleaseStyle, desired_partition};
 use super::{
-    BATCH_RELEASE_FINALIZER, ROLLOUT_BATCH_ID_LABEL, ROLLOUT_ID_LABEL, ReleasedWorkload,
-    release_plan_hash,
+    BATCH_RELEASE_FINALIZER, ROLLOUT_BATCH_ID_LABEL, ROLLOUT_ID_LABEL, ReleasedKind,
+    ReleasedWorkload, release_plan_hash,
 };
 use crate::intstr::{IntOrPercent, Rounding, scaled_value};
 use crate::plan::{Action, Event, EventType, Guard, ObjectKind, Patch, Plan, Subresource, Target};
@@ -53,6 +55,23 @@ pub struct ReleasePod {
     pub deleting: bool,
 }
 
+/// The extra Deployment of a canary-style release, as the planner reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CanaryDeployment {
+    /// Name.
+    pub name: String,
+    /// `spec.replicas`.
+    pub replicas: i32,
+    /// `status.replicas`.
+    pub status_replicas: i32,
+    /// `status.availableReplicas`.
+    pub available_replicas: i32,
+    /// Finalizers.
+    pub finalizers: Vec<String>,
+    /// Being deleted.
+    pub deleting: bool,
+}
+
 /// What the planner reads.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -60,8 +79,12 @@ pub struct Snapshot {
     pub release: BatchRelease,
     /// Its workload, when it exists.
     pub workload: Option<ReleasedWorkload>,
-    /// The workload's pods.
+    /// The pods the release updates: the workload's, or in a canary-style release the
+    /// canary Deployment's.
     pub pods: Vec<ReleasePod>,
+    /// A canary-style release's extra Deployment (the newest this BatchRelease owns), when
+    /// it exists.
+    pub canary: Option<CanaryDeployment>,
 }
 
 /// The owner reference `control-info` holds: this BatchRelease as the workload's controller.
@@ -242,6 +265,14 @@ impl Planner<'_> {
         }
         let own_uid = release.metadata.uid.clone().unwrap_or_default();
         match workload.controller_uid() {
+            Some(uid) if uid == own_uid && !workload.is_held(self.style(&workload)) => {
+                // Ours, but no longer held (written over): held again.
+                let body =
+                    workload.take_control_patch(&control_info(&release), self.style(&workload));
+                self.patch_workload(&workload, body);
+                self.requeue = Some(RECHECK);
+                return;
+            }
             Some(uid) if uid == own_uid => {}
             Some(uid) => {
                 self.status.message = format!(
@@ -253,7 +284,8 @@ impl Planner<'_> {
             None => {
                 self.status.phase = Some(RolloutPhase::Preparing);
                 self.status.message = "taking control of the workload".to_owned();
-                let body = workload.take_control_patch(&control_info(&release));
+                let body =
+                    workload.take_control_patch(&control_info(&release), self.style(&workload));
                 self.patch_workload(&workload, body);
                 self.events.push(Event {
                     type_: EventType::Normal,
@@ -281,6 +313,10 @@ impl Planner<'_> {
         self.progress(&workload, now);
     }
 
+    fn style(&self, workload: &ReleasedWorkload) -> ReleaseStyle {
+        ReleaseStyle::of(&self.release().spec.release_plan, workload.kind())
+    }
+
     /// The pods on the new revision, and how many of them are ready.
     fn updated_counts(&self, workload: &ReleasedWorkload) -> (i32, i32) {
         let ready = workload.updated_ready_replicas.unwrap_or_else(|| {
@@ -296,27 +332,73 @@ impl Planner<'_> {
     fn progress(&mut self, workload: &ReleasedWorkload, now: Timestamp) {
         let release = self.release().clone();
         let plan = &release.spec.release_plan;
+        let style = self.style(workload);
         let batch = self.status.canary_status.current_batch.max(0) as usize;
         let replicas = workload.replicas;
-        let planned = planned_replicas(&release, batch, replicas);
-        let batch_is_percent = plan.batches.get(batch).is_some_and(|b| {
-            IntOrPercent::parse(&b.canary_replicas).is_ok_and(IntOrPercent::is_percent)
-        });
-        let desired = desired_partition(
-            workload.kind(),
-            replicas - planned,
-            replicas,
-            batch_is_percent,
-            planned >= replicas,
-        );
-        let (updated, updated_ready) = self.updated_counts(workload);
+        let mut planned = planned_replicas(&release, batch, replicas);
+        let batch_value = plan.batches.get(batch).map(|b| b.canary_replicas.clone());
+        let batch_is_percent = batch_value
+            .as_ref()
+            .is_some_and(|b| IntOrPercent::parse(b).is_ok_and(IntOrPercent::is_percent));
+        // The write that moves the workload to this batch, when it has not moved yet.
+        let (write, updated, updated_ready) = match (style, workload.kind()) {
+            (ReleaseStyle::Canary, _) => {
+                let Some(canary) = self.snapshot.canary.clone() else {
+                    self.create_canary(workload);
+                    return;
+                };
+                if canary.deleting {
+                    self.status.message =
+                        format!("waiting for the old canary Deployment {} to go", canary.name);
+                    self.requeue = Some(RECHECK);
+                    return;
+                }
+                let write = (canary.replicas < planned).then(|| Action::PatchObject {
+                    target: Target::new(
+                        ObjectKind::DEPLOYMENT,
+                        Some(&self.namespace),
+                        &canary.name,
+                    ),
+                    subresource: Subresource::Main,
+                    patch: Patch::merge(json!({"spec": {"replicas": planned}})),
+                });
+                (write, canary.status_replicas, canary.available_replicas)
+            }
+            (ReleaseStyle::Partition, ReleasedKind::Deployment) => {
+                let batch_value = batch_value.clone().unwrap_or(IntOrString::Int(0));
+                planned = super::deployment::new_replica_set_limit(&batch_value, replicas);
+                let current = workload
+                    .partition
+                    .as_ref()
+                    .map_or(0, |p| super::deployment::new_replica_set_limit(p, replicas));
+                let write = (current < planned).then(|| {
+                    workload.patch(&self.namespace, workload.partition_patch(&batch_value))
+                });
+                let (updated, ready) = self.updated_counts(workload);
+                (write, updated, ready)
+            }
+            (ReleaseStyle::Partition, kind) => {
+                let desired = desired_partition(
+                    kind,
+                    replicas - planned,
+                    replicas,
+                    batch_is_percent,
+                    planned >= replicas,
+                );
+                // The partition only goes down.
+                let desired_stable = scaled_value(&desired, replicas, Rounding::Up).unwrap_or(0);
+                let lower = workload.partition.is_none() && desired_stable > 0
+                    || workload.partition_replicas() > desired_stable;
+                let write = lower
+                    .then(|| workload.patch(&self.namespace, workload.partition_patch(&desired)));
+                let (updated, ready) = self.updated_counts(workload);
+                (write, updated, ready)
+            }
+        };
         self.status.canary_status.updated_replicas = updated;
         self.status.canary_status.updated_ready_replicas = updated_ready;
-        // The partition only goes down.
-        let desired_stable = scaled_value(&desired, replicas, Rounding::Up).unwrap_or(0);
-        let lower = workload.partition.is_none() && desired_stable > 0
-            || workload.partition_replicas() > desired_stable;
-        let labelled = self.label_pods(workload, batch, replicas);
+        let all_updated = style == ReleaseStyle::Canary;
+        let labelled = self.label_pods(workload, batch, replicas, all_updated);
         let ready = batch_is_ready(&release, planned, updated, updated_ready, labelled);
         let state = self
             .status
@@ -345,8 +427,8 @@ impl Planner<'_> {
                 }
             }
             BatchReleaseBatchStateType::Verifying => {
-                if lower {
-                    self.patch_workload(workload, workload.partition_patch(&desired));
+                if let Some(write) = write {
+                    self.actions.push(write);
                 }
                 if ready {
                     self.status.canary_status.current_batch_state =
@@ -369,8 +451,8 @@ impl Planner<'_> {
             }
             // Upgrading, a Ready batch no longer ready, or a state not known.
             _ => {
-                if lower {
-                    self.patch_workload(workload, workload.partition_patch(&desired));
+                if let Some(write) = write {
+                    self.actions.push(write);
                 }
                 self.status.canary_status.current_batch_state =
                     Some(BatchReleaseBatchStateType::Verifying);
@@ -382,7 +464,13 @@ impl Planner<'_> {
 
     /// Labels the updated pods that lack the release id, filling the current batch first,
     /// then the earlier ones; returns how many pods carry the release id afterwards.
-    fn label_pods(&mut self, workload: &ReleasedWorkload, batch: usize, replicas: i32) -> i32 {
+    fn label_pods(
+        &mut self,
+        workload: &ReleasedWorkload,
+        batch: usize,
+        replicas: i32,
+        all_updated: bool,
+    ) -> i32 {
         let rollout_id = self.release().spec.release_plan.rollout_id.clone();
         if rollout_id.is_empty() {
             return 0;
@@ -391,7 +479,7 @@ impl Planner<'_> {
             .snapshot
             .pods
             .iter()
-            .filter(|p| !p.deleting && workload.pod_is_updated(&p.labels))
+            .filter(|p| !p.deleting && (all_updated || workload.pod_is_updated(&p.labels)))
             .collect();
         pods.sort_by(|a, b| a.name.cmp(&b.name));
         let mut per_batch: BTreeMap<String, i32> = BTreeMap::new();
@@ -428,15 +516,89 @@ impl Planner<'_> {
         labelled
     }
 
+    /// Creates the canary Deployment of a canary-style release.
+    fn create_canary(&mut self, workload: &ReleasedWorkload) {
+        let release = self.release().clone();
+        let owner = json!({
+            "apiVersion": ObjectKind::BATCH_RELEASE.api_version(),
+            "kind": ObjectKind::BATCH_RELEASE.kind,
+            "name": release.metadata.name.clone().unwrap_or_default(),
+            "uid": release.metadata.uid.clone().unwrap_or_default(),
+            "controller": true,
+            "blockOwnerDeletion": true,
+        });
+        let Some(spec) = workload.spec.clone() else { return };
+        let revision = workload.canary_revision().to_owned();
+        let body = super::deployment::canary_deployment(
+            &workload.name,
+            &self.namespace,
+            &revision,
+            &spec,
+            &owner,
+            &control_info(&release),
+            release.spec.release_plan.patch_pod_template_metadata.as_ref(),
+        );
+        let name = super::deployment::canary_deployment_name(&workload.name, &revision);
+        self.actions.push(Action::CreateObject {
+            target: Target::new(ObjectKind::DEPLOYMENT, Some(&self.namespace), &name),
+            body: Arc::new(body),
+        });
+        self.events.push(Event {
+            type_: EventType::Normal,
+            reason: "CreateCanary".into(),
+            message: format!("created the canary Deployment {name}"),
+            after_action: Some(self.actions.len() - 1),
+        });
+        self.status.message = format!("creating the canary Deployment {name}");
+        self.requeue = Some(RECHECK);
+    }
+
     fn finalize(&mut self, workload: Option<&ReleasedWorkload>) {
         let release = self.release().clone();
         self.status.phase = Some(RolloutPhase::Finalizing);
         let own_uid = release.metadata.uid.clone().unwrap_or_default();
         let release_all = release.spec.release_plan.batch_partition.is_none();
+        let style = workload.map_or(ReleaseStyle::Partition, |w| self.style(w));
         match workload {
             Some(w) if !w.deleting && w.controller_uid().as_deref() == Some(own_uid.as_str()) => {
                 self.status.message = "giving control of the workload back".to_owned();
-                self.patch_workload(w, w.release_control_patch(release_all));
+                self.patch_workload(w, w.release_control_patch(release_all, style));
+                self.requeue = Some(RECHECK);
+            }
+            Some(w)
+                if style == ReleaseStyle::Canary
+                    && release_all
+                    && !w.deleting
+                    && release.spec.release_plan.finalizing_policy
+                        == Some(FinalizingPolicyType::WaitResume)
+                    && !deployment_resumed(w) =>
+            {
+                self.status.message =
+                    "waiting for the Deployment to roll all its pods to the new revision"
+                        .to_owned();
+                self.requeue = Some(RECHECK);
+            }
+            _ if self.snapshot.canary.as_ref().is_some_and(|c| {
+                c.finalizers.iter().any(|f| f == super::deployment::CANARY_FINALIZER)
+            }) =>
+            {
+                // Invariant: the guard just matched a canary.
+                let canary = self.snapshot.canary.clone().unwrap_or_default();
+                let rest: Vec<String> = canary
+                    .finalizers
+                    .into_iter()
+                    .filter(|f| f != super::deployment::CANARY_FINALIZER)
+                    .collect();
+                self.actions.push(Action::PatchObject {
+                    target: Target::new(
+                        ObjectKind::DEPLOYMENT,
+                        Some(&self.namespace),
+                        &canary.name,
+                    ),
+                    subresource: Subresource::Main,
+                    patch: Patch::merge(json!({"metadata": {"finalizers": rest}})),
+                });
+                self.status.message = "letting the canary Deployment go".to_owned();
                 self.requeue = Some(RECHECK);
             }
             _ => {
@@ -446,4 +608,16 @@ impl Planner<'_> {
             }
         }
     }
+}
+
+/// A Deployment given back has rolled: its controller saw its spec, every pod is on its
+/// template, and enough are available (`maxUnavailable` short at most).
+fn deployment_resumed(w: &ReleasedWorkload) -> bool {
+    let (_, unavailable) =
+        w.rolling_update.clone().unwrap_or_default().defaulted().fenceposts(w.replicas);
+    !w.paused
+        && w.status_consistent()
+        && w.status_replicas == w.updated_replicas
+        && w.updated_replicas == w.replicas
+        && w.available_replicas + unavailable >= w.replicas
 }

@@ -17,14 +17,18 @@
 //! - [`traffic`]: the canary Service, the nginx canary Ingress and the Gateway API route's
 //!   rules, which the Rollout writes at each step with traffic.
 //!
+//! - [`deployment`]: native Deployments, by partition (the AdvancedDeployment controller's
+//!   [`deployment::plan`] moves the paused Deployment's ReplicaSets) or with an extra canary
+//!   Deployment.
+//!
 //! What this module does not do yet, and refuses at validation so that nothing is accepted and
-//! then ignored: custom network providers and `trafficRoutingRef`, blue-green,
-//! Deployments (partition style needs the AdvancedDeployment controller, canary style an extra
-//! Deployment), native DaemonSets, traffic routing for an Advanced DaemonSet, and
+//! then ignored: custom network providers and `trafficRoutingRef`, blue-green, native
+//! DaemonSets, traffic routing for an Advanced DaemonSet, and
 //! `rollouts.kruise.io/rollback-in-batch`.
 
 pub mod admission;
 pub mod batchrelease;
+pub mod deployment;
 pub mod describe;
 pub mod rollout;
 pub mod traffic;
@@ -33,7 +37,7 @@ mod workload;
 #[cfg(test)]
 mod tests;
 
-pub use workload::{ReleasedKind, ReleasedWorkload, WorkloadError};
+pub use workload::{ReleaseStyle, ReleasedKind, ReleasedWorkload, WorkloadError};
 
 use kruise_api::rollouts::v1beta1::{ReleasePlan, RolloutCondition};
 use sha2::Digest as _;

@@ -139,9 +139,25 @@ fn steps(rollout: &Rollout) -> &[kruise_api::rollouts::v1beta1::CanaryStep] {
     rollout.spec.strategy.canary.as_ref().map(|c| c.steps.as_slice()).unwrap_or_default()
 }
 
+/// How the Rollout's releases move its workload: a Deployment with
+/// `enableExtraWorkloadForCanary` through a canary Deployment, everything else by partition.
+pub fn release_style(rollout: &Rollout) -> super::ReleaseStyle {
+    let reference = &rollout.spec.workload_ref;
+    let is_deployment = super::ReleasedKind::from_ref(&reference.api_version, &reference.kind)
+        == Ok(super::ReleasedKind::Deployment);
+    let extra =
+        rollout.spec.strategy.canary.as_ref().is_some_and(|c| c.enable_extra_workload_for_canary);
+    if is_deployment && extra {
+        super::ReleaseStyle::Canary
+    } else {
+        super::ReleaseStyle::Partition
+    }
+}
+
 /// The BatchRelease spec for a release at `step` (from 1).
 pub fn desired_batch_release(rollout: &Rollout, rollout_id: &str, step: i32) -> BatchReleaseSpec {
     let canary = rollout.spec.strategy.canary.clone().unwrap_or_default();
+    let style = release_style(rollout);
     BatchReleaseSpec {
         workload_ref: rollout.spec.workload_ref.clone(),
         release_plan: ReleasePlan {
@@ -156,8 +172,14 @@ pub fn desired_batch_release(rollout: &Rollout, rollout_id: &str, step: i32) -> 
             rollout_id: rollout_id.to_owned(),
             failure_threshold: canary.failure_threshold,
             finalizing_policy: None,
-            patch_pod_template_metadata: None,
-            rolling_style: Some(RollingStyleType::Partition),
+            patch_pod_template_metadata: canary
+                .patch_pod_template_metadata
+                .clone()
+                .filter(|_| style == super::ReleaseStyle::Canary),
+            rolling_style: Some(match style {
+                super::ReleaseStyle::Canary => RollingStyleType::Canary,
+                super::ReleaseStyle::Partition => RollingStyleType::Partition,
+            }),
             enable_extra_workload_for_canary: false,
         },
     }
@@ -607,7 +629,7 @@ impl Planner<'_> {
             canary.canary_ready_replicas = s.canary_status.updated_ready_replicas;
         }
         if canary.common.pod_template_hash.is_empty() {
-            canary.common.pod_template_hash = workload.canary_revision().to_owned();
+            canary.common.pod_template_hash = workload.new_pods_revision().to_owned();
         }
         // A jump asked for through nextStepIndex.
         let current = canary.common.current_step_index;
@@ -683,7 +705,8 @@ impl Planner<'_> {
                                 == Some(BatchReleaseBatchStateType::Ready)
                             && s.canary_status.current_batch + 1 >= step_index;
                         if done {
-                            canary.common.pod_template_hash = workload.canary_revision().to_owned();
+                            canary.common.pod_template_hash =
+                                workload.new_pods_revision().to_owned();
                             canary.common.current_step_state = CanaryStepState::StepTrafficRouting;
                             canary.common.last_update_time = Some(Time(now));
                         } else {

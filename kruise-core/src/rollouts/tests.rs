@@ -64,23 +64,23 @@ fn clone_set(image: &str) -> serde_json::Value {
 #[test]
 fn a_template_change_is_held_and_marked() {
     let rollouts = [rollout("CloneSet", "apps.kruise.io/v1alpha1", &[pct("20%"), pct("100%")])];
-    let held = hold_workload(&clone_set("a"), &clone_set("b"), &rollouts).expect("held");
+    let held = hold_workload(&clone_set("a"), &clone_set("b"), &rollouts, &[]).expect("held");
     assert_eq!(held.pointer("/spec/updateStrategy/rollingUpdate/partition"), Some(&json!("100%")));
     assert_eq!(
         held.pointer("/metadata/annotations").and_then(|a| a.get(IN_PROGRESSING_ANNOTATION)),
         Some(&json!(r#"{"rolloutName":"rollouts-demo"}"#))
     );
     // No template change, another workload, or no Rollout: admitted as is.
-    assert_eq!(hold_workload(&clone_set("a"), &clone_set("a"), &rollouts), None);
+    assert_eq!(hold_workload(&clone_set("a"), &clone_set("a"), &rollouts, &[]), None);
     let mut other = clone_set("b");
     other["metadata"]["name"] = json!("other");
-    assert_eq!(hold_workload(&clone_set("a"), &other, &rollouts), None);
-    assert_eq!(hold_workload(&clone_set("a"), &clone_set("b"), &[]), None);
+    assert_eq!(hold_workload(&clone_set("a"), &other, &rollouts, &[]), None);
+    assert_eq!(hold_workload(&clone_set("a"), &clone_set("b"), &[], &[]), None);
     // v1alpha1 keeps the partition directly under updateStrategy.
     let (mut old, mut new) = (clone_set("a"), clone_set("b"));
     old["apiVersion"] = json!("apps.kruise.io/v1alpha1");
     new["apiVersion"] = json!("apps.kruise.io/v1alpha1");
-    let held = hold_workload(&old, &new, &rollouts).expect("held");
+    let held = hold_workload(&old, &new, &rollouts, &[]).expect("held");
     assert_eq!(held.pointer("/spec/updateStrategy/partition"), Some(&json!("100%")));
 }
 
@@ -102,11 +102,12 @@ fn validation_names_the_field() {
         ]
     );
     assert_eq!(
-        messages(&rollout("Deployment", "apps/v1", &[pct("20%")])),
+        messages(&rollout("DaemonSet", "apps/v1", &[pct("20%")])),
         [
-            "Spec.ObjectRef.WorkloadRef: Forbidden: a Rollout of apps/Deployment is not supported by this version of kruise-rs yet"
+            "Spec.ObjectRef.WorkloadRef: Forbidden: a Rollout of apps/DaemonSet is not supported by this version of kruise-rs yet"
         ]
     );
+    assert!(messages(&rollout("Deployment", "apps/v1", &[pct("20%")])).is_empty());
     let mut twin = rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("20%")]);
     twin.metadata.name = Some("twin".into());
     let first = rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("20%")]);

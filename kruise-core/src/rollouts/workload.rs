@@ -37,6 +37,32 @@ pub enum ReleasedKind {
     StatefulSet,
     /// apps.kruise.io DaemonSet (Advanced DaemonSet): one pod per node, partitioned by node.
     AdvancedDaemonSet,
+    /// apps/v1 Deployment: released by partition (its ReplicaSets moved here) or by an extra
+    /// canary Deployment (see [`super::deployment`]).
+    Deployment,
+}
+
+/// How a BatchRelease moves its workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReleaseStyle {
+    /// The workload's own pods are updated batch by batch.
+    Partition,
+    /// An extra Deployment of the new template runs the new pods (Deployments only).
+    Canary,
+}
+
+impl ReleaseStyle {
+    /// The style a release plan asks for on `kind`: `rollingStyle`, else the deprecated
+    /// `enableExtraWorkloadForCanary`; only a Deployment has a canary style.
+    pub fn of(plan: &kruise_api::rollouts::v1beta1::ReleasePlan, kind: ReleasedKind) -> Self {
+        use kruise_api::rollouts::v1beta1::RollingStyleType;
+        let canary = match &plan.rolling_style {
+            Some(RollingStyleType::Canary) => true,
+            Some(_) => false,
+            None => plan.enable_extra_workload_for_canary,
+        };
+        if canary && kind == ReleasedKind::Deployment { Self::Canary } else { Self::Partition }
+    }
 }
 
 impl ReleasedKind {
@@ -49,9 +75,8 @@ impl ReleasedKind {
             ("apps.kruise.io", "StatefulSet") => Ok(Self::AdvancedStatefulSet),
             ("apps", "StatefulSet") => Ok(Self::StatefulSet),
             ("apps.kruise.io", "DaemonSet") => Ok(Self::AdvancedDaemonSet),
-            ("apps", "Deployment" | "DaemonSet") => {
-                Err(WorkloadError::NotYetSupported(format!("{group}/{kind}")))
-            }
+            ("apps", "Deployment") => Ok(Self::Deployment),
+            ("apps", "DaemonSet") => Err(WorkloadError::NotYetSupported(format!("{group}/{kind}"))),
             _ => Err(WorkloadError::Unknown),
         }
     }
@@ -63,6 +88,7 @@ impl ReleasedKind {
             Self::AdvancedStatefulSet => ObjectKind::ADVANCED_STATEFUL_SET,
             Self::StatefulSet => ObjectKind::STATEFUL_SET,
             Self::AdvancedDaemonSet => ObjectKind::ADVANCED_DAEMON_SET,
+            Self::Deployment => ObjectKind::DEPLOYMENT,
         }
     }
 
@@ -72,6 +98,7 @@ impl ReleasedKind {
             Self::CloneSet => "cloneset",
             Self::AdvancedStatefulSet | Self::StatefulSet => "statefulset",
             Self::AdvancedDaemonSet => "daemonset",
+            Self::Deployment => "deployment",
         }
     }
 }
@@ -112,6 +139,17 @@ pub struct ReleasedWorkload {
     pub paused: bool,
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
+    /// The value of [`Self::revision_label_key`] on the new pods, where it differs from the
+    /// canary revision (a Deployment's new ReplicaSet, or its canary Deployment's); empty:
+    /// the canary revision.
+    pub new_pods_revision: String,
+    /// A Deployment: `status.availableReplicas`.
+    pub available_replicas: i32,
+    /// A Deployment: its `maxSurge` and `maxUnavailable`, from a partition-style release's
+    /// strategy annotation where it has one, else from its spec.
+    pub rolling_update: Option<super::deployment::RollingUpdate>,
+    /// A Deployment's `spec`, which a canary Deployment copies.
+    pub spec: Option<std::sync::Arc<Value>>,
 }
 
 fn meta_strings(meta: &ObjectMeta) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
@@ -141,6 +179,7 @@ impl ReleasedWorkload {
             partition: rolling.partition,
             paused: rolling.paused,
             deleting: cs.metadata.deletion_timestamp.is_some(),
+            ..Default::default()
         }
     }
 
@@ -166,6 +205,7 @@ impl ReleasedWorkload {
             partition: rolling.partition.map(IntOrString::Int),
             paused: rolling.paused,
             deleting: sts.metadata.deletion_timestamp.is_some(),
+            ..Default::default()
         }
     }
 
@@ -197,6 +237,7 @@ impl ReleasedWorkload {
             partition,
             paused: false,
             deleting: sts.metadata.deletion_timestamp.is_some(),
+            ..Default::default()
         }
     }
 
@@ -243,6 +284,71 @@ impl ReleasedWorkload {
             partition: rolling.partition,
             paused: rolling.paused.unwrap_or(false),
             deleting: ds.metadata.deletion_timestamp.is_some(),
+            ..Default::default()
+        }
+    }
+
+    /// A Deployment and the ReplicaSets it controls. Its stable revision is the
+    /// `pod-template-hash` of the stable ReplicaSet
+    /// ([`super::deployment::stable_replica_set`]); its canary revision is
+    /// [`super::deployment::template_hash`] of its template, unless that template is the stable
+    /// ReplicaSet's (no release, or a rollback): then the stable revision.
+    /// `canary_pods_revision` is the `pod-template-hash` of the canary Deployment's new
+    /// ReplicaSet, in a canary-style release.
+    pub fn from_deployment(
+        deployment: &k8s_openapi::api::apps::v1::Deployment,
+        replica_sets: &[k8s_openapi::api::apps::v1::ReplicaSet],
+        canary_pods_revision: Option<&str>,
+    ) -> Self {
+        use super::deployment as d;
+        let (labels, annotations) = meta_strings(&deployment.metadata);
+        let spec = deployment.spec.clone();
+        let status = deployment.status.clone().unwrap_or_default();
+        let template_hash = d::template_hash(Some(&spec.template));
+        let stable = d::stable_replica_set(deployment, replica_sets);
+        let new = d::new_replica_set(deployment, replica_sets);
+        let current =
+            stable.and_then(d::replica_set_hash).map_or(template_hash.clone(), str::to_owned);
+        let template_is_stable =
+            stable.is_some() && new.map(|rs| &rs.metadata.uid) == stable.map(|rs| &rs.metadata.uid);
+        let update = if template_is_stable { current.clone() } else { template_hash };
+        let new_pods = canary_pods_revision
+            .map(str::to_owned)
+            .or_else(|| new.and_then(d::replica_set_hash).map(str::to_owned))
+            .unwrap_or_default();
+        let strategy = d::strategy_of(&annotations);
+        let rolling_update = strategy
+            .as_ref()
+            .and_then(|s| s.rolling_update.clone())
+            .or_else(|| {
+                let rolling = spec.strategy.as_ref()?.rolling_update.as_ref()?;
+                Some(d::RollingUpdate {
+                    max_unavailable: rolling.max_unavailable.clone(),
+                    max_surge: rolling.max_surge.clone(),
+                })
+            })
+            .map(d::RollingUpdate::defaulted);
+        Self {
+            kind: Some(ReleasedKind::Deployment),
+            name: deployment.metadata.name.clone().unwrap_or_default(),
+            uid: deployment.metadata.uid.clone().unwrap_or_default(),
+            generation: deployment.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation.unwrap_or_default(),
+            labels,
+            annotations,
+            replicas: spec.replicas.unwrap_or(1),
+            status_replicas: status.replicas.unwrap_or_default(),
+            updated_replicas: status.updated_replicas.unwrap_or_default(),
+            updated_ready_replicas: None,
+            current_revision: current,
+            update_revision: update,
+            partition: strategy.map(|s| s.partition),
+            paused: spec.paused.unwrap_or(false),
+            deleting: deployment.metadata.deletion_timestamp.is_some(),
+            new_pods_revision: new_pods,
+            available_replicas: status.available_replicas.unwrap_or_default(),
+            rolling_update,
+            spec: serde_json::to_value(&spec).ok().map(std::sync::Arc::new),
         }
     }
 
@@ -272,14 +378,25 @@ impl ReleasedWorkload {
             ReleasedKind::CloneSet => revision.rsplit_once('-').map_or(revision, |(_, h)| h),
             ReleasedKind::AdvancedStatefulSet
             | ReleasedKind::StatefulSet
-            | ReleasedKind::AdvancedDaemonSet => revision,
+            | ReleasedKind::AdvancedDaemonSet
+            | ReleasedKind::Deployment => revision,
+        }
+    }
+
+    /// The value of [`Self::revision_label_key`] the new pods carry (what a canary Service
+    /// selects).
+    pub fn new_pods_revision(&self) -> &str {
+        if self.new_pods_revision.is_empty() {
+            self.canary_revision()
+        } else {
+            &self.new_pods_revision
         }
     }
 
     /// The pod label whose value tells the revisions apart (what a canary Service selects).
     pub fn revision_label_key(&self) -> &'static str {
         match self.kind() {
-            ReleasedKind::CloneSet => "pod-template-hash",
+            ReleasedKind::CloneSet | ReleasedKind::Deployment => "pod-template-hash",
             ReleasedKind::AdvancedStatefulSet
             | ReleasedKind::StatefulSet
             | ReleasedKind::AdvancedDaemonSet => "controller-revision-hash",
@@ -288,6 +405,11 @@ impl ReleasedWorkload {
 
     /// Whether a pod with these labels runs the update revision.
     pub fn pod_is_updated(&self, labels: &BTreeMap<String, String>) -> bool {
+        if self.kind() == ReleasedKind::Deployment {
+            let new = self.new_pods_revision();
+            return !new.is_empty()
+                && labels.get(super::deployment::POD_TEMPLATE_HASH).is_some_and(|h| h == new);
+        }
         !self.update_revision.is_empty()
             && labels
                 .get("controller-revision-hash")
@@ -349,8 +471,60 @@ impl ReleasedWorkload {
         json!({"spec": {"updateStrategy": {"rollingUpdate": fields}}})
     }
 
-    /// Take control: `control-info`, the update unpaused and every pod held.
-    pub fn take_control_patch(&self, control_info: &str) -> Value {
+    /// Whether the workload is held the way `style` takes control of it (what
+    /// [`Self::take_control_patch`] writes besides `control-info`).
+    pub fn is_held(&self, style: ReleaseStyle) -> bool {
+        match (self.kind(), style) {
+            (ReleasedKind::Deployment, ReleaseStyle::Canary) => self.paused,
+            (ReleasedKind::Deployment, ReleaseStyle::Partition) => {
+                self.paused
+                    && self.partition.is_some()
+                    && self.labels.get(super::deployment::CONTROL_LABEL).map(String::as_str)
+                        == Some("true")
+            }
+            _ => true,
+        }
+    }
+
+    /// The strategy annotation of a partition-style Deployment release with `partition`.
+    fn deployment_strategy(&self, partition: IntOrString) -> String {
+        let strategy = super::deployment::DeploymentStrategy {
+            rolling_style: "Partition".into(),
+            rolling_update: Some(self.rolling_update.clone().unwrap_or_default().defaulted()),
+            paused: false,
+            partition,
+        };
+        serde_json::to_string(&strategy).unwrap_or_default()
+    }
+
+    /// Take control: `control-info`, the update unpaused and every pod held. A Deployment is
+    /// paused instead; by partition, its strategy also becomes `Recreate` (so that
+    /// kube-controller-manager leaves its ReplicaSets alone), its `rollingUpdate` kept in
+    /// `rollouts.kruise.io/deployment-strategy` with a partition of 0, and it is labelled for
+    /// [`super::deployment::plan`].
+    pub fn take_control_patch(&self, control_info: &str, style: ReleaseStyle) -> Value {
+        if self.kind() == ReleasedKind::Deployment {
+            return match style {
+                ReleaseStyle::Canary => json!({
+                    "metadata": {"annotations": {CONTROL_INFO_ANNOTATION: control_info}},
+                    "spec": {"paused": true},
+                }),
+                ReleaseStyle::Partition => {
+                    let partition = self.partition.clone().unwrap_or(IntOrString::Int(0));
+                    json!({
+                        "metadata": {
+                            "labels": {super::deployment::CONTROL_LABEL: "true"},
+                            "annotations": {
+                                CONTROL_INFO_ANNOTATION: control_info,
+                                super::deployment::STRATEGY_ANNOTATION:
+                                    self.deployment_strategy(partition),
+                            },
+                        },
+                        "spec": {"paused": true, "strategy": {"type": "Recreate", "rollingUpdate": null}},
+                    })
+                }
+            };
+        }
         let mut patch = match self.kind() {
             ReleasedKind::CloneSet => {
                 self.rolling_path(json!({"paused": false, "partition": "100%"}))
@@ -364,19 +538,52 @@ impl ReleasedWorkload {
             ReleasedKind::AdvancedDaemonSet => {
                 self.rolling_path(json!({"paused": false, "partition": self.replicas}))
             }
+            ReleasedKind::Deployment => json!({}),
         };
         patch["metadata"] = json!({"annotations": {CONTROL_INFO_ANNOTATION: control_info}});
         patch
     }
 
-    /// Set the partition.
+    /// Set the partition: for a Deployment (by partition), how many pods run the new
+    /// template, in its strategy annotation; for the others, how many keep the old one.
     pub fn partition_patch(&self, partition: &IntOrString) -> Value {
+        if self.kind() == ReleasedKind::Deployment {
+            return json!({"metadata": {"annotations": {
+                super::deployment::STRATEGY_ANNOTATION: self.deployment_strategy(partition.clone()),
+            }}});
+        }
         self.rolling_path(json!({"partition": partition}))
     }
 
     /// Give control back: `control-info` removed and, when `release_all`, the partition
     /// cleared so that every pod updates.
-    pub fn release_control_patch(&self, release_all: bool) -> Value {
+    pub fn release_control_patch(&self, release_all: bool, style: ReleaseStyle) -> Value {
+        use super::deployment::{
+            CONTROL_LABEL, EXTRA_STATUS_ANNOTATION, STABLE_REVISION_LABEL, STRATEGY_ANNOTATION,
+        };
+        if self.kind() == ReleasedKind::Deployment {
+            let mut patch = json!({
+                "metadata": {
+                    "annotations": {CONTROL_INFO_ANNOTATION: null},
+                    "labels": {STABLE_REVISION_LABEL: null},
+                },
+            });
+            match style {
+                ReleaseStyle::Canary => patch["spec"] = json!({"paused": !release_all}),
+                ReleaseStyle::Partition if release_all => {
+                    let rolling = self.rolling_update.clone().unwrap_or_default().defaulted();
+                    patch["spec"] = json!({
+                        "paused": false,
+                        "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling},
+                    });
+                    patch["metadata"]["labels"][CONTROL_LABEL] = Value::Null;
+                    patch["metadata"]["annotations"][STRATEGY_ANNOTATION] = Value::Null;
+                    patch["metadata"]["annotations"][EXTRA_STATUS_ANNOTATION] = Value::Null;
+                }
+                ReleaseStyle::Partition => {}
+            }
+            return patch;
+        }
         let mut patch = if release_all {
             match self.kind() {
                 ReleasedKind::StatefulSet => self.rolling_path(json!({"partition": null})),

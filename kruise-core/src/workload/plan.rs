@@ -376,6 +376,14 @@ impl ObjectKind {
         plural: "deployments",
         namespaced: true,
     };
+    /// apps/v1 ReplicaSet.
+    pub const REPLICA_SET: Self = Self {
+        group: "apps",
+        version: "v1",
+        kind: "ReplicaSet",
+        plural: "replicasets",
+        namespaced: true,
+    };
     /// apps.kruise.io CloneSet.
     pub const CLONE_SET: Self = Self::kruise("v1beta1", "CloneSet", "clonesets", true);
     /// apps.kruise.io DaemonSet (the Advanced DaemonSet).

@@ -95,6 +95,8 @@ pub struct AdmissionContext {
     /// The Rollouts, which the workload webhook holds releases for and the Rollout
     /// validation checks conflicts and immutable fields against.
     pub rollouts: Option<Cache<kruise_api::rollouts::v1beta1::Rollout>>,
+    /// The ReplicaSets, whose stable revision the Deployment webhook records.
+    pub replica_sets: Option<Cache<k8s_openapi::api::apps::v1::ReplicaSet>>,
 }
 
 pub mod offline;
@@ -144,6 +146,7 @@ impl AdmissionContext {
                 .find(|gate| !gates.enabled(gate)),
             persistent_pod_states: None,
             rollouts: None,
+            replica_sets: None,
         }
     }
 }
@@ -561,6 +564,16 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             vec![kruise_rule("daemonsets", &["UPDATE"])],
         ),
         held(
+            "mdeployment.rollouts.kruise.io",
+            "/mutate-apps-v1-deployment",
+            vec![Rule {
+                group: "apps",
+                versions: &["v1"],
+                resource: "deployments",
+                operations: &["UPDATE"],
+            }],
+        ),
+        held(
             "munifiedworkload.rollouts.kruise.io",
             "/mutate-unified-workload",
             vec![
@@ -615,7 +628,21 @@ async fn mutate_released_workload(
                     let namespace = request.namespace.clone().unwrap_or_default();
                     let in_namespace: Vec<kruise_api::rollouts::v1beta1::Rollout> =
                         rollouts.in_namespace(&namespace).iter().map(|r| (**r).clone()).collect();
-                    match kruise_core::rollouts::admission::hold_workload(old, new, &in_namespace) {
+                    let replica_sets: Vec<k8s_openapi::api::apps::v1::ReplicaSet> =
+                        match (&context.replica_sets, old.pointer("/metadata/uid")) {
+                            (Some(cache), Some(Value::String(uid)))
+                                if request.kind.name == "Deployment" =>
+                            {
+                                cache.controlled_by(uid).iter().map(|rs| (**rs).clone()).collect()
+                            }
+                            _ => Vec::new(),
+                        };
+                    match kruise_core::rollouts::admission::hold_workload(
+                        old,
+                        new,
+                        &in_namespace,
+                        &replica_sets,
+                    ) {
                         Some(held) => AdmissionResponse::mutate(&request, new, &held),
                         None => AdmissionResponse::allow(&request),
                     }
@@ -2540,6 +2567,7 @@ mod tests {
             pod_probe_marker_off: Some("PodProbeMarkerGate"),
             persistent_pod_states: None,
             rollouts: None,
+            replica_sets: None,
         }
     }
 

@@ -521,8 +521,86 @@ fn an_in_place_cloneset_release_shifts_gateway_api_traffic_by_step() {
     assert_eq!(pod_uids(k), uids, "updated in place: the same pods");
 }
 
-/// Upstream's echoserver tutorial, with a CloneSet in place of the Deployment: the v1alpha1
-/// Rollout (`weight: 5`, converted to `traffic: 5%`) routes through an nginx canary Ingress.
+/// An apps/v1 Deployment of `replicas` pods of `registry.example/NAME:v1`, labelled
+/// `app: NAME`.
+fn deployment_yaml(name: &str, replicas: i32) -> String {
+    format!(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels:
+      app: {name}
+  template:
+    metadata:
+      labels:
+        app: {name}
+    spec:
+      containers:
+      - name: main
+        image: registry.example/{name}:v1
+"#
+    )
+}
+
+fn deployment(k: &Kubectl, name: &str) -> Value {
+    k.json(&["get", "deployments.apps", name])
+}
+
+/// The ReplicaSets `deployment` controls, as (pod-template-hash, spec.replicas), by hash.
+fn replica_sets_of(k: &Kubectl, deployment: &Value) -> Vec<(String, i64)> {
+    let uid = deployment["metadata"]["uid"].clone();
+    let sets = k.json(&["get", "replicasets.apps"]);
+    let mut found: Vec<(String, i64)> = sets["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|rs| rs["metadata"]["ownerReferences"][0]["uid"] == uid)
+        .map(|rs| {
+            (
+                rs["metadata"]["labels"]["pod-template-hash"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                rs["spec"]["replicas"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Pods of `app=NAME` running `image`, and how many of them are ready.
+fn pods_on(k: &Kubectl, app: &str, image: &str) -> (usize, usize) {
+    let pods = k.json(&["get", "pods", "-l", &format!("app={app}")]);
+    let on: Vec<&Value> = pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter(|p| p["spec"]["containers"][0]["image"] == image)
+        .collect();
+    let ready = on
+        .iter()
+        .filter(|p| {
+            p["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+        .count();
+    (on.len(), ready)
+}
+
+/// Upstream's echoserver tutorial (`docs/tutorials/basic_usage.md`) as written: a Deployment,
+/// and a v1alpha1 Rollout (`weight: 5`, converted to `traffic: 5%`), released through an
+/// extra canary Deployment (a v1alpha1 Rollout's default for a Deployment) and an nginx
+/// canary Ingress.
 const ECHOSERVER: &str = r#"
 apiVersion: v1
 kind: Service
@@ -560,8 +638,8 @@ metadata:
 spec:
   objectRef:
     workloadRef:
-      apiVersion: apps.kruise.io/v1beta1
-      kind: CloneSet
+      apiVersion: apps/v1
+      kind: Deployment
       name: echoserver
   strategy:
     canary:
@@ -577,13 +655,12 @@ spec:
 "#;
 
 #[test]
-fn the_echoserver_tutorial_routes_five_percent_through_an_nginx_canary_ingress() {
+fn the_echoserver_tutorial_releases_a_deployment_through_a_canary_deployment_and_ingress() {
     let pg = Playground::start(1, &[]);
     let k = &pg.kubectl;
-    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("echoserver", 5, ""));
+    k.ok_stdin(&["apply", "-f", "-"], &deployment_yaml("echoserver", 5));
     wait_for("5 pods", Duration::from_secs(60), || {
-        let s = k.json(&["get", "clonesets.apps.kruise.io", "echoserver"])["status"].clone();
-        (s["updatedReadyReplicas"] == 5).then_some(())
+        (deployment(k, "echoserver")["status"]["availableReplicas"] == 5).then_some(())
     });
     k.ok_stdin(&["apply", "-f", "-"], ECHOSERVER);
     let get =
@@ -591,10 +668,19 @@ fn the_echoserver_tutorial_routes_five_percent_through_an_nginx_canary_ingress()
     wait_for("the Rollout healthy", Duration::from_secs(30), || {
         (get(k)["status"]["phase"] == "Healthy").then_some(())
     });
-    // Stored as v1beta1: the weight became the step's traffic.
-    assert_eq!(get(k)["spec"]["strategy"]["canary"]["steps"][0]["traffic"], "5%");
+    // Stored as v1beta1: the weight became the step's traffic, and the v1alpha1 default for
+    // a Deployment an extra canary workload.
+    let stored = get(k);
+    assert_eq!(stored["spec"]["strategy"]["canary"]["steps"][0]["traffic"], "5%");
+    assert_eq!(stored["spec"]["strategy"]["canary"]["enableExtraWorkloadForCanary"], true);
+    assert_eq!(
+        deployment(k, "echoserver")["metadata"]["labels"]["rollouts.kruise.io/workload-type"],
+        "deployment"
+    );
+    let stable_sets = replica_sets_of(k, &deployment(k, "echoserver"));
+    assert_eq!(stable_sets.len(), 1, "{stable_sets:?}");
 
-    set_image_of(k, "clonesets.apps.kruise.io", "echoserver", "registry.example/echoserver:v2");
+    set_image_of(k, "deployments.apps", "echoserver", "registry.example/echoserver:v2");
     let status = wait_for("step 1 paused", Duration::from_secs(60), || {
         let s = get(k)["status"].clone();
         (s["currentStepIndex"] == 1 && s["currentStepState"] == "StepPaused").then_some(s)
@@ -603,32 +689,230 @@ fn the_echoserver_tutorial_routes_five_percent_through_an_nginx_canary_ingress()
         status["message"],
         "Rollout is in step(1/1), and you need manually confirm to enter the next step"
     );
-    let canary = k.json(&["get", "ingress", "echoserver-canary"]);
-    let annotations = &canary["metadata"]["annotations"];
+    // The Deployment is held: paused, its stable revision recorded, its 5 pods untouched.
+    let stable = deployment(k, "echoserver");
+    assert_eq!(stable["spec"]["paused"], true);
+    assert_eq!(
+        stable["metadata"]["labels"]["rollouts.kruise.io/stable-revision"],
+        stable_sets[0].0.as_str()
+    );
+    assert_eq!(pods_on(k, "echoserver", "registry.example/echoserver:v1"), (5, 5));
+    // One canary pod, in the canary Deployment the BatchRelease owns.
+    let release = k.json(&["get", "batchreleases.rollouts.kruise.io", "rollouts-demo"]);
+    assert_eq!(release["spec"]["releasePlan"]["rollingStyle"], "Canary");
+    let canaries = k.json(&[
+        "get",
+        "deployments.apps",
+        "-l",
+        "rollouts.kruise.io/canary-deployment=echoserver",
+    ]);
+    let canary = canaries["items"][0].clone();
+    assert_eq!(canaries["items"].as_array().map(Vec::len), Some(1), "{canaries}");
+    assert_eq!(canary["spec"]["replicas"], 1);
+    assert_eq!(canary["metadata"]["ownerReferences"][0]["kind"], "BatchRelease");
+    assert_eq!(
+        canary["metadata"]["finalizers"],
+        serde_json::json!(["finalizer.rollouts.kruise.io/batch-release"])
+    );
+    assert_eq!(pods_on(k, "echoserver", "registry.example/echoserver:v2"), (1, 1));
+    let batch_ids =
+        k.ok(&["get", "pods", "-l", "rollouts.kruise.io/rollout-batch-id=1", "-o", "name"]);
+    assert_eq!(batch_ids.lines().count(), 1, "{batch_ids}");
+    // Traffic: 5% through the canary Ingress to the canary Service, which selects the canary
+    // Deployment's pod.
+    let ingress = k.json(&["get", "ingress", "echoserver-canary"]);
+    let annotations = &ingress["metadata"]["annotations"];
     assert_eq!(annotations["nginx.ingress.kubernetes.io/canary"], "true");
     assert_eq!(annotations["nginx.ingress.kubernetes.io/canary-weight"], "5");
-    assert_eq!(canary["spec"]["ingressClassName"], "nginx");
-    let path = &canary["spec"]["rules"][0]["http"]["paths"][0];
-    assert_eq!(path["backend"]["service"]["name"], "echoserver-canary");
-    assert_eq!(canary["spec"]["rules"][0]["host"], "echoserver.example.com");
+    assert_eq!(
+        ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"],
+        "echoserver-canary"
+    );
     let service = k.json(&["get", "service", "echoserver-canary"]);
-    assert_eq!(service["metadata"]["ownerReferences"][0]["kind"], "Rollout");
-    let table = k.ok(&["get", "ingress"]);
-    assert!(table.contains("echoserver-canary"), "{table}");
+    let hash =
+        service["spec"]["selector"]["pod-template-hash"].as_str().unwrap_or_default().to_owned();
+    let selected =
+        k.json(&["get", "pods", "-l", &format!("app=echoserver,pod-template-hash={hash}")]);
+    let images: Vec<Value> = selected["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| p["spec"]["containers"][0]["image"].clone())
+        .collect();
+    assert_eq!(images, ["registry.example/echoserver:v2"]);
+    let stable_service = k.json(&["get", "service", "echoserver"]);
+    assert_eq!(stable_service["spec"]["selector"]["pod-template-hash"], stable_sets[0].0.as_str());
 
     approve(k);
-    wait_for("the release complete and the canary routing gone", Duration::from_secs(90), || {
+    wait_for("the release complete and the canary objects gone", Duration::from_secs(90), || {
         let done = get(k)["status"]["phase"] == "Healthy"
+            && condition(&get(k)["status"], "Succeeded").0 == "True"
             && !k.run_with(&["get", "ingress", "echoserver-canary"], None).ok
-            && !k.run_with(&["get", "service", "echoserver-canary"], None).ok;
+            && !k.run_with(&["get", "service", "echoserver-canary"], None).ok
+            && !k.run_with(&["get", "batchreleases.rollouts.kruise.io", "rollouts-demo"], None).ok;
         done.then_some(())
     });
-    wait_for("every pod on v2", Duration::from_secs(60), || {
-        let s = k.json(&["get", "clonesets.apps.kruise.io", "echoserver"])["status"].clone();
-        (s["updatedReadyReplicas"] == 5).then_some(())
+    wait_for("every pod on v2 and the canary Deployment gone", Duration::from_secs(60), || {
+        let gone = k.json(&[
+            "get",
+            "deployments.apps",
+            "-l",
+            "rollouts.kruise.io/canary-deployment=echoserver",
+        ])["items"]
+            .as_array()
+            .is_some_and(Vec::is_empty);
+        (gone
+            && pods_on(k, "echoserver", "registry.example/echoserver:v2") == (5, 5)
+            && pods_on(k, "echoserver", "registry.example/echoserver:v1").0 == 0)
+            .then_some(())
     });
-    let stable = k.json(&["get", "service", "echoserver"]);
-    assert_eq!(stable["spec"]["selector"], serde_json::json!({"app": "echoserver"}));
+    let stable = deployment(k, "echoserver");
+    assert_ne!(stable["spec"]["paused"], true);
+    let labels = &stable["metadata"]["labels"];
+    assert!(labels["rollouts.kruise.io/stable-revision"].is_null(), "{labels}");
+    let annotations = &stable["metadata"]["annotations"];
+    assert!(annotations["rollouts.kruise.io/in-progressing"].is_null(), "{annotations}");
+    assert!(annotations["batchrelease.rollouts.kruise.io/control-info"].is_null(), "{annotations}");
+    let stable_service = k.json(&["get", "service", "echoserver"]);
+    assert_eq!(stable_service["spec"]["selector"], serde_json::json!({"app": "echoserver"}));
+}
+
+/// A Deployment released by partition (a v1beta1 Rollout's default): the Deployment is
+/// paused with a Recreate strategy and its ReplicaSets are moved by the manager, step by step
+/// (20% and 50% with traffic through a Gateway API route, then 100%), and given back with its
+/// rolling update at the end.
+#[test]
+fn a_deployment_is_released_by_partition_with_gateway_api_traffic() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
+    );
+    k.ok(&["create", "-f", crd]);
+    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
+        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
+    });
+    k.ok_stdin(&["apply", "-f", "-"], &deployment_yaml("demo", 5));
+    wait_for("5 pods", Duration::from_secs(60), || {
+        (deployment(k, "demo")["status"]["availableReplicas"] == 5).then_some(())
+    });
+    let routed = ROUTED.replace(
+        "    apiVersion: apps.kruise.io/v1beta1\n    kind: CloneSet\n",
+        "    apiVersion: apps/v1\n    kind: Deployment\n",
+    );
+    assert_ne!(routed, ROUTED);
+    // Partition style refuses more than 50% with traffic, as upstream does.
+    let refused =
+        k.run_with(
+            &["apply", "-f", "-"],
+            Some(&routed.replace(
+                "traffic: 50%",
+                "traffic: 50%\n      - replicas: 60%\n        traffic: 60%",
+            )),
+        );
+    assert!(
+        refused.stderr.contains("For partition style rollout: step[x].replicas must not greater than partition-percent-limit if traffic specified"),
+        "{}",
+        refused.stderr
+    );
+    k.ok_stdin(&["apply", "-f", "-"], &routed);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (rollout(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+    let old_hash = replica_sets_of(k, &deployment(k, "demo"))[0].0.clone();
+
+    set_image_of(k, "deployments.apps", "demo", "registry.example/demo:v2");
+    wait_for_step(k, 1, "StepPaused");
+    let held = deployment(k, "demo");
+    assert_eq!(held["spec"]["paused"], true);
+    assert_eq!(held["spec"]["strategy"]["type"], "Recreate");
+    let strategy: Value = serde_json::from_str(
+        held["metadata"]["annotations"]["rollouts.kruise.io/deployment-strategy"]
+            .as_str()
+            .unwrap_or("null"),
+    )
+    .expect("the strategy annotation is JSON");
+    assert_eq!(strategy["rollingStyle"], "Partition");
+    assert_eq!(strategy["partition"], "20%");
+    assert_eq!(
+        strategy["rollingUpdate"],
+        serde_json::json!({"maxUnavailable": "25%", "maxSurge": "25%"})
+    );
+    let sets = replica_sets_of(k, &held);
+    let new_hash = sets
+        .iter()
+        .find(|(h, _)| *h != old_hash)
+        .map(|(h, _)| h.clone())
+        .expect("a new ReplicaSet");
+    wait_for("1 new pod, 4 old", Duration::from_secs(60), || {
+        let sets = replica_sets_of(k, &deployment(k, "demo"));
+        let on = |hash: &str| sets.iter().find(|(h, _)| h == hash).map_or(-1, |(_, n)| *n);
+        (on(&new_hash) == 1
+            && on(&old_hash) == 4
+            && pods_on(k, "demo", "registry.example/demo:v2") == (1, 1)
+            && pods_on(k, "demo", "registry.example/demo:v1") == (4, 4))
+            .then_some(())
+    });
+    assert_eq!(
+        backends(k),
+        serde_json::json!([{"group": "", "kind": "Service", "name": "demo", "port": 80, "weight": 80},
+                           {"group": "", "kind": "Service", "name": "demo-canary", "port": 80, "weight": 20}])
+    );
+    let canary = k.json(&["get", "service", "demo-canary"]);
+    assert_eq!(canary["spec"]["selector"]["pod-template-hash"], new_hash.as_str());
+    let extra: Value = serde_json::from_str(
+        deployment(k, "demo")["metadata"]["annotations"]["rollouts.kruise.io/deployment-extra-status"].as_str().unwrap_or("null"),
+    )
+    .expect("the extra status is JSON");
+    assert_eq!(extra["expectedUpdatedReplicas"], 1);
+
+    approve(k);
+    wait_for_step(k, 2, "StepPaused");
+    wait_for("3 new pods, 2 old", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2") == (3, 3)
+            && pods_on(k, "demo", "registry.example/demo:v1") == (2, 2))
+            .then_some(())
+    });
+    let weights: Vec<Value> =
+        backends(k).as_array().into_iter().flatten().map(|b| b["weight"].clone()).collect();
+    assert_eq!(weights, [50, 50]);
+
+    approve(k);
+    wait_for("the release complete", Duration::from_secs(90), || {
+        let r = rollout(k);
+        (r["status"]["phase"] == "Healthy" && condition(&r["status"], "Succeeded").0 == "True")
+            .then_some(())
+    });
+    wait_for("every pod on v2", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2") == (5, 5)
+            && pods_on(k, "demo", "registry.example/demo:v1").0 == 0)
+            .then_some(())
+    });
+    let given_back = deployment(k, "demo");
+    assert_ne!(given_back["spec"]["paused"], true);
+    assert_eq!(given_back["spec"]["strategy"]["type"], "RollingUpdate");
+    assert_eq!(
+        given_back["spec"]["strategy"]["rollingUpdate"],
+        serde_json::json!({"maxUnavailable": "25%", "maxSurge": "25%"})
+    );
+    let labels = &given_back["metadata"]["labels"];
+    assert!(
+        labels["rollouts.kruise.io/controlled-by-advanced-deployment-controller"].is_null(),
+        "{labels}"
+    );
+    let annotations = &given_back["metadata"]["annotations"];
+    for key in [
+        "rollouts.kruise.io/deployment-strategy",
+        "rollouts.kruise.io/deployment-extra-status",
+        "batchrelease.rollouts.kruise.io/control-info",
+        "rollouts.kruise.io/in-progressing",
+    ] {
+        assert!(annotations[key].is_null(), "{key}: {annotations}");
+    }
+    let routes: Vec<Value> =
+        backends(k).as_array().into_iter().flatten().map(|b| b["name"].clone()).collect();
+    assert_eq!(routes, ["demo"]);
 }
 
 /// A native StatefulSet (kube-controller-manager's controller in kruise-sim) released by its

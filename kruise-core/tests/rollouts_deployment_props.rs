@@ -1,0 +1,170 @@
+//! The AdvancedDeployment planner (`rollouts::deployment::plan`) stepped against a modelled
+//! ReplicaSet world: surge and availability budgets hold on every round, and the rollout
+//! settles exactly at the partition.
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_core::plan::Action;
+use kruise_core::rollouts::deployment::{self, DeploymentStrategy, RollingUpdate};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn deployment(replicas: i32, strategy: &DeploymentStrategy, image: &str) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": "demo", "namespace": "default", "uid": "d-uid",
+            "labels": {deployment::CONTROL_LABEL: "true"},
+            "annotations": {deployment::STRATEGY_ANNOTATION: serde_json::to_string(strategy).unwrap()},
+        },
+        "spec": {
+            "replicas": replicas,
+            "paused": true,
+            "selector": {"matchLabels": {"app": "demo"}},
+            "strategy": {"type": "Recreate"},
+            "template": {"metadata": {"labels": {"app": "demo"}},
+                         "spec": {"containers": [{"name": "main", "image": image}]}},
+        },
+    }))
+    .expect("a Deployment")
+}
+
+/// A ReplicaSet of the model: its object (template, revision) and counts.
+#[derive(Clone, Debug)]
+struct Set {
+    name: String,
+    image: String,
+    revision: i64,
+    replicas: i32,
+    available: i32,
+}
+
+impl Set {
+    fn object(&self, order: usize) -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": self.name, "namespace": "default", "uid": format!("uid-{}", self.name),
+                "resourceVersion": "1",
+                "creationTimestamp": format!("2026-01-01T00:00:{:02}Z", order.min(59)),
+                "labels": {"app": "demo", "pod-template-hash": self.name},
+                "annotations": {"deployment.kubernetes.io/revision": self.revision.to_string()},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo",
+                                     "uid": "d-uid", "controller": true}],
+            },
+            "spec": {
+                "replicas": self.replicas,
+                "selector": {"matchLabels": {"app": "demo"}},
+                "template": {"metadata": {"labels": {"app": "demo", "pod-template-hash": self.name}},
+                             "spec": {"containers": [{"name": "main", "image": self.image}]}},
+            },
+            "status": {"replicas": self.replicas, "availableReplicas": self.available},
+        }))
+        .expect("a ReplicaSet")
+    }
+}
+
+fn apply(sets: &mut Vec<Set>, actions: &[Action]) {
+    for action in actions {
+        match action {
+            Action::CreateObject { target, body } if target.kind.kind == "ReplicaSet" => {
+                let image = body["spec"]["template"]["spec"]["containers"][0]["image"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let revision = body["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                    .as_str()
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(0);
+                sets.push(Set {
+                    name: target.name.clone(),
+                    image,
+                    revision,
+                    replicas: body["spec"]["replicas"].as_i64().unwrap_or(0) as i32,
+                    available: 0,
+                });
+            }
+            Action::PatchObject { target, patch, .. } if target.kind.kind == "ReplicaSet" => {
+                let body: Value = patch.body().clone();
+                let replicas = body.pointer("/spec/replicas").and_then(Value::as_i64);
+                let set = sets.iter_mut().find(|s| s.name == target.name).expect("a known set");
+                if let Some(n) = replicas {
+                    set.replicas = n as i32;
+                    set.available = set.available.min(set.replicas);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn partition_releases_keep_the_budgets_and_settle_at_the_partition(
+        replicas in 1..12i32,
+        surge in 0..4i32,
+        unavailable in 0..4i32,
+        partitions in proptest::collection::vec(0..=100i32, 1..4),
+        progress in proptest::collection::vec(0..3i32, 60),
+    ) {
+        let rolling = RollingUpdate {
+            max_surge: Some(IntOrString::Int(surge)),
+            max_unavailable: Some(IntOrString::Int(unavailable)),
+        };
+        let (max_surge, max_unavailable) = rolling.fenceposts(replicas);
+        let mut sets = vec![Set { name: "old".into(), image: "v1".into(), revision: 1, replicas, available: replicas }];
+        let mut partitions: Vec<i32> = partitions;
+        partitions.sort();
+        let mut ticks = progress.into_iter().cycle();
+        for percent in partitions {
+            let partition = IntOrString::String(format!("{percent}%"));
+            let strategy = DeploymentStrategy {
+                rolling_style: "Partition".into(),
+                rolling_update: Some(rolling.clone()),
+                paused: false,
+                partition: partition.clone(),
+            };
+            let limit = deployment::new_replica_set_limit(&partition, replicas);
+            let d = deployment(replicas, &strategy, "v2");
+            for round in 0..200 {
+                let objects: Vec<ReplicaSet> = sets.iter().enumerate().map(|(i, s)| s.object(i)).collect();
+                let available_before: i32 = sets.iter().map(|s| s.available.min(s.replicas)).sum();
+                let plan = deployment::plan(&d, &objects);
+                let moves: Vec<&Action> = plan.actions.iter()
+                    .filter(|a| !matches!(a, Action::PatchObject { target, .. } if target.kind.kind == "Deployment"))
+                    .collect();
+                apply(&mut sets, &plan.actions);
+                let total: i32 = sets.iter().map(|s| s.replicas).sum();
+                prop_assert!(total <= replicas + max_surge, "surge exceeded: {total} > {replicas}+{max_surge}: {sets:?}");
+                let available: i32 = sets.iter().map(|s| s.available.min(s.replicas)).sum();
+                prop_assert!(
+                    available >= (replicas - max_unavailable).min(available_before),
+                    "availability fell below the floor: {available} < {replicas}-{max_unavailable}: {sets:?}"
+                );
+                let new: i32 = sets.iter().filter(|s| s.image == "v2").map(|s| s.replicas).sum();
+                prop_assert!(new <= limit.max(0), "the new ReplicaSet passed the partition: {new} > {limit}");
+                prop_assert!(sets.iter().filter(|s| s.image == "v2").count() <= 1, "two new ReplicaSets");
+                let settled = moves.is_empty() && sets.iter().all(|s| s.available == s.replicas);
+                if settled {
+                    break;
+                }
+                // Pods become available at their own pace, and in the end all of them.
+                for set in &mut sets {
+                    let step = if round > 100 { set.replicas } else { ticks.next().unwrap_or(1) };
+                    set.available = (set.available + step).min(set.replicas);
+                }
+            }
+            let new: i32 = sets.iter().filter(|s| s.image == "v2").map(|s| s.replicas).sum();
+            let old: i32 = sets.iter().filter(|s| s.image != "v2").map(|s| s.replicas).sum();
+            prop_assert_eq!(new, limit, "settled at the partition: {:?}", sets);
+            prop_assert_eq!(old, replicas - limit, "the rest stays old: {:?}", sets);
+        }
+    }
+}
+
+#[test]
+fn a_deployment_not_under_control_is_left_alone() {
+    let strategy = DeploymentStrategy { rolling_style: "Canary".into(), ..Default::default() };
+    let d = deployment(3, &strategy, "v2");
+    assert!(deployment::plan(&d, &[]).actions.is_empty());
+}
