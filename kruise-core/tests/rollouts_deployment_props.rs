@@ -14,7 +14,7 @@ fn deployment(replicas: i32, strategy: &DeploymentStrategy, image: &str) -> Depl
         "metadata": {
             "name": "demo", "namespace": "default", "uid": "d-uid",
             "labels": {deployment::CONTROL_LABEL: "true"},
-            "annotations": {deployment::STRATEGY_ANNOTATION: serde_json::to_string(strategy).unwrap()},
+            "annotations": {deployment::STRATEGY_ANNOTATION: serde_json::to_string(strategy).expect("a strategy encodes")},
         },
         "spec": {
             "replicas": replicas,
