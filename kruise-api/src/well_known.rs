@@ -912,8 +912,15 @@ pub mod rollouts {
         /// written by the controller that moves its ReplicaSets.
         pub const DEPLOYMENT_EXTRA_STATUS: &str = "rollouts.kruise.io/deployment-extra-status";
 
+        /// JSON, on a Deployment or CloneSet under a blue-green release: its own
+        /// `maxSurge`, `maxUnavailable`, `minReadySeconds` and `progressDeadlineSeconds`,
+        /// restored when the release ends.
+        pub const ORIGINAL_DEPLOYMENT_STRATEGY: &str =
+            "rollouts.kruise.io/original-deployment-strategy";
+
         /// Every annotation key in this module.
         pub const ALL: &[&str] = &[
+            ORIGINAL_DEPLOYMENT_STRATEGY,
             DEPLOYMENT_STRATEGY,
             DEPLOYMENT_EXTRA_STATUS,
             IN_PROGRESSING,

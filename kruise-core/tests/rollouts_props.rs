@@ -133,16 +133,23 @@ impl World {
         let replicas = self.clone_set["spec"]["replicas"].as_i64().unwrap_or(1) as i32;
         let workload = self.workload();
         let partition = workload.partition_replicas().clamp(0, replicas);
-        let updated = replicas - partition;
+        let to_update = replicas - partition;
+        let mut updated = 0;
         for i in 0..replicas {
             let name = format!("demo-{i}");
             let labels = self.pods.entry(name).or_default();
-            // Pods are updated from the highest ordinal down; the rest keep the current one.
-            let revision = if i >= replicas - updated { update.clone() } else { current.clone() };
+            // Pods are updated from the highest ordinal down; the rest keep their revision (a
+            // raised partition moves no pod back, as without CloneSetPartitionRollback).
+            let revision = if i >= replicas - to_update {
+                update.clone()
+            } else {
+                labels.get("controller-revision-hash").cloned().unwrap_or_else(|| current.clone())
+            };
             if labels.get("controller-revision-hash") != Some(&revision) {
                 labels.retain(|k, _| k != ROLLOUT_ID_LABEL && k != ROLLOUT_BATCH_ID_LABEL);
-                labels.insert("controller-revision-hash".into(), revision);
+                labels.insert("controller-revision-hash".into(), revision.clone());
             }
+            updated += i32::from(revision == update);
         }
         let current = if updated == replicas { update.clone() } else { current };
         self.clone_set["status"] = json!({

@@ -474,8 +474,7 @@ fn routing_to(
         .in_namespace(namespace)
         .iter()
         .filter(|r| {
-            let routings = r.spec.strategy.canary.iter().flat_map(|c| c.traffic_routings.iter());
-            routings.into_iter().any(|t| match what {
+            rollout::traffic_routings(r).iter().any(|t| match what {
                 Routed::Ingress => t.ingress.as_ref().is_some_and(|i| i.name == stem),
                 Routed::Service => t.service == stem,
                 Routed::Route => {
@@ -512,9 +511,7 @@ impl RolloutController {
 
     /// The Service and Ingress the Rollout's traffic routing names, and their canaries.
     fn traffic(&self, namespace: &str, rollout: &Rollout) -> rollout::TrafficObjects {
-        let Some(routing) =
-            rollout.spec.strategy.canary.as_ref().and_then(|c| c.traffic_routings.first())
-        else {
+        let Some(routing) = rollout::traffic_routings(rollout).first() else {
             return rollout::TrafficObjects::default();
         };
         let canary = kruise_core::rollouts::traffic::canary_name;

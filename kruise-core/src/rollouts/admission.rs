@@ -153,6 +153,19 @@ pub fn hold_deployment(
         .and_then(Value::as_str)
         .is_some_and(|v| !v.is_empty())
     {
+        let original = kruise_api::well_known::rollouts::annotations::ORIGINAL_DEPLOYMENT_STRATEGY;
+        if annotations.get(original).is_some() {
+            // Blue-green: paused again only by a new revision (a rollback or another
+            // release); the strategy stays a rolling update.
+            if changed {
+                held["spec"]["paused"] = json!(true);
+            }
+            if text(new, "/spec/strategy/type") != "RollingUpdate" {
+                held["spec"]["strategy"] =
+                    old.pointer("/spec/strategy").cloned().unwrap_or(Value::Null);
+            }
+            return (held != *new).then_some(held);
+        }
         held["spec"]["paused"] = json!(true);
         let strategy = annotations
             .get(d::STRATEGY_ANNOTATION)
@@ -188,8 +201,7 @@ pub fn hold_deployment(
         .iter()
         .filter(|rs| rs.metadata.deletion_timestamp.is_none() && rs.spec.replicas.unwrap_or(0) != 0)
         .collect();
-    let routes_traffic =
-        rollout.spec.strategy.canary.as_ref().is_some_and(|c| !c.traffic_routings.is_empty());
+    let routes_traffic = !super::rollout::traffic_routings(rollout).is_empty();
     if active.is_empty() || (routes_traffic && active.len() != 1) {
         return None;
     }
@@ -325,7 +337,12 @@ pub const PARTITION_PERCENT_LIMIT: i32 = 50;
 /// Upstream's step checks: replicas set and within range, traffic a percentage, a
 /// partition-style step with traffic at most [`PARTITION_PERCENT_LIMIT`], replicas
 /// non-decreasing; the first problem only.
-fn validate_steps(steps: &[CanaryStep], path: &FieldPath, partition: bool) -> Option<FieldError> {
+fn validate_steps(
+    steps: &[CanaryStep],
+    path: &FieldPath,
+    partition: bool,
+    blue_green: bool,
+) -> Option<FieldError> {
     if steps.is_empty() {
         return Some(FieldError::invalid(
             path,
@@ -368,7 +385,14 @@ fn validate_steps(steps: &[CanaryStep], path: &FieldPath, partition: bool) -> Op
         }
         if let Some(traffic) = &step.traffic {
             let weight = scaled_value(&IntOrString::String(traffic.clone()), 100, Rounding::Up);
-            if !matches!(weight, Ok(w) if w > 0 && w <= 100) {
+            if blue_green && !matches!(weight, Ok(w) if (0..=100).contains(&w)) {
+                return Some(FieldError::invalid(
+                    &path.index(i).child("steps"),
+                    steps_value(steps),
+                    r#"traffic must be percentage with "0%" <= traffic <= "100%" in blueGreen strategy"#,
+                ));
+            }
+            if !blue_green && !matches!(weight, Ok(w) if w > 0 && w <= 100) {
                 return Some(FieldError::invalid(
                     &path.index(i).child("steps"),
                     steps_value(steps),
@@ -392,6 +416,65 @@ fn validate_steps(steps: &[CanaryStep], path: &FieldPath, partition: bool) -> Op
         }
     }
     None
+}
+
+/// The checks of a strategy's traffic routings, and of its steps' traffic, that canary and
+/// blue-green share: upstream's, and refusals of what is not built here.
+fn validate_routings(
+    routings: &[kruise_api::rollouts::v1beta1::TrafficRoutingRef],
+    steps: &[CanaryStep],
+    disable_generate_canary_service: bool,
+    traffic_routing_ref: &str,
+    path: &FieldPath,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if routings.len() > 1 {
+        errors.push(FieldError::invalid(
+            path,
+            BadValue::Go(serde_json::to_string(routings).unwrap_or_default()),
+            "Rollout currently only support single TrafficRouting.",
+        ));
+    }
+    for routing in routings {
+        errors.extend(validate_traffic_routing(routing, &path.child("TrafficRouting")));
+    }
+    if disable_generate_canary_service {
+        errors.push(FieldError::forbidden(
+            &path.child("DisableGenerateCanaryService"),
+            format!("routing without a canary Service {NOT_YET}"),
+        ));
+    }
+    if !traffic_routing_ref.is_empty() {
+        errors.push(FieldError::forbidden(
+            &path.child("TrafficRoutingRef"),
+            format!("traffic routing {NOT_YET}"),
+        ));
+    }
+    if routings.is_empty() && steps.iter().any(|s| s.traffic.is_some() || !s.matches.is_empty()) {
+        errors.push(FieldError::forbidden(
+            &path.child("Steps"),
+            "traffic and matches in a step need a trafficRoutings entry",
+        ));
+    }
+    for (i, step) in steps.iter().enumerate() {
+        let step_path = path.child("Steps").index(i);
+        if step.request_header_modifier.is_some() {
+            errors.push(FieldError::forbidden(
+                &step_path.child("RequestHeaderModifier"),
+                format!("requestHeaderModifier {NOT_YET}"),
+            ));
+        }
+        let ingress_only = routings.iter().all(|r| r.gateway.is_none());
+        if ingress_only
+            && step.matches.iter().any(|m| m.path.is_some() || !m.query_params.is_empty())
+        {
+            errors.push(FieldError::forbidden(
+                &step_path.child("Matches"),
+                "path and queryParams matches need a Gateway API route: an nginx Ingress matches headers only",
+            ));
+        }
+    }
+    errors
 }
 
 /// Validates a Rollout as upstream's `vrollout.kb.io` does, with its (Go-style) field paths,
@@ -439,75 +522,46 @@ pub fn validate_rollout(
             BadValue::Go("{}".into()),
             "Canary and BlueGreen cannot both be set",
         )),
-        (None, Some(_)) => errors.push(FieldError::forbidden(
-            &strategy_path.child("BlueGreen"),
-            format!("the blue-green strategy {NOT_YET}"),
-        )),
+        (None, Some(blue_green)) => {
+            let path = strategy_path.child("BlueGreen");
+            let kind =
+                ReleasedKind::from_ref(&spec.workload_ref.api_version, &spec.workload_ref.kind);
+            if kind.is_ok_and(|k| !matches!(k, ReleasedKind::CloneSet | ReleasedKind::Deployment)) {
+                errors.push(FieldError::invalid(
+                    &workload_path,
+                    BadValue::Go(serde_json::to_string(&spec.workload_ref).unwrap_or_default()),
+                    "WorkloadRef kind is not supported for bluegreen style",
+                ));
+            }
+            if let Some(error) =
+                validate_steps(&blue_green.steps, &path.child("Steps"), false, true)
+            {
+                errors.push(error);
+            }
+            errors.extend(validate_routings(
+                &blue_green.traffic_routings,
+                &blue_green.steps,
+                blue_green.disable_generate_canary_service,
+                &blue_green.traffic_routing_ref,
+                &path,
+            ));
+        }
         (Some(canary), None) => {
             let canary_path = strategy_path.child("Canary");
             let partition =
                 super::rollout::release_style(rollout) == super::ReleaseStyle::Partition;
             if let Some(error) =
-                validate_steps(&canary.steps, &canary_path.child("Steps"), partition)
+                validate_steps(&canary.steps, &canary_path.child("Steps"), partition, false)
             {
                 errors.push(error);
             }
-            if canary.traffic_routings.len() > 1 {
-                errors.push(FieldError::invalid(
-                    &canary_path,
-                    BadValue::Go(
-                        serde_json::to_string(&canary.traffic_routings).unwrap_or_default(),
-                    ),
-                    "Rollout currently only support single TrafficRouting.",
-                ));
-            }
-            for routing in &canary.traffic_routings {
-                errors.extend(validate_traffic_routing(
-                    routing,
-                    &canary_path.child("TrafficRouting"),
-                ));
-            }
-            if canary.disable_generate_canary_service {
-                errors.push(FieldError::forbidden(
-                    &canary_path.child("DisableGenerateCanaryService"),
-                    format!("routing without a canary Service {NOT_YET}"),
-                ));
-            }
-            if !canary.traffic_routing_ref.is_empty() {
-                errors.push(FieldError::forbidden(
-                    &canary_path.child("TrafficRoutingRef"),
-                    format!("traffic routing {NOT_YET}"),
-                ));
-            }
-            // enableExtraWorkloadForCanary only shapes a Deployment's release; a CloneSet or
-            // Advanced StatefulSet is released by partition whatever it says, as upstream does
-            // (a v1alpha1 Rollout converts with it set).
-            if canary.traffic_routings.is_empty()
-                && canary.steps.iter().any(|s| s.traffic.is_some() || !s.matches.is_empty())
-            {
-                errors.push(FieldError::forbidden(
-                    &canary_path.child("Steps"),
-                    "traffic and matches in a step need a trafficRoutings entry",
-                ));
-            }
-            for (i, step) in canary.steps.iter().enumerate() {
-                let step_path = canary_path.child("Steps").index(i);
-                if step.request_header_modifier.is_some() {
-                    errors.push(FieldError::forbidden(
-                        &step_path.child("RequestHeaderModifier"),
-                        format!("requestHeaderModifier {NOT_YET}"),
-                    ));
-                }
-                let ingress_only = canary.traffic_routings.iter().all(|r| r.gateway.is_none());
-                if ingress_only
-                    && step.matches.iter().any(|m| m.path.is_some() || !m.query_params.is_empty())
-                {
-                    errors.push(FieldError::forbidden(
-                        &step_path.child("Matches"),
-                        "path and queryParams matches need a Gateway API route: an nginx Ingress matches headers only",
-                    ));
-                }
-            }
+            errors.extend(validate_routings(
+                &canary.traffic_routings,
+                &canary.steps,
+                canary.disable_generate_canary_service,
+                &canary.traffic_routing_ref,
+                &canary_path,
+            ));
         }
     }
     let annotations = rollout.metadata.annotations.clone().unwrap_or_default();
@@ -528,9 +582,14 @@ pub fn validate_rollout(
     if let (Some(old), Some(live)) = (old, live) {
         let phase = live.status.as_ref().and_then(|s| s.phase.clone());
         if matches!(phase, Some(RolloutPhase::Progressing | RolloutPhase::Terminating)) {
-            let steps = |r: &Rollout| r.spec.strategy.canary.as_ref().map_or(0, |c| c.steps.len());
-            let routings =
-                |r: &Rollout| r.spec.strategy.canary.as_ref().map(|c| c.traffic_routings.clone());
+            let steps = |r: &Rollout| {
+                let s = &r.spec.strategy;
+                s.canary
+                    .as_ref()
+                    .map(|c| c.steps.len())
+                    .or(s.blue_green.as_ref().map(|b| b.steps.len()))
+            };
+            let routings = |r: &Rollout| super::rollout::traffic_routings(r).to_vec();
             let style = |r: &Rollout| {
                 (
                     r.spec.strategy.blue_green.is_some(),

@@ -248,12 +248,28 @@ impl Planner<'_> {
                 Some(BatchReleaseBatchStateType::Upgrading);
             self.status.canary_status.batch_ready_time = None;
             self.status.observed_release_plan_hash = hash;
+            if self.status.observed_rollout_id != plan.rollout_id {
+                // Another release: its revision is recorded afresh.
+                self.status.update_revision.clear();
+            }
             self.status.observed_rollout_id = plan.rollout_id.clone();
         }
         if self.status.canary_status.current_batch >= plan.batches.len() as i32 {
             self.status.canary_status.current_batch = plan.batches.len() as i32 - 1;
             self.status.canary_status.current_batch_state =
                 Some(BatchReleaseBatchStateType::Upgrading);
+        }
+        // The workload moved to a revision this release is not about (a third template, or
+        // one rolled back), while the plan stays the same: nothing moves until the Rollout
+        // restarts or winds up the release.
+        let recorded = self.status.update_revision.clone();
+        if !recorded.is_empty() && recorded != workload.canary_revision() {
+            self.status.message = format!(
+                "the workload's revision changed from {recorded} to {}; waiting for the Rollout",
+                workload.canary_revision()
+            );
+            self.requeue = Some(RECHECK);
+            return;
         }
         self.status.stable_revision = workload.stable_revision().to_owned();
         self.status.update_revision = workload.canary_revision().to_owned();
@@ -363,6 +379,14 @@ impl Planner<'_> {
                     patch: Patch::merge(json!({"spec": {"replicas": planned}})),
                 });
                 (write, canary.status_replicas, canary.available_replicas)
+            }
+            (ReleaseStyle::BlueGreen, _) => {
+                let batch_value = batch_value.clone().unwrap_or(IntOrString::Int(0));
+                let write = workload.blue_green_batch_needed(planned).then(|| {
+                    workload.patch(&self.namespace, workload.blue_green_batch_patch(&batch_value))
+                });
+                let (updated, ready) = self.updated_counts(workload);
+                (write, updated, ready)
             }
             (ReleaseStyle::Partition, ReleasedKind::Deployment) => {
                 let batch_value = batch_value.clone().unwrap_or(IntOrString::Int(0));
@@ -565,6 +589,12 @@ impl Planner<'_> {
                 self.patch_workload(w, w.release_control_patch(release_all, style));
                 self.requeue = Some(RECHECK);
             }
+            Some(w) if style == ReleaseStyle::BlueGreen && !w.deleting && !all_on_update(w) => {
+                self.status.message =
+                    "waiting for the old pods to go and every pod to be updated and ready"
+                        .to_owned();
+                self.requeue = Some(RECHECK);
+            }
             Some(w)
                 if style == ReleaseStyle::Canary
                     && release_all
@@ -620,4 +650,17 @@ fn deployment_resumed(w: &ReleasedWorkload) -> bool {
         && w.status_replicas == w.updated_replicas
         && w.updated_replicas == w.replicas
         && w.available_replicas + unavailable >= w.replicas
+}
+
+/// Every pod of a workload given back runs its update revision and is ready, and no other
+/// is left (the end of a blue-green release, or of its rollback).
+fn all_on_update(w: &ReleasedWorkload) -> bool {
+    let ready = match w.kind() {
+        ReleasedKind::Deployment => w.available_replicas,
+        _ => w.updated_ready_replicas.unwrap_or(w.updated_replicas),
+    };
+    w.status_consistent()
+        && w.status_replicas == w.replicas
+        && w.updated_replicas == w.replicas
+        && ready >= w.replicas
 }

@@ -48,12 +48,10 @@ pub fn describe(rollout: &Rollout, batch_release: Option<&BatchRelease>) -> Stri
     line("Phase", status.phase.as_ref().map(|p| p.as_str()).unwrap_or("<none>"));
     line("Message", &status.message);
     let strategy = &rollout.spec.strategy;
-    let style = if strategy.blue_green.is_some() {
-        "BlueGreen"
-    } else if strategy.canary.as_ref().is_some_and(|c| c.enable_extra_workload_for_canary) {
-        "Canary"
-    } else {
-        "Partition"
+    let style = match super::rollout::release_style(rollout) {
+        super::ReleaseStyle::BlueGreen => "BlueGreen",
+        super::ReleaseStyle::Canary => "Canary",
+        super::ReleaseStyle::Partition => "Partition",
     };
     line("Strategy", &format!("{style}{}", if strategy.paused { " (paused)" } else { "" }));
     if rollout.spec.disabled {

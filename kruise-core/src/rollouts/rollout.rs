@@ -116,16 +116,22 @@ enum Finalise {
 /// `rollouts.kruise.io/hash` to notice a changed plan: upstream's SHA-256, hex, then
 /// safe-encoded.
 pub fn rollout_hash(rollout: &Rollout) -> String {
-    let Some(canary) = rollout.spec.strategy.canary.clone() else {
+    // Invariant: the strategy holds only strings, numbers and maps, which always encode.
+    let json = if let Some(mut canary) = rollout.spec.strategy.canary.clone() {
+        canary.failure_threshold = None;
+        for step in &mut canary.steps {
+            step.pause = Default::default();
+        }
+        serde_json::to_vec(&canary).unwrap_or_default()
+    } else if let Some(mut blue_green) = rollout.spec.strategy.blue_green.clone() {
+        blue_green.failure_threshold = None;
+        for step in &mut blue_green.steps {
+            step.pause = Default::default();
+        }
+        serde_json::to_vec(&blue_green).unwrap_or_default()
+    } else {
         return String::new();
     };
-    let mut canary = canary;
-    canary.failure_threshold = None;
-    for step in &mut canary.steps {
-        step.pause = Default::default();
-    }
-    // Invariant: the strategy holds only strings, numbers and maps, which always encode.
-    let json = serde_json::to_vec(&canary).unwrap_or_default();
     let hex = super::hex(&sha2::Sha256::digest(&json));
     crate::revision::hash::safe_encode(&hex)
 }
@@ -136,12 +142,55 @@ fn next_step(rollout: &Rollout, current: i32) -> i32 {
 }
 
 fn steps(rollout: &Rollout) -> &[kruise_api::rollouts::v1beta1::CanaryStep] {
-    rollout.spec.strategy.canary.as_ref().map(|c| c.steps.as_slice()).unwrap_or_default()
+    let strategy = &rollout.spec.strategy;
+    match (&strategy.canary, &strategy.blue_green) {
+        (Some(c), _) => &c.steps,
+        (None, Some(b)) => &b.steps,
+        (None, None) => &[],
+    }
+}
+
+/// Whether the Rollout releases blue-green (`strategy.blueGreen`, and no canary).
+pub fn is_blue_green(rollout: &Rollout) -> bool {
+    rollout.spec.strategy.canary.is_none() && rollout.spec.strategy.blue_green.is_some()
+}
+
+/// The strategy's traffic routings (canary or blue-green).
+pub fn traffic_routings(rollout: &Rollout) -> &[TrafficRoutingRef] {
+    let strategy = &rollout.spec.strategy;
+    match (&strategy.canary, &strategy.blue_green) {
+        (Some(c), _) => &c.traffic_routings,
+        (None, Some(b)) => &b.traffic_routings,
+        (None, None) => &[],
+    }
+}
+
+/// A blue-green status as the step machine's working status (the fields the two share).
+fn from_blue_green(status: kruise_api::rollouts::v1beta1::BlueGreenStatus) -> CanaryStatus {
+    CanaryStatus {
+        common: status.common,
+        canary_revision: status.updated_revision,
+        canary_replicas: status.updated_replicas,
+        canary_ready_replicas: status.updated_ready_replicas,
+    }
+}
+
+/// The working status back as a blue-green status.
+fn to_blue_green(status: CanaryStatus) -> kruise_api::rollouts::v1beta1::BlueGreenStatus {
+    kruise_api::rollouts::v1beta1::BlueGreenStatus {
+        common: status.common,
+        updated_revision: status.canary_revision,
+        updated_replicas: status.canary_replicas,
+        updated_ready_replicas: status.canary_ready_replicas,
+    }
 }
 
 /// How the Rollout's releases move its workload: a Deployment with
 /// `enableExtraWorkloadForCanary` through a canary Deployment, everything else by partition.
 pub fn release_style(rollout: &Rollout) -> super::ReleaseStyle {
+    if is_blue_green(rollout) {
+        return super::ReleaseStyle::BlueGreen;
+    }
     let reference = &rollout.spec.workload_ref;
     let is_deployment = super::ReleasedKind::from_ref(&reference.api_version, &reference.kind)
         == Ok(super::ReleasedKind::Deployment);
@@ -156,8 +205,15 @@ pub fn release_style(rollout: &Rollout) -> super::ReleaseStyle {
 
 /// The BatchRelease spec for a release at `step` (from 1).
 pub fn desired_batch_release(rollout: &Rollout, rollout_id: &str, step: i32) -> BatchReleaseSpec {
-    let canary = rollout.spec.strategy.canary.clone().unwrap_or_default();
     let style = release_style(rollout);
+    let canary = match (&rollout.spec.strategy.canary, &rollout.spec.strategy.blue_green) {
+        (None, Some(b)) => kruise_api::rollouts::v1beta1::CanaryStrategy {
+            steps: b.steps.clone(),
+            failure_threshold: b.failure_threshold.clone(),
+            ..Default::default()
+        },
+        (canary, _) => canary.clone().unwrap_or_default(),
+    };
     BatchReleaseSpec {
         workload_ref: rollout.spec.workload_ref.clone(),
         release_plan: ReleasePlan {
@@ -179,6 +235,7 @@ pub fn desired_batch_release(rollout: &Rollout, rollout_id: &str, step: i32) -> 
             rolling_style: Some(match style {
                 super::ReleaseStyle::Canary => RollingStyleType::Canary,
                 super::ReleaseStyle::Partition => RollingStyleType::Partition,
+                super::ReleaseStyle::BlueGreen => RollingStyleType::BlueGreen,
             }),
             enable_extra_workload_for_canary: false,
         },
@@ -200,13 +257,19 @@ struct Planner<'a> {
 /// Plans one round of the Rollout.
 pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<RolloutStatus> {
     let rollout = &snapshot.rollout;
+    let blue_green = is_blue_green(rollout);
+    // A blue-green release runs the same step machine over `blueGreenStatus`.
+    let mut status = rollout.status.clone().unwrap_or_default();
+    if blue_green {
+        status.canary_status = status.blue_green_status.take().map(from_blue_green);
+    }
     let mut planner = Planner {
         snapshot,
         namespace: rollout.metadata.namespace.clone().unwrap_or_default(),
         name: rollout.metadata.name.clone().unwrap_or_default(),
         hash: rollout_hash(rollout),
         now,
-        status: rollout.status.clone().unwrap_or_default(),
+        status,
         actions: Vec::new(),
         events: Vec::new(),
         requeue: None,
@@ -215,6 +278,9 @@ pub fn plan(snapshot: &Snapshot, now: Timestamp) -> Plan<RolloutStatus> {
     if let Some(canary) = &planner.status.canary_status {
         planner.status.current_step_index = canary.common.current_step_index;
         planner.status.current_step_state = canary.common.current_step_state.clone();
+    }
+    if blue_green {
+        planner.status.blue_green_status = planner.status.canary_status.take().map(to_blue_green);
     }
     super::assemble(
         rollout.status.clone().unwrap_or_default(),
@@ -551,6 +617,14 @@ impl Planner<'_> {
             );
             return;
         }
+        if workload.canary_revision() != canary.canary_revision && is_blue_green(&rollout) {
+            // Upstream refuses a third revision in a blue-green release.
+            self.status.message = "new version releasing detected in the progress of blue-green release, please rollback first".to_owned();
+            if let Some(c) = self.status.canary_status.as_mut() {
+                c.common.message = self.status.message.clone();
+            }
+            return;
+        }
         if workload.canary_revision() != canary.canary_revision {
             // A new template mid-release: start over once the old BatchRelease is gone.
             if let Some(br) = &self.snapshot.batch_release {
@@ -740,7 +814,9 @@ impl Planner<'_> {
                 canary.common.current_step_state = CanaryStepState::StepPaused;
             }
             CanaryStepState::StepPaused => {
+                // A blue-green step always pauses.
                 let last_is_all = step_index == total
+                    && !is_blue_green(&rollout)
                     && matches!(&step.replicas, Some(IntOrString::String(s)) if s == "100%");
                 match step.pause.duration {
                     _ if last_is_all => {
@@ -818,7 +894,25 @@ impl Planner<'_> {
                 json!({"metadata": {"annotations": {IN_PROGRESSING_ANNOTATION: null}}}),
             );
         }
+        let blue_green = is_blue_green(self.rollout());
         let order: &[F] = match reason {
+            Finalise::Success if blue_green => &[
+                F::RouteTrafficToNew,
+                F::RestoreStableService,
+                F::ResumeWorkload,
+                F::RouteTrafficToStable,
+                F::RemoveCanaryService,
+                F::ReleaseWorkloadControl,
+                F::End,
+            ],
+            Finalise::Rollback if blue_green => &[
+                F::RouteTrafficToStable,
+                F::ResumeWorkload,
+                F::RestoreStableService,
+                F::RemoveCanaryService,
+                F::ReleaseWorkloadControl,
+                F::End,
+            ],
             Finalise::Rollback => &[
                 F::RouteTrafficToStable,
                 F::ResumeWorkload,
@@ -850,6 +944,13 @@ impl Planner<'_> {
                     self.network_settled(&mut canary, |p| p.ensure_stable_selector(key, None))
                 }
                 F::RouteTrafficToStable => self.network_settled(&mut canary, Self::restore_routes),
+                F::RouteTrafficToNew => {
+                    let all = kruise_api::rollouts::v1beta1::CanaryStep {
+                        traffic: Some("100%".to_owned()),
+                        ..Default::default()
+                    };
+                    self.network_settled(&mut canary, |p| p.ensure_routes(&all))
+                }
                 F::RemoveCanaryService => {
                     self.network_settled(&mut canary, Self::remove_canary_service)
                 }
@@ -871,7 +972,7 @@ impl Planner<'_> {
 
     /// The (first) traffic routing, when the strategy has one.
     fn routing(&self) -> Option<TrafficRoutingRef> {
-        self.rollout().spec.strategy.canary.as_ref()?.traffic_routings.first().cloned()
+        traffic_routings(self.rollout()).first().cloned()
     }
 
     /// The wait after a change of the network objects (`gracePeriodSeconds`; 3 when unset).

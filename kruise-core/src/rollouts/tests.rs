@@ -222,3 +222,108 @@ Canary:       1/1 ready, revision r1 (stable r0)
 "
     );
 }
+
+#[test]
+fn blue_green_validation_follows_upstreams_rules() {
+    let blue_green = |kind: &str, api_version: &str, traffic: &str| {
+        let mut r = rollout(kind, api_version, &[]);
+        r.spec.strategy.canary = None;
+        r.spec.strategy.blue_green = Some(kruise_api::rollouts::v1beta1::BlueGreenStrategy {
+            steps: vec![CanaryStep {
+                replicas: Some(pct("100%")),
+                traffic: Some(traffic.into()),
+                ..Default::default()
+            }],
+            traffic_routings: vec![kruise_api::rollouts::v1beta1::TrafficRoutingRef {
+                service: "demo".into(),
+                gateway: Some(kruise_api::rollouts::v1beta1::GatewayTrafficRouting {
+                    http_route_name: Some("demo".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        validate_rollout(&r, None, None, &[]).messages()
+    };
+    // 0% is a blue-green step's traffic, and 100% replicas pass the partition limit.
+    assert!(blue_green("CloneSet", "apps.kruise.io/v1beta1", "0%").is_empty());
+    assert!(blue_green("Deployment", "apps/v1", "100%").is_empty());
+    let messages = blue_green("StatefulSet", "apps.kruise.io/v1beta1", "0%");
+    assert!(
+        messages[0].starts_with("Spec.ObjectRef.WorkloadRef: Invalid value: ")
+            && messages[0].ends_with("WorkloadRef kind is not supported for bluegreen style"),
+        "{messages:?}"
+    );
+    let messages = blue_green("CloneSet", "apps.kruise.io/v1beta1", "120%");
+    assert!(
+        messages[0].starts_with("Spec.Strategy.BlueGreen.Steps[0].steps: Invalid value: ")
+            && messages[0].ends_with(
+                r#"traffic must be percentage with "0%" <= traffic <= "100%" in blueGreen strategy"#
+            ),
+        "{messages:?}"
+    );
+}
+
+/// A BatchRelease whose workload moved to a revision it is not releasing (a third template)
+/// writes nothing to it: the Rollout restarts or winds up the release.
+#[test]
+fn a_batch_release_leaves_a_workload_on_another_revision_alone() {
+    use kruise_api::rollouts::v1beta1::{
+        BatchRelease, BatchReleaseSpec, BatchReleaseStatus, ReleaseBatch, ReleasePlan,
+    };
+    let mut release = BatchRelease::new(
+        "rollouts-demo",
+        BatchReleaseSpec {
+            workload_ref: ObjectRef {
+                api_version: "apps.kruise.io/v1beta1".into(),
+                kind: "CloneSet".into(),
+                name: "demo".into(),
+            },
+            release_plan: ReleasePlan {
+                batches: vec![ReleaseBatch { canary_replicas: pct("100%") }],
+                batch_partition: Some(0),
+                rollout_id: "r1".into(),
+                ..Default::default()
+            },
+        },
+    );
+    release.metadata.namespace = Some("default".into());
+    release.metadata.uid = Some("br".into());
+    release.metadata.finalizers = Some(vec![super::BATCH_RELEASE_FINALIZER.into()]);
+    release.status = Some(BatchReleaseStatus {
+        update_revision: "r1".into(),
+        observed_rollout_id: "r1".into(),
+        observed_release_plan_hash: super::release_plan_hash(&release.spec.release_plan),
+        ..Default::default()
+    });
+    let workload = super::ReleasedWorkload {
+        kind: Some(ReleasedKind::CloneSet),
+        name: "demo".into(),
+        replicas: 4,
+        current_revision: "demo-r0".into(),
+        update_revision: "demo-r9".into(),
+        partition: Some(pct("100%")),
+        annotations: [(
+            super::CONTROL_INFO_ANNOTATION.to_owned(),
+            super::batchrelease::control_info(&release),
+        )]
+        .into(),
+        ..Default::default()
+    };
+    let plan = super::batchrelease::plan(
+        &super::batchrelease::Snapshot {
+            release,
+            workload: Some(workload),
+            pods: Vec::new(),
+            canary: None,
+        },
+        jiff::Timestamp::UNIX_EPOCH,
+    );
+    assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    let status = plan.status.expect("a status");
+    assert_eq!(
+        status.message,
+        "the workload's revision changed from r1 to r9; waiting for the Rollout"
+    );
+}

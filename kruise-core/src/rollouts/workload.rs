@@ -13,6 +13,7 @@ use super::{
 };
 use crate::intstr::{Rounding, scaled_value};
 use crate::plan::ObjectKind;
+use kruise_api::well_known::rollouts::annotations::ORIGINAL_DEPLOYMENT_STRATEGY as ORIGINAL_STRATEGY_ANNOTATION;
 
 /// A workload reference a Rollout cannot release.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -49,6 +50,36 @@ pub enum ReleaseStyle {
     Partition,
     /// An extra Deployment of the new template runs the new pods (Deployments only).
     Canary,
+    /// The new pods come up beside the old ones (surge, never available so that none of
+    /// the old ones goes), and the old ones go only at the end (Deployments and CloneSets).
+    BlueGreen,
+}
+
+/// The `minReadySeconds` a blue-green release gives the workload, so that its new pods never
+/// count as available (upstream's `MaxReadySeconds`).
+pub const BLUE_GREEN_MIN_READY_SECONDS: i32 = i32::MAX - 1;
+
+/// The workload's own settings a blue-green release replaces, kept in
+/// `rollouts.kruise.io/original-deployment-strategy` (upstream's JSON).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OriginalStrategy {
+    /// `maxUnavailable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+    /// `maxSurge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<IntOrString>,
+    /// `minReadySeconds`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_ready_seconds: i32,
+    /// `progressDeadlineSeconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_deadline_seconds: Option<i32>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 impl ReleaseStyle {
@@ -56,6 +87,11 @@ impl ReleaseStyle {
     /// `enableExtraWorkloadForCanary`; only a Deployment has a canary style.
     pub fn of(plan: &kruise_api::rollouts::v1beta1::ReleasePlan, kind: ReleasedKind) -> Self {
         use kruise_api::rollouts::v1beta1::RollingStyleType;
+        if plan.rolling_style == Some(RollingStyleType::BlueGreen)
+            && matches!(kind, ReleasedKind::CloneSet | ReleasedKind::Deployment)
+        {
+            return Self::BlueGreen;
+        }
         let canary = match &plan.rolling_style {
             Some(RollingStyleType::Canary) => true,
             Some(_) => false,
@@ -150,6 +186,10 @@ pub struct ReleasedWorkload {
     pub rolling_update: Option<super::deployment::RollingUpdate>,
     /// A Deployment's `spec`, which a canary Deployment copies.
     pub spec: Option<std::sync::Arc<Value>>,
+    /// `spec.minReadySeconds`.
+    pub min_ready_seconds: i32,
+    /// A Deployment's `spec.progressDeadlineSeconds`.
+    pub progress_deadline_seconds: Option<i32>,
 }
 
 fn meta_strings(meta: &ObjectMeta) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
@@ -179,6 +219,12 @@ impl ReleasedWorkload {
             partition: rolling.partition,
             paused: rolling.paused,
             deleting: cs.metadata.deletion_timestamp.is_some(),
+            rolling_update: Some(super::deployment::RollingUpdate {
+                max_unavailable: rolling.max_unavailable.clone(),
+                max_surge: rolling.max_surge.clone(),
+            }),
+            min_ready_seconds: cs.spec.min_ready_seconds,
+            available_replicas: status.available_replicas,
             ..Default::default()
         }
     }
@@ -349,6 +395,8 @@ impl ReleasedWorkload {
             available_replicas: status.available_replicas.unwrap_or_default(),
             rolling_update,
             spec: serde_json::to_value(&spec).ok().map(std::sync::Arc::new),
+            min_ready_seconds: spec.min_ready_seconds.unwrap_or(0),
+            progress_deadline_seconds: spec.progress_deadline_seconds,
         }
     }
 
@@ -475,6 +523,10 @@ impl ReleasedWorkload {
     /// [`Self::take_control_patch`] writes besides `control-info`).
     pub fn is_held(&self, style: ReleaseStyle) -> bool {
         match (self.kind(), style) {
+            (_, ReleaseStyle::BlueGreen) => {
+                self.min_ready_seconds == BLUE_GREEN_MIN_READY_SECONDS
+                    && self.annotations.contains_key(ORIGINAL_STRATEGY_ANNOTATION)
+            }
             (ReleasedKind::Deployment, ReleaseStyle::Canary) => self.paused,
             (ReleasedKind::Deployment, ReleaseStyle::Partition) => {
                 self.paused
@@ -503,8 +555,9 @@ impl ReleasedWorkload {
     /// `rollouts.kruise.io/deployment-strategy` with a partition of 0, and it is labelled for
     /// [`super::deployment::plan`].
     pub fn take_control_patch(&self, control_info: &str, style: ReleaseStyle) -> Value {
-        if self.kind() == ReleasedKind::Deployment {
+        if style == ReleaseStyle::BlueGreen || self.kind() == ReleasedKind::Deployment {
             return match style {
+                ReleaseStyle::BlueGreen => self.blue_green_control_patch(control_info),
                 ReleaseStyle::Canary => json!({
                     "metadata": {"annotations": {CONTROL_INFO_ANNOTATION: control_info}},
                     "spec": {"paused": true},
@@ -544,6 +597,87 @@ impl ReleasedWorkload {
         patch
     }
 
+    /// The settings a blue-green release replaces, as they are now, with upstream's defaults
+    /// where unset (a Deployment's 25%/25% and 600 seconds; a CloneSet's 0%/20%).
+    pub fn original_strategy(&self) -> OriginalStrategy {
+        let rolling = self.rolling_update.clone().unwrap_or_default();
+        let (surge, unavailable) = match self.kind() {
+            ReleasedKind::Deployment => ("25%", "25%"),
+            _ => ("0%", "20%"),
+        };
+        OriginalStrategy {
+            max_unavailable: rolling
+                .max_unavailable
+                .or_else(|| Some(IntOrString::String(unavailable.into()))),
+            max_surge: rolling.max_surge.or_else(|| Some(IntOrString::String(surge.into()))),
+            min_ready_seconds: self.min_ready_seconds,
+            progress_deadline_seconds: match self.kind() {
+                ReleasedKind::Deployment => Some(self.progress_deadline_seconds.unwrap_or(600)),
+                _ => None,
+            },
+        }
+    }
+
+    /// Blue-green control: `control-info`, the workload's settings saved, a surge of one
+    /// with nothing unavailable, and a `minReadySeconds` no pod reaches (a Deployment also
+    /// gets the longest progress deadline). A CloneSet stays held by its partition, a
+    /// Deployment by its pause, until the first batch.
+    fn blue_green_control_patch(&self, control_info: &str) -> Value {
+        let saved =
+            self.annotations.get(ORIGINAL_STRATEGY_ANNOTATION).cloned().unwrap_or_else(|| {
+                serde_json::to_string(&self.original_strategy()).unwrap_or_default()
+            });
+        let metadata = json!({"annotations": {
+            CONTROL_INFO_ANNOTATION: control_info,
+            ORIGINAL_STRATEGY_ANNOTATION: saved,
+        }});
+        match self.kind() {
+            ReleasedKind::Deployment => json!({
+                "metadata": metadata,
+                "spec": {
+                    "minReadySeconds": BLUE_GREEN_MIN_READY_SECONDS,
+                    "progressDeadlineSeconds": i32::MAX,
+                    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                },
+            }),
+            _ => json!({
+                "metadata": metadata,
+                "spec": {
+                    "minReadySeconds": BLUE_GREEN_MIN_READY_SECONDS,
+                    "updateStrategy": {"rollingUpdate": {"paused": false, "maxSurge": 1, "maxUnavailable": 0}},
+                },
+            }),
+        }
+    }
+
+    /// Whether a blue-green batch of `planned` new pods still has to be let out: the
+    /// workload is still held (partition or pause), or its surge is below it.
+    pub fn blue_green_batch_needed(&self, planned: i32) -> bool {
+        let held = match self.kind() {
+            ReleasedKind::Deployment => self.paused,
+            _ => self.partition.is_some(),
+        };
+        let surge = self
+            .rolling_update
+            .as_ref()
+            .and_then(|r| r.max_surge.as_ref())
+            .map_or(0, |s| scaled_value(s, self.replicas, Rounding::Up).unwrap_or(0));
+        held || surge < planned
+    }
+
+    /// The blue-green batch: a surge of `batch` new pods, nothing unavailable, not held.
+    pub fn blue_green_batch_patch(&self, batch: &IntOrString) -> Value {
+        match self.kind() {
+            ReleasedKind::Deployment => json!({"spec": {
+                "paused": false,
+                "strategy": {"rollingUpdate": {"maxSurge": batch, "maxUnavailable": 0}},
+            }}),
+            _ => self.rolling_path(
+                json!({"maxSurge": batch, "maxUnavailable": 0, "partition": null, "paused": false}),
+            ),
+        }
+    }
+
     /// Set the partition: for a Deployment (by partition), how many pods run the new
     /// template, in its strategy annotation; for the others, how many keep the old one.
     pub fn partition_patch(&self, partition: &IntOrString) -> Value {
@@ -561,7 +695,7 @@ impl ReleasedWorkload {
         use super::deployment::{
             CONTROL_LABEL, EXTRA_STATUS_ANNOTATION, STABLE_REVISION_LABEL, STRATEGY_ANNOTATION,
         };
-        if self.kind() == ReleasedKind::Deployment {
+        if style == ReleaseStyle::BlueGreen || self.kind() == ReleasedKind::Deployment {
             let mut patch = json!({
                 "metadata": {
                     "annotations": {CONTROL_INFO_ANNOTATION: null},
@@ -569,6 +703,7 @@ impl ReleasedWorkload {
                 },
             });
             match style {
+                ReleaseStyle::BlueGreen => return self.blue_green_release_patch(),
                 ReleaseStyle::Canary => patch["spec"] = json!({"paused": !release_all}),
                 ReleaseStyle::Partition if release_all => {
                     let rolling = self.rolling_update.clone().unwrap_or_default().defaulted();
@@ -594,6 +729,49 @@ impl ReleasedWorkload {
         };
         patch["metadata"] = json!({"annotations": {CONTROL_INFO_ANNOTATION: null}});
         patch
+    }
+}
+
+impl ReleasedWorkload {
+    /// Blue-green release: the saved settings back, unpaused and unpartitioned, the saved
+    /// settings and `control-info` removed; the old pods then go as the workload's own update
+    /// would take them.
+    fn blue_green_release_patch(&self) -> Value {
+        let saved: OriginalStrategy = self
+            .annotations
+            .get(ORIGINAL_STRATEGY_ANNOTATION)
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_else(|| self.original_strategy());
+        let metadata = json!({
+            "annotations": {CONTROL_INFO_ANNOTATION: null, ORIGINAL_STRATEGY_ANNOTATION: null},
+            "labels": {super::deployment::STABLE_REVISION_LABEL: null},
+        });
+        match self.kind() {
+            ReleasedKind::Deployment => json!({
+                "metadata": metadata,
+                "spec": {
+                    "paused": false,
+                    "minReadySeconds": saved.min_ready_seconds,
+                    "progressDeadlineSeconds": saved.progress_deadline_seconds.unwrap_or(600),
+                    "strategy": {"type": "RollingUpdate", "rollingUpdate": {
+                        "maxSurge": saved.max_surge,
+                        "maxUnavailable": saved.max_unavailable,
+                    }},
+                },
+            }),
+            _ => json!({
+                "metadata": metadata,
+                "spec": {
+                    "minReadySeconds": saved.min_ready_seconds,
+                    "updateStrategy": {"rollingUpdate": {
+                        "paused": false,
+                        "partition": null,
+                        "maxSurge": saved.max_surge,
+                        "maxUnavailable": saved.max_unavailable,
+                    }},
+                },
+            }),
+        }
     }
 }
 

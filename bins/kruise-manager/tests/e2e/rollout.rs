@@ -1042,3 +1042,207 @@ spec:
     ]);
     assert!(images.split_whitespace().all(|i| i == "registry.example/agent:v2"), "{images}");
 }
+
+/// A blue-green Rollout of a CloneSet behind a Gateway API route. Every step brings up all the
+/// green pods, as upstream's manual advises for a CloneSet: a CloneSet counts its new pods
+/// against its replicas, so a later, larger step would bring up no more of them.
+const BLUE_GREEN: &str = r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: demo
+spec:
+  selector:
+    app: demo
+  ports:
+  - port: 80
+    targetPort: 8080
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: demo
+spec:
+  parentRefs:
+  - name: gateway
+  rules:
+  - backendRefs:
+    - name: demo
+      port: 80
+---
+apiVersion: rollouts.kruise.io/v1beta1
+kind: Rollout
+metadata:
+  name: rollouts-demo
+spec:
+  workloadRef:
+    apiVersion: apps.kruise.io/v1beta1
+    kind: CloneSet
+    name: demo
+  strategy:
+    blueGreen:
+      trafficRoutings:
+      - service: demo
+        gracePeriodSeconds: 1
+        gateway:
+          httpRouteName: demo
+      steps:
+      - replicas: 100%
+        traffic: 0%
+      - replicas: 100%
+        traffic: 50%
+      - replicas: 100%
+        traffic: 100%
+"#;
+
+fn blue_green_step(k: &Kubectl, step: i64, state: &str) -> Value {
+    wait_for(&format!("blue-green step {step} {state}"), Duration::from_secs(60), || {
+        let status = rollout(k)["status"].clone();
+        let bg = &status["blueGreenStatus"];
+        (bg["currentStepIndex"] == step && bg["currentStepState"] == state).then_some(status)
+    })
+}
+
+fn approve_blue_green(k: &Kubectl) {
+    k.ok(&[
+        "patch",
+        "rollouts.v1beta1.rollouts.kruise.io",
+        "rollouts-demo",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"blueGreenStatus":{"currentStepState":"StepReady"}}}"#,
+    ]);
+}
+
+fn route_weights(k: &Kubectl) -> Vec<(String, i64)> {
+    backends(k)
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|b| {
+            (b["name"].as_str().unwrap_or_default().to_owned(), b["weight"].as_i64().unwrap_or(-1))
+        })
+        .collect()
+}
+
+/// Blue-green over a CloneSet: the new pods come up beside the old ones (none of the old
+/// goes while the route moves), a rollback in the middle leaves exactly the old pods (the
+/// same UIDs) and the route on the stable Service, and a second release runs to the end with
+/// the CloneSet's own settings given back.
+#[test]
+fn a_blue_green_cloneset_release_is_rolled_back_mid_way_then_completed() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
+    );
+    k.ok(&["create", "-f", crd]);
+    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
+        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
+    });
+    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("demo", 4, ""));
+    wait_for_updated_ready(k, 4);
+    // Blue-green is for CloneSets and Deployments only, as upstream.
+    let refused = k.run_with(
+        &["apply", "-f", "-"],
+        Some(&BLUE_GREEN.replace(
+            "    apiVersion: apps.kruise.io/v1beta1\n    kind: CloneSet\n",
+            "    apiVersion: apps.kruise.io/v1beta1\n    kind: StatefulSet\n",
+        )),
+    );
+    assert!(
+        refused.stderr.contains("WorkloadRef kind is not supported for bluegreen style"),
+        "{}",
+        refused.stderr
+    );
+    k.ok_stdin(&["apply", "-f", "-"], BLUE_GREEN);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (rollout(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+    let blue = pod_uids(k);
+    assert_eq!(blue.len(), 4);
+
+    set_image(k, "registry.example/demo:v2");
+    blue_green_step(k, 1, "StepPaused");
+    wait_for("4 green pods beside 4 blue", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2") == (4, 4)
+            && pods_on(k, "demo", "registry.example/demo:v1") == (4, 4))
+            .then_some(())
+    });
+    let held = clone_set(k);
+    assert_eq!(held["spec"]["minReadySeconds"], 2147483646);
+    assert_eq!(held["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"], 0);
+    assert_eq!(
+        k.json(&["get", "batchreleases.rollouts.kruise.io", "rollouts-demo"])["spec"]["releasePlan"]
+            ["rollingStyle"],
+        "BlueGreen"
+    );
+    assert_eq!(route_weights(k), [("demo".to_owned(), 100), ("demo-canary".to_owned(), 0)]);
+
+    approve_blue_green(k);
+    blue_green_step(k, 2, "StepPaused");
+    wait_for("4 green pods beside 4 blue", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2") == (4, 4)
+            && pods_on(k, "demo", "registry.example/demo:v1") == (4, 4))
+            .then_some(())
+    });
+    assert_eq!(route_weights(k), [("demo".to_owned(), 50), ("demo-canary".to_owned(), 50)]);
+    // A third revision in the middle is refused until rolled back, as upstream.
+    set_image(k, "registry.example/demo:v9");
+    wait_for("the third revision refused", Duration::from_secs(30), || {
+        (rollout(k)["status"]["message"]
+            == "new version releasing detected in the progress of blue-green release, please rollback first")
+            .then_some(())
+    });
+    assert_eq!(pods_on(k, "demo", "registry.example/demo:v9").0, 0);
+    // Roll back: the template goes back to v1.
+    set_image(k, "registry.example/demo:v1");
+    wait_for("the release cancelled", Duration::from_secs(90), || {
+        let r = rollout(k);
+        (r["status"]["phase"] == "Healthy"
+            && condition(&r["status"], "Succeeded")
+                == ("False".to_owned(), "Cancelling".to_owned()))
+            .then_some(())
+    });
+    wait_for("only the blue pods left", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2").0 == 0 && pod_uids(k) == blue).then_some(())
+    });
+    let weights: Vec<String> = route_weights(k).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(weights, ["demo"], "the route leads to the stable Service alone");
+    assert!(!k.run_with(&["get", "service", "demo-canary"], None).ok);
+
+    // A second release, to the end.
+    set_image(k, "registry.example/demo:v3");
+    blue_green_step(k, 1, "StepPaused");
+    approve_blue_green(k);
+    blue_green_step(k, 2, "StepPaused");
+    approve_blue_green(k);
+    blue_green_step(k, 3, "StepPaused");
+    assert_eq!(route_weights(k), [("demo".to_owned(), 0), ("demo-canary".to_owned(), 100)]);
+    assert_eq!(pods_on(k, "demo", "registry.example/demo:v1"), (4, 4), "blue stays until the end");
+    approve_blue_green(k);
+    wait_for("the release complete", Duration::from_secs(90), || {
+        let r = rollout(k);
+        (r["status"]["phase"] == "Healthy" && condition(&r["status"], "Succeeded").0 == "True")
+            .then_some(())
+    });
+    wait_for("only green pods", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v3") == (4, 4)
+            && pods_on(k, "demo", "registry.example/demo:v1").0 == 0)
+            .then_some(())
+    });
+    let given_back = clone_set(k);
+    assert_eq!(given_back["spec"]["minReadySeconds"].as_i64().unwrap_or(0), 0);
+    let annotations = &given_back["metadata"]["annotations"];
+    assert!(
+        annotations["rollouts.kruise.io/original-deployment-strategy"].is_null(),
+        "{annotations}"
+    );
+    assert!(annotations["batchrelease.rollouts.kruise.io/control-info"].is_null(), "{annotations}");
+    let partition = &given_back["spec"]["updateStrategy"]["rollingUpdate"]["partition"];
+    assert!(partition.is_null() || *partition == 0, "{partition}");
+    let weights: Vec<String> = route_weights(k).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(weights, ["demo"]);
+}
