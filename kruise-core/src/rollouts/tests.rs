@@ -238,7 +238,6 @@ fn blue_green_validation_follows_upstreams_rules() {
                 service: "demo".into(),
                 gateway: Some(kruise_api::rollouts::v1beta1::GatewayTrafficRouting {
                     http_route_name: Some("demo".into()),
-                    ..Default::default()
                 }),
                 ..Default::default()
             }],
