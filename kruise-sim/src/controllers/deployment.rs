@@ -7,7 +7,8 @@
 //!
 //! 1. orphan ReplicaSets its selector matches are adopted, and those it controls that no longer
 //!    match are released;
-//! 2. the new ReplicaSet is found or created, and takes the next revision
+//! 2. the new ReplicaSet is found or created (and keeps the Deployment's `minReadySeconds`),
+//!    and takes the next revision
 //!    (`deployment.kubernetes.io/revision`, the older numbers it had kept in
 //!    `deployment.kubernetes.io/revision-history`), so `kubectl rollout undo` (which writes an
 //!    old ReplicaSet's template back) brings that ReplicaSet back as the newest revision;
@@ -376,6 +377,19 @@ async fn reconcile(
                     .await
                     .map_err(api_error(format!(
                         "set the revision of replicaset {}",
+                        set.name_any()
+                    )))?;
+                return Ok(Some(Duration::from_millis(100)));
+            }
+            // The new ReplicaSet keeps the Deployment's minReadySeconds, paused or not.
+            let wanted = spec.min_ready_seconds.unwrap_or(0);
+            if set.spec.min_ready_seconds.unwrap_or(0) != wanted {
+                let patch = json!({"spec": {"minReadySeconds": wanted}});
+                sets.api
+                    .patch(&set.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_error(format!(
+                        "set the minReadySeconds of replicaset {}",
                         set.name_any()
                     )))?;
                 return Ok(Some(Duration::from_millis(100)));

@@ -1246,3 +1246,99 @@ fn a_blue_green_cloneset_release_is_rolled_back_mid_way_then_completed() {
     let weights: Vec<String> = route_weights(k).into_iter().map(|(name, _)| name).collect();
     assert_eq!(weights, ["demo"]);
 }
+
+/// Blue-green over a Deployment: kube-controller-manager surges the green ReplicaSet step by
+/// step (2, then 4 pods) while a `minReadySeconds` no pod reaches keeps every blue pod; at
+/// the end the Deployment's own settings come back and the blue pods go.
+#[test]
+fn a_blue_green_deployment_release_keeps_the_blue_pods_to_the_end() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
+    );
+    k.ok(&["create", "-f", crd]);
+    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
+        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
+    });
+    k.ok_stdin(&["apply", "-f", "-"], &deployment_yaml("demo", 4));
+    wait_for("4 pods", Duration::from_secs(60), || {
+        (deployment(k, "demo")["status"]["availableReplicas"] == 4).then_some(())
+    });
+    let rollout_yaml = BLUE_GREEN
+        .replace(
+            "    apiVersion: apps.kruise.io/v1beta1\n    kind: CloneSet\n",
+            "    apiVersion: apps/v1\n    kind: Deployment\n",
+        )
+        .replacen(
+            "      - replicas: 100%\n        traffic: 0%",
+            "      - replicas: 50%\n        traffic: 0%",
+            1,
+        );
+    assert!(rollout_yaml.contains("kind: Deployment") && rollout_yaml.contains("replicas: 50%"));
+    k.ok_stdin(&["apply", "-f", "-"], &rollout_yaml);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (rollout(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+
+    set_image_of(k, "deployments.apps", "demo", "registry.example/demo:v2");
+    blue_green_step(k, 1, "StepPaused");
+    wait_for("2 green pods beside 4 blue", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2") == (2, 2)
+            && pods_on(k, "demo", "registry.example/demo:v1") == (4, 4))
+            .then_some(())
+    });
+    let held = deployment(k, "demo");
+    assert_eq!(held["spec"]["minReadySeconds"], 2147483646);
+    assert_eq!(held["spec"]["progressDeadlineSeconds"], 2147483647);
+    let saved: Value = serde_json::from_str(
+        held["metadata"]["annotations"]["rollouts.kruise.io/original-deployment-strategy"]
+            .as_str()
+            .unwrap_or("null"),
+    )
+    .expect("the saved strategy is JSON");
+    assert_eq!(
+        saved,
+        serde_json::json!({"maxSurge": "25%", "maxUnavailable": "25%", "progressDeadlineSeconds": 600})
+    );
+    assert_eq!(route_weights(k), [("demo".to_owned(), 100), ("demo-canary".to_owned(), 0)]);
+
+    approve_blue_green(k);
+    blue_green_step(k, 2, "StepPaused");
+    wait_for("4 green pods beside 4 blue", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2") == (4, 4)
+            && pods_on(k, "demo", "registry.example/demo:v1") == (4, 4))
+            .then_some(())
+    });
+    assert_eq!(route_weights(k), [("demo".to_owned(), 50), ("demo-canary".to_owned(), 50)]);
+    approve_blue_green(k);
+    blue_green_step(k, 3, "StepPaused");
+    assert_eq!(route_weights(k), [("demo".to_owned(), 0), ("demo-canary".to_owned(), 100)]);
+    approve_blue_green(k);
+    wait_for("the release complete", Duration::from_secs(90), || {
+        let r = rollout(k);
+        (r["status"]["phase"] == "Healthy" && condition(&r["status"], "Succeeded").0 == "True")
+            .then_some(())
+    });
+    wait_for("only green pods", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2") == (4, 4)
+            && pods_on(k, "demo", "registry.example/demo:v1").0 == 0)
+            .then_some(())
+    });
+    let given_back = deployment(k, "demo");
+    assert_eq!(given_back["spec"]["minReadySeconds"].as_i64().unwrap_or(0), 0);
+    assert_eq!(given_back["spec"]["progressDeadlineSeconds"], 600);
+    assert_eq!(
+        given_back["spec"]["strategy"]["rollingUpdate"],
+        serde_json::json!({"maxSurge": "25%", "maxUnavailable": "25%"})
+    );
+    assert_ne!(given_back["spec"]["paused"], true);
+    let annotations = &given_back["metadata"]["annotations"];
+    assert!(
+        annotations["rollouts.kruise.io/original-deployment-strategy"].is_null(),
+        "{annotations}"
+    );
+    let weights: Vec<String> = route_weights(k).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(weights, ["demo"]);
+}
