@@ -1342,3 +1342,113 @@ fn a_blue_green_deployment_release_keeps_the_blue_pods_to_the_end() {
     let weights: Vec<String> = route_weights(k).into_iter().map(|(name, _)| name).collect();
     assert_eq!(weights, ["demo"]);
 }
+
+/// Where a release is, as a number that only grows: 4 per step (upgrade, traffic, paused,
+/// ready), then 100 once finalising.
+fn release_position(status: &Value) -> i64 {
+    if condition(status, "Progressing").1 == "Finalising" {
+        return 100;
+    }
+    let step = status["currentStepIndex"].as_i64().unwrap_or(0).max(1);
+    let rank = match status["currentStepState"].as_str().unwrap_or_default() {
+        "StepTrafficRouting" | "StepMetricsAnalysis" => 1,
+        "StepPaused" => 2,
+        "StepReady" => 3,
+        _ => 0,
+    };
+    (step - 1) * 4 + rank
+}
+
+/// The manager is killed at a random point of a partition-style Deployment release with
+/// Gateway API traffic (the point is printed; `ROLLOUT_KILL_POINT` replays one), restarted,
+/// and the release converges: every pod on the new template, the Deployment given back, the
+/// route and Services as before.
+#[test]
+fn a_release_converges_after_the_manager_is_killed_at_a_random_point() {
+    let points = [0, 1, 2, 4, 5, 6, 8, 100];
+    let chosen = std::env::var("ROLLOUT_KILL_POINT")
+        .ok()
+        .and_then(|p| p.parse::<i64>().ok())
+        .unwrap_or_else(|| {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            points[nanos as usize % points.len()]
+        });
+    eprintln!(
+        "killing the manager at release position {chosen} (ROLLOUT_KILL_POINT={chosen} replays it)"
+    );
+    let cluster = crate::pub_budget::cluster_with_nodes(1);
+    let k = &cluster.kubectl;
+    let (mut manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
+    );
+    k.ok(&["create", "-f", crd]);
+    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
+        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
+    });
+    k.ok_stdin(&["apply", "-f", "-"], &deployment_yaml("demo", 5));
+    wait_for("5 pods", Duration::from_secs(60), || {
+        (deployment(k, "demo")["status"]["availableReplicas"] == 5).then_some(())
+    });
+    let routed = ROUTED.replace(
+        "    apiVersion: apps.kruise.io/v1beta1\n    kind: CloneSet\n",
+        "    apiVersion: apps/v1\n    kind: Deployment\n",
+    );
+    k.ok_stdin(&["apply", "-f", "-"], &routed);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (rollout(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+
+    set_image_of(k, "deployments.apps", "demo", "registry.example/demo:v2");
+    let mut killed_at = None;
+    let mut restarted = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "no convergence: {}", rollout(k)["status"]);
+        let status = rollout(k)["status"].clone();
+        if status["phase"] == "Healthy" && condition(&status, "Succeeded").0 == "True" {
+            break;
+        }
+        let position = release_position(&status);
+        if killed_at.is_none() && status["phase"] == "Progressing" && position >= chosen {
+            manager.kill();
+            killed_at = Some(position);
+            std::thread::sleep(Duration::from_secs(1));
+            restarted = Some(crate::pub_budget::start_manager(&cluster, &[]).0);
+            continue;
+        }
+        if status["currentStepState"] == "StepPaused" {
+            approve(k);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(killed_at.is_some() && restarted.is_some(), "the manager was killed mid-release");
+    eprintln!("killed at position {killed_at:?}");
+    wait_for("every pod on v2", Duration::from_secs(60), || {
+        (pods_on(k, "demo", "registry.example/demo:v2") == (5, 5)
+            && pods_on(k, "demo", "registry.example/demo:v1").0 == 0)
+            .then_some(())
+    });
+    let given_back = deployment(k, "demo");
+    assert_ne!(given_back["spec"]["paused"], true);
+    assert_eq!(given_back["spec"]["strategy"]["type"], "RollingUpdate");
+    for key in [
+        "rollouts.kruise.io/deployment-strategy",
+        "batchrelease.rollouts.kruise.io/control-info",
+        "rollouts.kruise.io/in-progressing",
+    ] {
+        assert!(given_back["metadata"]["annotations"][key].is_null(), "{key}");
+    }
+    let routes: Vec<Value> =
+        backends(k).as_array().into_iter().flatten().map(|b| b["name"].clone()).collect();
+    assert_eq!(routes, ["demo"]);
+    assert!(!k.run_with(&["get", "service", "demo-canary"], None).ok);
+    assert_eq!(
+        k.json(&["get", "service", "demo"])["spec"]["selector"],
+        serde_json::json!({"app": "demo"})
+    );
+    assert!(!k.run_with(&["get", "batchreleases.rollouts.kruise.io", "rollouts-demo"], None).ok);
+}
