@@ -592,6 +592,7 @@ async fn start_server() -> (kruise_sim::ServerHandle, WebhookHandle, kube::Clien
         pod_probe_marker_off: Some("PodProbeMarkerGate"),
         persistent_pod_states: None,
         rollouts: None,
+        replica_sets: None,
     };
     let gates = kruise_kube::features::FeatureGates::default();
     let routes = admission::routes(context, &gates).route(NOOP_PATH, post(noop));
