@@ -288,10 +288,13 @@ fn validate_traffic_routing(
                 "TrafficRouting.Ingress.Ingress cannot be empty",
             ));
         }
-        if !(ingress.class_type.is_empty() || ingress.class_type == "nginx") {
+        if super::traffic::IngressClass::from_class_type(&ingress.class_type).is_none() {
             errors.push(FieldError::forbidden(
                 &path.child("Ingress").child("ClassType"),
-                format!("Ingress class type {:?} {NOT_YET} (only nginx)", ingress.class_type),
+                format!(
+                    "Ingress class type {:?} {NOT_YET} (nginx, higress, mse and aliyun-alb are; a script from kruise-rollout-configuration is not)",
+                    ingress.class_type
+                ),
             ));
         }
     }
@@ -456,21 +459,27 @@ fn validate_routings(
             "traffic and matches in a step need a trafficRoutings entry",
         ));
     }
+    let mse = routings.iter().any(|r| {
+        r.ingress.as_ref().is_some_and(|i| {
+            super::traffic::IngressClass::from_class_type(&i.class_type)
+                == Some(super::traffic::IngressClass::Mse)
+        })
+    });
     for (i, step) in steps.iter().enumerate() {
         let step_path = path.child("Steps").index(i);
-        if step.request_header_modifier.is_some() {
+        if step.request_header_modifier.is_some() && !mse {
             errors.push(FieldError::forbidden(
                 &step_path.child("RequestHeaderModifier"),
-                format!("requestHeaderModifier {NOT_YET}"),
+                "requestHeaderModifier is applied through an mse Ingress only (upstream's nginx, higress and aliyun-alb scripts and its Gateway API routing ignore it; its custom network providers are not built here)",
             ));
         }
         let ingress_only = routings.iter().all(|r| r.gateway.is_none());
         if ingress_only
-            && step.matches.iter().any(|m| m.path.is_some() || !m.query_params.is_empty())
+            && step.matches.iter().any(|m| m.path.is_some() || (!mse && !m.query_params.is_empty()))
         {
             errors.push(FieldError::forbidden(
                 &step_path.child("Matches"),
-                "path and queryParams matches need a Gateway API route: an nginx Ingress matches headers only",
+                "path matches need a Gateway API route, and queryParams matches a route or an mse Ingress: an Ingress canary matches headers (and, on mse, query parameters) only",
             ));
         }
     }

@@ -1148,6 +1148,9 @@ impl Planner<'_> {
                 .ensure_route_rules(|rules| traffic::routed_rules(rules, &stable, &canary, step));
         }
         let Some(ingress) = routing.ingress.clone() else { return true };
+        // Validation refuses a class no script exists for.
+        let class = traffic::IngressClass::from_class_type(&ingress.class_type)
+            .unwrap_or(traffic::IngressClass::Nginx);
         let objects = self.snapshot.traffic.clone();
         let Some(stable) = objects.ingress else {
             self.status.message = format!("Ingress {} is not found", ingress.name);
@@ -1162,6 +1165,7 @@ impl Planner<'_> {
                     &routing.service,
                     &canary_service,
                     &self.owner_reference(),
+                    class,
                 ) else {
                     self.status.message = format!(
                         "Ingress {} has no path to Service {}",
@@ -1177,7 +1181,8 @@ impl Planner<'_> {
             }
             Some(existing) if existing.metadata.deletion_timestamp.is_some() => false,
             Some(existing) => {
-                let desired = traffic::ingress_annotations(step);
+                let current = existing.metadata.annotations.clone().unwrap_or_default();
+                let desired = traffic::ingress_annotations(class, &current, step);
                 if let Some(patch) = traffic::ingress_annotation_patch(&existing, &desired) {
                     self.actions.push(Action::PatchObject {
                         target: self.ingress_target(&name),

@@ -172,15 +172,38 @@ fn traffic_routing_follows_upstreams_rules() {
             "Spec.Strategy.Canary.TrafficRouting.TrafficRoutings: Invalid value: null: TrafficRoutings are not set"
         ]
     );
-    let mut alb = nginx.clone();
-    if let Some(ingress) = alb.ingress.as_mut() {
-        ingress.class_type = "aliyun-alb".into();
+    let class = |name: &str| {
+        let mut routing = nginx.clone();
+        if let Some(ingress) = routing.ingress.as_mut() {
+            ingress.class_type = name.into();
+        }
+        routing
+    };
+    for known in ["higress", "mse", "aliyun-alb"] {
+        assert!(with(vec![step("20%", "5%")], class(known)).is_empty(), "{known}");
     }
     assert_eq!(
-        with(vec![step("20%", "5%")], alb),
+        with(vec![step("20%", "5%")], class("traefik")),
         [
-            r#"Spec.Strategy.Canary.TrafficRouting.Ingress.ClassType: Forbidden: Ingress class type "aliyun-alb" is not supported by this version of kruise-rs yet (only nginx)"#
+            r#"Spec.Strategy.Canary.TrafficRouting.Ingress.ClassType: Forbidden: Ingress class type "traefik" is not supported by this version of kruise-rs yet (nginx, higress, mse and aliyun-alb are; a script from kruise-rollout-configuration is not)"#
         ]
+    );
+    // A header modifier is applied by mse's script only.
+    let mut modified = step("20%", "5%");
+    modified.request_header_modifier = Some(kruise_api::rollouts::gateway::HttpHeaderFilter {
+        set: vec![kruise_api::rollouts::gateway::HttpHeader {
+            name: "x-canary".into(),
+            value: "yes".into(),
+        }],
+        ..Default::default()
+    });
+    assert!(with(vec![modified.clone()], class("mse")).is_empty());
+    let messages = with(vec![modified], nginx.clone());
+    assert!(
+        messages[0].starts_with(
+            "Spec.Strategy.Canary.Steps[0].RequestHeaderModifier: Forbidden: requestHeaderModifier is applied through an mse Ingress only"
+        ),
+        "{messages:?}"
     );
 }
 
@@ -324,5 +347,71 @@ fn a_batch_release_leaves_a_workload_on_another_revision_alone() {
     assert_eq!(
         status.message,
         "the workload's revision changed from r1 to r9; waiting for the Rollout"
+    );
+}
+
+#[test]
+fn each_ingress_class_writes_its_scripts_annotations() {
+    use super::traffic::{IngressClass, ingress_annotations};
+    use kruise_api::rollouts::gateway::{
+        HttpHeader, HttpHeaderFilter, HttpHeaderMatch, HttpQueryParamMatch, MatchType,
+    };
+    use kruise_api::rollouts::v1beta1::HttpRouteMatch;
+    let set = |a: std::collections::BTreeMap<String, Option<String>>| -> Vec<(String, String)> {
+        a.into_iter().filter_map(|(k, v)| Some((k, v?))).collect()
+    };
+    let weighted = CanaryStep { traffic: Some("20%".into()), ..Default::default() };
+    let none = Default::default();
+    assert_eq!(
+        set(ingress_annotations(IngressClass::AliyunAlb, &none, &weighted)),
+        [
+            ("alb.ingress.kubernetes.io/canary".to_owned(), "true".to_owned()),
+            ("alb.ingress.kubernetes.io/canary-weight".to_owned(), "20".to_owned()),
+            ("alb.ingress.kubernetes.io/order".to_owned(), "1".to_owned()),
+        ]
+    );
+    assert_eq!(
+        ingress_annotations(IngressClass::Higress, &none, &weighted),
+        ingress_annotations(IngressClass::Nginx, &none, &weighted),
+        "higress reads nginx's annotations"
+    );
+    // mse: query parameters and a header modifier, and its subset where one is set.
+    let step = CanaryStep {
+        matches: vec![HttpRouteMatch {
+            headers: vec![HttpHeaderMatch {
+                type_: Some(MatchType::RegularExpression),
+                name: "user".into(),
+                value: "a.*".into(),
+            }],
+            query_params: vec![HttpQueryParamMatch {
+                type_: None,
+                name: "canary".into(),
+                value: "1".into(),
+            }],
+            path: None,
+        }],
+        request_header_modifier: Some(HttpHeaderFilter {
+            set: vec![HttpHeader { name: "x-version".into(), value: "v2".into() }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let subset = [("mse.ingress.kubernetes.io/service-subset".to_owned(), "base".to_owned())]
+        .into_iter()
+        .collect();
+    assert_eq!(
+        set(ingress_annotations(IngressClass::Mse, &subset, &step)),
+        [
+            (
+                "mse.ingress.kubernetes.io/request-header-control-update".to_owned(),
+                "x-version v2".to_owned()
+            ),
+            ("mse.ingress.kubernetes.io/service-subset".to_owned(), "gray".to_owned()),
+            ("nginx.ingress.kubernetes.io/canary".to_owned(), "true".to_owned()),
+            ("nginx.ingress.kubernetes.io/canary-by-header".to_owned(), "user".to_owned()),
+            ("nginx.ingress.kubernetes.io/canary-by-header-pattern".to_owned(), "a.*".to_owned()),
+            ("nginx.ingress.kubernetes.io/canary-by-query".to_owned(), "canary".to_owned()),
+            ("nginx.ingress.kubernetes.io/canary-by-query-value".to_owned(), "1".to_owned()),
+        ]
     );
 }

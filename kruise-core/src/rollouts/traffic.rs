@@ -9,10 +9,12 @@
 //!   runs, so that the new pods (which carry the same app labels) take no stable traffic.
 //! - The canary Ingress, `<ingress>-canary`, copies the stable Ingress's labels, annotations,
 //!   class and TLS, keeps only the rules and paths whose backend is the stable Service,
-//!   pointed at the canary Service, and carries nginx's canary annotations: `canary: "true"`,
-//!   `canary-weight` from the step's `traffic`, and for the first header of the first match
-//!   `canary-by-header` with `canary-by-header-value` (or `-pattern` for a regular
-//!   expression), or `canary-by-cookie` for a header named `canary-by-cookie`.
+//!   pointed at the canary Service, and carries the canary annotations of its
+//!   [`IngressClass`] (upstream's Lua scripts for nginx, higress, mse and aliyun-alb, written
+//!   here in Rust): `canary: "true"`, `canary-weight` from the step's `traffic`, and for the
+//!   first header of each match (the last match wins) `canary-by-header` with
+//!   `canary-by-header-value` (or `-pattern` for a regular expression), or `canary-by-cookie`
+//!   for a header named `canary-by-cookie`.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +29,52 @@ pub const CANARY_SUFFIX: &str = "-canary";
 
 /// The nginx annotation prefix.
 const NGINX: &str = "nginx.ingress.kubernetes.io/";
+
+/// The Ingress controllers a canary Ingress is written for (`ingress.classType`), as
+/// upstream's built-in scripts name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IngressClass {
+    /// ingress-nginx (the default).
+    Nginx,
+    /// Higress, which reads nginx's canary annotations.
+    Higress,
+    /// Alibaba Cloud MSE: nginx's annotations, plus query-parameter matches, a header
+    /// modifier and `mse.ingress.kubernetes.io/service-subset`.
+    Mse,
+    /// Alibaba Cloud ALB: `alb.ingress.kubernetes.io/` annotations and `order: "1"`.
+    AliyunAlb,
+}
+
+impl IngressClass {
+    /// The class a `classType` names (empty: nginx); `None` for one no script exists for.
+    pub fn from_class_type(class_type: &str) -> Option<Self> {
+        match class_type {
+            "" | "nginx" => Some(Self::Nginx),
+            "higress" => Some(Self::Higress),
+            "mse" => Some(Self::Mse),
+            "aliyun-alb" => Some(Self::AliyunAlb),
+            _ => None,
+        }
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::AliyunAlb => ALB,
+            Self::Nginx | Self::Higress | Self::Mse => NGINX,
+        }
+    }
+}
+
+/// The ALB annotation prefix.
+const ALB: &str = "alb.ingress.kubernetes.io/";
+
+/// MSE's own annotation prefix.
+const MSE: &str = "mse.ingress.kubernetes.io/";
+
+/// The query-parameter keys MSE's script sets (under nginx's prefix) and clears (under
+/// both).
+const QUERY_KEYS: &[&str] =
+    &["canary-by-query", "canary-by-query-pattern", "canary-by-query-value"];
 
 /// The canary annotations the planner sets or clears, without the prefix.
 const CANARY_KEYS: &[&str] = &[
@@ -111,28 +159,65 @@ pub fn selector_patch(key: &str, value: Option<&str>) -> Value {
     json!({"spec": {"selector": {key: value}}})
 }
 
-/// The nginx canary annotations for `step`, every canary key present (`None`: removed).
-pub fn ingress_annotations(step: &CanaryStep) -> BTreeMap<String, Option<String>> {
+/// The canary annotations of `class` for `step`, every canary key present (`None`: removed).
+/// `current` are the canary Ingress's annotations as they are (MSE's `service-subset` is
+/// rewritten only where present).
+pub fn ingress_annotations(
+    class: IngressClass,
+    current: &BTreeMap<String, String>,
+    step: &CanaryStep,
+) -> BTreeMap<String, Option<String>> {
+    let prefix = class.prefix();
     let mut annotations: BTreeMap<String, Option<String>> =
-        CANARY_KEYS.iter().map(|k| (format!("{NGINX}{k}"), None)).collect();
-    let mut set = |key: &str, value: String| {
-        annotations.insert(format!("{NGINX}{key}"), Some(value));
-    };
-    set("canary", "true".to_owned());
-    if let Some(weight) = weight(step) {
-        set("canary-weight", weight.to_string());
+        CANARY_KEYS.iter().map(|k| (format!("{prefix}{k}"), None)).collect();
+    if class == IngressClass::Mse {
+        for key in QUERY_KEYS {
+            annotations.insert(format!("{MSE}{key}"), None);
+            annotations.insert(format!("{NGINX}{key}"), None);
+        }
     }
-    if let Some(header) = step.matches.first().and_then(|m| m.headers.first()) {
-        if header.name == "canary-by-cookie" {
-            set("canary-by-cookie", header.value.clone());
-        } else {
-            set("canary-by-header", header.name.clone());
-            match header.type_ {
-                Some(MatchType::RegularExpression) => {
-                    set("canary-by-header-pattern", header.value.clone())
-                }
-                _ => set("canary-by-header-value", header.value.clone()),
+    let mut set = |key: String, value: String| {
+        annotations.insert(key, Some(value));
+    };
+    set(format!("{prefix}canary"), "true".to_owned());
+    if class == IngressClass::AliyunAlb {
+        set(format!("{ALB}order"), "1".to_owned());
+    }
+    if let Some(weight) = weight(step) {
+        set(format!("{prefix}canary-weight"), weight.to_string());
+    }
+    if class == IngressClass::Mse {
+        if current.contains_key(&format!("{MSE}service-subset")) {
+            set(format!("{MSE}service-subset"), "gray".to_owned());
+        }
+        if let Some(modifier) = &step.request_header_modifier {
+            let lines: Vec<String> =
+                modifier.set.iter().map(|h| format!("{} {}", h.name, h.value)).collect();
+            set(format!("{MSE}request-header-control-update"), lines.join("\n"));
+        }
+    }
+    for m in &step.matches {
+        if let Some(header) = m.headers.first() {
+            if header.name == "canary-by-cookie" {
+                set(format!("{prefix}canary-by-cookie"), header.value.clone());
+            } else {
+                set(format!("{prefix}canary-by-header"), header.name.clone());
+                let key = match header.type_ {
+                    Some(MatchType::RegularExpression) => "canary-by-header-pattern",
+                    _ => "canary-by-header-value",
+                };
+                set(format!("{prefix}{key}"), header.value.clone());
             }
+        }
+        if class == IngressClass::Mse
+            && let Some(query) = m.query_params.first()
+        {
+            set(format!("{NGINX}canary-by-query"), query.name.clone());
+            let key = match query.type_ {
+                Some(MatchType::RegularExpression) => "canary-by-query-pattern",
+                _ => "canary-by-query-value",
+            };
+            set(format!("{NGINX}{key}"), query.value.clone());
         }
     }
     annotations
@@ -154,14 +239,15 @@ pub fn ingress_annotation_patch(
 }
 
 /// The canary Ingress for `stable`: its rules and paths that lead to `stable_service`, led
-/// to `canary_service` instead, with the canary annotations of `step` at weight 0 (the
-/// weight is set once the Ingress exists, as upstream does), owned by `owner`. `None` when
+/// to `canary_service` instead, with the canary annotations of `class` at weight 0 (the
+/// step's are set once the Ingress exists, as upstream does), owned by `owner`. `None` when
 /// no path of `stable` leads to `stable_service`.
 pub fn canary_ingress(
     stable: &Ingress,
     stable_service: &str,
     canary_service: &str,
     owner: &Value,
+    class: IngressClass,
 ) -> Option<Value> {
     let spec = stable.spec.clone().unwrap_or_default();
     let mut rules = Vec::new();
@@ -187,10 +273,14 @@ pub fn canary_ingress(
         return None;
     }
     let mut annotations = stable.metadata.annotations.clone().unwrap_or_default();
-    annotations.retain(|k, _| !CANARY_KEYS.iter().any(|c| *k == format!("{NGINX}{c}")));
     annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-    annotations.insert(format!("{NGINX}canary"), "true".to_owned());
-    annotations.insert(format!("{NGINX}canary-weight"), "0".to_owned());
+    let zero = CanaryStep { traffic: Some("0%".to_owned()), ..Default::default() };
+    for (key, value) in ingress_annotations(class, &annotations.clone(), &zero) {
+        match value {
+            Some(value) => annotations.insert(key, value),
+            None => annotations.remove(&key),
+        };
+    }
     let mut body = json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "Ingress",
