@@ -874,8 +874,13 @@ pub mod rollouts {
         /// On the extra Deployment a canary-style release runs: the stable Deployment's name.
         pub const CANARY_DEPLOYMENT: &str = "rollouts.kruise.io/canary-deployment";
 
+        /// On a pod a rollback in batches need not move (it already runs the revision rolled
+        /// back to): the release id.
+        pub const NO_NEED_UPDATE: &str = "rollouts.kruise.io/no-need-update";
+
         /// Every label key in this module.
         pub const ALL: &[&str] = &[
+            NO_NEED_UPDATE,
             ROLLOUT_ID,
             ROLLOUT_BATCH_ID,
             WORKLOAD_TYPE,

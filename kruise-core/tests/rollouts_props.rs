@@ -634,6 +634,38 @@ proptest! {
 
     /// A rollback at any step leaves no pod on the new revision once settled.
     #[test]
+    fn a_rollback_in_batches_moves_only_back_and_ends_on_the_stable_revision(replicas in 1..12i32, steps in steps_strategy(), at in 0usize..4) {
+        let mut world = World::new(replicas, steps.clone());
+        world.rollout["metadata"]["annotations"] =
+            json!({"rollouts.kruise.io/rollback-in-batch": "true"});
+        world.settle();
+        world.set_image("v1");
+        world.settle();
+        for _ in 0..at.min(steps.len().saturating_sub(1)) {
+            if world.phase() != "Progressing" { break; }
+            world.approve();
+            world.settle();
+        }
+        let new_revision = World::revision_name(1);
+        let on_new = |w: &World| w.pods.values().filter(|l| l["controller-revision-hash"] == new_revision).count();
+        let mut most = on_new(&world);
+        world.set_image("v0");
+        world.settle();
+        for _ in 0..=steps.len() {
+            // A rollback never moves a pod to the revision rolled back from.
+            prop_assert!(on_new(&world) <= most, "a pod moved to the new revision in a rollback");
+            most = on_new(&world);
+            if world.phase() == "Healthy" { break; }
+            world.approve();
+            world.settle();
+        }
+        prop_assert_eq!(world.phase(), "Healthy");
+        let stable = World::revision_name(0);
+        prop_assert!(world.pods.values().all(|l| l["controller-revision-hash"] == stable));
+        prop_assert!(world.batch_release.is_none());
+    }
+
+    #[test]
     fn a_rollback_at_any_step_leaves_no_pod_on_the_new_revision(replicas in 1..12i32, steps in steps_strategy(), at in 0usize..4) {
         let mut world = World::new(replicas, steps.clone());
         world.settle();

@@ -6,8 +6,8 @@ use kruise_api::rollouts::v1beta1::{CanaryStep, Rollout, RolloutPhase};
 use serde_json::{Value, json};
 
 use super::{
-    HOLD_ALL_ORDINALS, IN_PROGRESSING_ANNOTATION, ROLLBACK_IN_BATCH_ANNOTATION, ROLLOUT_ID_LABEL,
-    ReleasedKind, TRAFFIC_ROUTING_ANNOTATION, WorkloadError,
+    HOLD_ALL_ORDINALS, IN_PROGRESSING_ANNOTATION, ROLLOUT_ID_LABEL, ReleasedKind,
+    TRAFFIC_ROUTING_ANNOTATION, WorkloadError,
 };
 use crate::field::{BadValue, FieldError, FieldErrors, FieldPath};
 use crate::intstr::{Rounding, scaled_value};
@@ -574,10 +574,7 @@ pub fn validate_rollout(
         }
     }
     let annotations = rollout.metadata.annotations.clone().unwrap_or_default();
-    for (key, what) in [
-        (TRAFFIC_ROUTING_ANNOTATION, "traffic routing"),
-        (ROLLBACK_IN_BATCH_ANNOTATION, "a rollback in batches"),
-    ] {
+    for (key, what) in [(TRAFFIC_ROUTING_ANNOTATION, "traffic routing")] {
         if annotations.get(key).is_some_and(|v| !v.is_empty() && v != "false") {
             errors.push(FieldError::forbidden(
                 &FieldPath::new("Metadata").child("Annotations").key(key),

@@ -33,8 +33,8 @@ use serde_json::{Value, json};
 
 use super::workload::{ReleaseStyle, desired_partition};
 use super::{
-    BATCH_RELEASE_FINALIZER, ROLLOUT_BATCH_ID_LABEL, ROLLOUT_ID_LABEL, ReleasedKind,
-    ReleasedWorkload, release_plan_hash,
+    BATCH_RELEASE_FINALIZER, NO_NEED_UPDATE_LABEL, ROLLBACK_IN_BATCH_ANNOTATION,
+    ROLLOUT_BATCH_ID_LABEL, ROLLOUT_ID_LABEL, ReleasedKind, ReleasedWorkload, release_plan_hash,
 };
 use crate::intstr::{IntOrPercent, Rounding, scaled_value};
 use crate::plan::{Action, Event, EventType, Guard, ObjectKind, Patch, Plan, Subresource, Target};
@@ -115,13 +115,15 @@ pub fn planned_replicas(release: &BatchRelease, batch: usize, replicas: i32) -> 
 
 /// Whether the batch is done: enough pods on the new revision, enough of them ready (less
 /// `failureThreshold`, scaled against the updated pods; at least one when any is planned),
-/// and, with a release id, enough of them labelled with it.
+/// and, with a release id, `to_label` of them labelled with it (fewer than `planned` in a
+/// rollback in batches, where the pods already on the revision are not).
 pub fn batch_is_ready(
     release: &BatchRelease,
     planned: i32,
     updated: i32,
     updated_ready: i32,
     labelled: i32,
+    to_label: i32,
 ) -> bool {
     let tolerated = release
         .spec
@@ -130,7 +132,7 @@ pub fn batch_is_ready(
         .as_ref()
         .map(|t| scaled_value(t, updated, Rounding::Up).unwrap_or(0))
         .unwrap_or(0);
-    let labels_ok = release.spec.release_plan.rollout_id.is_empty() || labelled >= planned;
+    let labels_ok = release.spec.release_plan.rollout_id.is_empty() || labelled >= to_label;
     updated >= planned
         && updated_ready + tolerated >= planned
         && (planned == 0 || updated_ready >= 1)
@@ -249,8 +251,10 @@ impl Planner<'_> {
             self.status.canary_status.batch_ready_time = None;
             self.status.observed_release_plan_hash = hash;
             if self.status.observed_rollout_id != plan.rollout_id {
-                // Another release: its revision is recorded afresh.
+                // Another release: its revision is recorded afresh, and the pods it need not
+                // move counted afresh.
                 self.status.update_revision.clear();
+                self.status.canary_status.no_need_update_replicas = None;
             }
             self.status.observed_rollout_id = plan.rollout_id.clone();
         }
@@ -352,6 +356,8 @@ impl Planner<'_> {
         let batch = self.status.canary_status.current_batch.max(0) as usize;
         let replicas = workload.replicas;
         let mut planned = planned_replicas(&release, batch, replicas);
+        // How many pods the release labels by this batch.
+        let mut to_label = planned;
         let batch_value = plan.batches.get(batch).map(|b| b.canary_replicas.clone());
         let batch_is_percent = batch_value
             .as_ref()
@@ -402,6 +408,20 @@ impl Planner<'_> {
                 (write, updated, ready)
             }
             (ReleaseStyle::Partition, kind) => {
+                if self.rollback_in_batch() {
+                    if self.status.canary_status.no_need_update_replicas.is_none() {
+                        self.mark_no_need_update(workload);
+                        return;
+                    }
+                    // The pods already on the revision rolled back to stay; the batches are
+                    // taken from the others.
+                    let no_need = self.status.canary_status.no_need_update_replicas.unwrap_or(0);
+                    if no_need > 0 {
+                        let new = planned_replicas(&release, batch, replicas - no_need);
+                        planned = replicas - (replicas - no_need - new);
+                        to_label = new;
+                    }
+                }
                 let desired = desired_partition(
                     kind,
                     replicas - planned,
@@ -421,9 +441,11 @@ impl Planner<'_> {
         };
         self.status.canary_status.updated_replicas = updated;
         self.status.canary_status.updated_ready_replicas = updated_ready;
+        let to_label = to_label.min(planned);
         let all_updated = style == ReleaseStyle::Canary;
-        let labelled = self.label_pods(workload, batch, replicas, all_updated);
-        let ready = batch_is_ready(&release, planned, updated, updated_ready, labelled);
+        let no_need = self.status.canary_status.no_need_update_replicas.unwrap_or(0);
+        let labelled = self.label_pods(workload, batch, replicas - no_need, all_updated);
+        let ready = batch_is_ready(&release, planned, updated, updated_ready, labelled, to_label);
         let state = self
             .status
             .canary_status
@@ -505,6 +527,11 @@ impl Planner<'_> {
             .iter()
             .filter(|p| !p.deleting && (all_updated || workload.pod_is_updated(&p.labels)))
             .collect();
+        // In a rollback in batches the pods already on the revision are not labelled.
+        pods.retain(|p| {
+            p.labels.get(ROLLOUT_ID_LABEL) == Some(&rollout_id)
+                || p.labels.get(NO_NEED_UPDATE_LABEL) != Some(&rollout_id)
+        });
         pods.sort_by(|a, b| a.name.cmp(&b.name));
         let mut per_batch: BTreeMap<String, i32> = BTreeMap::new();
         let mut unlabelled = Vec::new();
@@ -538,6 +565,41 @@ impl Planner<'_> {
             }
         }
         labelled
+    }
+
+    /// Whether this release is a rollback in batches (the Rollout set
+    /// `rollouts.kruise.io/rollback-in-batch`).
+    fn rollback_in_batch(&self) -> bool {
+        let annotations = self.release().metadata.annotations.clone().unwrap_or_default();
+        annotations.get(ROLLBACK_IN_BATCH_ANNOTATION).is_some_and(|v| !v.is_empty())
+    }
+
+    /// The first round of a rollback in batches: the pods already on the revision rolled back
+    /// to (never moved by the release) are labelled `rollouts.kruise.io/no-need-update` with
+    /// the release id and counted, so that the batches are taken from the others.
+    fn mark_no_need_update(&mut self, workload: &ReleasedWorkload) {
+        let rollout_id = self.release().spec.release_plan.rollout_id.clone();
+        let mut count = 0;
+        for pod in self.snapshot.pods.iter().filter(|p| !p.deleting) {
+            if !workload.pod_is_updated(&pod.labels) {
+                continue;
+            }
+            count += 1;
+            if pod.labels.get(NO_NEED_UPDATE_LABEL) != Some(&rollout_id) {
+                self.actions.push(Action::PatchObject {
+                    target: Target::new(ObjectKind::POD, Some(&self.namespace), &pod.name),
+                    subresource: Subresource::Main,
+                    patch: Patch::merge(
+                        json!({"metadata": {"labels": {NO_NEED_UPDATE_LABEL: rollout_id}}}),
+                    ),
+                });
+            }
+        }
+        self.status.canary_status.no_need_update_replicas = Some(count);
+        self.status.message = format!(
+            "rolling back in batches: {count} pods already run the revision rolled back to"
+        );
+        self.requeue = Some(RECHECK);
     }
 
     /// Creates the canary Deployment of a canary-style release.

@@ -22,9 +22,8 @@
 //!   Deployment.
 //!
 //! What this module does not do yet, and refuses at validation so that nothing is accepted and
-//! then ignored: custom network providers and `trafficRoutingRef`, blue-green, native
-//! DaemonSets, traffic routing for an Advanced DaemonSet, and
-//! `rollouts.kruise.io/rollback-in-batch`.
+//! then ignored: custom network providers and `trafficRoutingRef`, native DaemonSets, and
+//! traffic routing for an Advanced DaemonSet.
 
 pub mod admission;
 pub mod batchrelease;
@@ -51,8 +50,8 @@ pub use kruise_api::well_known::rollouts::finalizers::{
     BATCH_RELEASE as BATCH_RELEASE_FINALIZER, ROLLOUT as ROLLOUT_FINALIZER,
 };
 pub use kruise_api::well_known::rollouts::labels::{
-    ROLLOUT_BATCH_ID as ROLLOUT_BATCH_ID_LABEL, ROLLOUT_ID as ROLLOUT_ID_LABEL,
-    WORKLOAD_TYPE as WORKLOAD_TYPE_LABEL,
+    NO_NEED_UPDATE as NO_NEED_UPDATE_LABEL, ROLLOUT_BATCH_ID as ROLLOUT_BATCH_ID_LABEL,
+    ROLLOUT_ID as ROLLOUT_ID_LABEL, WORKLOAD_TYPE as WORKLOAD_TYPE_LABEL,
 };
 
 /// The partition that holds every pod of an Advanced StatefulSet (Go's MaxInt16).

@@ -38,8 +38,9 @@ use sha2::Digest as _;
 
 use super::traffic;
 use super::{
-    IN_PROGRESSING_ANNOTATION, ROLLOUT_FINALIZER, ROLLOUT_HASH_ANNOTATION, ReleasedWorkload,
-    WORKLOAD_TYPE_LABEL, condition, release_plan_hash, set_condition,
+    IN_PROGRESSING_ANNOTATION, ROLLBACK_IN_BATCH_ANNOTATION, ROLLOUT_FINALIZER,
+    ROLLOUT_HASH_ANNOTATION, ReleasedWorkload, WORKLOAD_TYPE_LABEL, condition, release_plan_hash,
+    set_condition,
 };
 use crate::intstr::{Rounding, scaled_value};
 use crate::plan::{Action, Event, EventType, Guard, ObjectKind, Patch, Plan, Subresource, Target};
@@ -163,6 +164,22 @@ pub fn traffic_routings(rollout: &Rollout) -> &[TrafficRoutingRef] {
         (None, Some(b)) => &b.traffic_routings,
         (None, None) => &[],
     }
+}
+
+/// Whether a rollback of `workload` runs in batches: the Rollout says so
+/// (`rollouts.kruise.io/rollback-in-batch: "true"`), routes no traffic, and releases a
+/// CloneSet or a StatefulSet (Advanced or not) by partition, as upstream.
+pub fn rollback_in_batch(rollout: &Rollout, workload: &ReleasedWorkload) -> bool {
+    let annotations = rollout.metadata.annotations.clone().unwrap_or_default();
+    annotations.get(ROLLBACK_IN_BATCH_ANNOTATION).map(String::as_str) == Some("true")
+        && traffic_routings(rollout).is_empty()
+        && !is_blue_green(rollout)
+        && matches!(
+            workload.kind(),
+            super::ReleasedKind::CloneSet
+                | super::ReleasedKind::AdvancedStatefulSet
+                | super::ReleasedKind::StatefulSet
+        )
 }
 
 /// A blue-green status as the step machine's working status (the fields the two share).
@@ -602,6 +619,10 @@ impl Planner<'_> {
             return;
         };
         if workload.in_rollback() && workload.canary_revision() != canary.canary_revision {
+            if rollback_in_batch(&rollout, workload) {
+                self.restart_for_rollback(workload, canary);
+                return;
+            }
             self.set_progressing(
                 true,
                 reasons::CANCELLING,
@@ -651,6 +672,42 @@ impl Planner<'_> {
             return;
         }
         self.run_canary(workload);
+    }
+
+    /// A rollback in batches: the steps run again from the first, for the revision rolled
+    /// back to (the release id `rollback-<revision>`), and the BatchRelease is told
+    /// (`rollouts.kruise.io/rollback-in-batch`) to leave the pods already on it alone.
+    fn restart_for_rollback(&mut self, workload: &ReleasedWorkload, canary: CanaryStatus) {
+        let rollout = self.rollout().clone();
+        let mut canary = canary;
+        canary.canary_revision = workload.canary_revision().to_owned();
+        canary.common.observed_rollout_id = workload.rollout_id();
+        canary.common.observed_workload_generation = workload.generation;
+        canary.common.pod_template_hash = String::new();
+        canary.common.current_step_index = 1;
+        canary.common.next_step_index = next_step(&rollout, 1);
+        canary.common.current_step_state = CanaryStepState::BeforeStepUpgrade;
+        canary.common.last_update_time = Some(Time(self.now));
+        canary.common.message =
+            "The workload has been rolled back and is rolled back in batches".to_owned();
+        self.status.message = canary.common.message.clone();
+        self.status.canary_status = Some(canary);
+        if let Some(br) = &self.snapshot.batch_release {
+            let annotations = br.metadata.annotations.clone().unwrap_or_default();
+            if annotations.get(ROLLBACK_IN_BATCH_ANNOTATION).map(String::as_str) != Some("true") {
+                self.actions.push(Action::PatchObject {
+                    target: self.batch_release_target(),
+                    subresource: Subresource::Main,
+                    patch: Patch::merge(
+                        json!({"metadata": {"annotations": {ROLLBACK_IN_BATCH_ANNOTATION: "true"}}}),
+                    ),
+                });
+            }
+        }
+        self.event(
+            "RollbackInBatch",
+            format!("{} was rolled back; the steps run again for it", workload.name),
+        );
     }
 
     /// The steps changed: go on from the first step whose replicas reach what the
@@ -863,12 +920,23 @@ impl Planner<'_> {
 
     fn new_batch_release(&self, spec: BatchReleaseSpec) -> Value {
         let rollout = self.rollout();
+        let rollback_in_batch = self
+            .snapshot
+            .workload
+            .as_ref()
+            .is_some_and(|w| w.in_rollback() && rollback_in_batch(rollout, w));
+        let annotations = if rollback_in_batch {
+            json!({ROLLBACK_IN_BATCH_ANNOTATION: "true"})
+        } else {
+            json!({})
+        };
         json!({
             "apiVersion": ObjectKind::BATCH_RELEASE.api_version(),
             "kind": ObjectKind::BATCH_RELEASE.kind,
             "metadata": {
                 "name": self.name,
                 "namespace": self.namespace,
+                "annotations": annotations,
                 "ownerReferences": [{
                     "apiVersion": ObjectKind::ROLLOUT.api_version(),
                     "kind": ObjectKind::ROLLOUT.kind,

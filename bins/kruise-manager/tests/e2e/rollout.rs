@@ -1452,3 +1452,63 @@ fn a_release_converges_after_the_manager_is_killed_at_a_random_point() {
     );
     assert!(!k.run_with(&["get", "batchreleases.rollouts.kruise.io", "rollouts-demo"], None).ok);
 }
+
+/// `rollouts.kruise.io/rollback-in-batch`: a CloneSet rolled back in the middle of a release
+/// goes back to the old template step by step, the pods already on it labelled
+/// `no-need-update` and left alone.
+#[test]
+fn a_cloneset_is_rolled_back_in_batches() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("demo", 5, ""));
+    wait_for_updated_ready(k, 5);
+    let annotated = ROLLOUT.replace(
+        "  name: rollouts-demo\n",
+        "  name: rollouts-demo\n  annotations:\n    rollouts.kruise.io/rollback-in-batch: \"true\"\n",
+    );
+    assert_ne!(annotated, ROLLOUT);
+    k.ok_stdin(&["apply", "-f", "-"], &annotated);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (rollout(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+    let on = |image: &str| pods_on(k, "demo", &format!("registry.example/demo:{image}"));
+    set_image(k, "registry.example/demo:v2");
+    wait_for_step(k, 1, "StepPaused");
+    approve(k);
+    wait_for_step(k, 2, "StepPaused");
+    wait_for("3 pods on v2", Duration::from_secs(60), || {
+        (on("v2") == (3, 3) && on("v1") == (2, 2)).then_some(())
+    });
+
+    // Back to v1: the steps run again for it, over the three pods that moved.
+    set_image(k, "registry.example/demo:v1");
+    let status = wait_for_step(k, 1, "StepPaused");
+    assert!(
+        status["canaryStatus"]["observedRolloutID"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("rollback-")),
+        "{status}"
+    );
+    wait_for("one pod back on v1", Duration::from_secs(60), || {
+        (on("v1") == (3, 3) && on("v2") == (2, 2)).then_some(())
+    });
+    let release = k.json(&["get", "batchreleases.rollouts.kruise.io", "rollouts-demo"]);
+    assert_eq!(release["metadata"]["annotations"]["rollouts.kruise.io/rollback-in-batch"], "true");
+    assert_eq!(release["status"]["canaryStatus"]["noNeedUpdateReplicas"], 2);
+    let untouched = k.ok(&["get", "pods", "-l", "rollouts.kruise.io/no-need-update", "-o", "name"]);
+    assert_eq!(untouched.lines().count(), 2, "{untouched}");
+    approve(k);
+    wait_for_step(k, 2, "StepPaused");
+    wait_for("two pods back on v1", Duration::from_secs(60), || {
+        (on("v1") == (4, 4) && on("v2") == (1, 1)).then_some(())
+    });
+    approve(k);
+    wait_for("the rollback complete", Duration::from_secs(90), || {
+        let r = rollout(k);
+        (r["status"]["phase"] == "Healthy" && condition(&r["status"], "Succeeded").0 == "True")
+            .then_some(())
+    });
+    wait_for("every pod on v1", Duration::from_secs(60), || {
+        (on("v1") == (5, 5) && on("v2").0 == 0).then_some(())
+    });
+}
