@@ -923,8 +923,19 @@ pub mod rollouts {
         pub const ORIGINAL_DEPLOYMENT_STRATEGY: &str =
             "rollouts.kruise.io/original-deployment-strategy";
 
+        /// On a native DaemonSet under a release: its own `updateStrategy.type`, restored at
+        /// the end (the release runs it `OnDelete`).
+        pub const DAEMONSET_ORIGINAL_UPDATE_STRATEGY: &str =
+            "rollouts.kruise.io/daemonset-original-update-strategy";
+        /// JSON, on a native DaemonSet under a release: `partition` (how many pods keep the
+        /// old revision) and `batch-revision` (the revision the batch moves pods to).
+        pub const DAEMONSET_ADVANCED_CONTROL: &str =
+            "rollouts.kruise.io/daemonset-advanced-control";
+
         /// Every annotation key in this module.
         pub const ALL: &[&str] = &[
+            DAEMONSET_ORIGINAL_UPDATE_STRATEGY,
+            DAEMONSET_ADVANCED_CONTROL,
             ORIGINAL_DEPLOYMENT_STRATEGY,
             DEPLOYMENT_STRATEGY,
             DEPLOYMENT_EXTRA_STATUS,

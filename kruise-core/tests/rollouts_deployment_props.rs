@@ -168,3 +168,56 @@ fn a_deployment_not_under_control_is_left_alone() {
     let d = deployment(3, &strategy, "v2");
     assert!(deployment::plan(&d, &[]).actions.is_empty());
 }
+
+mod native_daemon_set {
+    use super::*;
+    use kruise_core::rollouts::daemonset::{self, Control, DaemonPod};
+
+    fn daemon_set(partition: &str, max_unavailable: i32) -> k8s_openapi::api::apps::v1::DaemonSet {
+        let control = Control { partition: partition.into(), batch_revision: "new".into() };
+        serde_json::from_value(json!({
+            "metadata": {"name": "agent", "namespace": "default",
+                "annotations": {daemonset::CONTROL_ANNOTATION:
+                    serde_json::to_string(&control).expect("the control encodes")}},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                "updateStrategy": {"type": "OnDelete", "rollingUpdate": {"maxUnavailable": max_unavailable}},
+                "template": {"metadata": {"labels": {"app": "agent"}}, "spec": {"containers": [{"name": "main", "image": "x"}]}}},
+        }))
+        .expect("a DaemonSet")
+    }
+
+    proptest! {
+        /// Old pods go no faster than maxUnavailable allows, and the release settles with
+        /// exactly the partition's pods left on the old revision.
+        #[test]
+        fn old_pods_go_within_max_unavailable_and_settle_at_the_partition(
+            nodes in 1..10usize,
+            keep in 0..10i32,
+            max_unavailable in 1..4i32,
+        ) {
+            let keep = keep.min(nodes as i32);
+            let ds = daemon_set(&keep.to_string(), max_unavailable);
+            let mut pods: Vec<DaemonPod> = (0..nodes)
+                .map(|i| DaemonPod { name: format!("p{i}"), uid: format!("u{i}"), revision: "old".into(), ready: true, deleting: false, created: None })
+                .collect();
+            for _ in 0..100 {
+                let plan = daemonset::plan(&ds, &pods);
+                if plan.actions.is_empty() { break; }
+                prop_assert!(plan.actions.len() as i32 <= max_unavailable, "{} deleted at once", plan.actions.len());
+                for action in &plan.actions {
+                    let Action::DeleteObject { target } = action else { panic!("only deletes") };
+                    // kube-controller-manager replaces the pod on the new revision, not ready yet;
+                    // it becomes ready by the next round.
+                    let pod = pods.iter_mut().find(|p| p.name == target.name).expect("a known pod");
+                    pod.revision = "new".into();
+                    pod.ready = false;
+                }
+                let unavailable = pods.iter().filter(|p| !p.ready).count() as i32;
+                prop_assert!(unavailable <= max_unavailable);
+                for pod in &mut pods { pod.ready = true; }
+            }
+            let old = pods.iter().filter(|p| p.revision == "old").count() as i32;
+            prop_assert_eq!(old, keep);
+        }
+    }
+}

@@ -22,6 +22,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
 use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout};
 use kruise_core::rollouts::batchrelease::{self, CanaryDeployment, ReleasePod};
+use kruise_core::rollouts::daemonset as native_daemon_sets;
 use kruise_core::rollouts::deployment as deployments;
 use kruise_core::rollouts::{ReleaseStyle, ReleasedKind, ReleasedWorkload, rollout};
 
@@ -33,7 +34,10 @@ use crate::controller::{
     ServedResource, Watch,
 };
 
-crate::watched_namespaced!(Rollout, BatchRelease, Service, Ingress, ReplicaSet);
+crate::watched_namespaced!(Rollout, BatchRelease, Service, Ingress, ReplicaSet, KubeDaemonSet);
+
+/// apps/v1 DaemonSet (the native one).
+type KubeDaemonSet = k8s_openapi::api::apps::v1::DaemonSet;
 
 /// A Gateway API HTTPRoute: its metadata, and the rest kept as JSON (the planner edits its
 /// rules as data). Cached only where the Gateway API is installed ([`optional_watch`]).
@@ -159,6 +163,9 @@ pub const ROLLOUT_CONTROLLER: &str = "rollout-controller";
 pub const BATCH_RELEASE_CONTROLLER: &str = "batchrelease-controller";
 /// Upstream's controller names (the AdvancedDeployment gate's).
 pub const ADVANCED_DEPLOYMENT_CONTROLLER: &str = "advanced-deployment-controller";
+/// The controller that deletes a native DaemonSet's old pods batch by batch (upstream's
+/// main branch).
+pub const NATIVE_DAEMONSET_CONTROLLER: &str = "nativedaemonset-controller";
 
 /// The workloads a release can move, read from the shared caches.
 #[derive(Clone)]
@@ -170,6 +177,9 @@ struct Workloads {
     deployments: Cache<Deployment>,
     /// A Deployment's revisions are its ReplicaSets.
     replica_sets: Cache<ReplicaSet>,
+    native_daemon_sets: Cache<KubeDaemonSet>,
+    /// A native DaemonSet's revisions.
+    revisions: Cache<k8s_openapi::api::apps::v1::ControllerRevision>,
     /// An Advanced DaemonSet's current revision is read from its pods.
     pods: Cache<CachedPod>,
 }
@@ -183,6 +193,8 @@ impl Workloads {
             daemon_sets: context.caches.get(),
             deployments: context.caches.get(),
             replica_sets: context.caches.get(),
+            native_daemon_sets: context.caches.get(),
+            revisions: context.caches.get(),
             pods: context.caches.get(),
         }
     }
@@ -268,6 +280,13 @@ impl Workloads {
                     .and_then(|c| self.canary_pods_revision(&c));
                 Some(ReleasedWorkload::from_deployment(&deployment, &sets, canary.as_deref()))
             }
+            ReleasedKind::DaemonSet => {
+                let ds = self.native_daemon_sets.get(&key)?;
+                let uid = ds.metadata.uid.clone().unwrap_or_default();
+                let revisions: Vec<k8s_openapi::api::apps::v1::ControllerRevision> =
+                    self.revisions.controlled_by(&uid).iter().map(|r| (**r).clone()).collect();
+                Some(ReleasedWorkload::from_native_daemon_set(&ds, &revisions))
+            }
         }
     }
 
@@ -331,7 +350,22 @@ fn workload_watches<K: crate::cache::Watched>(
     let (for_cs, for_sts, for_native, for_ds) =
         (cache.clone(), cache.clone(), cache.clone(), cache.clone());
     let (for_deployments, for_sets, sets_view) = (cache.clone(), cache.clone(), workloads.clone());
+    let for_native_ds = cache.clone();
     vec![
+        Watch::new(
+            &workloads.native_daemon_sets,
+            KeyMapping::Custom,
+            move |change: &Change<KubeDaemonSet>| {
+                change
+                    .new
+                    .as_deref()
+                    .or(change.old.as_deref())
+                    .map(|ds| {
+                        referring(&for_native_ds, ReleasedKind::DaemonSet, &ds.metadata, reference)
+                    })
+                    .unwrap_or_default()
+            },
+        ),
         Watch::new(
             &workloads.deployments,
             KeyMapping::Custom,
@@ -755,6 +789,7 @@ impl Reconciler for BatchReleaseController {
                         }
                         "StatefulSet" if !kruise => ReleasedKind::StatefulSet,
                         "DaemonSet" if kruise => ReleasedKind::AdvancedDaemonSet,
+                        "DaemonSet" => ReleasedKind::DaemonSet,
                         "ReplicaSet" => {
                             if let Some(d) = view.deployment_of_replica_set(&namespace, &owner.name)
                             {
@@ -865,6 +900,106 @@ impl Reconciler for AdvancedDeploymentController {
     ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
         Box::pin(self.reconcile_deployment(key))
     }
+}
+
+/// The native DaemonSet controller: deletes the old pods of a native DaemonSet under a
+/// release, batch by batch ([`native_daemon_sets::plan`]).
+pub struct NativeDaemonSetController {
+    context: ControllerContext,
+    daemon_sets: Cache<KubeDaemonSet>,
+    pods: Cache<CachedPod>,
+}
+
+impl NativeDaemonSetController {
+    const INFO: ControllerInfo = ControllerInfo::new(
+        NATIVE_DAEMONSET_CONTROLLER,
+        "nativedaemonset-workers",
+        Some(ServedResource {
+            group: "rollouts.kruise.io",
+            version: "v1beta1",
+            plural: "batchreleases",
+        }),
+    );
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        Arc::new(Self { daemon_sets: context.caches.get(), pods: context.caches.get(), context })
+    }
+
+    fn controlled(ds: &KubeDaemonSet) -> bool {
+        ds.metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(native_daemon_sets::CONTROL_ANNOTATION))
+    }
+
+    async fn reconcile_daemon_set(
+        &self,
+        key: &ObjectKey,
+    ) -> Result<Option<Duration>, ReconcileError> {
+        let Some(ds) = self.daemon_sets.get(key) else { return Ok(None) };
+        if !Self::controlled(&ds) {
+            return Ok(None);
+        }
+        let uid = ds.metadata.uid.clone().unwrap_or_default();
+        let pods: Vec<native_daemon_sets::DaemonPod> = self
+            .pods
+            .controlled_by(&uid)
+            .iter()
+            .map(|pod| native_daemon_sets::DaemonPod {
+                name: pod.metadata.name.clone().unwrap_or_default(),
+                uid: pod.metadata.uid.clone().unwrap_or_default(),
+                revision: pod
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("controller-revision-hash"))
+                    .cloned()
+                    .unwrap_or_default(),
+                ready: pod
+                    .status
+                    .iter()
+                    .flat_map(|s| s.conditions.iter().flatten())
+                    .any(|c| c.type_ == "Ready" && c.status == "True"),
+                deleting: pod.metadata.deletion_timestamp.is_some(),
+                created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            })
+            .collect();
+        let plan = native_daemon_sets::plan(&ds, &pods);
+        let now = jiff::Timestamp::now();
+        let owner = PlanOwner::of(ds.as_ref(), serde_json::Value::Null);
+        self.context.applier.apply(&owner, &plan, None, now).await?;
+        Ok(requeue(plan.requeue_after))
+    }
+}
+
+impl Reconciler for NativeDaemonSetController {
+    fn watches(&self) -> Vec<Watch> {
+        vec![
+            Watch::own(&self.daemon_sets),
+            Watch::controller_owner(&self.pods, &self.daemon_sets, "DaemonSet"),
+        ]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.daemon_sets
+            .all()
+            .iter()
+            .filter(|d| Self::controlled(d))
+            .map(|d| ObjectKey::of(d.as_ref()))
+            .collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_daemon_set(key))
+    }
+}
+
+/// The native DaemonSet controller's registration.
+pub fn native_daemon_set_registration() -> Registration {
+    Registration { info: NativeDaemonSetController::INFO, build: NativeDaemonSetController::build }
 }
 
 /// The AdvancedDeployment controller's registration.

@@ -112,6 +112,16 @@ pub fn hold_workload(
                 json!(HOLD_ALL_ORDINALS);
         }
         ReleasedKind::Deployment => return None,
+        ReleasedKind::DaemonSet => {
+            // Run OnDelete while released; its own strategy type is kept to be given back.
+            let type_ = text(new, "/spec/updateStrategy/type");
+            let original = if type_.is_empty() { "RollingUpdate" } else { type_ }.to_owned();
+            if original != "OnDelete" {
+                ensure_object(&mut held, "/metadata/annotations")
+                    [super::daemonset::ORIGINAL_STRATEGY_ANNOTATION] = json!(original);
+            }
+            ensure_object(&mut held, "/spec/updateStrategy")["type"] = json!("OnDelete");
+        }
     }
     mark_in_progressing(&mut held, old, rollout);
     Some(held)
@@ -501,7 +511,7 @@ pub fn validate_rollout(
     let spec = &rollout.spec;
     let workload_path = FieldPath::new("Spec").child("ObjectRef").child("WorkloadRef");
     match ReleasedKind::from_ref(&spec.workload_ref.api_version, &spec.workload_ref.kind) {
-        Ok(ReleasedKind::AdvancedDaemonSet)
+        Ok(ReleasedKind::AdvancedDaemonSet | ReleasedKind::DaemonSet)
             if spec.strategy.canary.as_ref().is_some_and(|c| !c.traffic_routings.is_empty()) =>
         {
             errors.push(FieldError::forbidden(

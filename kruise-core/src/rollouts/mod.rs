@@ -21,12 +21,16 @@
 //!   [`deployment::plan`] moves the paused Deployment's ReplicaSets) or with an extra canary
 //!   Deployment.
 //!
+//! - [`daemonset`]: native DaemonSets (upstream's main branch), run `OnDelete` while released,
+//!   their old pods deleted batch by batch ([`daemonset::plan`]).
+//!
 //! What this module does not do yet, and refuses at validation so that nothing is accepted and
-//! then ignored: custom network providers and `trafficRoutingRef`, native DaemonSets, and
-//! traffic routing for an Advanced DaemonSet.
+//! then ignored: custom network providers and `trafficRoutingRef`. As upstream, DaemonSet
+//! releases route no traffic.
 
 pub mod admission;
 pub mod batchrelease;
+pub mod daemonset;
 pub mod deployment;
 pub mod describe;
 pub mod rollout;

@@ -102,11 +102,12 @@ fn validation_names_the_field() {
         ]
     );
     assert_eq!(
-        messages(&rollout("DaemonSet", "apps/v1", &[pct("20%")])),
+        messages(&rollout("ReplicaSet", "apps/v1", &[pct("20%")])),
         [
-            "Spec.ObjectRef.WorkloadRef: Forbidden: a Rollout of apps/DaemonSet is not supported by this version of kruise-rs yet"
+            r#"Spec.ObjectRef.WorkloadRef: Invalid value: {"apiVersion":"apps/v1","kind":"ReplicaSet","name":"demo"}: WorkloadRef kind is not supported"#
         ]
     );
+    assert!(messages(&rollout("DaemonSet", "apps/v1", &[pct("20%")])).is_empty());
     assert!(messages(&rollout("Deployment", "apps/v1", &[pct("20%")])).is_empty());
     let mut twin = rollout("CloneSet", "apps.kruise.io/v1beta1", &[pct("20%")]);
     twin.metadata.name = Some("twin".into());

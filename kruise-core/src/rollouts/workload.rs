@@ -41,6 +41,9 @@ pub enum ReleasedKind {
     /// apps/v1 Deployment: released by partition (its ReplicaSets moved here) or by an extra
     /// canary Deployment (see [`super::deployment`]).
     Deployment,
+    /// apps/v1 DaemonSet: run `OnDelete` while released, its old pods deleted batch by batch
+    /// (see [`super::daemonset`]; upstream's main branch).
+    DaemonSet,
 }
 
 /// How a BatchRelease moves its workload.
@@ -112,7 +115,7 @@ impl ReleasedKind {
             ("apps", "StatefulSet") => Ok(Self::StatefulSet),
             ("apps.kruise.io", "DaemonSet") => Ok(Self::AdvancedDaemonSet),
             ("apps", "Deployment") => Ok(Self::Deployment),
-            ("apps", "DaemonSet") => Err(WorkloadError::NotYetSupported(format!("{group}/{kind}"))),
+            ("apps", "DaemonSet") => Ok(Self::DaemonSet),
             _ => Err(WorkloadError::Unknown),
         }
     }
@@ -125,6 +128,7 @@ impl ReleasedKind {
             Self::StatefulSet => ObjectKind::STATEFUL_SET,
             Self::AdvancedDaemonSet => ObjectKind::ADVANCED_DAEMON_SET,
             Self::Deployment => ObjectKind::DEPLOYMENT,
+            Self::DaemonSet => ObjectKind::DAEMON_SET,
         }
     }
 
@@ -133,7 +137,7 @@ impl ReleasedKind {
         match self {
             Self::CloneSet => "cloneset",
             Self::AdvancedStatefulSet | Self::StatefulSet => "statefulset",
-            Self::AdvancedDaemonSet => "daemonset",
+            Self::AdvancedDaemonSet | Self::DaemonSet => "daemonset",
             Self::Deployment => "deployment",
         }
     }
@@ -400,6 +404,64 @@ impl ReleasedWorkload {
         }
     }
 
+    /// A native DaemonSet and the ControllerRevisions it controls, as upstream's main branch
+    /// reads them: the newest revision is the canary one, the one before it the stable one
+    /// (the newest when it is the only one). Its replicas are its `desiredNumberScheduled`
+    /// nodes; `paused` says that it runs `OnDelete` (which holds its pods); its partition is
+    /// the one `rollouts.kruise.io/daemonset-advanced-control` carries.
+    pub fn from_native_daemon_set(
+        ds: &k8s_openapi::api::apps::v1::DaemonSet,
+        revisions: &[k8s_openapi::api::apps::v1::ControllerRevision],
+    ) -> Self {
+        let (labels, annotations) = meta_strings(&ds.metadata);
+        let status = ds.status.clone().unwrap_or_default();
+        let mut sorted: Vec<&k8s_openapi::api::apps::v1::ControllerRevision> =
+            revisions.iter().collect();
+        sorted.sort_by_key(|r| std::cmp::Reverse(r.revision));
+        let hash = |r: &k8s_openapi::api::apps::v1::ControllerRevision| {
+            r.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("controller-revision-hash"))
+                .cloned()
+                .unwrap_or_else(|| r.metadata.name.clone().unwrap_or_default())
+        };
+        let update = sorted.first().map(|r| hash(r)).unwrap_or_default();
+        let current = sorted.get(1).map(|r| hash(r)).unwrap_or_else(|| update.clone());
+        let partition = super::daemonset::control_of(&annotations).and_then(|c| {
+            c.partition
+                .parse::<i32>()
+                .ok()
+                .map(IntOrString::Int)
+                .or(Some(IntOrString::String(c.partition)))
+        });
+        let strategy = ds.spec.update_strategy.clone().unwrap_or_default();
+        let rolling = strategy.rolling_update.clone().unwrap_or_default();
+        Self {
+            kind: Some(ReleasedKind::DaemonSet),
+            name: ds.metadata.name.clone().unwrap_or_default(),
+            uid: ds.metadata.uid.clone().unwrap_or_default(),
+            generation: ds.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation.unwrap_or_default(),
+            labels,
+            annotations,
+            replicas: status.desired_number_scheduled,
+            status_replicas: status.current_number_scheduled,
+            updated_replicas: status.updated_number_scheduled.unwrap_or_default(),
+            updated_ready_replicas: None,
+            current_revision: current,
+            update_revision: update,
+            partition,
+            paused: strategy.type_.as_deref() == Some("OnDelete"),
+            deleting: ds.metadata.deletion_timestamp.is_some(),
+            rolling_update: Some(super::deployment::RollingUpdate {
+                max_unavailable: rolling.max_unavailable,
+                max_surge: rolling.max_surge,
+            }),
+            ..Default::default()
+        }
+    }
+
     /// Its kind; CloneSet for a default value.
     pub fn kind(&self) -> ReleasedKind {
         self.kind.unwrap_or(ReleasedKind::CloneSet)
@@ -427,6 +489,7 @@ impl ReleasedWorkload {
             ReleasedKind::AdvancedStatefulSet
             | ReleasedKind::StatefulSet
             | ReleasedKind::AdvancedDaemonSet
+            | ReleasedKind::DaemonSet
             | ReleasedKind::Deployment => revision,
         }
     }
@@ -447,7 +510,8 @@ impl ReleasedWorkload {
             ReleasedKind::CloneSet | ReleasedKind::Deployment => "pod-template-hash",
             ReleasedKind::AdvancedStatefulSet
             | ReleasedKind::StatefulSet
-            | ReleasedKind::AdvancedDaemonSet => "controller-revision-hash",
+            | ReleasedKind::AdvancedDaemonSet
+            | ReleasedKind::DaemonSet => "controller-revision-hash",
         }
     }
 
@@ -528,6 +592,7 @@ impl ReleasedWorkload {
                     && self.annotations.contains_key(ORIGINAL_STRATEGY_ANNOTATION)
             }
             (ReleasedKind::Deployment, ReleaseStyle::Canary) => self.paused,
+            (ReleasedKind::DaemonSet, _) => self.paused,
             (ReleasedKind::Deployment, ReleaseStyle::Partition) => {
                 self.paused
                     && self.partition.is_some()
@@ -592,6 +657,7 @@ impl ReleasedWorkload {
                 self.rolling_path(json!({"paused": false, "partition": self.replicas}))
             }
             ReleasedKind::Deployment => json!({}),
+            ReleasedKind::DaemonSet => json!({"spec": {"updateStrategy": {"type": "OnDelete"}}}),
         };
         patch["metadata"] = json!({"annotations": {CONTROL_INFO_ANNOTATION: control_info}});
         patch
@@ -686,6 +752,19 @@ impl ReleasedWorkload {
                 super::deployment::STRATEGY_ANNOTATION: self.deployment_strategy(partition.clone()),
             }}});
         }
+        if self.kind() == ReleasedKind::DaemonSet {
+            let control = super::daemonset::Control {
+                partition: match partition {
+                    IntOrString::Int(n) => n.to_string(),
+                    IntOrString::String(s) => s.clone(),
+                },
+                batch_revision: self.update_revision.clone(),
+            };
+            return json!({"metadata": {"annotations": {
+                super::daemonset::CONTROL_ANNOTATION:
+                    serde_json::to_string(&control).unwrap_or_default(),
+            }}});
+        }
         self.rolling_path(json!({"partition": partition}))
     }
 
@@ -716,6 +795,24 @@ impl ReleasedWorkload {
                     patch["metadata"]["annotations"][EXTRA_STATUS_ANNOTATION] = Value::Null;
                 }
                 ReleaseStyle::Partition => {}
+            }
+            return patch;
+        }
+        if self.kind() == ReleasedKind::DaemonSet {
+            let mut patch = json!({"metadata": {"annotations": {
+                CONTROL_INFO_ANNOTATION: null,
+                super::daemonset::CONTROL_ANNOTATION: null,
+            }}});
+            if release_all {
+                let original = self
+                    .annotations
+                    .get(super::daemonset::ORIGINAL_STRATEGY_ANNOTATION)
+                    .filter(|t| !t.is_empty() && *t != "OnDelete")
+                    .cloned()
+                    .unwrap_or_else(|| "RollingUpdate".to_owned());
+                patch["spec"] = json!({"updateStrategy": {"type": original}});
+                patch["metadata"]["annotations"][super::daemonset::ORIGINAL_STRATEGY_ANNOTATION] =
+                    Value::Null;
             }
             return patch;
         }

@@ -376,6 +376,14 @@ impl ObjectKind {
         plural: "deployments",
         namespaced: true,
     };
+    /// apps/v1 DaemonSet.
+    pub const DAEMON_SET: Self = Self {
+        group: "apps",
+        version: "v1",
+        kind: "DaemonSet",
+        plural: "daemonsets",
+        namespaced: true,
+    };
     /// apps/v1 ReplicaSet.
     pub const REPLICA_SET: Self = Self {
         group: "apps",

@@ -564,6 +564,16 @@ pub fn registrations() -> Vec<WebhookRegistration> {
             vec![kruise_rule("daemonsets", &["UPDATE"])],
         ),
         held(
+            "mnativedaemonset.rollouts.kruise.io",
+            "/mutate-apps-v1-daemonset",
+            vec![Rule {
+                group: "apps",
+                versions: &["v1"],
+                resource: "daemonsets",
+                operations: &["UPDATE"],
+            }],
+        ),
+        held(
             "mdeployment.rollouts.kruise.io",
             "/mutate-apps-v1-deployment",
             vec![Rule {

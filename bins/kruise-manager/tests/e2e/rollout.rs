@@ -1512,3 +1512,85 @@ fn a_cloneset_is_rolled_back_in_batches() {
         (on("v1") == (5, 5) && on("v2").0 == 0).then_some(())
     });
 }
+
+/// A native DaemonSet (kube-controller-manager's controller in kruise-sim) over three nodes:
+/// run `OnDelete` while released, one node's pod replaced at step 1, the rest after approval,
+/// and its own rolling update given back.
+#[test]
+fn a_native_daemonset_is_released_node_by_node() {
+    let pg = Playground::start(3, &[]);
+    let k = &pg.kubectl;
+    let daemon_set = r#"
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels:
+      app: agent
+  template:
+    metadata:
+      labels:
+        app: agent
+    spec:
+      containers:
+      - name: main
+        image: registry.example/agent:v1
+"#;
+    k.ok_stdin(&["apply", "-f", "-"], daemon_set);
+    let status = |k: &Kubectl| k.json(&["get", "daemonsets.apps", "agent"])["status"].clone();
+    wait_for("3 pods ready", Duration::from_secs(60), || {
+        let s = status(k);
+        (s["desiredNumberScheduled"] == 3 && s["numberReady"] == 3).then_some(())
+    });
+    let rollout = ROLLOUT
+        .replace(
+            "    apiVersion: apps.kruise.io/v1beta1\n    kind: CloneSet\n    name: demo",
+            "    apiVersion: apps/v1\n    kind: DaemonSet\n    name: agent",
+        )
+        .replace("      - replicas: 20%\n      - replicas: 60%\n", "      - replicas: 1\n");
+    assert!(rollout.contains("kind: DaemonSet"));
+    k.ok_stdin(&["apply", "-f", "-"], &rollout);
+    wait_for("the Rollout healthy and the DaemonSet labelled", Duration::from_secs(30), || {
+        let labels = k.json(&["get", "daemonsets.apps", "agent"])["metadata"]["labels"].clone();
+        (self::rollout(k)["status"]["phase"] == "Healthy"
+            && labels["rollouts.kruise.io/workload-type"] == "daemonset")
+            .then_some(())
+    });
+    let admitted = set_image_of(k, "daemonsets.apps", "agent", "registry.example/agent:v2");
+    assert_eq!(admitted["spec"]["updateStrategy"]["type"], "OnDelete");
+    assert_eq!(
+        admitted["metadata"]["annotations"]["rollouts.kruise.io/daemonset-original-update-strategy"],
+        "RollingUpdate"
+    );
+    wait_for_step(k, 1, "StepPaused");
+    let on = |image: &str| pods_on(k, "agent", &format!("registry.example/agent:{image}"));
+    wait_for("one node on v2", Duration::from_secs(60), || {
+        (on("v2") == (1, 1) && on("v1") == (2, 2)).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(on("v2"), (1, 1), "nothing moves before approval");
+    let control: Value = serde_json::from_str(
+        k.json(&["get", "daemonsets.apps", "agent"])["metadata"]["annotations"]
+            ["rollouts.kruise.io/daemonset-advanced-control"]
+            .as_str()
+            .unwrap_or("null"),
+    )
+    .expect("the control annotation is JSON");
+    assert_eq!(control["partition"], "2");
+    approve(k);
+    wait_for("every node on v2", Duration::from_secs(90), || {
+        (self::rollout(k)["status"]["phase"] == "Healthy" && on("v2") == (3, 3) && on("v1").0 == 0)
+            .then_some(())
+    });
+    wait_for("the DaemonSet given back", Duration::from_secs(30), || {
+        let ds = k.json(&["get", "daemonsets.apps", "agent"]);
+        let annotations = &ds["metadata"]["annotations"];
+        (ds["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+            && annotations["rollouts.kruise.io/daemonset-advanced-control"].is_null()
+            && annotations["rollouts.kruise.io/daemonset-original-update-strategy"].is_null()
+            && annotations["batchrelease.rollouts.kruise.io/control-info"].is_null())
+        .then_some(())
+    });
+}
