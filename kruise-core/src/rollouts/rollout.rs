@@ -869,6 +869,15 @@ impl Planner<'_> {
             }
             CanaryStepState::StepMetricsAnalysis => {
                 canary.common.current_step_state = CanaryStepState::StepPaused;
+                // The pause's message comes with the state, not a round later.
+                canary.common.message = match step.pause.duration {
+                    None => format!(
+                        "Rollout is in step({step_index}/{total}), and you need manually confirm to enter the next step"
+                    ),
+                    Some(seconds) => format!(
+                        "Rollout is in step({step_index}/{total}), and wait duration({seconds} seconds) to enter the next step"
+                    ),
+                };
             }
             CanaryStepState::StepPaused => {
                 // A blue-green step always pauses.

@@ -130,7 +130,40 @@ fn a_cloneset_is_released_in_approved_steps_and_rolled_back() {
         refused.stderr
     );
 
+    // A step over 100% and a kind no Rollout releases are refused, naming the field.
+    let refused = k.run_with(
+        &["apply", "-f", "-"],
+        Some(&ROLLOUT.replace("      - replicas: 100%\n", "      - replicas: 120%\n")),
+    );
+    assert!(
+        refused.stderr.contains(r#"Spec.Strategy.Canary.Steps[2].Replicas: Invalid value: "120%": replicas must be positive number, or a percentage with "0%" < canaryReplicas <= "100%""#),
+        "{}",
+        refused.stderr
+    );
+    let refused = k.run_with(
+        &["apply", "-f", "-"],
+        Some(&ROLLOUT.replace(
+            "    apiVersion: apps.kruise.io/v1beta1\n    kind: CloneSet\n",
+            "    apiVersion: apps/v1\n    kind: ReplicaSet\n",
+        )),
+    );
+    assert!(
+        refused.stderr.contains("Spec.ObjectRef.WorkloadRef: Invalid value: ")
+            && refused.stderr.contains("WorkloadRef kind is not supported"),
+        "{}",
+        refused.stderr
+    );
     k.ok_stdin(&["apply", "-f", "-"], ROLLOUT);
+    // A second Rollout of the same workload is refused.
+    let refused = k.run_with(
+        &["apply", "-f", "-"],
+        Some(&ROLLOUT.replace("  name: rollouts-demo\n", "  name: twin\n")),
+    );
+    assert!(
+        refused.stderr.contains(r#"Conflict Checker: Invalid value: "twin": This rollout conflict with Rollout(default/rollouts-demo), one workload only have less than one Rollout"#),
+        "{}",
+        refused.stderr
+    );
     // Healthy, with the first deployment recorded as a completed release.
     let status = wait_for("the Rollout healthy", Duration::from_secs(30), || {
         let r = rollout(k);
