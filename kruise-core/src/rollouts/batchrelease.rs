@@ -375,14 +375,8 @@ impl Planner<'_> {
                     self.requeue = Some(RECHECK);
                     return;
                 }
-                let write = (canary.replicas < planned).then(|| Action::PatchObject {
-                    target: Target::new(
-                        ObjectKind::DEPLOYMENT,
-                        Some(&self.namespace),
-                        &canary.name,
-                    ),
-                    subresource: Subresource::Main,
-                    patch: Patch::merge(json!({"spec": {"replicas": planned}})),
+                let write = (canary.replicas < planned).then(|| {
+                    self.patch_canary(&canary.name, json!({"spec": {"replicas": planned}}))
                 });
                 (write, canary.status_replicas, canary.available_replicas)
             }
@@ -567,6 +561,15 @@ impl Planner<'_> {
         labelled
     }
 
+    /// The merge patch of the canary Deployment `name` with `body`.
+    fn patch_canary(&self, name: &str, body: Value) -> Action {
+        Action::PatchObject {
+            target: Target::new(ObjectKind::DEPLOYMENT, Some(&self.namespace), name),
+            subresource: Subresource::Main,
+            patch: Patch::merge(body),
+        }
+    }
+
     /// Whether this release is a rollback in batches (the Rollout set
     /// `rollouts.kruise.io/rollback-in-batch`).
     fn rollback_in_batch(&self) -> bool {
@@ -681,15 +684,9 @@ impl Planner<'_> {
                     .into_iter()
                     .filter(|f| f != super::deployment::CANARY_FINALIZER)
                     .collect();
-                self.actions.push(Action::PatchObject {
-                    target: Target::new(
-                        ObjectKind::DEPLOYMENT,
-                        Some(&self.namespace),
-                        &canary.name,
-                    ),
-                    subresource: Subresource::Main,
-                    patch: Patch::merge(json!({"metadata": {"finalizers": rest}})),
-                });
+                let action =
+                    self.patch_canary(&canary.name, json!({"metadata": {"finalizers": rest}}));
+                self.actions.push(action);
                 self.status.message = "letting the canary Deployment go".to_owned();
                 self.requeue = Some(RECHECK);
             }

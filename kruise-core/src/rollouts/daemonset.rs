@@ -63,14 +63,7 @@ pub struct DaemonPod {
 /// ready ones than `maxUnavailable` (1 when unset) leaves room for. Nothing while a pod is
 /// going (its replacement is not counted yet), or without the control annotation.
 pub fn plan(ds: &DaemonSet, pods: &[DaemonPod]) -> Plan<()> {
-    let mut plan = Plan {
-        actions: Vec::new(),
-        status: None,
-        events: Vec::new(),
-        requeue_after: None,
-        expectations: Default::default(),
-        blocked: None,
-    };
+    let mut plan = Plan::empty(Default::default());
     let annotations = ds.metadata.annotations.clone().unwrap_or_default();
     let Some(control) = control_of(&annotations) else { return plan };
     if ds.metadata.deletion_timestamp.is_some() || control.batch_revision.is_empty() {

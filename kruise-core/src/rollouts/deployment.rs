@@ -223,14 +223,7 @@ pub fn is_controlled(deployment: &Deployment) -> bool {
 /// kube-controller-manager's rolling update does. Nothing for a Deployment not under its
 /// control ([`is_controlled`]) or being deleted.
 pub fn plan(deployment: &Deployment, replica_sets: &[ReplicaSet]) -> Plan<()> {
-    let mut plan = Plan {
-        actions: Vec::new(),
-        status: None,
-        events: Vec::new(),
-        requeue_after: None,
-        expectations: Default::default(),
-        blocked: None,
-    };
+    let mut plan = Plan::empty(Default::default());
     if deployment.metadata.deletion_timestamp.is_some() || !is_controlled(deployment) {
         return plan;
     }

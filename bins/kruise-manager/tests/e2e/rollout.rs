@@ -409,7 +409,10 @@ fn an_advanced_statefulset_release_survives_a_manager_restart_and_faults() {
     assert!(sts["metadata"]["annotations"]["rollouts.kruise.io/in-progressing"].is_null());
 }
 
-const ROUTED: &str = r#"
+/// The Service `demo` and the HTTPRoute `demo` leading to it, for the Rollouts below.
+macro_rules! service_and_route {
+    () => {
+        r#"
 apiVersion: v1
 kind: Service
 metadata:
@@ -433,7 +436,13 @@ spec:
     - name: demo
       port: 80
 ---
-apiVersion: rollouts.kruise.io/v1beta1
+"#
+    };
+}
+
+const ROUTED: &str = concat!(
+    service_and_route!(),
+    r#"apiVersion: rollouts.kruise.io/v1beta1
 kind: Rollout
 metadata:
   name: rollouts-demo
@@ -455,7 +464,21 @@ spec:
       - replicas: 50%
         traffic: 50%
       - replicas: 100%
-"#;
+"#
+);
+
+/// Installs the Gateway API's HTTPRoute CRD (the standard channel, v1.1.0, as a fixture) and
+/// waits until it is served.
+fn install_gateway_api(k: &Kubectl) {
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
+    );
+    k.ok(&["create", "-f", crd]);
+    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
+        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
+    });
+}
 
 fn backends(k: &Kubectl) -> Value {
     k.json(&["get", "httproutes.gateway.networking.k8s.io", "demo"])["spec"]["rules"][0]
@@ -481,14 +504,7 @@ fn pod_uids(k: &Kubectl) -> Vec<String> {
 fn an_in_place_cloneset_release_shifts_gateway_api_traffic_by_step() {
     let pg = Playground::start(1, &[]);
     let k = &pg.kubectl;
-    let crd = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
-    );
-    k.ok(&["create", "-f", crd]);
-    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
-        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
-    });
+    install_gateway_api(k);
     k.ok_stdin(
         &["apply", "-f", "-"],
         &cloneset_yaml("demo", 5, "rollingUpdate:\n  podUpdatePolicy: InPlaceIfPossible"),
@@ -557,27 +573,7 @@ fn an_in_place_cloneset_release_shifts_gateway_api_traffic_by_step() {
 /// An apps/v1 Deployment of `replicas` pods of `registry.example/NAME:v1`, labelled
 /// `app: NAME`.
 fn deployment_yaml(name: &str, replicas: i32) -> String {
-    format!(
-        r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {name}
-spec:
-  replicas: {replicas}
-  selector:
-    matchLabels:
-      app: {name}
-  template:
-    metadata:
-      labels:
-        app: {name}
-    spec:
-      containers:
-      - name: main
-        image: registry.example/{name}:v1
-"#
-    )
+    crate::common::app_yaml("apps/v1", "Deployment", name, replicas)
 }
 
 fn deployment(k: &Kubectl, name: &str) -> Value {
@@ -818,14 +814,7 @@ fn the_echoserver_tutorial_releases_a_deployment_through_a_canary_deployment_and
 fn a_deployment_is_released_by_partition_with_gateway_api_traffic() {
     let pg = Playground::start(1, &[]);
     let k = &pg.kubectl;
-    let crd = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
-    );
-    k.ok(&["create", "-f", crd]);
-    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
-        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
-    });
+    install_gateway_api(k);
     k.ok_stdin(&["apply", "-f", "-"], &deployment_yaml("demo", 5));
     wait_for("5 pods", Duration::from_secs(60), || {
         (deployment(k, "demo")["status"]["availableReplicas"] == 5).then_some(())
@@ -1079,31 +1068,9 @@ spec:
 /// A blue-green Rollout of a CloneSet behind a Gateway API route. Every step brings up all the
 /// green pods, as upstream's manual advises for a CloneSet: a CloneSet counts its new pods
 /// against its replicas, so a later, larger step would bring up no more of them.
-const BLUE_GREEN: &str = r#"
-apiVersion: v1
-kind: Service
-metadata:
-  name: demo
-spec:
-  selector:
-    app: demo
-  ports:
-  - port: 80
-    targetPort: 8080
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata:
-  name: demo
-spec:
-  parentRefs:
-  - name: gateway
-  rules:
-  - backendRefs:
-    - name: demo
-      port: 80
----
-apiVersion: rollouts.kruise.io/v1beta1
+const BLUE_GREEN: &str = concat!(
+    service_and_route!(),
+    r#"apiVersion: rollouts.kruise.io/v1beta1
 kind: Rollout
 metadata:
   name: rollouts-demo
@@ -1126,7 +1093,8 @@ spec:
         traffic: 50%
       - replicas: 100%
         traffic: 100%
-"#;
+"#
+);
 
 fn blue_green_step(k: &Kubectl, step: i64, state: &str) -> Value {
     wait_for(&format!("blue-green step {step} {state}"), Duration::from_secs(60), || {
@@ -1167,14 +1135,7 @@ fn route_weights(k: &Kubectl) -> Vec<(String, i64)> {
 fn a_blue_green_cloneset_release_is_rolled_back_mid_way_then_completed() {
     let pg = Playground::start(1, &[]);
     let k = &pg.kubectl;
-    let crd = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
-    );
-    k.ok(&["create", "-f", crd]);
-    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
-        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
-    });
+    install_gateway_api(k);
     k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("demo", 4, ""));
     wait_for_updated_ready(k, 4);
     // Blue-green is for CloneSets and Deployments only, as upstream.
@@ -1287,14 +1248,7 @@ fn a_blue_green_cloneset_release_is_rolled_back_mid_way_then_completed() {
 fn a_blue_green_deployment_release_keeps_the_blue_pods_to_the_end() {
     let pg = Playground::start(1, &[]);
     let k = &pg.kubectl;
-    let crd = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
-    );
-    k.ok(&["create", "-f", crd]);
-    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
-        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
-    });
+    install_gateway_api(k);
     k.ok_stdin(&["apply", "-f", "-"], &deployment_yaml("demo", 4));
     wait_for("4 pods", Duration::from_secs(60), || {
         (deployment(k, "demo")["status"]["availableReplicas"] == 4).then_some(())
@@ -1414,14 +1368,7 @@ fn a_release_converges_after_the_manager_is_killed_at_a_random_point() {
     let cluster = crate::pub_budget::cluster_with_nodes(1);
     let k = &cluster.kubectl;
     let (mut manager, _) = crate::pub_budget::start_manager(&cluster, &[]);
-    let crd = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/e2e/fixtures/gateway-api-v1.1.0-httproutes.yaml"
-    );
-    k.ok(&["create", "-f", crd]);
-    wait_for("the HTTPRoute CRD served", Duration::from_secs(30), || {
-        k.run_with(&["get", "httproutes.gateway.networking.k8s.io"], None).ok.then_some(())
-    });
+    install_gateway_api(k);
     k.ok_stdin(&["apply", "-f", "-"], &deployment_yaml("demo", 5));
     wait_for("5 pods", Duration::from_secs(60), || {
         (deployment(k, "demo")["status"]["availableReplicas"] == 5).then_some(())

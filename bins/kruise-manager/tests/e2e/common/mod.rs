@@ -223,10 +223,23 @@ impl SimCluster {
 /// `registry.example/<name>:v1`), with `update_strategy` (YAML under `updateStrategy:`, two
 /// spaces deep) when not empty.
 pub fn cloneset_yaml(name: &str, replicas: i32, update_strategy: &str) -> String {
-    let mut yaml = format!(
+    let mut yaml = app_yaml("apps.kruise.io/v1beta1", "CloneSet", name, replicas);
+    if !update_strategy.is_empty() {
+        yaml.push_str("  updateStrategy:\n");
+        for line in update_strategy.lines() {
+            yaml.push_str(&format!("    {line}\n"));
+        }
+    }
+    yaml
+}
+
+/// A workload of `kind` with `replicas` pods of `registry.example/NAME:v1` (container
+/// `main`), labelled and selected by `app: NAME`.
+pub fn app_yaml(api_version: &str, kind: &str, name: &str, replicas: i32) -> String {
+    format!(
         r#"
-apiVersion: apps.kruise.io/v1beta1
-kind: CloneSet
+apiVersion: {api_version}
+kind: {kind}
 metadata:
   name: {name}
 spec:
@@ -243,14 +256,7 @@ spec:
       - name: main
         image: registry.example/{name}:v1
 "#
-    );
-    if !update_strategy.is_empty() {
-        yaml.push_str("  updateStrategy:\n");
-        for line in update_strategy.lines() {
-            yaml.push_str(&format!("    {line}\n"));
-        }
-    }
-    yaml
+    )
 }
 
 /// `kruise-manager playground` on free ports, with kubectl pointed at it.
