@@ -476,6 +476,14 @@ pub enum SetImageError {
     /// An environment change is neither `KEY=VALUE` nor `KEY-`.
     #[error("invalid environment variable {0:?}: expected KEY=VALUE or KEY-")]
     EnvSyntax(String),
+    /// A resource list entry is not `NAME=QUANTITY`.
+    #[error("invalid resource {0:?}: expected NAME=QUANTITY")]
+    ResourceSyntax(String),
+    /// `set resources` was given neither limits nor requests.
+    #[error(
+        "you must specify an update to requests or limits (in the form of --requests/--limits)"
+    )]
+    NoResources,
 }
 
 /// The JSON patch of `set image CONTAINER=IMAGE...` on a workload (its JSON): each named
@@ -560,6 +568,88 @@ pub fn set_env_patch(
         }
         if env != before {
             ops.push(json!({"op": "add", "path": format!("{path}/{i}/env"), "value": env}));
+        }
+    }
+    Ok((ops.len() > 1).then_some(Value::Array(ops)))
+}
+
+/// The JSON patch of `set serviceaccount` on a workload (its JSON): the pod template's
+/// `serviceAccountName`, guarded by the resourceVersion. `None` when it is already so.
+pub fn set_service_account_patch(object: &Value, service_account: &str) -> Option<Value> {
+    let path = "/spec/template/spec/serviceAccountName";
+    (object.pointer(path).and_then(Value::as_str) != Some(service_account)).then(|| {
+        json!([
+            {"op": "test", "path": "/metadata/resourceVersion",
+             "value": object["metadata"]["resourceVersion"].clone()},
+            {"op": "add", "path": path, "value": service_account},
+        ])
+    })
+}
+
+/// `cpu=200m,memory=512Mi` as pairs.
+fn resource_list(text: &str) -> Result<Vec<(String, String)>, SetImageError> {
+    text.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|entry| {
+            entry
+                .split_once('=')
+                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| SetImageError::ResourceSyntax(entry.to_owned()))
+        })
+        .collect()
+}
+
+/// The JSON patch of `set resources --limits=... --requests=...` on a workload (its JSON):
+/// in every container of the template (or only `container`; `*` for all), the named limits
+/// and requests set, the others kept, guarded by the resourceVersion. `None` when nothing
+/// changes.
+///
+/// # Errors
+/// Neither limits nor requests, an entry that is not `NAME=QUANTITY`, or a container the
+/// template lacks.
+pub fn set_resources_patch(
+    object: &Value,
+    container: Option<&str>,
+    limits: Option<&str>,
+    requests: Option<&str>,
+) -> Result<Option<Value>, SetImageError> {
+    if limits.is_none_or(str::is_empty) && requests.is_none_or(str::is_empty) {
+        return Err(SetImageError::NoResources);
+    }
+    let limits = resource_list(limits.unwrap_or_default())?;
+    let requests = resource_list(requests.unwrap_or_default())?;
+    let container = container.filter(|c| *c != "*");
+    let path = "/spec/template/spec/containers";
+    let containers = object.pointer(path).and_then(Value::as_array).cloned().unwrap_or_default();
+    if let Some(wanted) = container
+        && !containers.iter().any(|c| c["name"] == wanted)
+    {
+        return Err(SetImageError::NoContainer(wanted.to_owned()));
+    }
+    let mut ops = vec![json!({"op": "test", "path": "/metadata/resourceVersion",
+        "value": object["metadata"]["resourceVersion"].clone()})];
+    for (i, c) in containers.iter().enumerate() {
+        if container.is_some_and(|wanted| c["name"] != wanted) {
+            continue;
+        }
+        let mut resources = c.get("resources").cloned().unwrap_or_else(|| json!({}));
+        if !resources.is_object() {
+            resources = json!({});
+        }
+        let before = resources.clone();
+        for (field, list) in [("limits", &limits), ("requests", &requests)] {
+            for (name, quantity) in list {
+                if !resources[field].is_object() {
+                    resources[field] = json!({});
+                }
+                resources[field][name] = json!(quantity);
+            }
+        }
+        if resources != before {
+            ops.push(
+                json!({"op": "add", "path": format!("{path}/{i}/resources"), "value": resources}),
+            );
         }
     }
     Ok((ops.len() > 1).then_some(Value::Array(ops)))

@@ -59,6 +59,9 @@ enum Command {
     /// Show a Kruise Rollout in detail: its steps, the current one, its traffic routing, its
     /// canary and its BatchRelease.
     Describe(DescribeArgs),
+    /// Set a new size for a CloneSet, Advanced StatefulSet, UnitedDeployment or native
+    /// workload, through its scale subresource.
+    Scale(ScaleArgs),
 }
 
 #[derive(Args, Debug)]
@@ -87,6 +90,44 @@ enum SetCommand {
     Image(SetImageArgs),
     /// Update environment variables of a pod template: TYPE/NAME KEY=VALUE... KEY-...
     Env(SetEnvArgs),
+    /// Update the service account of a pod template: TYPE/NAME SERVICE_ACCOUNT.
+    #[command(name = "serviceaccount", alias = "sa")]
+    ServiceAccount(SetServiceAccountArgs),
+    /// Update the resource requests and limits of a pod template's containers: TYPE/NAME
+    /// [-c CONTAINER] --limits=cpu=200m,memory=512Mi --requests=...
+    Resources(SetResourcesArgs),
+}
+
+#[derive(Args, Debug)]
+struct SetServiceAccountArgs {
+    /// TYPE/NAME, then the service account.
+    #[arg(required = true, num_args = 2..=2)]
+    args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct SetResourcesArgs {
+    /// TYPE/NAME.
+    target: String,
+    /// Only this container (`*`: all, the default).
+    #[arg(short = 'c', long)]
+    containers: Option<String>,
+    /// The limits to set, NAME=QUANTITY,...
+    #[arg(long)]
+    limits: Option<String>,
+    /// The requests to set, NAME=QUANTITY,...
+    #[arg(long)]
+    requests: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct ScaleArgs {
+    /// TYPE/NAME (or TYPE NAME).
+    #[arg(required = true, num_args = 1..=2)]
+    resource: Vec<String>,
+    /// The new number of replicas.
+    #[arg(long)]
+    replicas: i32,
 }
 
 #[derive(Args, Debug)]
@@ -1047,6 +1088,49 @@ async fn set_env(session: &Session, args: &SetEnvArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Applies a JSON patch of a workload's template, built from the live object by `build`;
+/// prints kubectl's `updated` line (`what`), or that nothing changed.
+async fn patch_template(
+    session: &Session,
+    target: &[String],
+    what: &str,
+    build: impl FnOnce(&Value) -> anyhow::Result<Option<Value>>,
+) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(target)?;
+    if kind == Kind::UNITED_DEPLOYMENT {
+        bail!("set does not support UnitedDeployment: set its subsets' template instead");
+    }
+    let object = serde_json::to_value(session.get(kind, &name).await?)?;
+    match build(&object)? {
+        Some(patch) => {
+            let patch: json_patch::Patch = serde_json::from_value(patch)?;
+            session
+                .api(kind)
+                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .await?;
+            println!("{} {what} updated", kind.shown(&name));
+        }
+        None => println!("{} {what} unchanged", kind.shown(&name)),
+    }
+    Ok(())
+}
+
+async fn scale(session: &Session, args: &ScaleArgs) -> anyhow::Result<()> {
+    if args.replicas < 0 {
+        bail!(
+            "The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0"
+        );
+    }
+    let (kind, name) = parse_target(&args.resource)?;
+    let patch = serde_json::json!({"spec": {"replicas": args.replicas}});
+    session
+        .api(kind)
+        .patch_subresource("scale", &name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    println!("{} scaled", kind.shown(&name));
+    Ok(())
+}
+
 fn get_all(cli: &Cli, args: &GetArgs) -> anyhow::Result<()> {
     if args.what != "all" {
         bail!("kubectl kruise get supports `all`; use kubectl get for {:?}", args.what);
@@ -1164,6 +1248,30 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(args) => plan(&session, args).await,
         Command::Set(SetCommand::Image(args)) => set_image(&session, args).await,
         Command::Set(SetCommand::Env(args)) => set_env(&session, args).await,
+        Command::Set(SetCommand::ServiceAccount(args)) => {
+            patch_template(&session, &args.args[..1], "serviceaccount", |object| {
+                Ok(rollout::set_service_account_patch(object, &args.args[1]))
+            })
+            .await
+        }
+        Command::Set(SetCommand::Resources(args)) => {
+            patch_template(
+                &session,
+                std::slice::from_ref(&args.target),
+                "resource requirements",
+                |object| {
+                    rollout::set_resources_patch(
+                        object,
+                        args.containers.as_deref(),
+                        args.limits.as_deref(),
+                        args.requests.as_deref(),
+                    )
+                    .map_err(|e| anyhow!("{e}"))
+                },
+            )
+            .await
+        }
+        Command::Scale(args) => scale(&session, args).await,
         Command::Get(args) => get_all(&cli, args),
         Command::Create(CreateCommand::Job(args)) => create_from(&session, args, false).await,
         Command::Create(CreateCommand::BroadcastJob(args)) => {

@@ -493,3 +493,49 @@ fn rollout_approve_moves_a_paused_step_on() {
         missing.stderr
     );
 }
+
+#[test]
+fn set_serviceaccount_and_resources_and_scale() {
+    let env = Env::new();
+    env.apply(&cloneset("registry.example/web:v1", 0));
+    assert_eq!(
+        env.ok(&["kruise", "set", "serviceaccount", "cloneset/web", "builder"]),
+        "cloneset.apps.kruise.io/web serviceaccount updated\n"
+    );
+    let set = env.json(&["get", "cloneset", "web"]);
+    assert_eq!(set["spec"]["template"]["spec"]["serviceAccountName"], "builder");
+    assert_eq!(
+        env.ok(&["kruise", "set", "sa", "cloneset/web", "builder"]),
+        "cloneset.apps.kruise.io/web serviceaccount unchanged\n"
+    );
+    assert_eq!(
+        env.ok(&[
+            "kruise",
+            "set",
+            "resources",
+            "cloneset/web",
+            "-c",
+            "main",
+            "--limits=cpu=200m,memory=512Mi",
+            "--requests=cpu=100m",
+        ]),
+        "cloneset.apps.kruise.io/web resource requirements updated\n"
+    );
+    let set = env.json(&["get", "cloneset", "web"]);
+    assert_eq!(
+        set["spec"]["template"]["spec"]["containers"][0]["resources"],
+        json!({"limits": {"cpu": "200m", "memory": "512Mi"}, "requests": {"cpu": "100m"}})
+    );
+    let neither = env.kubectl(&["kruise", "set", "resources", "cloneset/web"], None);
+    assert_eq!(
+        neither.stderr,
+        "error: you must specify an update to requests or limits (in the form of --requests/--limits)\n"
+    );
+    let bad = env.kubectl(&["kruise", "set", "resources", "cloneset/web", "--limits=cpu"], None);
+    assert_eq!(bad.stderr, "error: invalid resource \"cpu\": expected NAME=QUANTITY\n");
+    assert_eq!(
+        env.ok(&["kruise", "scale", "cloneset/web", "--replicas=3"]),
+        "cloneset.apps.kruise.io/web scaled\n"
+    );
+    assert_eq!(env.json(&["get", "cloneset", "web"])["spec"]["replicas"], 3);
+}
