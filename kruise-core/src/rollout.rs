@@ -655,6 +655,85 @@ pub fn set_resources_patch(
     Ok((ops.len() > 1).then_some(Value::Array(ops)))
 }
 
+/// Why a workload cannot be exposed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExposeError {
+    /// Its selector has no `matchLabels`, or uses expressions a Service cannot.
+    #[error(
+        "couldn't retrieve selectors via --selector flag or introspection: the selector of {0:?} cannot be used by a Service (it needs matchLabels only)"
+    )]
+    Selector(String),
+    /// No `--port`, and no container port in the template.
+    #[error("couldn't find port via --port flag or introspection")]
+    NoPort,
+}
+
+/// What `expose` is asked for: kubectl's flags.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExposeOptions {
+    /// `--name` (default: the workload's name).
+    pub name: Option<String>,
+    /// `--port` (default: the template's first container port).
+    pub port: Option<i32>,
+    /// `--target-port` (default: the port).
+    pub target_port: Option<String>,
+    /// `--protocol` (default TCP).
+    pub protocol: Option<String>,
+    /// `--type` (default ClusterIP).
+    pub type_: Option<String>,
+}
+
+/// The Service `kubectl expose` makes for a workload (its JSON): the workload's labels,
+/// selecting its `matchLabels`, on `--port` (or its first container port).
+///
+/// # Errors
+/// See [`ExposeError`].
+pub fn expose_service(object: &Value, options: &ExposeOptions) -> Result<Value, ExposeError> {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let selector = &object["spec"]["selector"];
+    let match_labels = selector["matchLabels"].as_object().filter(|m| !m.is_empty());
+    let expressions = selector["matchExpressions"].as_array().is_some_and(|e| !e.is_empty());
+    let Some(match_labels) = match_labels.filter(|_| !expressions) else {
+        return Err(ExposeError::Selector(name.to_owned()));
+    };
+    let first_port = object
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["ports"].as_array().cloned().unwrap_or_default())
+        .find_map(|p| p["containerPort"].as_i64());
+    let port = options.port.map(i64::from).or(first_port).ok_or(ExposeError::NoPort)?;
+    let target_port = match &options.target_port {
+        Some(t) => t.parse::<i64>().map_or_else(|_| json!(t), |n| json!(n)),
+        None => json!(port),
+    };
+    let mut service = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": options.name.clone().unwrap_or_else(|| name.to_owned()),
+            "namespace": object["metadata"]["namespace"].clone(),
+        },
+        "spec": {
+            "selector": match_labels,
+            "ports": [{
+                "port": port,
+                "targetPort": target_port,
+                "protocol": options.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
+            }],
+        },
+    });
+    if let Some(labels) = object["metadata"]["labels"].as_object().filter(|l| !l.is_empty()) {
+        service["metadata"]["labels"] = json!(labels);
+    }
+    if let Some(type_) = &options.type_ {
+        service["spec"]["type"] = json!(type_);
+    }
+    Ok(service)
+}
+
 /// Why an object cannot be made from an AdvancedCronJob.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

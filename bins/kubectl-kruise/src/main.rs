@@ -62,6 +62,30 @@ enum Command {
     /// Set a new size for a CloneSet, Advanced StatefulSet, UnitedDeployment or native
     /// workload, through its scale subresource.
     Scale(ScaleArgs),
+    /// Expose a workload as a new Service selecting its pods.
+    Expose(ExposeArgs),
+}
+
+#[derive(Args, Debug)]
+struct ExposeArgs {
+    /// TYPE/NAME (or TYPE NAME).
+    #[arg(required = true, num_args = 1..=2)]
+    resource: Vec<String>,
+    /// The Service's name (default: the workload's).
+    #[arg(long)]
+    name: Option<String>,
+    /// The port the Service serves on (default: the first container port).
+    #[arg(long)]
+    port: Option<i32>,
+    /// The container port (or its name) traffic goes to (default: the port).
+    #[arg(long)]
+    target_port: Option<String>,
+    /// The port's protocol (default TCP).
+    #[arg(long)]
+    protocol: Option<String>,
+    /// The Service type (default ClusterIP).
+    #[arg(long = "type")]
+    type_: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -1115,6 +1139,28 @@ async fn patch_template(
     Ok(())
 }
 
+async fn expose(session: &Session, args: &ExposeArgs) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&args.resource)?;
+    let object = serde_json::to_value(session.get(kind, &name).await?)?;
+    let options = rollout::ExposeOptions {
+        name: args.name.clone(),
+        port: args.port,
+        target_port: args.target_port.clone(),
+        protocol: args.protocol.clone(),
+        type_: args.type_.clone(),
+    };
+    let service: k8s_openapi::api::core::v1::Service =
+        serde_json::from_value(rollout::expose_service(&object, &options)?)?;
+    let created = Api::<k8s_openapi::api::core::v1::Service>::namespaced(
+        session.client.clone(),
+        &session.namespace,
+    )
+    .create(&kube::api::PostParams::default(), &service)
+    .await?;
+    println!("service/{} exposed", created.metadata.name.unwrap_or_default());
+    Ok(())
+}
+
 async fn scale(session: &Session, args: &ScaleArgs) -> anyhow::Result<()> {
     if args.replicas < 0 {
         bail!(
@@ -1272,6 +1318,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Scale(args) => scale(&session, args).await,
+        Command::Expose(args) => expose(&session, args).await,
         Command::Get(args) => get_all(&cli, args),
         Command::Create(CreateCommand::Job(args)) => create_from(&session, args, false).await,
         Command::Create(CreateCommand::BroadcastJob(args)) => {

@@ -538,4 +538,19 @@ fn set_serviceaccount_and_resources_and_scale() {
         "cloneset.apps.kruise.io/web scaled\n"
     );
     assert_eq!(env.json(&["get", "cloneset", "web"])["spec"]["replicas"], 3);
+
+    // expose: a Service selecting the CloneSet's pods.
+    let no_port = env.kubectl(&["kruise", "expose", "cloneset/web"], None);
+    assert_eq!(no_port.stderr, "error: couldn't find port via --port flag or introspection\n");
+    assert_eq!(
+        env.ok(&["kruise", "expose", "cloneset/web", "--port=80", "--target-port=8080"]),
+        "service/web exposed\n"
+    );
+    let service = env.json(&["get", "service", "web"]);
+    let set = env.json(&["get", "cloneset", "web"]);
+    assert_eq!(service["spec"]["selector"], set["spec"]["selector"]["matchLabels"]);
+    assert_eq!(
+        service["spec"]["ports"][0],
+        json!({"port": 80, "targetPort": 8080, "protocol": "TCP"})
+    );
 }
