@@ -524,6 +524,27 @@ pub fn set_image_patch(
     Ok((ops.len() > 1).then_some(Value::Array(ops)))
 }
 
+/// The template's containers, checked to hold `container` when one is named, and the first
+/// operation of a patch of them: the resourceVersion test.
+fn template_containers(
+    object: &Value,
+    container: Option<&str>,
+) -> Result<(Vec<Value>, Vec<Value>), SetImageError> {
+    let containers = object
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(wanted) = container
+        && !containers.iter().any(|c| c["name"] == wanted)
+    {
+        return Err(SetImageError::NoContainer(wanted.to_owned()));
+    }
+    let guard = json!({"op": "test", "path": "/metadata/resourceVersion",
+        "value": object["metadata"]["resourceVersion"].clone()});
+    Ok((containers, vec![guard]))
+}
+
 /// The JSON patch of `set env KEY=VALUE... KEY-...` on a workload (its JSON): in every
 /// container of the template (or only `container`), each `KEY=VALUE` set (replacing a value or
 /// a `valueFrom`) and each `KEY-` removed, guarded by the resourceVersion. `None` when nothing
@@ -537,14 +558,7 @@ pub fn set_env_patch(
     assignments: &[String],
 ) -> Result<Option<Value>, SetImageError> {
     let path = "/spec/template/spec/containers";
-    let containers = object.pointer(path).and_then(Value::as_array).cloned().unwrap_or_default();
-    if let Some(wanted) = container
-        && !containers.iter().any(|c| c["name"] == wanted)
-    {
-        return Err(SetImageError::NoContainer(wanted.to_owned()));
-    }
-    let mut ops = vec![json!({"op": "test", "path": "/metadata/resourceVersion",
-        "value": object["metadata"]["resourceVersion"].clone()})];
+    let (containers, mut ops) = template_containers(object, container)?;
     for (i, c) in containers.iter().enumerate() {
         if container.is_some_and(|wanted| c["name"] != wanted) {
             continue;
@@ -621,14 +635,7 @@ pub fn set_resources_patch(
     let requests = resource_list(requests.unwrap_or_default())?;
     let container = container.filter(|c| *c != "*");
     let path = "/spec/template/spec/containers";
-    let containers = object.pointer(path).and_then(Value::as_array).cloned().unwrap_or_default();
-    if let Some(wanted) = container
-        && !containers.iter().any(|c| c["name"] == wanted)
-    {
-        return Err(SetImageError::NoContainer(wanted.to_owned()));
-    }
-    let mut ops = vec![json!({"op": "test", "path": "/metadata/resourceVersion",
-        "value": object["metadata"]["resourceVersion"].clone()})];
+    let (containers, mut ops) = template_containers(object, container)?;
     for (i, c) in containers.iter().enumerate() {
         if container.is_some_and(|wanted| c["name"] != wanted) {
             continue;

@@ -1070,50 +1070,23 @@ fn print_plan(shown: &str, from_file: bool, plan: &Value, status: &Value) {
 
 async fn set_image(session: &Session, args: &SetImageArgs) -> anyhow::Result<()> {
     let (target, assignments) = args.args.split_at(1);
-    let (kind, name) = parse_target(target)?;
-    if kind == Kind::UNITED_DEPLOYMENT {
-        bail!("set image does not support UnitedDeployment: set its subsets' template instead");
-    }
-    let object = serde_json::to_value(session.get(kind, &name).await?)?;
-    match rollout::set_image_patch(&object, assignments).map_err(|e| anyhow!("{e}"))? {
-        Some(patch) => {
-            let patch: json_patch::Patch = serde_json::from_value(patch)?;
-            session
-                .api(kind)
-                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
-                .await?;
-            println!("{} image updated", kind.shown(&name));
-        }
-        None => println!("{} image unchanged", kind.shown(&name)),
-    }
-    Ok(())
+    patch_template(session, target, "image", |object| {
+        rollout::set_image_patch(object, assignments).map_err(|e| anyhow!("{e}"))
+    })
+    .await
 }
 
 async fn set_env(session: &Session, args: &SetEnvArgs) -> anyhow::Result<()> {
     let (target, assignments) = args.args.split_at(1);
-    let (kind, name) = parse_target(target)?;
-    if kind == Kind::UNITED_DEPLOYMENT {
-        bail!("set env does not support UnitedDeployment: set its subsets' template instead");
-    }
-    let object = serde_json::to_value(session.get(kind, &name).await?)?;
-    match rollout::set_env_patch(&object, args.containers.as_deref(), assignments)
-        .map_err(|e| anyhow!("{e}"))?
-    {
-        Some(patch) => {
-            let patch: json_patch::Patch = serde_json::from_value(patch)?;
-            session
-                .api(kind)
-                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
-                .await?;
-            println!("{} env updated", kind.shown(&name));
-        }
-        None => println!("{} env unchanged", kind.shown(&name)),
-    }
-    Ok(())
+    patch_template(session, target, "env", |object| {
+        rollout::set_env_patch(object, args.containers.as_deref(), assignments)
+            .map_err(|e| anyhow!("{e}"))
+    })
+    .await
 }
 
 /// Applies a JSON patch of a workload's template, built from the live object by `build`;
-/// prints kubectl's `updated` line (`what`), or that nothing changed.
+/// prints kubectl's `updated` line (`what`: `image`, `env`, ...), or that nothing changed.
 async fn patch_template(
     session: &Session,
     target: &[String],
@@ -1122,7 +1095,7 @@ async fn patch_template(
 ) -> anyhow::Result<()> {
     let (kind, name) = parse_target(target)?;
     if kind == Kind::UNITED_DEPLOYMENT {
-        bail!("set does not support UnitedDeployment: set its subsets' template instead");
+        bail!("set {what} does not support UnitedDeployment: set its subsets' template instead");
     }
     let object = serde_json::to_value(session.get(kind, &name).await?)?;
     match build(&object)? {
