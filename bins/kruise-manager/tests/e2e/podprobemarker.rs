@@ -209,6 +209,9 @@ fn serverless_pods_are_marked_from_their_provider_conditions() {
     let k = &pg.kubectl;
     let node = k.ok(&["get", "nodes", "-o", "name"]).trim().trim_start_matches("node/").to_owned();
     k.ok(&["label", "node", &node, "type=virtual-kubelet", "--overwrite"]);
+    // The node's NodePodProbe may have been made before it was labelled: it goes, and must
+    // not come back.
+    k.ok(&["delete", "nodepodprobes", "--all"]);
     k.ok_stdin(&["apply", "-f", "-"], MARKER);
     let pod = r#"{"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "vk-pod", "labels": {"app": "web"}},
