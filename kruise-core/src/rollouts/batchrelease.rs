@@ -87,8 +87,8 @@ pub struct Snapshot {
     pub canary: Option<CanaryDeployment>,
 }
 
-/// The owner reference `control-info` holds: this BatchRelease as the workload's controller.
-pub fn control_info(release: &BatchRelease) -> String {
+/// This BatchRelease as the controller owner reference of what it controls.
+fn owner_reference(release: &BatchRelease) -> Value {
     json!({
         "apiVersion": ObjectKind::BATCH_RELEASE.api_version(),
         "kind": ObjectKind::BATCH_RELEASE.kind,
@@ -97,7 +97,11 @@ pub fn control_info(release: &BatchRelease) -> String {
         "controller": true,
         "blockOwnerDeletion": true,
     })
-    .to_string()
+}
+
+/// The owner reference `control-info` holds: this BatchRelease as the workload's controller.
+pub fn control_info(release: &BatchRelease) -> String {
+    owner_reference(release).to_string()
 }
 
 /// The pods batch `batch` (from 0) has on the new revision once done, out of `replicas`:
@@ -608,14 +612,7 @@ impl Planner<'_> {
     /// Creates the canary Deployment of a canary-style release.
     fn create_canary(&mut self, workload: &ReleasedWorkload) {
         let release = self.release().clone();
-        let owner = json!({
-            "apiVersion": ObjectKind::BATCH_RELEASE.api_version(),
-            "kind": ObjectKind::BATCH_RELEASE.kind,
-            "name": release.metadata.name.clone().unwrap_or_default(),
-            "uid": release.metadata.uid.clone().unwrap_or_default(),
-            "controller": true,
-            "blockOwnerDeletion": true,
-        });
+        let owner = owner_reference(&release);
         let Some(spec) = workload.spec.clone() else { return };
         let revision = workload.canary_revision().to_owned();
         let body = super::deployment::canary_deployment(
