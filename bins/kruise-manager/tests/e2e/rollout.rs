@@ -991,15 +991,12 @@ fn a_native_statefulset_is_released_by_partition() {
     });
 }
 
-/// An Advanced DaemonSet over three nodes, released one node first.
-#[test]
-fn an_advanced_daemonset_is_released_node_by_node() {
-    let pg = Playground::start(3, &[]);
-    let k = &pg.kubectl;
-    let daemon_set = |image: &str| {
-        format!(
-            r#"
-apiVersion: apps.kruise.io/v1beta1
+/// A DaemonSet `agent` of `api_version` (`apps/v1` or `apps.kruise.io/v1beta1`) running
+/// `registry.example/agent:v1`.
+fn agent_yaml(api_version: &str) -> String {
+    format!(
+        r#"
+apiVersion: {api_version}
 kind: DaemonSet
 metadata:
   name: agent
@@ -1014,11 +1011,17 @@ spec:
     spec:
       containers:
       - name: main
-        image: {image}
+        image: registry.example/agent:v1
 "#
-        )
-    };
-    k.ok_stdin(&["apply", "-f", "-"], &daemon_set("registry.example/agent:v1"));
+    )
+}
+
+/// An Advanced DaemonSet over three nodes, released one node first.
+#[test]
+fn an_advanced_daemonset_is_released_node_by_node() {
+    let pg = Playground::start(3, &[]);
+    let k = &pg.kubectl;
+    k.ok_stdin(&["apply", "-f", "-"], &agent_yaml("apps.kruise.io/v1beta1"));
     let status =
         |k: &Kubectl| k.json(&["get", "daemonsets.apps.kruise.io", "agent"])["status"].clone();
     wait_for("3 pods ready", Duration::from_secs(60), || {
@@ -1500,25 +1503,7 @@ fn a_cloneset_is_rolled_back_in_batches() {
 fn a_native_daemonset_is_released_node_by_node() {
     let pg = Playground::start(3, &[]);
     let k = &pg.kubectl;
-    let daemon_set = r#"
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: agent
-spec:
-  selector:
-    matchLabels:
-      app: agent
-  template:
-    metadata:
-      labels:
-        app: agent
-    spec:
-      containers:
-      - name: main
-        image: registry.example/agent:v1
-"#;
-    k.ok_stdin(&["apply", "-f", "-"], daemon_set);
+    k.ok_stdin(&["apply", "-f", "-"], &agent_yaml("apps/v1"));
     let status = |k: &Kubectl| k.json(&["get", "daemonsets.apps", "agent"])["status"].clone();
     wait_for("3 pods ready", Duration::from_secs(60), || {
         let s = status(k);
