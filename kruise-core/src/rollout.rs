@@ -926,5 +926,94 @@ pub fn describe_actions(plan: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The rollout ahead ([`crate::workload::forecast`]) as `kubectl kruise plan` prints it:
+/// the budget that spaces the waves (from the workload's `updateStrategy`), one line per
+/// wave with each pod's change, then where the rollout ends and what holds the rest.
+pub fn describe_forecast(
+    ahead: &crate::workload::forecast::Forecast,
+    update_strategy: &Value,
+) -> Vec<String> {
+    use crate::workload::forecast::Change;
+    let mut lines = vec![format!(
+        "the rollout ahead (the planner stepped on a model of the cluster: {} plan{}, {}s):",
+        ahead.rounds,
+        if ahead.rounds == 1 { "" } else { "s" },
+        ahead.elapsed_seconds
+    )];
+    let rolling = &update_strategy["rollingUpdate"];
+    let knobs: Vec<String> = ["partition", "maxUnavailable", "maxSurge", "paused"]
+        .into_iter()
+        .filter_map(|key| {
+            let value = rolling.get(key)?;
+            let shown = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+            Some(format!("{key} {shown}"))
+        })
+        .collect();
+    if !knobs.is_empty() {
+        lines.push(format!(
+            "  {}: each wave waits for the pods before it to be available",
+            knobs.join(", ")
+        ));
+    }
+    if ahead.waves.is_empty() {
+        lines.push("  no pod changes".to_owned());
+    }
+    for (n, wave) in ahead.waves.iter().enumerate() {
+        let pods: Vec<String> = wave
+            .pods
+            .iter()
+            .map(|c| {
+                let at = |text: String| match &c.revision {
+                    Some(revision) => format!("{text} ({revision})"),
+                    None => text,
+                };
+                match c.change {
+                    Change::InPlace => at(format!("{} in place", c.pod)),
+                    Change::Recreate => match &c.replacement {
+                        Some(new) if *new == c.pod => at(format!("{} recreated", c.pod)),
+                        Some(new) => at(format!("{} recreated as {new}", c.pod)),
+                        None => format!("{} deleted to be recreated", c.pod),
+                    },
+                    Change::Create => at(format!("{} created", c.pod)),
+                    Change::Delete => format!("{} deleted", c.pod),
+                    Change::Hook => format!(
+                        "{} held by a lifecycle hook ({})",
+                        c.pod,
+                        c.state.as_deref().unwrap_or_default()
+                    ),
+                }
+            })
+            .collect();
+        lines.push(format!("  wave {} (+{}s): {}", n + 1, wave.at_seconds, pods.join(", ")));
+    }
+    let outcome = &ahead.outcome;
+    let live = ahead.end.pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
+    if let Some(revision) = &outcome.update_revision {
+        let updated = live.saturating_sub(outcome.not_updated.len());
+        lines.push(format!("  then {updated} of {live} pods at {revision}"));
+    }
+    if !outcome.not_updated.is_empty() {
+        let why = if knobs.is_empty() { String::new() } else { format!(" ({})", knobs.join(", ")) };
+        lines.push(format!("  left at another revision{why}: {}", outcome.not_updated.join(", ")));
+    }
+    if !outcome.hooked.is_empty() {
+        let held: Vec<String> =
+            outcome.hooked.iter().map(|(pod, state)| format!("{pod} ({state})")).collect();
+        lines.push(format!("  held by a lifecycle hook: {}", held.join(", ")));
+    }
+    if !outcome.not_ready.is_empty() {
+        lines.push(format!("  not ready at the end: {}", outcome.not_ready.join(", ")));
+    }
+    if let Some(blocked) = &outcome.blocked {
+        lines.push(format!("  blocked: {}", serde_json::to_string(blocked).unwrap_or_default()));
+    }
+    if !outcome.settled {
+        lines.push(
+            "  the forecast stopped at its limits: the rollout goes on beyond them".to_owned(),
+        );
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests;

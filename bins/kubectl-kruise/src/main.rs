@@ -9,6 +9,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use kruise_core::rollout::{self, RolloutStatus};
+use kruise_core::workload::forecast::{Cluster, Forecast, Limits, forecast};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::Value;
 
@@ -952,9 +953,62 @@ async fn with_spec_from(
     Ok(merged)
 }
 
+/// What the planners read besides the workload's own objects: the nodes.
+struct Surroundings {
+    /// Labels of every node, by name.
+    node_labels: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    /// Every node, whole, for the kinds that place a pod per node.
+    nodes: Vec<std::sync::Arc<k8s_openapi::api::core::v1::Node>>,
+}
+
+/// The planner's inputs from the model of the cluster.
+fn inputs_of(cluster: &Cluster, around: &Surroundings) -> kruise_kube::workload::WorkloadInputs {
+    let mut inputs = kruise_kube::workload::WorkloadInputs::default();
+    for pod in &cluster.pods {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        if let Some((name, labels)) = node.and_then(|n| around.node_labels.get_key_value(n)) {
+            inputs.node_labels.insert(name.clone(), labels.clone());
+        }
+    }
+    inputs.pods =
+        cluster.pods.iter().cloned().map(kruise_core::workload::SnapshotPod::from).collect();
+    inputs.pvcs = cluster.pvcs.clone();
+    inputs.revisions = cluster.revisions.clone();
+    inputs.image_pull_jobs = cluster.image_pull_jobs.clone();
+    inputs.nodes = around.nodes.clone();
+    inputs
+}
+
+/// One plan of the workload the model holds, made by the manager's own planner.
+fn planned<W: kruise_kube::workload::WorkloadKind>(
+    cluster: &Cluster,
+    around: &Surroundings,
+    settings: &kruise_kube::controller::ControllerSettings,
+) -> kruise_core::workload::Plan<W::Status> {
+    match serde_json::from_value::<W>(cluster.workload.clone()) {
+        Ok(set) => set.plan(inputs_of(cluster, around), settings, cluster.now),
+        Err(error) => {
+            let mut plan = kruise_core::workload::Plan::empty(Default::default());
+            plan.blocked =
+                Some(kruise_core::workload::Blocked::Invalid { message: error.to_string() });
+            plan
+        }
+    }
+}
+
+/// The next plan, as JSON, and the rollout ahead.
+fn next_and_ahead<W: kruise_kube::workload::WorkloadKind>(
+    cluster: Cluster,
+    around: &Surroundings,
+    settings: &kruise_kube::controller::ControllerSettings,
+) -> anyhow::Result<(Value, Forecast)> {
+    let next = serde_json::to_value(planned::<W>(&cluster, around, settings))?;
+    let ahead = forecast(cluster, Limits::default(), |c| planned::<W>(c, around, settings));
+    Ok((next, ahead))
+}
+
 async fn plan(session: &Session, args: &PlanArgs) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
-    use kruise_kube::workload::{WorkloadInputs, WorkloadKind};
     let (kind, name) = parse_target(&args.target.resource)?;
     if !matches!(kind, Kind::CLONESET | Kind::ADVANCED_STATEFULSET | Kind::ADVANCED_DAEMONSET) {
         bail!(
@@ -970,56 +1024,53 @@ async fn plan(session: &Session, args: &PlanArgs) -> anyhow::Result<()> {
         Some(file) => with_spec_from(&object, file, &gates).await?,
         None => serde_json::to_value(&object)?,
     };
-    let mut inputs = WorkloadInputs::default();
-    let pods = controlled::<Pod>(session, &uid).await?;
-    inputs.pvcs = controlled::<PersistentVolumeClaim>(session, &uid).await?;
-    inputs.revisions = controlled::<ControllerRevision>(session, &uid).await?;
+    let status = workload["status"].clone();
+    let mut cluster = Cluster::new(workload, jiff::Timestamp::now());
+    cluster.pods = controlled::<Pod>(session, &uid).await?;
+    cluster.pvcs = controlled::<PersistentVolumeClaim>(session, &uid).await?;
+    cluster.revisions = controlled::<ControllerRevision>(session, &uid).await?;
     let nodes: Api<Node> = Api::all(session.client.clone());
     let nodes = nodes.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
-    for node in &nodes {
-        let node_name = node.metadata.name.clone().unwrap_or_default();
-        if pods.iter().any(|p| {
-            p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name.as_str())
-        }) {
-            inputs.node_labels.insert(node_name, node.metadata.labels.clone().unwrap_or_default());
-        }
-    }
-    inputs.pods = pods.into_iter().map(kruise_core::workload::SnapshotPod::from).collect();
+    cluster.nodes = nodes.iter().filter_map(|n| n.metadata.name.clone()).collect();
+    let around = Surroundings {
+        node_labels: nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.metadata.name.clone().unwrap_or_default(),
+                    n.metadata.labels.clone().unwrap_or_default(),
+                )
+            })
+            .collect(),
+        // Only the Advanced DaemonSet reads every node (the controller's `READS_NODES`).
+        nodes: if kind == Kind::ADVANCED_DAEMONSET {
+            nodes.into_iter().map(std::sync::Arc::new).collect()
+        } else {
+            Vec::new()
+        },
+    };
     let mut settings = kruise_kube::controller::ControllerSettings::default();
     settings.gates = gates;
-    let now = jiff::Timestamp::now();
-    let (plan, status) = match kind {
+    let (next, ahead) = match kind {
         Kind::CLONESET => {
-            let set: kruise_api::apps::v1beta1::CloneSet = serde_json::from_value(workload)?;
-            (
-                serde_json::to_value(set.plan(inputs, &settings, now))?,
-                serde_json::to_value(&set.status)?,
-            )
+            next_and_ahead::<kruise_api::apps::v1beta1::CloneSet>(cluster, &around, &settings)?
         }
         Kind::ADVANCED_STATEFULSET => {
-            let set: kruise_api::apps::v1beta1::StatefulSet = serde_json::from_value(workload)?;
-            (
-                serde_json::to_value(set.plan(inputs, &settings, now))?,
-                serde_json::to_value(&set.status)?,
-            )
+            next_and_ahead::<kruise_api::apps::v1beta1::StatefulSet>(cluster, &around, &settings)?
         }
-        Kind::ADVANCED_DAEMONSET => {
-            inputs.nodes = nodes.into_iter().map(std::sync::Arc::new).collect();
-            let set: kruise_api::apps::v1beta1::DaemonSet = serde_json::from_value(workload)?;
-            (
-                serde_json::to_value(set.plan(inputs, &settings, now))?,
-                serde_json::to_value(&set.status)?,
-            )
-        }
-        other => bail!(
-            "plan supports CloneSet, Advanced StatefulSet and Advanced DaemonSet, not {}",
-            other.shown(&name)
-        ),
+        _ => next_and_ahead::<kruise_api::apps::v1beta1::DaemonSet>(cluster, &around, &settings)?,
     };
+    let whole = serde_json::json!({"next": next, "ahead": ahead});
     match args.output.as_deref() {
-        Some("json") => println!("{}", serde_json::to_string_pretty(&plan)?),
-        Some(_) => print!("{}", serde_yaml::to_string(&plan)?),
-        None => print_plan(&kind.shown(&name), args.file.is_some(), &plan, &status),
+        Some("json") => println!("{}", serde_json::to_string_pretty(&whole)?),
+        Some(_) => print!("{}", serde_yaml::to_string(&whole)?),
+        None => {
+            print_plan(&kind.shown(&name), args.file.is_some(), &next, &status);
+            let strategy = &ahead.end.workload["spec"]["updateStrategy"];
+            for line in rollout::describe_forecast(&ahead, strategy) {
+                println!("{line}");
+            }
+        }
     }
     Ok(())
 }

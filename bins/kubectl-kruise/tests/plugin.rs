@@ -332,7 +332,10 @@ fn plan_runs_the_managers_planner_on_the_live_objects() {
     let json: Value =
         serde_json::from_str(&env.ok(&["kruise", "plan", "cloneset/web", "-o", "json"]))
             .expect("JSON");
-    assert_eq!(json["actions"].as_array().map(Vec::len), Some(4), "{json}");
+    assert_eq!(json["next"]["actions"].as_array().map(Vec::len), Some(4), "{json}");
+    // Ahead: the three pods created, in one wave.
+    assert_eq!(json["ahead"]["waves"].as_array().map(Vec::len), Some(1), "{json}");
+    assert_eq!(json["ahead"]["waves"][0]["pods"].as_array().map(Vec::len), Some(3), "{json}");
     // What applying a file would do: five replicas, the file's spec defaulted by the webhook.
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("five.yaml");
@@ -553,4 +556,159 @@ fn set_serviceaccount_and_resources_and_scale() {
         service["spec"]["ports"][0],
         json!({"port": 80, "targetPort": 8080, "protocol": "TCP"})
     );
+}
+
+/// The manager (every controller, no webhooks) in a thread of its own against `env`'s server.
+fn start_manager(env: &Env) -> std::sync::mpsc::Sender<()> {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let kubeconfig = env.kubeconfig.clone();
+    std::thread::spawn(move || {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        runtime.block_on(async move {
+            let file = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
+            let config = kube::Config::from_custom_kubeconfig(file, &Default::default())
+                .await
+                .expect("config");
+            let client = kube::Client::try_from(config).expect("client");
+            let shutdown = async move {
+                let _ = tokio::task::spawn_blocking(move || stopped.recv()).await;
+            };
+            let config = kruise_kube::manager::ManagerConfig::default();
+            kruise_kube::manager::run(client, config, shutdown, None).await.expect("manager runs");
+        });
+    });
+    stop
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `plan -f` on a CloneSet held mid-rollout by its partition prints the waves of in-place
+/// updates that lowering the partition starts; the manager then updates the pods in exactly
+/// that order (one a wave, maxUnavailable 1), as a watch of the pods shows.
+#[test]
+fn plan_forecasts_the_waves_the_manager_then_follows() {
+    let env = Env::new();
+    let _manager = start_manager(&env);
+    // As the manager's webhooks default it (this test runs the controllers only), so that the
+    // live template and the file's, defaulted by `plan -f`, are the same.
+    let web = |image: &str, partition: i32| {
+        let mut set = cloneset(image, partition);
+        set["spec"]["replicas"] = json!(5);
+        set["spec"]["updateStrategy"] = json!({"rollingUpdate": {
+            "partition": partition, "maxUnavailable": 1, "podUpdatePolicy": "InPlaceIfPossible"}});
+        let out =
+            env.kubectl(&["kruise", "validate", "-f", "-", "-o", "json"], Some(&set.to_string()));
+        assert!(out.ok, "{}", out.stderr);
+        let list: Value = serde_json::from_str(&out.stdout).expect("JSON");
+        list["items"][0].clone()
+    };
+    let status = |key: &str| env.json(&["get", "cloneset", "web"])["status"][key].clone();
+    env.apply(&web("registry.example/web:v1", 3));
+    wait_until("five ready pods", || status("readyReplicas") == 5);
+    // Mid-rollout: the partition keeps three of five at v1.
+    env.apply(&web("registry.example/web:v2", 3));
+    wait_until("two updated pods", || {
+        status("updatedReadyReplicas") == 2 && status("readyReplicas") == 5
+    });
+    let out = env.ok(&["kruise", "plan", "cloneset/web"]);
+    assert!(out.contains("  no pod changes\n"), "{out}");
+    assert!(out.contains("  then 2 of 5 pods at web-"), "{out}");
+    let left = out.lines().find(|l| l.starts_with("  left at another revision")).expect(&out);
+    assert!(
+        left.starts_with(
+            "  left at another revision (partition 3, maxUnavailable 1, maxSurge 0): "
+        ),
+        "{out}"
+    );
+    assert_eq!(left.matches("web-").count(), 3, "{out}");
+
+    // What lowering the partition to 0 would do.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("all.yaml");
+    std::fs::write(&file, web("registry.example/web:v2", 0).to_string()).expect("written");
+    let path = file.to_str().expect("a path");
+    let text = env.ok(&["kruise", "plan", "cloneset/web", "-f", path]);
+    eprintln!("{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("  wave ")).count(), 3, "{text}");
+    assert!(text.contains("  then 5 of 5 pods at web-"), "{text}");
+    let ahead: Value = serde_json::from_str(&env.ok(&[
+        "kruise",
+        "plan",
+        "cloneset/web",
+        "-f",
+        path,
+        "-o",
+        "json",
+    ]))
+    .expect("JSON");
+    let revision =
+        ahead["ahead"]["outcome"]["updateRevision"].as_str().expect("a revision").to_owned();
+    let mut forecast = Vec::new();
+    for wave in ahead["ahead"]["waves"].as_array().expect("waves") {
+        let pods = wave["pods"].as_array().expect("pods");
+        assert_eq!(pods.len(), 1, "maxUnavailable 1: {ahead}");
+        assert_eq!(pods[0]["change"], "inPlace", "{ahead}");
+        forecast.push(pods[0]["pod"].as_str().expect("a name").to_owned());
+    }
+    assert_eq!(status("readyReplicas"), 5, "plan wrote nothing");
+
+    // The pods as the API server changes them, in its order.
+    let plugin_dir = tempfile::tempdir().expect("tempdir");
+    let events = plugin_dir.path().join("events.json");
+    let mut watch = Command::new("kubectl")
+        .args(["get", "pods", "-l", "app=web", "-w", "--output-watch-events", "-o", "json"])
+        .env("KUBECONFIG", &env.kubeconfig)
+        .env("HOME", env.dir.path())
+        .stdout(std::fs::File::create(&events).expect("events file"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl watches");
+    // The watch has listed the five pods before the change.
+    wait_until("the watch's first events", || {
+        std::fs::read_to_string(&events).is_ok_and(|t| t.matches("\"ADDED\"").count() >= 5)
+    });
+    env.ok(&["apply", "-f", path]);
+    wait_until("five updated pods", || {
+        let set = env.json(&["get", "cloneset", "web"]);
+        set["status"]["updatedReadyReplicas"] == 5
+            && set["status"]["observedGeneration"] == set["metadata"]["generation"]
+    });
+    wait_until("the watch to see them", || {
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        serde_json::Deserializer::from_str(&text)
+            .into_iter::<Value>()
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e["object"]["metadata"]["labels"]["controller-revision-hash"] == revision.as_str()
+            })
+            .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or_default().to_owned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            == 5
+    });
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let text = std::fs::read_to_string(&events).expect("events");
+    let mut order: Vec<String> = Vec::new();
+    let mut before = std::collections::BTreeSet::new();
+    for event in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
+        let event = event.expect("a watch event");
+        let pod = &event["object"];
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let updated = pod["metadata"]["labels"]["controller-revision-hash"] == revision.as_str();
+        if event["type"] == "ADDED" && updated {
+            before.insert(name);
+        } else if updated && !before.contains(&name) && !order.contains(&name) {
+            order.push(name);
+        }
+    }
+    assert_eq!(before.len(), 2, "two pods were updated before the plan");
+    assert_eq!(order, forecast, "the manager's order against the forecast");
 }

@@ -8,6 +8,7 @@
 
 mod adopt;
 mod facts;
+pub mod forecast;
 pub mod inplace;
 mod plan;
 pub(crate) mod predownload;

@@ -1,0 +1,246 @@
+//! The rollout ahead (`kruise_core::workload::forecast`) with the CloneSet planner: waves of a
+//! scale-out, of in-place and recreate updates under maxUnavailable and a partition, a hook
+//! that holds pods, and properties over random CloneSets.
+
+use std::collections::BTreeSet;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kruise_api::apps::v1beta1::CloneSet;
+use kruise_core::cloneset::{CloneSetPlan, CloneSetSnapshot, SnapshotPod, plan};
+use kruise_core::workload::forecast::{Change, Cluster, Forecast, Limits, forecast};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn now() -> Timestamp {
+    Timestamp::from_second(1_714_557_600).expect("valid")
+}
+
+fn cloneset(replicas: i32, image: &str, strategy: Value) -> Value {
+    let set: CloneSet = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1",
+        "kind": "CloneSet",
+        "metadata": {"name": "web", "namespace": "default", "uid": "cs-uid", "generation": 1},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": image}]}
+            },
+            "updateStrategy": {"rollingUpdate": strategy},
+        }
+    }))
+    .expect("a CloneSet");
+    let _: &ObjectMeta = &set.metadata;
+    serde_json::to_value(set).expect("encode")
+}
+
+fn planner(cluster: &Cluster) -> CloneSetPlan {
+    let set: CloneSet = serde_json::from_value(cluster.workload.clone()).expect("the CloneSet");
+    let mut snapshot = CloneSetSnapshot::new(set);
+    snapshot.pods = cluster.pods.iter().cloned().map(SnapshotPod::from).collect();
+    snapshot.pvcs = cluster.pvcs.clone();
+    snapshot.revisions = cluster.revisions.clone();
+    snapshot.image_pull_jobs = cluster.image_pull_jobs.clone();
+    plan(&snapshot, cluster.now)
+}
+
+/// `replicas` pods running `app:v1`, then the template moved to `app:v2` with `strategy`:
+/// the forecast of that update.
+fn update(replicas: i32, strategy: Value) -> (Forecast, Forecast) {
+    let created = forecast(
+        Cluster::new(cloneset(replicas, "app:v1", strategy.clone()), now()),
+        Limits::default(),
+        planner,
+    );
+    let mut cluster = created.end.clone();
+    let status = cluster.workload["status"].clone();
+    cluster.workload = cloneset(replicas, "app:v2", strategy);
+    cluster.workload["status"] = status;
+    cluster.workload["metadata"]["generation"] = json!(2);
+    (created.clone(), forecast(cluster, Limits::default(), planner))
+}
+
+fn changes(f: &Forecast) -> Vec<Vec<(String, Change)>> {
+    f.waves
+        .iter()
+        .map(|w| w.pods.iter().map(|c| (c.pod.clone(), c.change.clone())).collect())
+        .collect()
+}
+
+#[test]
+fn a_scale_out_is_one_wave_of_creations() {
+    let (created, _) = update(4, json!({}));
+    assert_eq!(created.waves.len(), 1, "{:#?}", created.waves);
+    let wave = &created.waves[0];
+    assert_eq!(wave.pods.len(), 4);
+    assert!(wave.pods.iter().all(|c| c.change == Change::Create && c.revision.is_some()));
+    assert!(created.outcome.settled);
+    assert!(created.outcome.not_ready.is_empty(), "{:?}", created.outcome);
+    assert_eq!(created.status["readyReplicas"], 4);
+}
+
+#[test]
+fn in_place_updates_go_one_pod_a_wave_and_stop_at_the_partition() {
+    let (created, ahead) = update(
+        4,
+        json!({"podUpdatePolicy": "InPlaceIfPossible", "partition": 1, "maxUnavailable": 1}),
+    );
+    let waves = changes(&ahead);
+    assert_eq!(waves.len(), 3, "{waves:#?}");
+    for wave in &waves {
+        assert_eq!(wave.len(), 1, "{waves:#?}");
+        assert_eq!(wave[0].1, Change::InPlace);
+    }
+    let names: BTreeSet<_> = waves.iter().map(|w| w[0].0.clone()).collect();
+    assert_eq!(names.len(), 3, "three different pods");
+    // The same pods: updated in place, nothing created or deleted.
+    let before: BTreeSet<_> =
+        created.end.pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+    let after: BTreeSet<_> =
+        ahead.end.pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+    assert_eq!(before, after);
+    assert!(ahead.outcome.settled);
+    assert_eq!(ahead.outcome.not_updated.len(), 1, "the partition keeps one: {:?}", ahead.outcome);
+    assert!(!names.contains(&ahead.outcome.not_updated[0]));
+    assert!(ahead.outcome.not_ready.is_empty(), "{:?}", ahead.outcome);
+    assert_eq!(ahead.status["updatedReadyReplicas"], 3);
+}
+
+#[test]
+fn recreate_updates_name_their_replacements() {
+    let (created, ahead) = update(4, json!({"podUpdatePolicy": "ReCreate", "maxUnavailable": 2}));
+    let recreated: Vec<_> = ahead.waves.iter().flat_map(|w| &w.pods).collect();
+    assert_eq!(recreated.len(), 4, "{:#?}", ahead.waves);
+    for wave in &ahead.waves {
+        assert!(wave.pods.len() <= 2, "maxUnavailable 2: {:#?}", ahead.waves);
+    }
+    let old: BTreeSet<_> =
+        created.end.pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+    for change in recreated {
+        assert_eq!(change.change, Change::Recreate);
+        assert!(old.contains(&change.pod));
+        // Ids are derived from the CloneSet's UID: a freed one may come back.
+        let new = change.replacement.as_ref().expect("each has a replacement");
+        let pod = ahead.end.pods.iter().find(|p| p.metadata.name.as_ref() == Some(new));
+        let before =
+            created.end.pods.iter().find(|p| p.metadata.name.as_ref() == Some(&change.pod));
+        let uid =
+            |p: Option<&k8s_openapi::api::core::v1::Pod>| p.and_then(|p| p.metadata.uid.clone());
+        assert!(uid(pod).is_some() && uid(pod) != uid(before), "{new} is a new pod");
+        assert_eq!(change.revision.as_deref(), ahead.outcome.update_revision.as_deref());
+    }
+    assert!(ahead.outcome.not_updated.is_empty(), "{:?}", ahead.outcome);
+    assert_eq!(ahead.end.pods.len(), 4);
+}
+
+#[test]
+fn a_hook_that_holds_pods_is_where_the_rollout_stops() {
+    let strategy = json!({"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 2});
+    let created = forecast(
+        Cluster::new(cloneset(2, "app:v1", strategy.clone()), now()),
+        Limits::default(),
+        planner,
+    );
+    let mut cluster = created.end.clone();
+    let status = cluster.workload["status"].clone();
+    cluster.workload = cloneset(2, "app:v2", strategy);
+    cluster.workload["spec"]["lifecycle"] =
+        json!({"inPlaceUpdate": {"labelsHandler": {"example.io/hold": "true"}}});
+    cluster.workload["status"] = status;
+    for pod in &mut cluster.pods {
+        pod.metadata.labels.get_or_insert_default().insert("example.io/hold".into(), "true".into());
+    }
+    let ahead = forecast(cluster, Limits::default(), planner);
+    assert!(ahead.outcome.settled);
+    assert_eq!(ahead.outcome.hooked.len(), 2, "{:?}", ahead.outcome);
+    assert!(ahead.outcome.hooked.values().all(|s| s == "PreparingUpdate"));
+    assert_eq!(ahead.outcome.not_updated.len(), 2);
+    let first = &ahead.waves[0];
+    assert!(first.pods.iter().all(|c| c.change == Change::Hook), "{:#?}", ahead.waves);
+}
+
+#[test]
+fn min_ready_seconds_spaces_the_waves() {
+    let strategy = json!({"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1});
+    let created = forecast(
+        Cluster::new(cloneset(3, "app:v1", strategy.clone()), now()),
+        Limits::default(),
+        planner,
+    );
+    let mut cluster = created.end.clone();
+    let status = cluster.workload["status"].clone();
+    cluster.workload = cloneset(3, "app:v2", strategy);
+    cluster.workload["spec"]["minReadySeconds"] = json!(30);
+    cluster.workload["status"] = status;
+    // The pods have been available for long.
+    cluster.now += jiff::SignedDuration::from_secs(3600);
+    let ahead = forecast(cluster, Limits::default(), planner);
+    assert_eq!(ahead.waves.len(), 3, "{:#?}", ahead.waves);
+    for pair in ahead.waves.windows(2) {
+        assert!(pair[1].at_seconds - pair[0].at_seconds >= 30, "{:#?}", ahead.waves);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Any update of a CloneSet on the model settles with what the partition keeps on the old
+    /// revision and the rest on the new; no wave starts more updates than maxUnavailable
+    /// (plus maxSurge for recreate) allows; no pod is updated twice; and forecasting again from
+    /// the end changes nothing.
+    #[test]
+    fn forecasts_settle_within_the_budget(
+        replicas in 1i32..7,
+        max_unavailable in 1i32..4,
+        max_surge in 0i32..3,
+        partition in 0i32..8,
+        in_place in any::<bool>(),
+    ) {
+        let strategy = json!({
+            "podUpdatePolicy": if in_place { "InPlaceIfPossible" } else { "ReCreate" },
+            "maxUnavailable": max_unavailable,
+            "maxSurge": max_surge,
+            "partition": partition,
+        });
+        let (_, ahead) = update(replicas, strategy);
+        prop_assert!(ahead.outcome.settled, "{:?}", ahead.outcome);
+        let keep = usize::try_from(partition.min(replicas)).unwrap_or(0);
+        prop_assert_eq!(ahead.outcome.not_updated.len(), keep, "{:?}", ahead.outcome);
+        prop_assert!(ahead.outcome.not_ready.is_empty(), "{:?}", ahead.outcome);
+        let mut updated = BTreeSet::new();
+        for wave in &ahead.waves {
+            let starts = wave.pods.iter().filter(|c| matches!(c.change, Change::InPlace | Change::Recreate)).count();
+            let budget = usize::try_from(max_unavailable + max_surge).unwrap_or(0);
+            prop_assert!(starts <= budget, "{:#?}", ahead.waves);
+            for c in wave.pods.iter().filter(|c| matches!(c.change, Change::InPlace | Change::Recreate)) {
+                prop_assert!(updated.insert(c.pod.clone()), "{} updated twice: {:#?}", c.pod, ahead.waves);
+            }
+        }
+        let again = forecast(ahead.end.clone(), Limits::default(), planner);
+        prop_assert!(again.waves.is_empty(), "{:#?}", again.waves);
+    }
+}
+
+/// What `kubectl kruise plan` prints of the rollout ahead, for the manual's in-place update
+/// with a partition, and for a recreate update with a surge.
+#[test]
+fn the_rollout_ahead_as_printed() {
+    let (_, in_place) = update(
+        4,
+        json!({"podUpdatePolicy": "InPlaceIfPossible", "partition": 1, "maxUnavailable": 1}),
+    );
+    let strategy = &in_place.end.workload["spec"]["updateStrategy"];
+    insta::assert_snapshot!(
+        "in_place_with_partition",
+        kruise_core::rollout::describe_forecast(&in_place, strategy).join("\n")
+    );
+    let (_, recreate) =
+        update(3, json!({"podUpdatePolicy": "ReCreate", "maxUnavailable": 0, "maxSurge": 1}));
+    let strategy = &recreate.end.workload["spec"]["updateStrategy"];
+    insta::assert_snapshot!(
+        "recreate_with_surge",
+        kruise_core::rollout::describe_forecast(&recreate, strategy).join("\n")
+    );
+}
