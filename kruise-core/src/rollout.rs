@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 use crate::intstr::{Rounding, scaled_value};
 
+pub mod migrate;
+
 /// The template annotation `rollout restart` sets, as upstream's plugin names it.
 pub const RESTARTED_AT: &str = "kubectl.kruise.io/restartedAt";
 

@@ -65,6 +65,40 @@ enum Command {
     Scale(ScaleArgs),
     /// Expose a workload as a new Service selecting its pods.
     Expose(ExposeArgs),
+    /// Migrate from a Kubernetes Deployment to a CloneSet: `--create` makes the CloneSet,
+    /// then a run without it moves the replicas, the CloneSet growing by at most --max-surge
+    /// before the Deployment gives up as many, once the CloneSet's pods are available.
+    Migrate(MigrateArgs),
+}
+
+#[derive(Args, Debug)]
+struct MigrateArgs {
+    /// The kind to migrate to: CloneSet.
+    kind: Vec<String>,
+    /// The kind to migrate from: Deployment.
+    #[arg(long, default_value = "")]
+    from: String,
+    /// The name of the Deployment.
+    #[arg(long, default_value = "")]
+    src_name: String,
+    /// The name of the CloneSet.
+    #[arg(long, default_value = "")]
+    dst_name: String,
+    /// Create the CloneSet from the Deployment, with replicas=0 (and move none).
+    #[arg(long)]
+    create: bool,
+    /// With --create, copy the Deployment's replicas instead of 0.
+    #[arg(long)]
+    copy: bool,
+    /// How many replicas to migrate; -1 for all of the Deployment's.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    replicas: i32,
+    /// At most this many CloneSet replicas ahead of the Deployment's scale-in.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    max_surge: i32,
+    /// Give up after this long; -1 for never.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    timeout_seconds: i64,
 }
 
 #[derive(Args, Debug)]
@@ -340,6 +374,13 @@ struct Kind {
 impl Kind {
     const CLONESET: Kind =
         Kind { kind: "CloneSet", group: "apps.kruise.io", version: "v1beta1", plural: "clonesets" };
+    /// A CloneSet at v1alpha1 (what `migrate --create` writes, as upstream's does).
+    const CLONESET_V1ALPHA1: Kind = Kind {
+        kind: "CloneSet",
+        group: "apps.kruise.io",
+        version: "v1alpha1",
+        plural: "clonesets",
+    };
     const ADVANCED_STATEFULSET: Kind = Kind {
         kind: "StatefulSet",
         group: "apps.kruise.io",
@@ -1201,6 +1242,104 @@ async fn scale(session: &Session, args: &ScaleArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `migrate CloneSet --from Deployment`: checks the flags in upstream's order and words, then
+/// creates the CloneSet (`--create`) or moves the replicas step by step
+/// ([`rollout::migrate::migration_step`]), each write a merge patch guarded by the object's
+/// resourceVersion (a conflict is read again, not counted).
+async fn migrate(session: &Session, args: &MigrateArgs) -> anyhow::Result<()> {
+    use rollout::migrate::{Migration, MigrationStep, Replicas, after, migration_step};
+    match args.kind.as_slice() {
+        [] => bail!("must specify workload type like CloneSet"),
+        [_] => {}
+        _ => bail!("more than one given args"),
+    }
+    if args.from.is_empty() {
+        bail!("must specify --from");
+    }
+    if args.src_name.is_empty() {
+        bail!("must specify --src-name");
+    }
+    if args.dst_name.is_empty() {
+        bail!("must specify --dst-name");
+    }
+    if !matches!(args.kind[0].as_str(), "CloneSet" | "cloneset" | "clone") {
+        bail!("currently only supported CloneSet as dst type");
+    }
+    if !matches!(args.from.as_str(), "Deployment" | "deployment") {
+        bail!("currently only supported Deployment as src type");
+    }
+    let (src, dst) = (args.src_name.as_str(), args.dst_name.as_str());
+    let deployment = serde_json::to_value(session.get(Kind::DEPLOYMENT, src).await?)?;
+    if args.create {
+        if session.api(Kind::CLONESET).get_opt(dst).await?.is_some() {
+            bail!("cloneset {}/{dst} already exists", session.namespace);
+        }
+        let body = rollout::migrate::cloneset_from_deployment(&deployment, dst, args.copy);
+        create_object(session, Kind::CLONESET_V1ALPHA1, body).await?;
+        println!("Successfully created from Deployment/{src} to CloneSet/{dst}");
+        return Ok(());
+    }
+    session.get(Kind::CLONESET, dst).await?;
+    let failed = |e: rollout::migrate::MigrateError| anyhow!("failed to migrate: {e}");
+    let replicas = (args.replicas >= 0).then_some(args.replicas);
+    let mut migration = Migration::start(src, &Replicas::of(&deployment), replicas, args.max_surge)
+        .map_err(failed)?;
+    let deadline = (args.timeout_seconds > 0)
+        .then(|| Instant::now() + Duration::from_secs(args.timeout_seconds.unsigned_abs()));
+    let mut shown = (0, 0);
+    loop {
+        let deployment = serde_json::to_value(session.get(Kind::DEPLOYMENT, src).await?)?;
+        let cloneset = serde_json::to_value(session.get(Kind::CLONESET, dst).await?)?;
+        let step =
+            migration_step(&migration, src, &Replicas::of(&deployment), &Replicas::of(&cloneset))
+                .map_err(failed)?;
+        let write = match &step {
+            MigrationStep::Done => break,
+            MigrationStep::Wait(_) => None,
+            MigrationStep::ScaleCloneSet { replicas, .. } => {
+                Some((Kind::CLONESET, dst, &cloneset, *replicas))
+            }
+            MigrationStep::ScaleDeployment { replicas, .. } => {
+                Some((Kind::DEPLOYMENT, src, &deployment, *replicas))
+            }
+        };
+        if let Some((kind, name, object, replicas)) = write {
+            let patch = serde_json::json!({
+                "metadata": {"resourceVersion": object["metadata"]["resourceVersion"]},
+                "spec": {"replicas": replicas},
+            });
+            match session
+                .api(kind)
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => migration = after(&migration, &step),
+                // Read again: someone else wrote in between.
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(anyhow!("failed to migrate: {e}")),
+            }
+        }
+        if (migration.scaled_in, migration.scaled_out) != shown {
+            shown = (migration.scaled_in, migration.scaled_out);
+            println!(
+                "Migration progress: Deployment/{src} scale in {}, CloneSet/{dst} scale out {}",
+                shown.0, shown.1
+            );
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            bail!("failed to migrate: task timeout exceeded");
+        }
+        if write.is_none() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    println!(
+        "Successfully migrated {} replicas from Deployment/{src} to CloneSet/{dst}",
+        migration.scaled_out
+    );
+    Ok(())
+}
+
 fn get_all(cli: &Cli, args: &GetArgs) -> anyhow::Result<()> {
     if args.what != "all" {
         bail!("kubectl kruise get supports `all`; use kubectl get for {:?}", args.what);
@@ -1342,6 +1481,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Scale(args) => scale(&session, args).await,
+        Command::Migrate(args) => migrate(&session, args).await,
         Command::Expose(args) => expose(&session, args).await,
         Command::Get(args) => get_all(&cli, args),
         Command::Create(CreateCommand::Job(args)) => create_from(&session, args, false).await,

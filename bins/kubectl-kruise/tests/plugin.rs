@@ -712,3 +712,157 @@ fn plan_forecasts_the_waves_the_manager_then_follows() {
     assert_eq!(before.len(), 2, "two pods were updated before the plan");
     assert_eq!(order, forecast, "the manager's order against the forecast");
 }
+
+/// Ready pods over a pod watch's events (kubectl's `-w --output-watch-events -o json`): the
+/// fewest at any moment after the first `listed` events (the initial listing).
+fn fewest_ready(events: &str, listed: usize) -> usize {
+    let mut ready = std::collections::BTreeMap::new();
+    let mut fewest = usize::MAX;
+    for (i, event) in serde_json::Deserializer::from_str(events).into_iter::<Value>().enumerate() {
+        let event = event.expect("a watch event");
+        let pod = &event["object"];
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let is_ready = pod["metadata"]["deletionTimestamp"].is_null()
+            && pod["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        if event["type"] == "DELETED" {
+            ready.remove(&name);
+        } else {
+            ready.insert(name, is_ready);
+        }
+        if i + 1 >= listed {
+            fewest = fewest.min(ready.values().filter(|r| **r).count());
+        }
+    }
+    fewest
+}
+
+/// `migrate CloneSet --from Deployment`: the flags checked in upstream's words, `--create`
+/// makes the CloneSet with no replicas, then a run moves the Deployment's five pods to it
+/// with never fewer than four ready (a watch of the pods counts them throughout).
+#[test]
+fn migrate_moves_a_deployments_pods_to_a_cloneset() {
+    let env = Env::new();
+    let _manager = start_manager(&env);
+    env.apply(&json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "main", "image": "registry.example/web:v1"}]}}},
+    }));
+    let get = |kind: &str, name: &str| env.json(&["get", kind, name]);
+    wait_until("five available Deployment pods", || {
+        get("deployment", "web")["status"]["availableReplicas"] == 5
+    });
+    let refused = |args: &[&str], message: &str| {
+        let mut all = vec!["kruise", "migrate"];
+        all.extend(args);
+        let out = env.kubectl(&all, None);
+        assert!(!out.ok, "{args:?} is refused");
+        assert_eq!(out.stderr.trim_end(), format!("error: {message}"), "{args:?}");
+    };
+    refused(&["CloneSet", "--from", "Deployment"], "must specify --src-name");
+    refused(&["CloneSet", "--src-name", "web"], "must specify --from");
+    refused(
+        &["StatefulSet", "--from", "Deployment", "--src-name", "web", "--dst-name", "x"],
+        "currently only supported CloneSet as dst type",
+    );
+    refused(
+        &["CloneSet", "--from", "ReplicaSet", "--src-name", "web", "--dst-name", "x"],
+        "currently only supported Deployment as src type",
+    );
+    refused(
+        &["CloneSet", "--from", "Deployment", "--src-name", "web", "--dst-name", "web-cs"],
+        "clonesets.apps.kruise.io \"web-cs\" not found",
+    );
+    let create = [
+        "kruise",
+        "migrate",
+        "CloneSet",
+        "--from",
+        "Deployment",
+        "--src-name",
+        "web",
+        "--dst-name",
+        "web-cs",
+        "--create",
+    ];
+    assert_eq!(env.ok(&create), "Successfully created from Deployment/web to CloneSet/web-cs\n");
+    let cs = get("cloneset", "web-cs");
+    assert_eq!(cs["spec"]["replicas"], 0);
+    assert_eq!(cs["spec"]["selector"], json!({"matchLabels": {"app": "web"}}));
+    refused(&create[2..], "cloneset default/web-cs already exists");
+    refused(
+        &[
+            "CloneSet",
+            "--from",
+            "Deployment",
+            "--src-name",
+            "web",
+            "--dst-name",
+            "web-cs",
+            "--replicas",
+            "6",
+        ],
+        "failed to migrate: --replicas 6 is more than deployment/web has: 5 (spec.replicas)",
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = dir.path().join("events.json");
+    let mut watch = Command::new("kubectl")
+        .args(["get", "pods", "-l", "app=web", "-w", "--output-watch-events", "-o", "json"])
+        .env("KUBECONFIG", &env.kubeconfig)
+        .env("HOME", env.dir.path())
+        .stdout(std::fs::File::create(&events).expect("events file"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl watches");
+    wait_until("the watch's first events", || {
+        std::fs::read_to_string(&events).is_ok_and(|t| t.matches("\"ADDED\"").count() >= 5)
+    });
+    let out = env.ok(&[
+        "kruise",
+        "migrate",
+        "CloneSet",
+        "--from",
+        "Deployment",
+        "--src-name",
+        "web",
+        "--dst-name",
+        "web-cs",
+        "--max-surge",
+        "1",
+        "--timeout-seconds",
+        "120",
+    ]);
+    eprintln!("{out}");
+    assert!(
+        out.ends_with("Successfully migrated 5 replicas from Deployment/web to CloneSet/web-cs\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Migration progress: Deployment/web scale in 5, CloneSet/web-cs scale out 5\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(get("deployment", "web")["spec"]["replicas"], 0);
+    wait_until("five available CloneSet pods and no Deployment pod", || {
+        let pods = env.json(&["get", "pods", "-l", "app=web"]);
+        let items = pods["items"].as_array().cloned().unwrap_or_default();
+        get("cloneset", "web-cs")["status"]["availableReplicas"] == 5
+            && items.len() == 5
+            && items.iter().all(|p| p["metadata"]["ownerReferences"][0]["kind"] == "CloneSet")
+    });
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let text = std::fs::read_to_string(&events).expect("events");
+    assert!(text.matches("\"DELETED\"").count() >= 5, "the Deployment's pods went away");
+    let fewest = fewest_ready(&text, 5);
+    eprintln!("fewest ready pods during the migration: {fewest}");
+    assert!(fewest >= 4, "never fewer than four ready pods: {fewest}");
+}
