@@ -1,5 +1,5 @@
 //! What `kubectl kruise` reads from users: files of objects (`validate -f`, `plan -f`), and the
-//! objects and arguments its commands turn into patches. No input panics, and every patch is
+//! objects and arguments its commands turn into patches (`set`, `expose`, `migrate --create`). No input panics, and every patch is
 //! guarded by the resourceVersion.
 
 #![no_main]
@@ -28,6 +28,36 @@ fuzz_target!(|data: &[u8]| {
         {
             assert_eq!(patch[0]["path"], "/metadata/resourceVersion", "{patch}");
         }
+        let text = |key: &str| object[key].as_str().unwrap_or_default();
+        let from = rollout::set::env_from_patch(
+            object,
+            None,
+            &object["source"],
+            text("prefix"),
+            &arguments,
+        );
+        let selector = rollout::set::selector_patch(object, text("selector"));
+        let subjects = rollout::set::Subjects {
+            users: arguments.clone(),
+            groups: Vec::new(),
+            service_accounts: arguments.clone(),
+        };
+        for patch in [
+            from.ok().flatten(),
+            selector.ok().flatten(),
+            rollout::set::subject_patch(object, &subjects).ok().flatten(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            assert_eq!(patch[0]["path"], "/metadata/resourceVersion", "{patch}");
+        }
+        let options = rollout::ExposeOptions {
+            selector: Some(text("selector").to_owned()),
+            ..Default::default()
+        };
+        let _ = rollout::expose_service(object, &options);
+        let _ = rollout::migrate::cloneset_from_deployment(object, "cs", true);
         let _ = rollout::describe_actions(object);
         let _ = rollout::job_from_advanced_cron_job(object, "job", object["broadcast"] == true);
         let _ = rollout::container_recreate_request(object, "r", &arguments);
@@ -46,10 +76,8 @@ fuzz_target!(|data: &[u8]| {
             let _ = rollout::advanced_daemonset_status(&set);
         }
     }
-    let revisions: Vec<k8s_openapi::api::apps::v1::ControllerRevision> = objects
-        .iter()
-        .filter_map(|o| serde_json::from_value(o.clone()).ok())
-        .collect();
+    let revisions: Vec<k8s_openapi::api::apps::v1::ControllerRevision> =
+        objects.iter().filter_map(|o| serde_json::from_value(o.clone()).ok()).collect();
     let refs: Vec<_> = revisions.iter().collect();
     let _ = rollout::history(&refs);
     if let Ok((_, patch)) = rollout::undo_patch(&refs, 0, "1") {

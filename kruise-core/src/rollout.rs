@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::intstr::{Rounding, scaled_value};
 
 pub mod migrate;
+pub mod set;
 
 /// The template annotation `rollout restart` sets, as upstream's plugin names it.
 pub const RESTARTED_AT: &str = "kubectl.kruise.io/restartedAt";
@@ -547,6 +548,15 @@ fn template_containers(
     Ok((containers, vec![guard]))
 }
 
+/// One change `set env` makes to a container's env.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EnvEdit {
+    /// Set this entry (`{"name": ..., "value" | "valueFrom": ...}`), replacing one of its name.
+    Set(Value),
+    /// Remove the variable of this name.
+    Remove(String),
+}
+
 /// The JSON patch of `set env KEY=VALUE... KEY-...` on a workload (its JSON): in every
 /// container of the template (or only `container`), each `KEY=VALUE` set (replacing a value or
 /// a `valueFrom`) and each `KEY-` removed, guarded by the resourceVersion. `None` when nothing
@@ -559,6 +569,30 @@ pub fn set_env_patch(
     container: Option<&str>,
     assignments: &[String],
 ) -> Result<Option<Value>, SetImageError> {
+    let mut edits = Vec::with_capacity(assignments.len());
+    for assignment in assignments {
+        if let Some(key) = assignment.strip_suffix('-').filter(|k| !k.contains('=')) {
+            edits.push(EnvEdit::Remove(key.to_owned()));
+        } else if let Some((key, value)) = assignment.split_once('=').filter(|(k, _)| !k.is_empty())
+        {
+            edits.push(EnvEdit::Set(json!({"name": key, "value": value})));
+        } else {
+            return Err(SetImageError::EnvSyntax(assignment.clone()));
+        }
+    }
+    env_patch(object, container, &edits)
+}
+
+/// The JSON patch making `edits` to the env of every container of a workload's template (or
+/// only `container`), guarded by the resourceVersion. `None` when nothing changes.
+///
+/// # Errors
+/// A container the template lacks.
+pub fn env_patch(
+    object: &Value,
+    container: Option<&str>,
+    edits: &[EnvEdit],
+) -> Result<Option<Value>, SetImageError> {
     let path = "/spec/template/spec/containers";
     let (containers, mut ops) = template_containers(object, container)?;
     for (i, c) in containers.iter().enumerate() {
@@ -567,19 +601,13 @@ pub fn set_env_patch(
         }
         let mut env: Vec<Value> = c["env"].as_array().cloned().unwrap_or_default();
         let before = env.clone();
-        for assignment in assignments {
-            if let Some(key) = assignment.strip_suffix('-').filter(|k| !k.contains('=')) {
-                env.retain(|e| e["name"] != key);
-            } else if let Some((key, value)) =
-                assignment.split_once('=').filter(|(k, _)| !k.is_empty())
-            {
-                let entry = json!({"name": key, "value": value});
-                match env.iter_mut().find(|e| e["name"] == key) {
-                    Some(existing) => *existing = entry,
-                    None => env.push(entry),
-                }
-            } else {
-                return Err(SetImageError::EnvSyntax(assignment.clone()));
+        for edit in edits {
+            match edit {
+                EnvEdit::Remove(key) => env.retain(|e| e["name"] != key.as_str()),
+                EnvEdit::Set(entry) => match env.iter_mut().find(|e| e["name"] == entry["name"]) {
+                    Some(existing) => *existing = entry.clone(),
+                    None => env.push(entry.clone()),
+                },
             }
         }
         if env != before {
@@ -676,11 +704,16 @@ pub enum ExposeError {
     /// No `--port`, and no container port in the template.
     #[error("couldn't find port via --port flag or introspection")]
     NoPort,
+    /// `--selector` is not `KEY=VALUE,...` of valid labels.
+    #[error(transparent)]
+    BadSelector(#[from] set::SetError),
 }
 
 /// What `expose` is asked for: kubectl's flags.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExposeOptions {
+    /// `--selector` (default: the workload's `matchLabels`).
+    pub selector: Option<String>,
     /// `--name` (default: the workload's name).
     pub name: Option<String>,
     /// `--port` (default: the template's first container port).
@@ -700,11 +733,18 @@ pub struct ExposeOptions {
 /// See [`ExposeError`].
 pub fn expose_service(object: &Value, options: &ExposeOptions) -> Result<Value, ExposeError> {
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let selector = &object["spec"]["selector"];
-    let match_labels = selector["matchLabels"].as_object().filter(|m| !m.is_empty());
-    let expressions = selector["matchExpressions"].as_array().is_some_and(|e| !e.is_empty());
-    let Some(match_labels) = match_labels.filter(|_| !expressions) else {
-        return Err(ExposeError::Selector(name.to_owned()));
+    let match_labels = match &options.selector {
+        Some(text) => json!(set::parse_selector(text)?),
+        None => {
+            let selector = &object["spec"]["selector"];
+            let labels = selector["matchLabels"].as_object().filter(|m| !m.is_empty());
+            let expressions =
+                selector["matchExpressions"].as_array().is_some_and(|e| !e.is_empty());
+            match labels.filter(|_| !expressions) {
+                Some(labels) => Value::Object(labels.clone()),
+                None => return Err(ExposeError::Selector(name.to_owned())),
+            }
+        }
     };
     let first_port = object
         .pointer("/spec/template/spec/containers")

@@ -19,7 +19,7 @@ use serde_json::Value;
 #[command(name = "kubectl-kruise", bin_name = "kubectl kruise", version)]
 struct Cli {
     /// Path to the kubeconfig file to use.
-    #[arg(long, global = true, env = "KUBECONFIG")]
+    #[arg(long, global = true, env = "KUBECONFIG", hide_env_values = true)]
     kubeconfig: Option<String>,
     /// The name of the kubeconfig context to use.
     #[arg(long, global = true)]
@@ -42,8 +42,8 @@ enum Command {
     /// FILES, offline: what a create would be answered, without a cluster.
     Validate(ValidateArgs),
     /// Show what the manager will do next to a CloneSet, Advanced StatefulSet or Advanced
-    /// DaemonSet: its own planner run on the live objects (with -f, on the spec of a file, as
-    /// if it were applied).
+    /// DaemonSet, and the whole rollout ahead wave by wave: its own planner run on the live
+    /// objects (with -f, on the spec of a file, as if it were applied).
     Plan(PlanArgs),
     /// Set specific features on objects.
     #[command(subcommand)]
@@ -69,6 +69,17 @@ enum Command {
     /// then a run without it moves the replicas, the CloneSet growing by at most --max-surge
     /// before the Deployment gives up as many, once the CloneSet's pods are available.
     Migrate(MigrateArgs),
+}
+
+/// kubectl's flags of a command that writes: `--dry-run` and `-o`.
+#[derive(Args, Debug, Clone)]
+struct WriteFlags {
+    /// Must be "none", "server", or "client".
+    #[arg(long, default_value = "none", num_args = 0..=1, default_missing_value = "client")]
+    dry_run: String,
+    /// Print the object written: `yaml`, `json` or `name`.
+    #[arg(short = 'o', long)]
+    output: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -121,6 +132,11 @@ struct ExposeArgs {
     /// The Service type (default ClusterIP).
     #[arg(long = "type")]
     type_: Option<String>,
+    /// The Service's selector, KEY=VALUE,... (default: the workload's matchLabels).
+    #[arg(short = 'l', long)]
+    selector: Option<String>,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Args, Debug)]
@@ -155,6 +171,10 @@ enum SetCommand {
     /// Update the resource requests and limits of a pod template's containers: TYPE/NAME
     /// [-c CONTAINER] --limits=cpu=200m,memory=512Mi --requests=...
     Resources(SetResourcesArgs),
+    /// Set a Service's selector: service/NAME KEY=VALUE,... (the whole selector is replaced).
+    Selector(SetSelectorArgs),
+    /// Add users, groups or service accounts to a RoleBinding or ClusterRoleBinding.
+    Subject(SetSubjectArgs),
 }
 
 #[derive(Args, Debug)]
@@ -162,6 +182,35 @@ struct SetServiceAccountArgs {
     /// TYPE/NAME, then the service account.
     #[arg(required = true, num_args = 2..=2)]
     args: Vec<String>,
+    #[command(flatten)]
+    write: WriteFlags,
+}
+
+#[derive(Args, Debug)]
+struct SetSelectorArgs {
+    /// service/NAME, then KEY=VALUE,...
+    #[arg(required = true, num_args = 2..=2)]
+    args: Vec<String>,
+    #[command(flatten)]
+    write: WriteFlags,
+}
+
+#[derive(Args, Debug)]
+struct SetSubjectArgs {
+    /// rolebinding/NAME or clusterrolebinding/NAME (or TYPE NAME).
+    #[arg(required = true, num_args = 1..=2)]
+    resource: Vec<String>,
+    /// Users to add.
+    #[arg(long = "user")]
+    users: Vec<String>,
+    /// Groups to add.
+    #[arg(long = "group")]
+    groups: Vec<String>,
+    /// Service accounts to add, each NAMESPACE:NAME.
+    #[arg(long = "serviceaccount")]
+    service_accounts: Vec<String>,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Args, Debug)]
@@ -177,6 +226,8 @@ struct SetResourcesArgs {
     /// The requests to set, NAME=QUANTITY,...
     #[arg(long)]
     requests: Option<String>,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Args, Debug)]
@@ -187,16 +238,29 @@ struct ScaleArgs {
     /// The new number of replicas.
     #[arg(long)]
     replicas: i32,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Args, Debug)]
 struct SetEnvArgs {
     /// TYPE/NAME, then KEY=VALUE (set) and KEY- (remove).
-    #[arg(required = true, num_args = 2..)]
+    #[arg(required = true, num_args = 1..)]
     args: Vec<String>,
     /// Only this container.
     #[arg(short = 'c', long)]
     containers: Option<String>,
+    /// Take a variable from each key of `secret/NAME` or `configmap/NAME`, by reference.
+    #[arg(long)]
+    from: Option<String>,
+    /// With --from, put this in front of each variable's name.
+    #[arg(long, default_value = "")]
+    prefix: String,
+    /// With --from, only these keys.
+    #[arg(long, value_delimiter = ',')]
+    keys: Vec<String>,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Args, Debug)]
@@ -204,6 +268,8 @@ struct SetImageArgs {
     /// TYPE/NAME, then CONTAINER=IMAGE pairs.
     #[arg(required = true, num_args = 2..)]
     args: Vec<String>,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Subcommand, Debug)]
@@ -299,11 +365,11 @@ enum RolloutCommand {
     /// Undo a previous rollout.
     Undo(UndoArgs),
     /// Mark the provided resource as paused.
-    Pause(Target),
+    Pause(WriteTarget),
     /// Resume a paused resource.
-    Resume(Target),
+    Resume(WriteTarget),
     /// Restart a resource: its pods are replaced (or updated in place) as for a new template.
-    Restart(Target),
+    Restart(WriteTarget),
     /// Approve the paused step of a Rollout, so that the release goes on.
     Approve(Target),
 }
@@ -313,6 +379,14 @@ struct Target {
     /// TYPE/NAME, or TYPE NAME.
     #[arg(required = true, num_args = 1..=2)]
     resource: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct WriteTarget {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Args, Debug)]
@@ -424,6 +498,20 @@ impl Kind {
         version: "v1beta1",
         plural: "rollouts",
     };
+    const SERVICE: Kind = Kind { kind: "Service", group: "", version: "v1", plural: "services" };
+    const ROLE_BINDING: Kind = Kind {
+        kind: "RoleBinding",
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "rolebindings",
+    };
+    /// Cluster-scoped: [`Session::api`] reads it outside any namespace.
+    const CLUSTER_ROLE_BINDING: Kind = Kind {
+        kind: "ClusterRoleBinding",
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterrolebindings",
+    };
     const CONTAINER_RECREATE_REQUEST: Kind = Kind {
         kind: "ContainerRecreateRequest",
         group: "apps.kruise.io",
@@ -466,6 +554,13 @@ impl Kind {
             | "rollouts"
             | "rollout.rollouts.kruise.io"
             | "rollouts.rollouts.kruise.io" => Self::ROLLOUT,
+            "service" | "services" | "svc" => Self::SERVICE,
+            "rolebinding" | "rolebindings" | "rolebinding.rbac.authorization.k8s.io" => {
+                Self::ROLE_BINDING
+            }
+            "clusterrolebinding"
+            | "clusterrolebindings"
+            | "clusterrolebinding.rbac.authorization.k8s.io" => Self::CLUSTER_ROLE_BINDING,
             _ => return None,
         })
     }
@@ -485,14 +580,21 @@ impl Kind {
         }
     }
 
-    /// `cloneset.apps.kruise.io/web`, as kubectl names an object.
+    /// `cloneset.apps.kruise.io/web` (`service/web`), as kubectl names an object.
     fn shown(self, name: &str) -> String {
-        format!("{}.{}/{name}", self.kind.to_ascii_lowercase(), self.group)
+        match self.group {
+            "" => format!("{}/{name}", self.kind.to_ascii_lowercase()),
+            group => format!("{}.{group}/{name}", self.kind.to_ascii_lowercase()),
+        }
     }
 
-    /// `clonesets.apps.kruise.io "web"`, as kubectl's errors name an object.
+    /// `clonesets.apps.kruise.io "web"` (`services "web"`), as kubectl's errors name an
+    /// object.
     fn quoted(self, name: &str) -> String {
-        format!("{}.{} {name:?}", self.plural, self.group)
+        match self.group {
+            "" => format!("{} {name:?}", self.plural),
+            group => format!("{}.{group} {name:?}", self.plural),
+        }
     }
 }
 
@@ -553,6 +655,9 @@ impl Session {
     }
 
     fn api(&self, kind: Kind) -> Api<DynamicObject> {
+        if kind == Kind::CLUSTER_ROLE_BINDING {
+            return Api::all_with(self.client.clone(), &kind.resource());
+        }
         Api::namespaced_with(self.client.clone(), &self.namespace, &kind.resource())
     }
 
@@ -721,8 +826,8 @@ fn same_template(current: &Value, revision: &Value) -> bool {
     strip(current) == strip(revision)
 }
 
-async fn rollout_pause(session: &Session, target: &Target, paused: bool) -> anyhow::Result<()> {
-    let (kind, name) = parse_target(&target.resource)?;
+async fn rollout_pause(session: &Session, args: &WriteTarget, paused: bool) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&args.target.resource)?;
     let Some(patch) = rollout::pause_patch(kind.kind, paused) else {
         bail!("{} is not supported for pause and resume", kind.kind);
     };
@@ -734,9 +839,32 @@ async fn rollout_pause(session: &Session, target: &Target, paused: bool) -> anyh
     if now == paused {
         bail!("{} is {}", kind.quoted(&name), if paused { "already paused" } else { "not paused" });
     }
-    session.api(kind).patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    println!("{} {}", kind.shown(&name), if paused { "paused" } else { "resumed" });
-    Ok(())
+    let done = if paused { "paused" } else { "resumed" };
+    merge_and_print(session, kind, &name, serde_json::to_value(&object)?, &patch, &args.write, done)
+        .await
+}
+
+/// Writes a merge patch as `--dry-run` says (`client`: nothing is sent) and prints
+/// `SHOWN DONE (dry run)`, or the object as `-o` asks.
+async fn merge_and_print(
+    session: &Session,
+    kind: Kind,
+    name: &str,
+    object: Value,
+    patch: &Value,
+    write: &WriteFlags,
+    done: &str,
+) -> anyhow::Result<()> {
+    let (params, suffix) = patch_params(&write.dry_run)?;
+    check_write_output(write.output.as_deref())?;
+    let written = if matches!(write.dry_run.as_str(), "client" | "true") {
+        let mut local = object;
+        json_patch::merge(&mut local, patch);
+        local
+    } else {
+        serde_json::to_value(session.api(kind).patch(name, &params, &Patch::Merge(patch)).await?)?
+    };
+    print_written(&kind.shown(name), &written, write.output.as_deref(), &format!("{done}{suffix}"))
 }
 
 async fn describe(session: &Session, args: &DescribeArgs) -> anyhow::Result<()> {
@@ -774,13 +902,11 @@ async fn rollout_approve(session: &Session, target: &Target) -> anyhow::Result<(
     Ok(())
 }
 
-async fn rollout_restart(session: &Session, target: &Target) -> anyhow::Result<()> {
-    let (kind, name) = parse_target(&target.resource)?;
-    session.get(kind, &name).await?;
+async fn rollout_restart(session: &Session, args: &WriteTarget) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(&args.target.resource)?;
+    let object = serde_json::to_value(session.get(kind, &name).await?)?;
     let patch = rollout::restart_patch(jiff::Timestamp::now());
-    session.api(kind).patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    println!("{} restarted", kind.shown(&name));
-    Ok(())
+    merge_and_print(session, kind, &name, object, &patch, &args.write, "restarted").await
 }
 
 async fn scale_down(session: &Session, args: &ScaleDown) -> anyhow::Result<()> {
@@ -1162,7 +1288,7 @@ fn print_plan(shown: &str, from_file: bool, plan: &Value, status: &Value) {
 
 async fn set_image(session: &Session, args: &SetImageArgs) -> anyhow::Result<()> {
     let (target, assignments) = args.args.split_at(1);
-    patch_template(session, target, "image", |object| {
+    patch_template(session, target, "image", &args.write, |object| {
         rollout::set_image_patch(object, assignments).map_err(|e| anyhow!("{e}"))
     })
     .await
@@ -1170,11 +1296,70 @@ async fn set_image(session: &Session, args: &SetImageArgs) -> anyhow::Result<()>
 
 async fn set_env(session: &Session, args: &SetEnvArgs) -> anyhow::Result<()> {
     let (target, assignments) = args.args.split_at(1);
-    patch_template(session, target, "env", |object| {
-        rollout::set_env_patch(object, args.containers.as_deref(), assignments)
-            .map_err(|e| anyhow!("{e}"))
+    let container = args.containers.as_deref();
+    let Some(from) = &args.from else {
+        if assignments.is_empty() {
+            bail!("at least one environment variable must be provided");
+        }
+        return patch_template(session, target, "env", &args.write, |object| {
+            rollout::set_env_patch(object, container, assignments).map_err(|e| anyhow!("{e}"))
+        })
+        .await;
+    };
+    let (kind, name) = from.split_once('/').unwrap_or(("", from));
+    let plural = match kind.to_ascii_lowercase().as_str() {
+        "secret" | "secrets" => "secrets",
+        "configmap" | "configmaps" | "cm" => "configmaps",
+        _ => bail!("{}", rollout::set::SetError::FromKind(kind.to_owned())),
+    };
+    let source = read_core(session, plural, name).await?;
+    // `--from` and KEY=VALUE together: the assignments come after the references.
+    patch_template(session, target, "env", &args.write, |object| {
+        let from =
+            rollout::set::env_from_patch(object, container, &source, &args.prefix, &args.keys)
+                .map_err(|e| anyhow!("{e}"))?;
+        if assignments.is_empty() {
+            return Ok(from);
+        }
+        let mut updated = object.clone();
+        if let Some(patch) = &from {
+            let patch: json_patch::Patch = serde_json::from_value(patch.clone())?;
+            json_patch::patch(&mut updated, &patch)?;
+        }
+        let more =
+            rollout::set_env_patch(&updated, container, assignments).map_err(|e| anyhow!("{e}"))?;
+        Ok(match (from, more) {
+            (Some(Value::Array(mut a)), Some(Value::Array(b))) => {
+                a.extend(b.into_iter().skip(1));
+                Some(Value::Array(a))
+            }
+            (from, more) => more.or(from),
+        })
     })
     .await
+}
+
+/// A core/v1 object (`secrets`, `configmaps`), as JSON with its kind.
+async fn read_core(session: &Session, plural: &str, name: &str) -> anyhow::Result<Value> {
+    let kind = if plural == "secrets" { "Secret" } else { "ConfigMap" };
+    let resource = ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(session.client.clone(), &session.namespace, &resource);
+    match api.get(name).await {
+        Ok(object) => {
+            let mut value = serde_json::to_value(object)?;
+            value["kind"] = Value::from(kind);
+            Ok(value)
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => bail!("{plural} {name:?} not found"),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Applies a JSON patch of a workload's template, built from the live object by `build`;
@@ -1183,23 +1368,71 @@ async fn patch_template(
     session: &Session,
     target: &[String],
     what: &str,
+    write: &WriteFlags,
     build: impl FnOnce(&Value) -> anyhow::Result<Option<Value>>,
 ) -> anyhow::Result<()> {
-    let (kind, name) = parse_target(target)?;
+    let (kind, _) = parse_target(target)?;
     if kind == Kind::UNITED_DEPLOYMENT {
         bail!("set {what} does not support UnitedDeployment: set its subsets' template instead");
     }
+    patch_object(session, target, what, write, build).await
+}
+
+/// Applies a JSON patch of an object, built from the live one by `build`, as `--dry-run`
+/// says (`client`: nothing is sent); prints kubectl's `updated` line, `unchanged`, or the
+/// object as `-o` asks.
+async fn patch_object(
+    session: &Session,
+    target: &[String],
+    what: &str,
+    write: &WriteFlags,
+    build: impl FnOnce(&Value) -> anyhow::Result<Option<Value>>,
+) -> anyhow::Result<()> {
+    let (kind, name) = parse_target(target)?;
+    let (params, suffix) = patch_params(&write.dry_run)?;
+    check_write_output(write.output.as_deref())?;
     let object = serde_json::to_value(session.get(kind, &name).await?)?;
-    match build(&object)? {
+    let (written, message) = match build(&object)? {
         Some(patch) => {
             let patch: json_patch::Patch = serde_json::from_value(patch)?;
-            session
-                .api(kind)
-                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
-                .await?;
-            println!("{} {what} updated", kind.shown(&name));
+            let written = if write.dry_run == "client" || write.dry_run == "true" {
+                let mut local = object.clone();
+                json_patch::patch(&mut local, &patch)?;
+                local
+            } else {
+                serde_json::to_value(
+                    session.api(kind).patch(&name, &params, &Patch::Json::<()>(patch)).await?,
+                )?
+            };
+            (written, format!("{what} updated{suffix}"))
         }
-        None => println!("{} {what} unchanged", kind.shown(&name)),
+        None => (object, format!("{what} unchanged")),
+    };
+    print_written(&kind.shown(&name), &written, write.output.as_deref(), &message)
+}
+
+/// `-o` of a writing command: `yaml`, `json` or `name`.
+fn check_write_output(output: Option<&str>) -> anyhow::Result<()> {
+    match output {
+        None | Some("yaml" | "json" | "name") => Ok(()),
+        Some(other) => bail!(
+            "unable to match a printer suitable for the output format {other:?}, allowed formats are: json,name,yaml"
+        ),
+    }
+}
+
+/// What a writing command prints: `SHOWN MESSAGE`, or the object as `-o` asks.
+fn print_written(
+    shown: &str,
+    object: &Value,
+    output: Option<&str>,
+    message: &str,
+) -> anyhow::Result<()> {
+    match output {
+        None => println!("{shown} {message}"),
+        Some("name") => println!("{shown}"),
+        Some("json") => println!("{}", serde_json::to_string_pretty(object)?),
+        Some(_) => print!("{}", serde_yaml::to_string(object)?),
     }
     Ok(())
 }
@@ -1208,22 +1441,39 @@ async fn expose(session: &Session, args: &ExposeArgs) -> anyhow::Result<()> {
     let (kind, name) = parse_target(&args.resource)?;
     let object = serde_json::to_value(session.get(kind, &name).await?)?;
     let options = rollout::ExposeOptions {
+        selector: args.selector.clone(),
         name: args.name.clone(),
         port: args.port,
         target_port: args.target_port.clone(),
         protocol: args.protocol.clone(),
         type_: args.type_.clone(),
     };
+    let (_, suffix) = patch_params(&args.write.dry_run)?;
+    check_write_output(args.write.output.as_deref())?;
     let service: k8s_openapi::api::core::v1::Service =
         serde_json::from_value(rollout::expose_service(&object, &options)?)?;
-    let created = Api::<k8s_openapi::api::core::v1::Service>::namespaced(
-        session.client.clone(),
-        &session.namespace,
+    let created = match args.write.dry_run.as_str() {
+        "client" | "true" => service,
+        dry_run => {
+            let params = kube::api::PostParams {
+                dry_run: dry_run == "server",
+                ..kube::api::PostParams::default()
+            };
+            Api::<k8s_openapi::api::core::v1::Service>::namespaced(
+                session.client.clone(),
+                &session.namespace,
+            )
+            .create(&params, &service)
+            .await?
+        }
+    };
+    let shown = format!("service/{}", created.metadata.name.clone().unwrap_or_default());
+    print_written(
+        &shown,
+        &serde_json::to_value(&created)?,
+        args.write.output.as_deref(),
+        &format!("exposed{suffix}"),
     )
-    .create(&kube::api::PostParams::default(), &service)
-    .await?;
-    println!("service/{} exposed", created.metadata.name.unwrap_or_default());
-    Ok(())
 }
 
 async fn scale(session: &Session, args: &ScaleArgs) -> anyhow::Result<()> {
@@ -1233,13 +1483,20 @@ async fn scale(session: &Session, args: &ScaleArgs) -> anyhow::Result<()> {
         );
     }
     let (kind, name) = parse_target(&args.resource)?;
+    let (params, suffix) = patch_params(&args.write.dry_run)?;
+    check_write_output(args.write.output.as_deref())?;
     let patch = serde_json::json!({"spec": {"replicas": args.replicas}});
-    session
-        .api(kind)
-        .patch_subresource("scale", &name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    println!("{} scaled", kind.shown(&name));
-    Ok(())
+    if !matches!(args.write.dry_run.as_str(), "client" | "true") {
+        session.api(kind).patch_subresource("scale", &name, &params, &Patch::Merge(&patch)).await?;
+    }
+    let mut object = serde_json::to_value(session.get(kind, &name).await?)?;
+    object["spec"]["replicas"] = Value::from(args.replicas);
+    print_written(
+        &kind.shown(&name),
+        &object,
+        args.write.output.as_deref(),
+        &format!("scaled{suffix}"),
+    )
 }
 
 /// `migrate CloneSet --from Deployment`: checks the flags in upstream's order and words, then
@@ -1458,8 +1715,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Set(SetCommand::Image(args)) => set_image(&session, args).await,
         Command::Set(SetCommand::Env(args)) => set_env(&session, args).await,
         Command::Set(SetCommand::ServiceAccount(args)) => {
-            patch_template(&session, &args.args[..1], "serviceaccount", |object| {
+            patch_template(&session, &args.args[..1], "serviceaccount", &args.write, |object| {
                 Ok(rollout::set_service_account_patch(object, &args.args[1]))
+            })
+            .await
+        }
+        Command::Set(SetCommand::Selector(args)) => {
+            patch_object(&session, &args.args[..1], "selector", &args.write, |object| {
+                rollout::set::selector_patch(object, &args.args[1]).map_err(|e| anyhow!("{e}"))
+            })
+            .await
+        }
+        Command::Set(SetCommand::Subject(args)) => {
+            let subjects = rollout::set::Subjects {
+                users: args.users.clone(),
+                groups: args.groups.clone(),
+                service_accounts: args.service_accounts.clone(),
+            };
+            patch_object(&session, &args.resource, "subjects", &args.write, |object| {
+                rollout::set::subject_patch(object, &subjects).map_err(|e| anyhow!("{e}"))
             })
             .await
         }
@@ -1468,6 +1742,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 &session,
                 std::slice::from_ref(&args.target),
                 "resource requirements",
+                &args.write,
                 |object| {
                     rollout::set_resources_patch(
                         object,

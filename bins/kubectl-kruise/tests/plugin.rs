@@ -142,7 +142,14 @@ fn rollout_commands_on_a_cloneset() {
     let done = env.ok(&["kruise", "rollout", "status", "clonesets.apps.kruise.io/web"]);
     assert_eq!(done, "partitioned roll out complete: 2 new pods have been updated...\n");
 
-    // Pause and resume, refused when already so.
+    // Pause and resume, refused when already so; a client dry run and -o name write nothing
+    // and print the name.
+    assert_eq!(
+        env.ok(&["kruise", "rollout", "pause", "cloneset/web", "--dry-run=client", "-o", "name"]),
+        "cloneset.apps.kruise.io/web\n"
+    );
+    let paused = &env.json(&["get", "cloneset", "web"])["spec"]["updateStrategy"]["rollingUpdate"];
+    assert!(paused["paused"].is_null(), "{paused}");
     assert_eq!(
         env.ok(&["kruise", "rollout", "pause", "cloneset/web"]),
         "cloneset.apps.kruise.io/web paused\n"
@@ -157,7 +164,14 @@ fn rollout_commands_on_a_cloneset() {
         "cloneset.apps.kruise.io/web resumed\n"
     );
 
-    // Restart stamps the template.
+    // Restart stamps the template (a server dry run keeps nothing).
+    let yaml =
+        env.ok(&["kruise", "rollout", "restart", "cloneset/web", "--dry-run=server", "-o", "yaml"]);
+    assert!(yaml.contains("kubectl.kruise.io/restartedAt"), "{yaml}");
+    assert!(
+        env.json(&["get", "cloneset", "web"])["spec"]["template"]["metadata"]["annotations"]
+            .is_null()
+    );
     assert_eq!(
         env.ok(&["kruise", "rollout", "restart", "cloneset/web"]),
         "cloneset.apps.kruise.io/web restarted\n"
@@ -558,6 +572,144 @@ fn set_serviceaccount_and_resources_and_scale() {
     );
 }
 
+/// `set env --from`, `set selector`, `set subject`, `expose --selector`, and kubectl's
+/// `--dry-run` and `-o` on the commands that write.
+#[test]
+fn set_from_selector_subject_and_write_flags() {
+    let env = Env::new();
+    env.apply(&cloneset("registry.example/web:v1", 0));
+    let set = || env.json(&["get", "cloneset", "web"]);
+
+    // --dry-run: client sends nothing, server sends and keeps nothing; -o prints the object.
+    let rv = set()["metadata"]["resourceVersion"].clone();
+    assert_eq!(
+        env.ok(&["kruise", "set", "image", "cloneset/web", "main=web:v2", "--dry-run=client"]),
+        "cloneset.apps.kruise.io/web image updated (dry run)\n"
+    );
+    let yaml = env.ok(&[
+        "kruise",
+        "set",
+        "image",
+        "cloneset/web",
+        "main=web:v2",
+        "--dry-run=server",
+        "-o",
+        "yaml",
+    ]);
+    let shown: Value = serde_yaml::from_str(&yaml).expect("YAML");
+    assert_eq!(shown["spec"]["template"]["spec"]["containers"][0]["image"], "web:v2");
+    assert_eq!(set()["metadata"]["resourceVersion"], rv, "a dry run writes nothing");
+    assert_eq!(
+        env.ok(&["kruise", "set", "image", "cloneset/web", "main=web:v2", "-o", "name"]),
+        "cloneset.apps.kruise.io/web\n"
+    );
+    assert_eq!(set()["spec"]["template"]["spec"]["containers"][0]["image"], "web:v2");
+    let bad = env.kubectl(&["kruise", "scale", "cloneset/web", "--replicas=4", "-o", "wide"], None);
+    assert!(bad.stderr.contains("allowed formats are: json,name,yaml"), "{}", bad.stderr);
+    assert_eq!(
+        env.ok(&["kruise", "scale", "cloneset/web", "--replicas=4", "--dry-run=client"]),
+        "cloneset.apps.kruise.io/web scaled (dry run)\n"
+    );
+    assert_eq!(set()["spec"]["replicas"], 3);
+
+    // set env --from: each key by reference, with a prefix; a missing key is named.
+    env.apply(&json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "default"},
+        "data": {"db-host": "aG9zdA==", "password": "cHc="}}));
+    assert_eq!(
+        env.ok(&[
+            "kruise",
+            "set",
+            "env",
+            "cloneset/web",
+            "--from=secret/db",
+            "--prefix=APP_",
+            "MODE=fast"
+        ]),
+        "cloneset.apps.kruise.io/web env updated\n"
+    );
+    assert_eq!(
+        set()["spec"]["template"]["spec"]["containers"][0]["env"],
+        json!([
+            {"name": "APP_DB_HOST", "valueFrom": {"secretKeyRef": {"name": "db", "key": "db-host"}}},
+            {"name": "APP_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
+            {"name": "MODE", "value": "fast"},
+        ])
+    );
+    let missing = env.kubectl(
+        &["kruise", "set", "env", "cloneset/web", "--from=secret/db", "--keys=user"],
+        None,
+    );
+    assert_eq!(missing.stderr, "error: secret/db has no key \"user\"\n");
+    let gone =
+        env.kubectl(&["kruise", "set", "env", "cloneset/web", "--from=configmap/none"], None);
+    assert_eq!(gone.stderr, "error: configmaps \"none\" not found\n");
+
+    // expose --selector, then set selector replaces the Service's whole selector.
+    assert_eq!(
+        env.ok(&[
+            "kruise",
+            "expose",
+            "cloneset/web",
+            "--port=80",
+            "--name=front",
+            "-l",
+            "app=web,tier=front"
+        ]),
+        "service/front exposed\n"
+    );
+    assert_eq!(
+        env.json(&["get", "service", "front"])["spec"]["selector"],
+        json!({"app": "web", "tier": "front"})
+    );
+    assert_eq!(
+        env.ok(&["kruise", "set", "selector", "service/front", "app=web"]),
+        "service/front selector updated\n"
+    );
+    assert_eq!(env.json(&["get", "service", "front"])["spec"]["selector"], json!({"app": "web"}));
+    let not_svc = env.kubectl(&["kruise", "set", "selector", "cloneset/web", "app=web"], None);
+    assert!(
+        not_svc.stderr.contains("selectors can only be set on Service objects"),
+        "{}",
+        not_svc.stderr
+    );
+
+    // set subject on a RoleBinding and a ClusterRoleBinding.
+    env.apply(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "admins", "namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "ann"}]}));
+    assert_eq!(
+        env.ok(&[
+            "kruise",
+            "set",
+            "subject",
+            "rolebinding/admins",
+            "--user=bob",
+            "--serviceaccount=default:robot"
+        ]),
+        "rolebinding.rbac.authorization.k8s.io/admins subjects updated\n"
+    );
+    let subjects = env.json(&["get", "rolebinding", "admins"])["subjects"].clone();
+    assert_eq!(subjects.as_array().map(Vec::len), Some(3), "{subjects}");
+    assert_eq!(
+        subjects[2],
+        json!({"kind": "ServiceAccount", "name": "robot", "namespace": "default"})
+    );
+    assert_eq!(
+        env.ok(&["kruise", "set", "subject", "rolebinding/admins", "--user=bob"]),
+        "rolebinding.rbac.authorization.k8s.io/admins subjects unchanged\n"
+    );
+    env.apply(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "viewers"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}}));
+    assert_eq!(
+        env.ok(&["kruise", "set", "subject", "clusterrolebinding", "viewers", "--group=devs"]),
+        "clusterrolebinding.rbac.authorization.k8s.io/viewers subjects updated\n"
+    );
+    assert_eq!(env.json(&["get", "clusterrolebinding", "viewers"])["subjects"][0]["name"], "devs");
+}
+
 /// The manager (every controller, no webhooks) in a thread of its own against `env`'s server.
 fn start_manager(env: &Env) -> std::sync::mpsc::Sender<()> {
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
@@ -865,4 +1017,17 @@ fn migrate_moves_a_deployments_pods_to_a_cloneset() {
     let fewest = fewest_ready(&text, 5);
     eprintln!("fewest ready pods during the migration: {fewest}");
     assert!(fewest >= 4, "never fewer than four ready pods: {fewest}");
+}
+
+/// `kubectl kruise --help` lists every command (an insta snapshot of what kubectl prints).
+#[test]
+fn help_lists_the_commands() {
+    let env = Env::new();
+    let help = env.ok(&["kruise", "--help"]);
+    for command in ["rollout", "scaledown", "migrate", "plan", "validate", "set", "expose", "scale"]
+    {
+        assert!(help.contains(&format!("\n  {command} ")), "{command} in\n{help}");
+    }
+    insta::assert_snapshot!("help", help);
+    insta::assert_snapshot!("set_help", env.ok(&["kruise", "set", "--help"]));
 }

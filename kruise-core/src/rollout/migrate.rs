@@ -248,6 +248,7 @@ pub fn after(migration: &Migration, step: &MigrationStep) -> Migration {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
