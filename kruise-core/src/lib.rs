@@ -63,6 +63,7 @@ pub mod enhanced_liveness;
 pub mod ephemeraljob;
 pub mod expectations;
 pub mod field;
+pub mod forecast;
 pub mod http_get;
 pub mod image;
 pub mod imagepull;

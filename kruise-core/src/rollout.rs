@@ -968,14 +968,14 @@ pub fn describe_actions(plan: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The rollout ahead ([`crate::workload::forecast`]) as `kubectl kruise plan` prints it:
+/// The rollout ahead ([`crate::forecast`]) as `kubectl kruise plan` prints it:
 /// the budget that spaces the waves (from the workload's `updateStrategy`), one line per
 /// wave with each pod's change, then where the rollout ends and what holds the rest.
 pub fn describe_forecast(
-    ahead: &crate::workload::forecast::Forecast,
+    ahead: &crate::forecast::Forecast,
     update_strategy: &Value,
 ) -> Vec<String> {
-    use crate::workload::forecast::Change;
+    use crate::forecast::Change;
     let mut lines = vec![format!(
         "the rollout ahead (the planner stepped on a model of the cluster: {} plan{}, {}s):",
         ahead.rounds,

@@ -1,4 +1,4 @@
-//! The rollout ahead (`kruise_core::workload::forecast`) with the CloneSet planner: waves of a
+//! The rollout ahead (`kruise_core::forecast`) with the CloneSet planner: waves of a
 //! scale-out, of in-place and recreate updates under maxUnavailable and a partition, a hook
 //! that holds pods, and properties over random CloneSets.
 
@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_core::cloneset::{CloneSetPlan, CloneSetSnapshot, SnapshotPod, plan};
-use kruise_core::workload::forecast::{Change, Cluster, Forecast, Limits, forecast};
+use kruise_core::forecast::{Change, Cluster, Forecast, Limits, forecast};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

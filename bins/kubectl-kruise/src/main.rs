@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use k8s_openapi::api::apps::v1::ControllerRevision;
+use kruise_core::forecast::{Cluster, Forecast, Limits, forecast};
 use kruise_core::rollout::{self, RolloutStatus};
-use kruise_core::workload::forecast::{Cluster, Forecast, Limits, forecast};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::Value;
 

@@ -812,20 +812,7 @@ fn plan_forecasts_the_waves_the_manager_then_follows() {
     assert_eq!(status("readyReplicas"), 5, "plan wrote nothing");
 
     // The pods as the API server changes them, in its order.
-    let plugin_dir = tempfile::tempdir().expect("tempdir");
-    let events = plugin_dir.path().join("events.json");
-    let mut watch = Command::new("kubectl")
-        .args(["get", "pods", "-l", "app=web", "-w", "--output-watch-events", "-o", "json"])
-        .env("KUBECONFIG", &env.kubeconfig)
-        .env("HOME", env.dir.path())
-        .stdout(std::fs::File::create(&events).expect("events file"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl watches");
-    // The watch has listed the five pods before the change.
-    wait_until("the watch's first events", || {
-        std::fs::read_to_string(&events).is_ok_and(|t| t.matches("\"ADDED\"").count() >= 5)
-    });
+    let watch = PodWatch::start(&env, "app=web", 5);
     env.ok(&["apply", "-f", path]);
     wait_until("five updated pods", || {
         let set = env.json(&["get", "cloneset", "web"]);
@@ -833,7 +820,7 @@ fn plan_forecasts_the_waves_the_manager_then_follows() {
             && set["status"]["observedGeneration"] == set["metadata"]["generation"]
     });
     wait_until("the watch to see them", || {
-        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        let text = watch.events();
         serde_json::Deserializer::from_str(&text)
             .into_iter::<Value>()
             .filter_map(Result::ok)
@@ -845,9 +832,7 @@ fn plan_forecasts_the_waves_the_manager_then_follows() {
             .len()
             == 5
     });
-    let _ = watch.kill();
-    let _ = watch.wait();
-    let text = std::fs::read_to_string(&events).expect("events");
+    let text = watch.stop();
     let mut order: Vec<String> = Vec::new();
     let mut before = std::collections::BTreeSet::new();
     for event in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
@@ -863,6 +848,46 @@ fn plan_forecasts_the_waves_the_manager_then_follows() {
     }
     assert_eq!(before.len(), 2, "two pods were updated before the plan");
     assert_eq!(order, forecast, "the manager's order against the forecast");
+}
+
+/// `kubectl get pods -l SELECTOR -w --output-watch-events -o json`, written to a file.
+struct PodWatch {
+    child: std::process::Child,
+    file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl PodWatch {
+    /// Starts the watch and waits for its listing of `listed` pods.
+    fn start(env: &Env, selector: &str, listed: usize) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("events.json");
+        let child = Command::new("kubectl")
+            .args(["get", "pods", "-l", selector, "-w", "--output-watch-events", "-o", "json"])
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("HOME", env.dir.path())
+            .stdout(std::fs::File::create(&file).expect("events file"))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl watches");
+        let watch = PodWatch { child, file, _dir: dir };
+        wait_until("the watch's first events", || {
+            watch.events().matches("\"ADDED\"").count() >= listed
+        });
+        watch
+    }
+
+    /// The events so far, as kubectl wrote them (JSON objects one after another).
+    fn events(&self) -> String {
+        std::fs::read_to_string(&self.file).unwrap_or_default()
+    }
+
+    /// Stops the watch; every event it saw.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.events()
+    }
 }
 
 /// Ready pods over a pod watch's events (kubectl's `-w --output-watch-events -o json`): the
@@ -963,19 +988,7 @@ fn migrate_moves_a_deployments_pods_to_a_cloneset() {
         "failed to migrate: --replicas 6 is more than deployment/web has: 5 (spec.replicas)",
     );
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let events = dir.path().join("events.json");
-    let mut watch = Command::new("kubectl")
-        .args(["get", "pods", "-l", "app=web", "-w", "--output-watch-events", "-o", "json"])
-        .env("KUBECONFIG", &env.kubeconfig)
-        .env("HOME", env.dir.path())
-        .stdout(std::fs::File::create(&events).expect("events file"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl watches");
-    wait_until("the watch's first events", || {
-        std::fs::read_to_string(&events).is_ok_and(|t| t.matches("\"ADDED\"").count() >= 5)
-    });
+    let watch = PodWatch::start(&env, "app=web", 5);
     let out = env.ok(&[
         "kruise",
         "migrate",
@@ -1010,9 +1023,7 @@ fn migrate_moves_a_deployments_pods_to_a_cloneset() {
             && items.len() == 5
             && items.iter().all(|p| p["metadata"]["ownerReferences"][0]["kind"] == "CloneSet")
     });
-    let _ = watch.kill();
-    let _ = watch.wait();
-    let text = std::fs::read_to_string(&events).expect("events");
+    let text = watch.stop();
     assert!(text.matches("\"DELETED\"").count() >= 5, "the Deployment's pods went away");
     let fewest = fewest_ready(&text, 5);
     eprintln!("fewest ready pods during the migration: {fewest}");

@@ -8,7 +8,6 @@
 
 mod adopt;
 mod facts;
-pub mod forecast;
 pub mod inplace;
 mod plan;
 pub(crate) mod predownload;

@@ -14,7 +14,7 @@
 //! operator's) can be forecast the same way:
 //!
 //! ```
-//! use kruise_core::workload::forecast::{Cluster, Limits, forecast};
+//! use kruise_core::forecast::{Cluster, Limits, forecast};
 //! use kruise_core::workload::{Plan};
 //! use kruise_core::expectations::ControllerExpectations;
 //!
@@ -40,8 +40,8 @@ use kruise_api::well_known::kubernetes::labels::CONTROLLER_REVISION_HASH;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::plan::{Action, Blocked, DeletePurpose, Plan, PodPatchPurpose};
 use crate::admission::pod_chain::PodChain;
+use crate::plan::{Action, Blocked, DeletePurpose, Plan, PodPatchPurpose};
 use crate::readiness::ReadinessGateStep;
 use crate::smp::{PatchSchema, apply_patch};
 
