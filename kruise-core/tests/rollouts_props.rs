@@ -326,6 +326,7 @@ impl World {
                     workload: Some(self.workload()),
                     pods,
                     canary: None,
+                    autoscalers: Vec::new(),
                 },
                 self.now,
             );

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
@@ -34,7 +35,15 @@ use crate::controller::{
     ServedResource, Watch,
 };
 
-crate::watched_namespaced!(Rollout, BatchRelease, Service, Ingress, ReplicaSet, KubeDaemonSet);
+crate::watched_namespaced!(
+    Rollout,
+    BatchRelease,
+    Service,
+    Ingress,
+    ReplicaSet,
+    KubeDaemonSet,
+    HorizontalPodAutoscaler
+);
 
 /// apps/v1 DaemonSet (the native one).
 type KubeDaemonSet = k8s_openapi::api::apps::v1::DaemonSet;
@@ -662,6 +671,8 @@ pub struct BatchReleaseController {
     batch_releases: Cache<BatchRelease>,
     workloads: Workloads,
     pods: Cache<CachedPod>,
+    /// A blue-green release points the one scaling its workload elsewhere while it runs.
+    autoscalers: Cache<HorizontalPodAutoscaler>,
 }
 
 impl BatchReleaseController {
@@ -680,6 +691,7 @@ impl BatchReleaseController {
             batch_releases: context.caches.get(),
             workloads: Workloads::new(&context),
             pods: context.caches.get(),
+            autoscalers: context.caches.get(),
             context,
         })
     }
@@ -747,8 +759,27 @@ impl BatchReleaseController {
             finalizers: c.metadata.finalizers.clone().unwrap_or_default(),
             deleting: c.metadata.deletion_timestamp.is_some(),
         });
-        let snapshot =
-            batchrelease::Snapshot { release: (*release).clone(), workload, pods, canary };
+        let autoscalers = self
+            .autoscalers
+            .in_namespace(&key.namespace)
+            .iter()
+            .map(|hpa| {
+                let target = &hpa.spec.scale_target_ref;
+                batchrelease::Autoscaler {
+                    name: hpa.metadata.name.clone().unwrap_or_default(),
+                    target_api_version: target.api_version.clone().unwrap_or_default(),
+                    target_kind: target.kind.clone(),
+                    target_name: target.name.clone(),
+                }
+            })
+            .collect();
+        let snapshot = batchrelease::Snapshot {
+            release: (*release).clone(),
+            workload,
+            pods,
+            canary,
+            autoscalers,
+        };
         let now = jiff::Timestamp::now();
         let plan = batchrelease::plan(&snapshot, now);
         let status = serde_json::to_value(&release.status).unwrap_or(serde_json::Value::Null);

@@ -68,8 +68,8 @@ pub fn builtin_schemas() -> &'static BuiltinSchemas {
 /// Adds the schema of the k8s-openapi type serving `group`/`kind` to `g`; returns its name.
 fn add_kind(g: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     use k8s_openapi::api::{
-        admissionregistration, apps, authorization, batch, coordination, core, discovery, events,
-        networking, policy, rbac,
+        admissionregistration, apps, authorization, autoscaling, batch, coordination, core,
+        discovery, events, networking, policy, rbac,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     fn add<T: JsonSchema>(g: &mut SchemaGenerator) -> Option<String> {
@@ -97,6 +97,9 @@ fn add_kind(g: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> 
         ("apps", "ControllerRevision") => add::<apps::v1::ControllerRevision>(g),
         ("batch", "Job") => add::<batch::v1::Job>(g),
         ("batch", "CronJob") => add::<batch::v1::CronJob>(g),
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            add::<autoscaling::v2::HorizontalPodAutoscaler>(g)
+        }
         ("coordination.k8s.io", "Lease") => add::<coordination::v1::Lease>(g),
         ("discovery.k8s.io", "EndpointSlice") => add::<discovery::v1::EndpointSlice>(g),
         ("networking.k8s.io", "Ingress") => add::<networking::v1::Ingress>(g),

@@ -357,6 +357,10 @@ const BUILTINS: &[B] = &[
         .status()
         .generation()
         .smp(SmpKind::TemplateAt(&["spec", "jobTemplate", "spec", "template"])),
+    // Stored and served; no autoscaler runs (there are no metrics to scale on).
+    b("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", true)
+        .short(&["hpa"])
+        .status(),
     b("coordination.k8s.io", "v1", "Lease", "leases", true),
     b("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true).generation(),
     b("networking.k8s.io", "v1", "Ingress", "ingresses", true)

@@ -85,6 +85,46 @@ pub struct Snapshot {
     /// A canary-style release's extra Deployment (the newest this BatchRelease owns), when
     /// it exists.
     pub canary: Option<CanaryDeployment>,
+    /// The HorizontalPodAutoscalers in the release's namespace (a blue-green release points
+    /// the one scaling its workload elsewhere while it runs).
+    pub autoscalers: Vec<Autoscaler>,
+}
+
+/// What a blue-green release appends to the `scaleTargetRef.name` of the
+/// HorizontalPodAutoscaler that scales its workload, so that it scales nothing meanwhile
+/// (upstream's `-DisableByRollout`).
+pub const HPA_DISABLE_SUFFIX: &str = "-DisableByRollout";
+
+/// A HorizontalPodAutoscaler as a release reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Autoscaler {
+    /// Its name.
+    pub name: String,
+    /// `spec.scaleTargetRef.apiVersion`.
+    pub target_api_version: String,
+    /// `spec.scaleTargetRef.kind`.
+    pub target_kind: String,
+    /// `spec.scaleTargetRef.name`.
+    pub target_name: String,
+}
+
+impl Autoscaler {
+    /// Whether it scales `workload`, pointed away or not (its group, kind and name, every
+    /// disabling suffix taken off).
+    pub fn targets(&self, workload: &ReleasedWorkload) -> bool {
+        let kind = workload.kind().object_kind();
+        let group = self.target_api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let mut name = self.target_name.as_str();
+        while let Some(base) = name.strip_suffix(HPA_DISABLE_SUFFIX) {
+            name = base;
+        }
+        group == kind.group && self.target_kind == kind.kind && name == workload.name
+    }
+
+    /// Whether a release pointed it away.
+    pub fn disabled(&self) -> bool {
+        self.target_name.ends_with(HPA_DISABLE_SUFFIX)
+    }
 }
 
 /// This BatchRelease as the controller owner reference of what it controls.
@@ -297,7 +337,14 @@ impl Planner<'_> {
                 self.requeue = Some(RECHECK);
                 return;
             }
-            Some(uid) if uid == own_uid => {}
+            Some(uid) if uid == own_uid => {
+                if self.style(&workload) == ReleaseStyle::BlueGreen
+                    && self.point_autoscaler(&workload, true)
+                {
+                    self.requeue = Some(RECHECK);
+                    return;
+                }
+            }
             Some(uid) => {
                 self.status.message = format!(
                     "the workload is controlled by another BatchRelease (uid {uid}); waiting"
@@ -308,8 +355,11 @@ impl Planner<'_> {
             None => {
                 self.status.phase = Some(RolloutPhase::Preparing);
                 self.status.message = "taking control of the workload".to_owned();
-                let body =
-                    workload.take_control_patch(&control_info(&release), self.style(&workload));
+                let style = self.style(&workload);
+                if style == ReleaseStyle::BlueGreen {
+                    self.hold_stable_replica_set(&workload);
+                }
+                let body = workload.take_control_patch(&control_info(&release), style);
                 self.patch_workload(&workload, body);
                 self.events.push(Event {
                     type_: EventType::Normal,
@@ -574,6 +624,80 @@ impl Planner<'_> {
         }
     }
 
+    /// Points the HorizontalPodAutoscaler that scales `workload` away from it (`away`), or
+    /// back; returns whether that takes a write.
+    fn point_autoscaler(&mut self, workload: &ReleasedWorkload, away: bool) -> bool {
+        let Some(hpa) = self
+            .snapshot
+            .autoscalers
+            .iter()
+            .find(|a| a.targets(workload) && a.disabled() != away)
+            .cloned()
+        else {
+            return false;
+        };
+        let name = if away {
+            format!("{}{HPA_DISABLE_SUFFIX}", workload.name)
+        } else {
+            workload.name.clone()
+        };
+        self.actions.push(Action::PatchObject {
+            target: Target::new(
+                ObjectKind::HORIZONTAL_POD_AUTOSCALER,
+                Some(&self.namespace),
+                &hpa.name,
+            ),
+            subresource: Subresource::Main,
+            patch: Patch::merge(json!({"spec": {"scaleTargetRef": {
+                "apiVersion": hpa.target_api_version,
+                "kind": hpa.target_kind,
+                "name": name,
+            }}})),
+        });
+        let (reason, message) = if away {
+            (
+                "DisableHPA",
+                format!(
+                    "HorizontalPodAutoscaler {} scales nothing while the blue-green release runs",
+                    hpa.name
+                ),
+            )
+        } else {
+            (
+                "RestoreHPA",
+                format!("HorizontalPodAutoscaler {} scales {} again", hpa.name, workload.name),
+            )
+        };
+        self.events.push(Event {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            message,
+            after_action: Some(self.actions.len() - 1),
+        });
+        true
+    }
+
+    /// A blue-green release of a Deployment gives its stable ReplicaSet the
+    /// `minReadySeconds` no pod reaches, as upstream does when it takes control: rolled back
+    /// to, that ReplicaSet's pods then push none of the new ones out before the Rollout
+    /// moves the traffic back.
+    fn hold_stable_replica_set(&mut self, workload: &ReleasedWorkload) {
+        let Some(rs) = workload
+            .stable_replica_set
+            .as_ref()
+            .filter(|rs| rs.min_ready_seconds != super::workload::BLUE_GREEN_MIN_READY_SECONDS)
+        else {
+            return;
+        };
+        self.actions.push(Action::PatchObject {
+            target: Target::new(ObjectKind::REPLICA_SET, Some(&self.namespace), &rs.name),
+            subresource: Subresource::Main,
+            patch: Patch::merge(json!({"spec": {
+                "minReadySeconds": super::workload::BLUE_GREEN_MIN_READY_SECONDS
+            }})),
+        });
+    }
+
     /// Whether this release is a rollback in batches (the Rollout set
     /// `rollouts.kruise.io/rollback-in-batch`).
     fn rollback_in_batch(&self) -> bool {
@@ -685,6 +809,17 @@ impl Planner<'_> {
                     self.patch_canary(&canary.name, json!({"metadata": {"finalizers": rest}}));
                 self.actions.push(action);
                 self.status.message = "letting the canary Deployment go".to_owned();
+                self.requeue = Some(RECHECK);
+            }
+            Some(w)
+                if style == ReleaseStyle::BlueGreen
+                    && release_all
+                    && !w.deleting
+                    && self.snapshot.autoscalers.iter().any(|a| a.targets(w) && a.disabled()) =>
+            {
+                self.point_autoscaler(w, false);
+                self.status.message =
+                    "giving the HorizontalPodAutoscaler its workload back".to_owned();
                 self.requeue = Some(RECHECK);
             }
             _ => {

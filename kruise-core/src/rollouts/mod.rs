@@ -40,7 +40,7 @@ mod workload;
 #[cfg(test)]
 mod tests;
 
-pub use workload::{ReleaseStyle, ReleasedKind, ReleasedWorkload, WorkloadError};
+pub use workload::{ReleaseStyle, ReleasedKind, ReleasedWorkload, StableReplicaSet, WorkloadError};
 
 use kruise_api::rollouts::v1beta1::{ReleasePlan, RolloutCondition};
 use sha2::Digest as _;

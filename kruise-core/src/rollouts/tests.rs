@@ -340,6 +340,7 @@ fn a_batch_release_leaves_a_workload_on_another_revision_alone() {
             workload: Some(workload),
             pods: Vec::new(),
             canary: None,
+            autoscalers: Vec::new(),
         },
         jiff::Timestamp::UNIX_EPOCH,
     );
@@ -415,4 +416,36 @@ fn each_ingress_class_writes_its_scripts_annotations() {
             ("nginx.ingress.kubernetes.io/canary-by-query-value".to_owned(), "1".to_owned()),
         ]
     );
+}
+
+/// The HorizontalPodAutoscaler a blue-green release points away: the one whose target is the
+/// workload by group, kind and name, with or without the suffix (repeated ones too).
+#[test]
+fn an_autoscaler_targets_its_workload_by_group_kind_and_name() {
+    use super::batchrelease::{Autoscaler, HPA_DISABLE_SUFFIX};
+    let workload = super::ReleasedWorkload {
+        kind: Some(super::ReleasedKind::Deployment),
+        name: "demo".into(),
+        ..Default::default()
+    };
+    let hpa = |api_version: &str, kind: &str, name: &str| Autoscaler {
+        name: "a".into(),
+        target_api_version: api_version.into(),
+        target_kind: kind.into(),
+        target_name: name.into(),
+    };
+    assert!(hpa("apps/v1", "Deployment", "demo").targets(&workload));
+    let away =
+        hpa("apps/v1", "Deployment", &format!("demo{HPA_DISABLE_SUFFIX}{HPA_DISABLE_SUFFIX}"));
+    assert!(away.targets(&workload) && away.disabled());
+    assert!(!hpa("apps/v1", "Deployment", "demo").disabled());
+    assert!(!hpa("apps.kruise.io/v1beta1", "Deployment", "demo").targets(&workload));
+    assert!(!hpa("apps/v1", "StatefulSet", "demo").targets(&workload));
+    assert!(!hpa("apps/v1", "Deployment", "demo-2").targets(&workload));
+    let cloneset = super::ReleasedWorkload {
+        kind: Some(super::ReleasedKind::CloneSet),
+        name: "demo".into(),
+        ..Default::default()
+    };
+    assert!(hpa("apps.kruise.io/v1alpha1", "CloneSet", "demo").targets(&cloneset));
 }

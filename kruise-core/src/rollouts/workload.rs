@@ -143,6 +143,15 @@ impl ReleasedKind {
     }
 }
 
+/// A Deployment's stable ReplicaSet, as a blue-green release reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StableReplicaSet {
+    /// Its name.
+    pub name: String,
+    /// Its `spec.minReadySeconds`.
+    pub min_ready_seconds: i32,
+}
+
 /// A workload as a release reads it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReleasedWorkload {
@@ -194,6 +203,8 @@ pub struct ReleasedWorkload {
     pub min_ready_seconds: i32,
     /// A Deployment's `spec.progressDeadlineSeconds`.
     pub progress_deadline_seconds: Option<i32>,
+    /// A Deployment's stable ReplicaSet (the oldest with pods that is not the new one).
+    pub stable_replica_set: Option<StableReplicaSet>,
 }
 
 fn meta_strings(meta: &ObjectMeta) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
@@ -401,6 +412,10 @@ impl ReleasedWorkload {
             spec: serde_json::to_value(&spec).ok().map(std::sync::Arc::new),
             min_ready_seconds: spec.min_ready_seconds.unwrap_or(0),
             progress_deadline_seconds: spec.progress_deadline_seconds,
+            stable_replica_set: stable.map(|rs| StableReplicaSet {
+                name: rs.metadata.name.clone().unwrap_or_default(),
+                min_ready_seconds: rs.spec.min_ready_seconds.unwrap_or(0),
+            }),
         }
     }
 

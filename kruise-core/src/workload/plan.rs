@@ -331,6 +331,14 @@ impl ObjectKind {
         plural: "httproutes",
         namespaced: true,
     };
+    /// autoscaling/v2 HorizontalPodAutoscaler.
+    pub const HORIZONTAL_POD_AUTOSCALER: Self = Self {
+        group: "autoscaling",
+        version: "v2",
+        kind: "HorizontalPodAutoscaler",
+        plural: "horizontalpodautoscalers",
+        namespaced: true,
+    };
     /// networking.k8s.io/v1 Ingress.
     pub const INGRESS: Self = Self {
         group: "networking.k8s.io",

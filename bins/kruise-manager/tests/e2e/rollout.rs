@@ -1244,9 +1244,26 @@ fn a_blue_green_cloneset_release_is_rolled_back_mid_way_then_completed() {
     assert_eq!(weights, ["demo"]);
 }
 
+/// An autoscaler of the Deployment `demo`.
+const DEMO_HPA: &str = r#"
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: demo
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: demo
+  minReplicas: 4
+  maxReplicas: 8
+"#;
+
 /// Blue-green over a Deployment: kube-controller-manager surges the green ReplicaSet step by
-/// step (2, then 4 pods) while a `minReadySeconds` no pod reaches keeps every blue pod; at
-/// the end the Deployment's own settings come back and the blue pods go.
+/// step (2, then 4 pods) while a `minReadySeconds` no pod reaches keeps every blue pod (and
+/// the blue ReplicaSet's own); its HorizontalPodAutoscaler scales nothing meanwhile; at the
+/// end the Deployment's own settings come back, the autoscaler targets it again and the blue
+/// pods go.
 #[test]
 fn a_blue_green_deployment_release_keeps_the_blue_pods_to_the_end() {
     let pg = Playground::start(1, &[]);
@@ -1272,6 +1289,21 @@ fn a_blue_green_deployment_release_keeps_the_blue_pods_to_the_end() {
         (rollout(k)["status"]["phase"] == "Healthy").then_some(())
     });
 
+    k.ok_stdin(&["apply", "-f", "-"], DEMO_HPA);
+    let hpa_target = || k.json(&["get", "hpa", "demo"])["spec"]["scaleTargetRef"]["name"].clone();
+    let blue_rs_min_ready = || {
+        let sets = k.json(&["get", "replicasets.apps", "-l", "app=demo"]);
+        sets["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|rs| {
+                rs["spec"]["template"]["spec"]["containers"][0]["image"]
+                    == "registry.example/demo:v1"
+            })
+            .map(|rs| rs["spec"]["minReadySeconds"].clone())
+    };
+    assert_eq!(blue_rs_min_ready(), Some(Value::Null));
     set_image_of(k, "deployments.apps", "demo", "registry.example/demo:v2");
     blue_green_step(k, 1, "StepPaused");
     wait_for("2 green pods beside 4 blue", Duration::from_secs(60), || {
@@ -1279,6 +1311,8 @@ fn a_blue_green_deployment_release_keeps_the_blue_pods_to_the_end() {
             && pods_on(k, "demo", "registry.example/demo:v1") == (4, 4))
             .then_some(())
     });
+    assert_eq!(hpa_target(), "demo-DisableByRollout");
+    assert_eq!(blue_rs_min_ready(), Some(serde_json::json!(2147483646)));
     let held = deployment(k, "demo");
     assert_eq!(held["spec"]["minReadySeconds"], 2147483646);
     assert_eq!(held["spec"]["progressDeadlineSeconds"], 2147483647);
@@ -1317,6 +1351,7 @@ fn a_blue_green_deployment_release_keeps_the_blue_pods_to_the_end() {
             .then_some(())
     });
     let given_back = deployment(k, "demo");
+    assert_eq!(hpa_target(), "demo", "the autoscaler targets the Deployment again");
     assert_eq!(given_back["spec"]["minReadySeconds"].as_i64().unwrap_or(0), 0);
     assert_eq!(given_back["spec"]["progressDeadlineSeconds"], 600);
     assert_eq!(
