@@ -244,3 +244,93 @@ fn the_rollout_ahead_as_printed() {
         kruise_core::rollout::describe_forecast(&recreate, strategy).join("\n")
     );
 }
+
+const HOLD: &str = "example.io/hold";
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// In-place updates on the pure cluster, with the `inPlaceUpdate` hook: the hook holds
+    /// as many pods as maxUnavailable allows (of those the partition lets go) in
+    /// `PreparingUpdate`, none updated; then the user's controller lets each go (the label
+    /// removed) and marks it done once `Updated` (the label back), and the rollout moves on
+    /// within maxUnavailable until every pod is `Normal`, ready, and all but the partition's
+    /// updated. Without the hook, the same rollout ends at once in `Normal`.
+    #[test]
+    fn in_place_rollouts_with_hooks_finish_on_the_pure_cluster(
+        replicas in 1i32..6,
+        max_unavailable in 1i32..4,
+        partition in 0i32..6,
+        hooked in any::<bool>(),
+    ) {
+        let strategy = json!({"podUpdatePolicy": "InPlaceIfPossible",
+            "maxUnavailable": max_unavailable, "partition": partition});
+        let created = forecast(
+            Cluster::new(cloneset(replicas, "app:v1", strategy.clone()), now()),
+            Limits::default(),
+            planner,
+        );
+        let mut cluster = created.end.clone();
+        let status = cluster.workload["status"].clone();
+        cluster.workload = cloneset(replicas, "app:v2", strategy);
+        if hooked {
+            cluster.workload["spec"]["lifecycle"] =
+                json!({"inPlaceUpdate": {"labelsHandler": {HOLD: "true"}}});
+            for pod in &mut cluster.pods {
+                pod.metadata.labels.get_or_insert_default().insert(HOLD.into(), "true".into());
+            }
+        }
+        cluster.workload["status"] = status;
+        cluster.workload["metadata"]["generation"] = json!(2);
+        let to_update = usize::try_from(replicas - partition.min(replicas)).unwrap_or(0);
+        let mut ahead = forecast(cluster, Limits::default(), planner);
+        if hooked {
+            prop_assert!(ahead.outcome.settled, "{:?}", ahead.outcome);
+            let preparing = ahead.outcome.hooked.values().filter(|s| *s == "PreparingUpdate").count();
+            // Pods waiting for the hook count against maxUnavailable.
+            let budget = usize::try_from(max_unavailable).unwrap_or(0);
+            prop_assert_eq!(preparing, to_update.min(budget), "{:?}", ahead.outcome);
+            prop_assert_eq!(ahead.outcome.not_updated.len(), usize::try_from(replicas).unwrap_or(0));
+            // The user's own controller: it lets a pod waiting to be updated go (the label
+            // removed), and marks an updated one done (the label back), until no hook holds
+            // a pod; every pass keeps to the budget.
+            let mut passes = 0;
+            while !ahead.outcome.hooked.is_empty() {
+                prop_assert!(ahead.outcome.settled, "{:?}", ahead.outcome);
+                passes += 1;
+                prop_assert!(passes <= 4 * replicas + 4, "{:?}", ahead.outcome);
+                let mut cluster = ahead.end.clone();
+                for pod in &mut cluster.pods {
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    let labels = pod.metadata.labels.get_or_insert_default();
+                    match ahead.outcome.hooked.get(&name).map(String::as_str) {
+                        Some("PreparingUpdate") => {
+                            labels.remove(HOLD);
+                        }
+                        Some("Updated") => {
+                            labels.insert(HOLD.into(), "true".into());
+                        }
+                        _ => {}
+                    }
+                }
+                ahead = forecast(cluster, Limits::default(), planner);
+                for wave in &ahead.waves {
+                    let starts = wave.pods.iter().filter(|c| c.change == Change::InPlace).count();
+                    prop_assert!(starts <= budget, "{:#?}", ahead.waves);
+                }
+            }
+        }
+        prop_assert!(ahead.outcome.settled, "{:?}", ahead.outcome);
+        prop_assert!(ahead.outcome.hooked.is_empty(), "{:?}", ahead.outcome);
+        prop_assert!(ahead.outcome.not_ready.is_empty(), "{:?}", ahead.outcome);
+        prop_assert_eq!(
+            ahead.outcome.not_updated.len(),
+            usize::try_from(replicas).unwrap_or(0) - to_update,
+            "{:?}", ahead.outcome
+        );
+        for pod in &ahead.end.pods {
+            let state = pod.metadata.labels.as_ref().and_then(|l| l.get("lifecycle.apps.kruise.io/state"));
+            prop_assert_eq!(state.map(String::as_str), Some("Normal"), "{}", pod.metadata.name.clone().unwrap_or_default());
+        }
+    }
+}
