@@ -1,13 +1,15 @@
 //! Kruise Rollout's admission decisions on arbitrary input: a workload update (old and new
 //! objects) and a Rollout. Neither the workload webhook, the validation nor the approve patch
 //! panics; a held workload differs from the update only in the fields the hold writes; and
-//! the planners take any Rollout and BatchRelease without panicking.
+//! the planners take any Rollout, BatchRelease and TrafficRouting without panicking.
 
 #![no_main]
 
 use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout};
 use kruise_core::rollouts::admission::{hold_workload, validate_rollout};
-use kruise_core::rollouts::{ReleasedWorkload, approve_patch, batchrelease, rollout};
+use kruise_core::rollouts::{
+    ReleasedWorkload, approve_patch, batchrelease, rollout, trafficrouting,
+};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -24,33 +26,53 @@ fn without_hold(mut object: Value) -> Value {
 fuzz_target!(|data: &[u8]| {
     let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(data) else { return };
     let [old, new, rollout_json, ..] = items.as_slice() else { return };
-    let rollouts: Vec<Rollout> = serde_json::from_value(rollout_json.clone())
-        .map(|r| vec![r])
-        .unwrap_or_default();
+    let rollouts: Vec<Rollout> =
+        serde_json::from_value(rollout_json.clone()).map(|r| vec![r]).unwrap_or_default();
     if let Some(held) = hold_workload(old, new, &rollouts, &[]) {
         assert_eq!(without_hold(held), without_hold(new.clone()), "the hold wrote other fields");
     }
     if let Some(rollout_object) = rollouts.first() {
-        let _ = validate_rollout(rollout_object, Some(rollout_object), Some(rollout_object), &rollouts)
-            .to_string();
+        let _ =
+            validate_rollout(rollout_object, Some(rollout_object), Some(rollout_object), &rollouts)
+                .to_string();
         let _ = approve_patch(rollout_object);
         let workload = serde_json::from_value(new.clone())
             .ok()
             .map(|cs| ReleasedWorkload::from_clone_set(&cs));
         let release: Option<BatchRelease> = serde_json::from_value(old.clone()).ok();
+        // The old object read as a TrafficRouting too: its planner takes any.
+        let traffic_routing: Option<kruise_api::rollouts::v1alpha1::TrafficRouting> =
+            serde_json::from_value(old.clone()).ok();
         let now = jiff::Timestamp::UNIX_EPOCH;
+        if let Some(tr) = &traffic_routing {
+            let _ = trafficrouting::plan(
+                &trafficrouting::Snapshot {
+                    traffic_routing: tr.clone(),
+                    traffic: Default::default(),
+                },
+                now,
+            );
+            let _ = trafficrouting::hold_patch(tr, "r", true);
+        }
         let _ = rollout::plan(
             &rollout::Snapshot {
                 rollout: rollout_object.clone(),
                 workload: workload.clone(),
                 batch_release: release.clone(),
                 traffic: Default::default(),
+                traffic_routing,
             },
             now,
         );
         if let Some(release) = release {
             let _ = batchrelease::plan(
-                &batchrelease::Snapshot { release, workload, pods: Vec::new(), canary: None },
+                &batchrelease::Snapshot {
+                    release,
+                    workload,
+                    pods: Vec::new(),
+                    canary: None,
+                    autoscalers: Vec::new(),
+                },
                 now,
             );
         }

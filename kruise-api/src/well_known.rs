@@ -959,8 +959,15 @@ pub mod rollouts {
         /// Held on a canary-style release's extra Deployment until the release is over.
         pub const CANARY_DEPLOYMENT: &str = "finalizer.rollouts.kruise.io/batch-release";
 
-        /// Every finalizer in this module.
-        pub const ALL: &[&str] = &[ROLLOUT, BATCH_RELEASE, CANARY_DEPLOYMENT];
+        /// Held on a TrafficRouting by its own controller until its routes are restored.
+        pub const TRAFFIC_ROUTING: &str = "rollouts.kruise.io/trafficrouting";
+
+        /// The prefix of the finalizer each Rollout in progress holds on the TrafficRouting it
+        /// names (`progressing.rollouts.kruise.io/<rollout>`).
+        pub const PROGRESSING_ROLLOUT_PREFIX: &str = "progressing.rollouts.kruise.io/";
+
+        /// Every finalizer in this module (the prefix aside).
+        pub const ALL: &[&str] = &[ROLLOUT, BATCH_RELEASE, CANARY_DEPLOYMENT, TRAFFIC_ROUTING];
     }
 }
 
@@ -1057,7 +1064,9 @@ mod tests {
     #[test]
     fn no_accidental_duplicates() {
         // Values that intentionally appear under more than one name.
-        let documented_aliases = [finalizers::CRR_UNREADY_ACQUIRED];
+        // The TrafficRouting finalizer is spelt as the Rollout annotation naming one, as upstream.
+        let documented_aliases =
+            [finalizers::CRR_UNREADY_ACQUIRED, rollouts::finalizers::TRAFFIC_ROUTING];
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         let all = labels::ALL
             .iter()

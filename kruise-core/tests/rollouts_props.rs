@@ -303,6 +303,7 @@ impl World {
                 workload: Some(self.workload()),
                 batch_release: self.typed_batch_release(),
                 traffic: self.traffic(),
+                traffic_routing: None,
             },
             self.now,
         );

@@ -21,10 +21,12 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
-use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout};
+use kruise_api::rollouts::v1alpha1::TrafficRouting;
+use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout, TrafficRoutingRef};
 use kruise_core::rollouts::batchrelease::{self, CanaryDeployment, ReleasePod};
 use kruise_core::rollouts::daemonset as native_daemon_sets;
 use kruise_core::rollouts::deployment as deployments;
+use kruise_core::rollouts::trafficrouting;
 use kruise_core::rollouts::{ReleaseStyle, ReleasedKind, ReleasedWorkload, rollout};
 
 use crate::applier::PlanOwner;
@@ -36,6 +38,7 @@ use crate::controller::{
 };
 
 crate::watched_namespaced!(
+    TrafficRouting,
     Rollout,
     BatchRelease,
     Service,
@@ -170,6 +173,8 @@ impl crate::cache::Watched for HttpRoute {
 pub const ROLLOUT_CONTROLLER: &str = "rollout-controller";
 /// Upstream's controller names.
 pub const BATCH_RELEASE_CONTROLLER: &str = "batchrelease-controller";
+/// Upstream's controller names.
+pub const TRAFFIC_ROUTING_CONTROLLER: &str = "trafficrouting-controller";
 /// Upstream's controller names (the AdvancedDeployment gate's).
 pub const ADVANCED_DEPLOYMENT_CONTROLLER: &str = "advanced-deployment-controller";
 /// The controller that deletes a native DaemonSet's old pods batch by batch (upstream's
@@ -491,70 +496,34 @@ pub struct RolloutController {
     rollouts: Cache<Rollout>,
     batch_releases: Cache<BatchRelease>,
     workloads: Workloads,
+    network: Network,
+    traffic_routings: Cache<TrafficRouting>,
+}
+
+/// The network objects traffic routings name, read from the shared caches.
+#[derive(Clone)]
+struct Network {
     services: Cache<Service>,
     ingresses: Cache<Ingress>,
     routes: Cache<HttpRoute>,
 }
 
-/// What a traffic routing names.
-#[derive(Clone, Copy)]
-enum Routed {
-    Service,
-    Ingress,
-    Route,
-}
-
-/// The Rollouts in `namespace` whose traffic routing names `name` (as the Service, the
-/// Ingress, their canaries, or the HTTPRoute).
-fn routing_to(
-    rollouts: &Cache<Rollout>,
-    namespace: &str,
-    name: &str,
-    what: Routed,
-) -> Vec<ObjectKey> {
-    let stem = name.strip_suffix(kruise_core::rollouts::traffic::CANARY_SUFFIX).unwrap_or(name);
-    rollouts
-        .in_namespace(namespace)
-        .iter()
-        .filter(|r| {
-            rollout::traffic_routings(r).iter().any(|t| match what {
-                Routed::Ingress => t.ingress.as_ref().is_some_and(|i| i.name == stem),
-                Routed::Service => t.service == stem,
-                Routed::Route => {
-                    t.gateway.as_ref().and_then(|g| g.http_route_name.as_deref()) == Some(name)
-                }
-            })
-        })
-        .map(|r| ObjectKey::of(r.as_ref()))
-        .collect()
-}
-
-impl RolloutController {
-    const INFO: ControllerInfo = ControllerInfo::new(
-        ROLLOUT_CONTROLLER,
-        "rollout-workers",
-        Some(ServedResource {
-            group: "rollouts.kruise.io",
-            version: "v1beta1",
-            plural: "rollouts",
-        }),
-    );
-
-    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
-        Arc::new(Self {
-            rollouts: context.caches.get(),
-            batch_releases: context.caches.get(),
-            workloads: Workloads::new(&context),
+impl Network {
+    fn new(context: &ControllerContext) -> Self {
+        Self {
             services: context.caches.get(),
             ingresses: context.caches.get(),
             routes: context.caches.get(),
-            context,
-        })
+        }
     }
 
-    /// The Service and Ingress the Rollout's traffic routing names, and their canaries.
-    fn traffic(&self, namespace: &str, rollout: &Rollout) -> rollout::TrafficObjects {
-        let Some(routing) = rollout::traffic_routings(rollout).first() else {
+    /// The Service, Ingress and HTTPRoute `routing` names in `namespace`, and their canaries.
+    fn objects(
+        &self,
+        namespace: &str,
+        routing: Option<&TrafficRoutingRef>,
+    ) -> rollout::TrafficObjects {
+        let Some(routing) = routing else {
             return rollout::TrafficObjects::default();
         };
         let canary = kruise_core::rollouts::traffic::canary_name;
@@ -577,13 +546,107 @@ impl RolloutController {
         }
     }
 
+    /// Watches of the Service, Ingress and HTTPRoute caches, each change mapped by `keys`
+    /// (the object's namespace, name and what it is) to the keys to reconcile.
+    fn watches(
+        &self,
+        keys: impl Fn(&str, &str, Routed) -> Vec<ObjectKey> + Clone + Send + Sync + 'static,
+    ) -> Vec<Watch> {
+        fn meta_of<K: kube::Resource>(change: &Change<K>) -> Option<(String, String)> {
+            let object = change.new.as_deref().or(change.old.as_deref())?;
+            let meta = object.meta();
+            Some((
+                meta.namespace.clone().unwrap_or_default(),
+                meta.name.clone().unwrap_or_default(),
+            ))
+        }
+        let (k1, k2, k3) = (keys.clone(), keys.clone(), keys);
+        vec![
+            Watch::new(&self.services, KeyMapping::Custom, move |change: &Change<Service>| {
+                meta_of(change).map_or_else(Vec::new, |(ns, name)| k1(&ns, &name, Routed::Service))
+            }),
+            Watch::new(&self.ingresses, KeyMapping::Custom, move |change: &Change<Ingress>| {
+                meta_of(change).map_or_else(Vec::new, |(ns, name)| k2(&ns, &name, Routed::Ingress))
+            }),
+            Watch::new(&self.routes, KeyMapping::Custom, move |change: &Change<HttpRoute>| {
+                meta_of(change).map_or_else(Vec::new, |(ns, name)| k3(&ns, &name, Routed::Route))
+            }),
+        ]
+    }
+}
+
+/// What a traffic routing names.
+#[derive(Clone, Copy, Debug)]
+enum Routed {
+    Service,
+    Ingress,
+    Route,
+}
+
+/// Whether `routing` names `name` (as the Service, the Ingress, their canaries, or the
+/// HTTPRoute).
+fn names(routing: &TrafficRoutingRef, name: &str, what: Routed) -> bool {
+    let stem = name.strip_suffix(kruise_core::rollouts::traffic::CANARY_SUFFIX).unwrap_or(name);
+    match what {
+        Routed::Ingress => routing.ingress.as_ref().is_some_and(|i| i.name == stem),
+        Routed::Service => routing.service == stem,
+        Routed::Route => {
+            routing.gateway.as_ref().and_then(|g| g.http_route_name.as_deref()) == Some(name)
+        }
+    }
+}
+
+/// The Rollouts in `namespace` whose traffic routing names `name`.
+fn routing_to(
+    rollouts: &Cache<Rollout>,
+    namespace: &str,
+    name: &str,
+    what: Routed,
+) -> Vec<ObjectKey> {
+    rollouts
+        .in_namespace(namespace)
+        .iter()
+        .filter(|r| rollout::traffic_routings(r).iter().any(|t| names(t, name, what)))
+        .map(|r| ObjectKey::of(r.as_ref()))
+        .collect()
+}
+
+impl RolloutController {
+    const INFO: ControllerInfo = ControllerInfo::new(
+        ROLLOUT_CONTROLLER,
+        "rollout-workers",
+        Some(ServedResource {
+            group: "rollouts.kruise.io",
+            version: "v1beta1",
+            plural: "rollouts",
+        }),
+    );
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        Arc::new(Self {
+            rollouts: context.caches.get(),
+            batch_releases: context.caches.get(),
+            workloads: Workloads::new(&context),
+            network: Network::new(&context),
+            traffic_routings: context.caches.get(),
+            context,
+        })
+    }
+
     async fn reconcile_rollout(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
         let Some(rollout) = self.rollouts.get(key) else { return Ok(None) };
         let snapshot = rollout::Snapshot {
             rollout: (*rollout).clone(),
             workload: self.workloads.get(&key.namespace, &rollout.spec.workload_ref),
             batch_release: self.batch_releases.get(key).map(|b| (*b).clone()),
-            traffic: self.traffic(&key.namespace, &rollout),
+            traffic: self
+                .network
+                .objects(&key.namespace, rollout::traffic_routings(&rollout).first()),
+            traffic_routing: trafficrouting::named_by(&rollout).and_then(|name| {
+                self.traffic_routings
+                    .get(&ObjectKey::new(&key.namespace, &name))
+                    .map(|t| (*t).clone())
+            }),
         };
         let now = jiff::Timestamp::now();
         let plan = rollout::plan(&snapshot, now);
@@ -601,53 +664,30 @@ impl Reconciler for RolloutController {
             Watch::controller_owner(&self.batch_releases, &self.rollouts, "Rollout"),
         ];
         watches.extend(workload_watches(&self.workloads, &self.rollouts, rollout_reference));
-        let (for_services, for_ingresses) = (self.rollouts.clone(), self.rollouts.clone());
+        let rollouts = self.rollouts.clone();
+        watches
+            .extend(self.network.watches(move |namespace, name, what| {
+                routing_to(&rollouts, namespace, name, what)
+            }));
+        // A TrafficRouting's phase: the Rollouts naming it.
+        let rollouts = self.rollouts.clone();
         watches.push(Watch::new(
-            &self.services,
+            &self.traffic_routings,
             KeyMapping::Custom,
-            move |change: &Change<Service>| {
-                let Some(service) = change.new.as_deref().or(change.old.as_deref()) else {
+            move |change: &Change<TrafficRouting>| {
+                let Some(tr) = change.new.as_deref().or(change.old.as_deref()) else {
                     return Vec::new();
                 };
-                let meta = &service.metadata;
-                routing_to(
-                    &for_services,
-                    meta.namespace.as_deref().unwrap_or_default(),
-                    meta.name.as_deref().unwrap_or_default(),
-                    Routed::Service,
-                )
-            },
-        ));
-        watches.push(Watch::new(
-            &self.ingresses,
-            KeyMapping::Custom,
-            move |change: &Change<Ingress>| {
-                let Some(ingress) = change.new.as_deref().or(change.old.as_deref()) else {
-                    return Vec::new();
-                };
-                let meta = &ingress.metadata;
-                routing_to(
-                    &for_ingresses,
-                    meta.namespace.as_deref().unwrap_or_default(),
-                    meta.name.as_deref().unwrap_or_default(),
-                    Routed::Ingress,
-                )
-            },
-        ));
-        let for_routes = self.rollouts.clone();
-        watches.push(Watch::new(
-            &self.routes,
-            KeyMapping::Custom,
-            move |change: &Change<HttpRoute>| {
-                let Some(route) = change.new.as_deref().or(change.old.as_deref()) else {
-                    return Vec::new();
-                };
-                routing_to(
-                    &for_routes,
-                    route.metadata.namespace.as_deref().unwrap_or_default(),
-                    route.metadata.name.as_deref().unwrap_or_default(),
-                    Routed::Route,
-                )
+                let (namespace, name) = (
+                    tr.metadata.namespace.clone().unwrap_or_default(),
+                    tr.metadata.name.clone().unwrap_or_default(),
+                );
+                rollouts
+                    .in_namespace(&namespace)
+                    .iter()
+                    .filter(|r| trafficrouting::named_by(r).as_deref() == Some(name.as_str()))
+                    .map(|r| ObjectKey::of(r.as_ref()))
+                    .collect()
             },
         ));
         watches
@@ -1039,6 +1079,83 @@ pub fn advanced_deployment_registration() -> Registration {
         info: AdvancedDeploymentController::INFO,
         build: AdvancedDeploymentController::build,
     }
+}
+
+/// The TrafficRouting controller: upstream's `trafficrouting-controller`
+/// ([`trafficrouting::plan`]).
+pub struct TrafficRoutingController {
+    context: ControllerContext,
+    traffic_routings: Cache<TrafficRouting>,
+    network: Network,
+}
+
+impl TrafficRoutingController {
+    const INFO: ControllerInfo = ControllerInfo::new(
+        TRAFFIC_ROUTING_CONTROLLER,
+        "trafficrouting-workers",
+        Some(ServedResource {
+            group: "rollouts.kruise.io",
+            version: "v1alpha1",
+            plural: "trafficroutings",
+        }),
+    );
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        Arc::new(Self {
+            traffic_routings: context.caches.get(),
+            network: Network::new(&context),
+            context,
+        })
+    }
+
+    async fn reconcile_traffic_routing(
+        &self,
+        key: &ObjectKey,
+    ) -> Result<Option<Duration>, ReconcileError> {
+        let Some(tr) = self.traffic_routings.get(key) else { return Ok(None) };
+        let snapshot = trafficrouting::Snapshot {
+            traffic_routing: (*tr).clone(),
+            traffic: self.network.objects(&key.namespace, tr.spec.object_ref.first()),
+        };
+        let now = jiff::Timestamp::now();
+        let plan = trafficrouting::plan(&snapshot, now);
+        let status = serde_json::to_value(&tr.status).unwrap_or(serde_json::Value::Null);
+        let owner = PlanOwner::of(tr.as_ref(), status);
+        self.context.applier.apply(&owner, &plan, None, now).await?;
+        Ok(requeue(plan.requeue_after))
+    }
+}
+
+impl Reconciler for TrafficRoutingController {
+    fn watches(&self) -> Vec<Watch> {
+        let mut watches = vec![Watch::own(&self.traffic_routings)];
+        let traffic_routings = self.traffic_routings.clone();
+        watches.extend(self.network.watches(move |namespace, name, what| {
+            traffic_routings
+                .in_namespace(namespace)
+                .iter()
+                .filter(|t| t.spec.object_ref.first().is_some_and(|r| names(r, name, what)))
+                .map(|t| ObjectKey::of(t.as_ref()))
+                .collect()
+        }));
+        watches
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.traffic_routings.all().iter().map(|t| ObjectKey::of(t.as_ref())).collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_traffic_routing(key))
+    }
+}
+
+/// The TrafficRouting controller's registration.
+pub fn traffic_routing_registration() -> Registration {
+    Registration { info: TrafficRoutingController::INFO, build: TrafficRoutingController::build }
 }
 
 /// The Rollout controller's registration.

@@ -6,8 +6,7 @@ use kruise_api::rollouts::v1beta1::{CanaryStep, Rollout, RolloutPhase};
 use serde_json::{Value, json};
 
 use super::{
-    HOLD_ALL_ORDINALS, IN_PROGRESSING_ANNOTATION, ROLLOUT_ID_LABEL, ReleasedKind,
-    TRAFFIC_ROUTING_ANNOTATION, WorkloadError,
+    HOLD_ALL_ORDINALS, IN_PROGRESSING_ANNOTATION, ROLLOUT_ID_LABEL, ReleasedKind, WorkloadError,
 };
 use crate::field::{BadValue, FieldError, FieldErrors, FieldPath};
 use crate::intstr::{Rounding, scaled_value};
@@ -437,7 +436,6 @@ fn validate_routings(
     routings: &[kruise_api::rollouts::v1beta1::TrafficRoutingRef],
     steps: &[CanaryStep],
     disable_generate_canary_service: bool,
-    traffic_routing_ref: &str,
     path: &FieldPath,
 ) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -455,12 +453,6 @@ fn validate_routings(
         errors.push(FieldError::forbidden(
             &path.child("DisableGenerateCanaryService"),
             format!("routing without a canary Service {NOT_YET}"),
-        ));
-    }
-    if !traffic_routing_ref.is_empty() {
-        errors.push(FieldError::forbidden(
-            &path.child("TrafficRoutingRef"),
-            format!("traffic routing {NOT_YET}"),
         ));
     }
     if routings.is_empty() && steps.iter().any(|s| s.traffic.is_some() || !s.matches.is_empty()) {
@@ -561,7 +553,6 @@ pub fn validate_rollout(
                 &blue_green.traffic_routings,
                 &blue_green.steps,
                 blue_green.disable_generate_canary_service,
-                &blue_green.traffic_routing_ref,
                 &path,
             ));
         }
@@ -578,17 +569,7 @@ pub fn validate_rollout(
                 &canary.traffic_routings,
                 &canary.steps,
                 canary.disable_generate_canary_service,
-                &canary.traffic_routing_ref,
                 &canary_path,
-            ));
-        }
-    }
-    let annotations = rollout.metadata.annotations.clone().unwrap_or_default();
-    for (key, what) in [(TRAFFIC_ROUTING_ANNOTATION, "traffic routing")] {
-        if annotations.get(key).is_some_and(|v| !v.is_empty() && v != "false") {
-            errors.push(FieldError::forbidden(
-                &FieldPath::new("Metadata").child("Annotations").key(key),
-                format!("{what} {NOT_YET}"),
             ));
         }
     }

@@ -24,9 +24,11 @@
 //! - [`daemonset`]: native DaemonSets (upstream's main branch), run `OnDelete` while released,
 //!   their old pods deleted batch by batch ([`daemonset::plan`]).
 //!
+//! - [`trafficrouting`]: a TrafficRouting, traffic rules shared by the Rollouts that name it
+//!   (`trafficRoutingRef` or the `rollouts.kruise.io/trafficrouting` annotation).
+//!
 //! What this module does not do yet, and refuses at validation so that nothing is accepted and
-//! then ignored: custom network providers and `trafficRoutingRef`. As upstream, DaemonSet
-//! releases route no traffic.
+//! then ignored: custom network providers. As upstream, DaemonSet releases route no traffic.
 
 pub mod admission;
 pub mod batchrelease;
@@ -35,6 +37,7 @@ pub mod deployment;
 pub mod describe;
 pub mod rollout;
 pub mod traffic;
+pub mod trafficrouting;
 mod workload;
 
 #[cfg(test)]

@@ -87,6 +87,8 @@ pub struct Snapshot {
     pub batch_release: Option<BatchRelease>,
     /// The objects its traffic routing names, as read.
     pub traffic: TrafficObjects,
+    /// The TrafficRouting it names ([`super::trafficrouting::named_by`]), when it exists.
+    pub traffic_routing: Option<kruise_api::rollouts::v1alpha1::TrafficRouting>,
 }
 
 /// The objects the Rollout's (first) `trafficRoutings` entry names, when they exist.
@@ -536,6 +538,9 @@ impl Planner<'_> {
         let rollout = self.rollout().clone();
         match self.progressing_reason().as_deref() {
             Some(reasons::INITIALIZING) => {
+                if !self.hold_traffic_routing(true) {
+                    return;
+                }
                 self.status.canary_status = Some(CanaryStatus {
                     common: CommonStatus {
                         observed_workload_generation: workload.generation,
@@ -963,6 +968,9 @@ impl Planner<'_> {
     /// are done.
     fn finalise(&mut self, reason: Finalise, workload: Option<&ReleasedWorkload>) -> bool {
         use FinalisingStepType as F;
+        if !self.hold_traffic_routing(false) {
+            return false;
+        }
         if let Some(w) = workload
             && w.annotations.contains_key(IN_PROGRESSING_ANNOTATION)
         {
@@ -1122,10 +1130,6 @@ impl Planner<'_> {
         Target::new(ObjectKind::SERVICE, Some(&self.namespace), name)
     }
 
-    fn ingress_target(&self, name: &str) -> Target {
-        Target::new(ObjectKind::INGRESS, Some(&self.namespace), name)
-    }
-
     /// The canary Service exists and selects `revision`.
     fn ensure_canary_service(&mut self, key: &str, revision: &str) -> bool {
         let Some(routing) = self.routing() else { return true };
@@ -1189,112 +1193,78 @@ impl Planner<'_> {
         }
     }
 
-    /// The HTTPRoute's rules become `rules` (a patch guarded by the route's resourceVersion)
-    /// unless they already are; false when the route is missing.
-    fn ensure_route_rules(&mut self, rules: impl FnOnce(&[Value]) -> Vec<Value>) -> bool {
-        let Some(routing) = self.routing() else { return true };
-        let Some(name) = routing.gateway.as_ref().and_then(|g| g.http_route_name.clone()) else {
+    /// Holds (`hold`) or lets go of the TrafficRouting the Rollout names, through its
+    /// finalizer `progressing.rollouts.kruise.io/<rollout>`, as upstream: a release starts
+    /// once it holds it (a missing one, or one still finalizing an earlier release, is
+    /// waited for), and its wind-up starts by letting go. True once so.
+    fn hold_traffic_routing(&mut self, hold: bool) -> bool {
+        use kruise_api::rollouts::v1alpha1::TrafficRoutingPhase;
+        let Some(name) = super::trafficrouting::named_by(self.rollout()) else { return true };
+        let Some(tr) = self.snapshot.traffic_routing.clone() else {
+            if hold {
+                self.status.message = format!("TrafficRouting {name} is not found");
+                self.requeue = Some(RECHECK);
+            }
+            return !hold;
+        };
+        let phase = tr.status.as_ref().and_then(|s| s.phase.clone());
+        let finishing = matches!(
+            phase,
+            Some(TrafficRoutingPhase::Finalizing | TrafficRoutingPhase::Terminating)
+        );
+        let Some(patch) = super::trafficrouting::hold_patch(&tr, &self.name, hold) else {
             return true;
         };
-        let Some(route) = self.snapshot.traffic.http_route.clone() else {
-            self.status.message = format!("HTTPRoute {name} is not found");
+        if hold && finishing {
+            self.status.message =
+                format!("waiting for TrafficRouting {name} to restore its routes");
+            self.requeue = Some(RECHECK);
             return false;
-        };
-        let current = traffic::route_rules(&route);
-        let desired = rules(&current);
-        if desired != current {
-            let version = route.pointer("/metadata/resourceVersion").and_then(Value::as_str);
-            self.actions.push(Action::PatchObject {
-                target: Target::new(ObjectKind::HTTP_ROUTE, Some(&self.namespace), &name)
-                    .guarded(Guard::ResourceVersion(version.unwrap_or_default().to_owned())),
-                subresource: Subresource::Main,
-                patch: Patch::merge(json!({"spec": {"rules": desired}})),
-            });
         }
-        true
+        let version = tr.metadata.resource_version.clone().unwrap_or_default();
+        self.actions.push(Action::PatchObject {
+            target: Target::new(ObjectKind::TRAFFIC_ROUTING, Some(&self.namespace), &name)
+                .guarded(Guard::ResourceVersion(version)),
+            subresource: Subresource::Main,
+            patch: Patch::merge(patch),
+        });
+        self.requeue = Some(RECHECK);
+        false
+    }
+
+    /// Runs `write` with the Router of the Rollout's traffic routing (its canary Service
+    /// `<service>-canary`); a missing object becomes the status message.
+    fn with_router(
+        &mut self,
+        write: impl FnOnce(&traffic::Router<'_>, &mut Vec<Action>) -> Result<bool, String>,
+    ) -> bool {
+        let Some(routing) = self.routing() else { return true };
+        let owner = self.owner_reference();
+        let router = traffic::Router {
+            routing: &routing,
+            objects: &self.snapshot.traffic,
+            namespace: &self.namespace,
+            owner: &owner,
+            canary_service: traffic::canary_name(&routing.service),
+        };
+        match write(&router, &mut self.actions) {
+            Ok(in_place) => in_place,
+            Err(message) => {
+                self.status.message = message;
+                false
+            }
+        }
     }
 
     /// The canary Ingress exists with the step's weight and header match, or the HTTPRoute
     /// carries them.
     fn ensure_routes(&mut self, step: &kruise_api::rollouts::v1beta1::CanaryStep) -> bool {
-        let Some(routing) = self.routing() else { return true };
-        if routing.gateway.is_some() {
-            let (stable, canary) =
-                (routing.service.clone(), traffic::canary_name(&routing.service));
-            return self
-                .ensure_route_rules(|rules| traffic::routed_rules(rules, &stable, &canary, step));
-        }
-        let Some(ingress) = routing.ingress.clone() else { return true };
-        // Validation refuses a class no script exists for.
-        let class = traffic::IngressClass::from_class_type(&ingress.class_type)
-            .unwrap_or(traffic::IngressClass::Nginx);
-        let objects = self.snapshot.traffic.clone();
-        let Some(stable) = objects.ingress else {
-            self.status.message = format!("Ingress {} is not found", ingress.name);
-            return false;
-        };
-        let name = traffic::canary_name(&ingress.name);
-        match objects.canary_ingress {
-            None => {
-                let canary_service = traffic::canary_name(&routing.service);
-                let Some(body) = traffic::canary_ingress(
-                    &stable,
-                    &routing.service,
-                    &canary_service,
-                    &self.owner_reference(),
-                    class,
-                ) else {
-                    self.status.message = format!(
-                        "Ingress {} has no path to Service {}",
-                        ingress.name, routing.service
-                    );
-                    return false;
-                };
-                self.actions.push(Action::CreateObject {
-                    target: self.ingress_target(&name),
-                    body: std::sync::Arc::new(body),
-                });
-                true
-            }
-            Some(existing) if existing.metadata.deletion_timestamp.is_some() => false,
-            Some(existing) => {
-                let current = existing.metadata.annotations.clone().unwrap_or_default();
-                let desired = traffic::ingress_annotations(class, &current, step);
-                if let Some(patch) = traffic::ingress_annotation_patch(&existing, &desired) {
-                    self.actions.push(Action::PatchObject {
-                        target: self.ingress_target(&name),
-                        subresource: Subresource::Main,
-                        patch: Patch::merge(patch),
-                    });
-                }
-                true
-            }
-        }
+        self.with_router(|router, actions| router.ensure_routes(step, actions))
     }
 
-    /// All traffic back to the stable Service: the canary Ingress is gone, or the HTTPRoute
-    /// leads only to the stable Service.
+    /// All traffic back to the stable Service.
     fn restore_routes(&mut self) -> bool {
-        let Some(routing) = self.routing() else { return true };
-        if routing.gateway.is_some() {
-            if self.snapshot.traffic.http_route.is_none() {
-                return true;
-            }
-            let (stable, canary) =
-                (routing.service.clone(), traffic::canary_name(&routing.service));
-            return self
-                .ensure_route_rules(|rules| traffic::restored_rules(rules, &stable, &canary));
-        }
-        let Some(ingress) = routing.ingress else { return true };
-        match &self.snapshot.traffic.canary_ingress {
-            None => true,
-            Some(i) if i.metadata.deletion_timestamp.is_some() => false,
-            Some(_) => {
-                let target = self.ingress_target(&traffic::canary_name(&ingress.name));
-                self.actions.push(Action::DeleteObject { target });
-                true
-            }
-        }
+        self.with_router(|router, actions| router.restore_routes(actions))
     }
 
     fn resume_workload(&mut self, reason: Finalise) -> bool {

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::rollouts::v1beta1::{CanaryStep, CanaryStrategy, ObjectRef, Rollout, RolloutSpec};
 use serde_json::json;
@@ -448,4 +449,51 @@ fn an_autoscaler_targets_its_workload_by_group_kind_and_name() {
         ..Default::default()
     };
     assert!(hpa("apps.kruise.io/v1alpha1", "CloneSet", "demo").targets(&cloneset));
+}
+
+/// A TrafficRouting's phases: its finalizer first; `Initial` waits for its objects, naming
+/// the missing one; `Healthy` turns `Progressing` once a Rollout holds it and `Finalizing`
+/// once none does; a Rollout names it by annotation or `trafficRoutingRef`.
+#[test]
+fn a_traffic_routing_moves_through_its_phases() {
+    use super::trafficrouting::{Snapshot, hold_patch, named_by, plan};
+    use kruise_api::rollouts::v1alpha1::{TrafficRouting, TrafficRoutingPhase};
+    let tr = |finalizers: &[&str], phase: Option<&str>| -> TrafficRouting {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "rollouts.kruise.io/v1alpha1", "kind": "TrafficRouting",
+            "metadata": {"name": "lane", "namespace": "ns", "resourceVersion": "7",
+                         "finalizers": finalizers},
+            "spec": {"objectRef": [{"service": "front", "ingress": {"name": "front"}}],
+                     "strategy": {"weight": 10}},
+            "status": phase.map(|p| serde_json::json!({"phase": p})),
+        }))
+        .unwrap()
+    };
+    let now = jiff::Timestamp::UNIX_EPOCH;
+    let first = plan(&Snapshot { traffic_routing: tr(&[], None), ..Default::default() }, now);
+    assert_eq!(first.actions.len(), 1, "the finalizer first");
+    let own = "rollouts.kruise.io/trafficrouting";
+    let missing = plan(&Snapshot { traffic_routing: tr(&[own], None), ..Default::default() }, now);
+    let status = missing.status.unwrap();
+    assert_eq!(status.phase, Some(TrafficRoutingPhase::Initial));
+    assert_eq!(status.message, "Service front is not found");
+    let held = "progressing.rollouts.kruise.io/a";
+    let healthy =
+        Snapshot { traffic_routing: tr(&[own, held], Some("Healthy")), ..Default::default() };
+    assert_eq!(plan(&healthy, now).status.unwrap().phase, Some(TrafficRoutingPhase::Progressing));
+    let let_go =
+        Snapshot { traffic_routing: tr(&[own], Some("Progressing")), ..Default::default() };
+    assert_eq!(plan(&let_go, now).status.unwrap().phase, Some(TrafficRoutingPhase::Finalizing));
+    // The Rollout's side.
+    let patch = hold_patch(&tr(&[own], None), "a", true).unwrap();
+    assert_eq!(patch["metadata"]["finalizers"], serde_json::json!([own, held]));
+    assert_eq!(hold_patch(&tr(&[own, held], None), "a", true), None);
+    let rollout: kruise_api::rollouts::v1beta1::Rollout =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a"},
+            "spec": {"workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                     "strategy": {"canary": {"trafficRoutingRef": "lane", "steps": []}}}
+        }))
+        .unwrap();
+    assert_eq!(named_by(&rollout).as_deref(), Some("lane"));
 }

@@ -451,3 +451,138 @@ pub fn restored_rules(rules: &[Value], stable: &str, canary: &str) -> Vec<Value>
         })
         .collect()
 }
+
+/// The route writes of one traffic routing (its Ingress or Gateway API HTTPRoute), shared by
+/// the Rollout planner and the TrafficRouting planner: each method pushes what must be
+/// written onto `actions` and says whether things are (or, once written, will be) in place;
+/// `Err` names what is missing.
+pub struct Router<'a> {
+    /// The routing.
+    pub routing: &'a kruise_api::rollouts::v1beta1::TrafficRoutingRef,
+    /// The objects it names, as read.
+    pub objects: &'a super::rollout::TrafficObjects,
+    /// Their namespace.
+    pub namespace: &'a str,
+    /// The controller owner reference of what is created.
+    pub owner: &'a Value,
+    /// The Service the new versions' traffic goes to: `<service>-canary` for a Rollout, the
+    /// stable Service itself for a TrafficRouting (whose pods are told apart downstream).
+    pub canary_service: String,
+}
+
+impl Router<'_> {
+    fn ingress_target(&self, name: &str) -> crate::plan::Target {
+        crate::plan::Target::new(crate::plan::ObjectKind::INGRESS, Some(self.namespace), name)
+    }
+
+    /// The HTTPRoute's rules become `rules` (a patch guarded by the route's resourceVersion)
+    /// unless they already are.
+    fn ensure_route_rules(
+        &self,
+        actions: &mut Vec<crate::plan::Action>,
+        rules: impl FnOnce(&[Value]) -> Vec<Value>,
+    ) -> Result<bool, String> {
+        use crate::plan::{Action, Guard, ObjectKind, Patch, Subresource, Target};
+        let Some(name) = self.routing.gateway.as_ref().and_then(|g| g.http_route_name.clone())
+        else {
+            return Ok(true);
+        };
+        let Some(route) = self.objects.http_route.as_ref() else {
+            return Err(format!("HTTPRoute {name} is not found"));
+        };
+        let current = route_rules(route);
+        let desired = rules(&current);
+        if desired != current {
+            let version = route.pointer("/metadata/resourceVersion").and_then(Value::as_str);
+            actions.push(Action::PatchObject {
+                target: Target::new(ObjectKind::HTTP_ROUTE, Some(self.namespace), &name)
+                    .guarded(Guard::ResourceVersion(version.unwrap_or_default().to_owned())),
+                subresource: Subresource::Main,
+                patch: Patch::merge(json!({"spec": {"rules": desired}})),
+            });
+        }
+        Ok(true)
+    }
+
+    /// The step's traffic and matches in place: the canary Ingress exists with its
+    /// annotations, or the HTTPRoute carries them.
+    pub fn ensure_routes(
+        &self,
+        step: &CanaryStep,
+        actions: &mut Vec<crate::plan::Action>,
+    ) -> Result<bool, String> {
+        use crate::plan::{Action, Patch, Subresource};
+        let routing = self.routing;
+        if routing.gateway.is_some() {
+            let (stable, canary) = (routing.service.clone(), self.canary_service.clone());
+            return self
+                .ensure_route_rules(actions, |rules| routed_rules(rules, &stable, &canary, step));
+        }
+        let Some(ingress) = routing.ingress.as_ref() else { return Ok(true) };
+        // Validation refuses a class no script exists for.
+        let class =
+            IngressClass::from_class_type(&ingress.class_type).unwrap_or(IngressClass::Nginx);
+        let Some(stable) = self.objects.ingress.as_ref() else {
+            return Err(format!("Ingress {} is not found", ingress.name));
+        };
+        let name = canary_name(&ingress.name);
+        match self.objects.canary_ingress.as_ref() {
+            None => {
+                let Some(body) = canary_ingress(
+                    stable,
+                    &routing.service,
+                    &self.canary_service,
+                    self.owner,
+                    class,
+                ) else {
+                    return Err(format!(
+                        "Ingress {} has no path to Service {}",
+                        ingress.name, routing.service
+                    ));
+                };
+                actions.push(Action::CreateObject {
+                    target: self.ingress_target(&name),
+                    body: std::sync::Arc::new(body),
+                });
+                Ok(true)
+            }
+            Some(existing) if existing.metadata.deletion_timestamp.is_some() => Ok(false),
+            Some(existing) => {
+                let current = existing.metadata.annotations.clone().unwrap_or_default();
+                let desired = ingress_annotations(class, &current, step);
+                if let Some(patch) = ingress_annotation_patch(existing, &desired) {
+                    actions.push(Action::PatchObject {
+                        target: self.ingress_target(&name),
+                        subresource: Subresource::Main,
+                        patch: Patch::merge(patch),
+                    });
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// All traffic back to the stable Service: the canary Ingress is gone, or the HTTPRoute
+    /// leads only to the stable Service.
+    pub fn restore_routes(&self, actions: &mut Vec<crate::plan::Action>) -> Result<bool, String> {
+        let routing = self.routing;
+        if routing.gateway.is_some() {
+            if self.objects.http_route.is_none() {
+                return Ok(true);
+            }
+            let (stable, canary) = (routing.service.clone(), self.canary_service.clone());
+            return self
+                .ensure_route_rules(actions, |rules| restored_rules(rules, &stable, &canary));
+        }
+        let Some(ingress) = routing.ingress.as_ref() else { return Ok(true) };
+        match &self.objects.canary_ingress {
+            None => Ok(true),
+            Some(i) if i.metadata.deletion_timestamp.is_some() => Ok(false),
+            Some(_) => {
+                let target = self.ingress_target(&canary_name(&ingress.name));
+                actions.push(crate::plan::Action::DeleteObject { target });
+                Ok(true)
+            }
+        }
+    }
+}

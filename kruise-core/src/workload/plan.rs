@@ -331,6 +331,14 @@ impl ObjectKind {
         plural: "httproutes",
         namespaced: true,
     };
+    /// rollouts.kruise.io/v1alpha1 TrafficRouting.
+    pub const TRAFFIC_ROUTING: Self = Self {
+        group: "rollouts.kruise.io",
+        version: "v1alpha1",
+        kind: "TrafficRouting",
+        plural: "trafficroutings",
+        namespaced: true,
+    };
     /// autoscaling/v2 HorizontalPodAutoscaler.
     pub const HORIZONTAL_POD_AUTOSCALER: Self = Self {
         group: "autoscaling",

@@ -1594,3 +1594,182 @@ fn a_native_daemonset_is_released_node_by_node() {
         .then_some(())
     });
 }
+
+/// A lane's traffic rules, shared by the Rollouts of two CloneSets (`a` names it by
+/// `trafficRoutingRef`, `b` by the v1alpha1 annotation), as in upstream's end-to-end canary
+/// manual: a request with `User-Agent: foo` goes through the canary Ingress while either
+/// release runs, and every route is restored after the last one ends.
+const LANE: &str = r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: front
+spec:
+  selector:
+    app: a
+  ports:
+  - port: 80
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: front
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: front.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend:
+          service:
+            name: front
+            port:
+              number: 80
+---
+apiVersion: rollouts.kruise.io/v1alpha1
+kind: TrafficRouting
+metadata:
+  name: lane
+spec:
+  objectRef:
+  - service: front
+    gracePeriodSeconds: 1
+    ingress:
+      name: front
+  strategy:
+    matches:
+    - headers:
+      - type: Exact
+        name: User-Agent
+        value: foo
+---
+apiVersion: rollouts.kruise.io/v1beta1
+kind: Rollout
+metadata:
+  name: rollout-a
+spec:
+  workloadRef:
+    apiVersion: apps.kruise.io/v1beta1
+    kind: CloneSet
+    name: a
+  strategy:
+    canary:
+      trafficRoutingRef: lane
+      steps:
+      - replicas: 1
+---
+apiVersion: rollouts.kruise.io/v1alpha1
+kind: Rollout
+metadata:
+  name: rollout-b
+  annotations:
+    rollouts.kruise.io/trafficrouting: lane
+spec:
+  objectRef:
+    workloadRef:
+      apiVersion: apps.kruise.io/v1beta1
+      kind: CloneSet
+      name: b
+  strategy:
+    canary:
+      steps:
+      - replicas: 1
+"#;
+
+#[test]
+fn a_traffic_routing_shared_by_two_rollouts_is_restored_after_the_last() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    for name in ["a", "b"] {
+        k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml(name, 2, ""));
+    }
+    k.ok_stdin(&["apply", "-f", "-"], LANE);
+    let tr = || k.json(&["get", "trafficroutings.rollouts.kruise.io", "lane"]);
+    let finalizers = |tr: &Value| -> Vec<String> {
+        tr["metadata"]["finalizers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_owned))
+            .collect()
+    };
+    let phase = |want: &'static str| {
+        wait_for(&format!("the TrafficRouting {want}"), Duration::from_secs(60), || {
+            let tr = tr();
+            (tr["status"]["phase"] == want).then_some(tr)
+        })
+    };
+    let healthy = phase("Healthy");
+    assert_eq!(healthy["status"]["message"], "TrafficRouting is Healthy");
+    assert_eq!(finalizers(&healthy), ["rollouts.kruise.io/trafficrouting"]);
+    let get_rollout = |name: &str| k.json(&["get", "rollouts.v1beta1.rollouts.kruise.io", name]);
+    let step_paused = |name: &'static str| {
+        wait_for(&format!("{name} paused at step 1"), Duration::from_secs(60), || {
+            let status = get_rollout(name)["status"].clone();
+            (status["canaryStatus"]["currentStepIndex"] == 1
+                && status["canaryStatus"]["currentStepState"] == "StepPaused")
+                .then_some(())
+        })
+    };
+    let canary_ingress = || k.run_with(&["get", "ingress", "front-canary", "-o", "json"], None);
+
+    // Release a: the TrafficRouting is held, and the lane's header goes to the canary Ingress.
+    set_image_of(k, "clonesets.apps.kruise.io", "a", "registry.example/a:v2");
+    step_paused("rollout-a");
+    let progressing = phase("Progressing");
+    assert!(
+        finalizers(&progressing).contains(&"progressing.rollouts.kruise.io/rollout-a".to_owned()),
+        "{progressing}"
+    );
+    let ingress =
+        wait_for("the canary Ingress with the lane's header", Duration::from_secs(60), || {
+            let out = canary_ingress();
+            let ingress: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+            let annotations = &ingress["metadata"]["annotations"];
+            (annotations["nginx.ingress.kubernetes.io/canary-by-header"] == "User-Agent")
+                .then_some(ingress)
+        });
+    let annotations = &ingress["metadata"]["annotations"];
+    assert_eq!(annotations["nginx.ingress.kubernetes.io/canary"], "true");
+    assert_eq!(annotations["nginx.ingress.kubernetes.io/canary-by-header-value"], "foo");
+    assert_eq!(
+        ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"], "front",
+        "the lane's traffic goes to the stable Service, told apart downstream"
+    );
+    assert_eq!(ingress["metadata"]["ownerReferences"][0]["kind"], "TrafficRouting");
+
+    // Release b holds it too; a's end leaves it to b.
+    set_image_of(k, "clonesets.apps.kruise.io", "b", "registry.example/b:v2");
+    step_paused("rollout-b");
+    wait_for("both Rollouts holding the TrafficRouting", Duration::from_secs(30), || {
+        (finalizers(&tr()).len() == 3).then_some(())
+    });
+    approve_rollout(k, "rollout-a");
+    wait_for("rollout-a done", Duration::from_secs(90), || {
+        let r = get_rollout("rollout-a");
+        (r["status"]["phase"] == "Healthy" && condition(&r["status"], "Succeeded").0 == "True")
+            .then_some(())
+    });
+    let held = tr();
+    assert_eq!(held["status"]["phase"], "Progressing", "b still holds it: {held}");
+    assert_eq!(
+        finalizers(&held),
+        ["rollouts.kruise.io/trafficrouting", "progressing.rollouts.kruise.io/rollout-b"]
+    );
+    assert!(canary_ingress().ok, "the lane's route stays while b runs");
+
+    // b's end: the routes restored, the TrafficRouting Healthy again.
+    approve_rollout(k, "rollout-b");
+    wait_for("the canary Ingress gone", Duration::from_secs(90), || {
+        (!canary_ingress().ok).then_some(())
+    });
+    let restored = phase("Healthy");
+    assert_eq!(finalizers(&restored), ["rollouts.kruise.io/trafficrouting"]);
+    // Deleted, it lets go of its own finalizer once its routes are restored.
+    k.ok(&["delete", "trafficroutings.rollouts.kruise.io", "lane", "--wait=false"]);
+    wait_for("the TrafficRouting gone", Duration::from_secs(30), || {
+        (!k.run_with(&["get", "trafficroutings.rollouts.kruise.io", "lane"], None).ok).then_some(())
+    });
+}
