@@ -755,11 +755,7 @@ fn plan_forecasts_the_waves_the_manager_then_follows() {
         set["spec"]["replicas"] = json!(5);
         set["spec"]["updateStrategy"] = json!({"rollingUpdate": {
             "partition": partition, "maxUnavailable": 1, "podUpdatePolicy": "InPlaceIfPossible"}});
-        let out =
-            env.kubectl(&["kruise", "validate", "-f", "-", "-o", "json"], Some(&set.to_string()));
-        assert!(out.ok, "{}", out.stderr);
-        let list: Value = serde_json::from_str(&out.stdout).expect("JSON");
-        list["items"][0].clone()
+        defaulted(&env, &set)
     };
     let status = |key: &str| env.json(&["get", "cloneset", "web"])["status"][key].clone();
     env.apply(&web("registry.example/web:v1", 3));
@@ -1041,4 +1037,59 @@ fn help_lists_the_commands() {
     }
     insta::assert_snapshot!("help", help);
     insta::assert_snapshot!("set_help", env.ok(&["kruise", "set", "--help"]));
+}
+
+/// `object` as the manager's webhooks default it (`kruise validate -o json`), for tests whose
+/// manager runs its controllers only.
+fn defaulted(env: &Env, object: &Value) -> Value {
+    let out =
+        env.kubectl(&["kruise", "validate", "-f", "-", "-o", "json"], Some(&object.to_string()));
+    assert!(out.ok, "{}", out.stderr);
+    let list: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    list["items"][0].clone()
+}
+
+/// `rollout undo` against the manager: a CloneSet updated in place to v2 is rolled back to
+/// v1, and the manager brings the same pods back in place (their UIDs never change).
+#[test]
+fn rollout_undo_brings_a_cloneset_back_in_place() {
+    let env = Env::new();
+    let _manager = start_manager(&env);
+    let web = |image: &str| {
+        let mut set = cloneset(image, 0);
+        set["spec"]["updateStrategy"] = json!({"rollingUpdate": {
+            "maxUnavailable": 3, "podUpdatePolicy": "InPlaceIfPossible"}});
+        defaulted(&env, &set)
+    };
+    let settled_on = |image: &str| {
+        let set = env.json(&["get", "cloneset", "web"]);
+        let pods = env.json(&["get", "pods", "-l", "app=web"]);
+        let items = pods["items"].as_array().cloned().unwrap_or_default();
+        set["status"]["observedGeneration"] == set["metadata"]["generation"]
+            && set["status"]["updatedReadyReplicas"] == 3
+            && items.len() == 3
+            && items.iter().all(|p| p["spec"]["containers"][0]["image"] == image)
+    };
+    let uids = || -> std::collections::BTreeSet<String> {
+        env.json(&["get", "pods", "-l", "app=web"])["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["metadata"]["uid"].as_str().map(str::to_owned))
+            .collect()
+    };
+    env.apply(&web("registry.example/web:v1"));
+    wait_until("three pods on v1", || settled_on("registry.example/web:v1"));
+    let first = uids();
+    env.apply(&web("registry.example/web:v2"));
+    wait_until("three pods updated in place to v2", || settled_on("registry.example/web:v2"));
+    assert_eq!(uids(), first, "updated in place");
+    let history = env.ok(&["kruise", "rollout", "history", "cloneset/web"]);
+    assert_eq!(history.lines().filter(|l| l.starts_with(['1', '2'])).count(), 2, "{history}");
+    assert_eq!(
+        env.ok(&["kruise", "rollout", "undo", "cloneset/web"]),
+        "cloneset.apps.kruise.io/web rolled back\n"
+    );
+    wait_until("three pods back on v1", || settled_on("registry.example/web:v1"));
+    assert_eq!(uids(), first, "rolled back in place: the same pods");
 }
