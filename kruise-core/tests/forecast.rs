@@ -46,9 +46,14 @@ fn planner(cluster: &Cluster) -> CloneSetPlan {
     plan(&snapshot, cluster.now)
 }
 
-/// `replicas` pods running `app:v1`, then the template moved to `app:v2` with `strategy`:
-/// the forecast of that update.
-fn update(replicas: i32, strategy: Value) -> (Forecast, Forecast) {
+/// `replicas` pods created at `app:v1` on the model, then the template moved to `app:v2` with
+/// `strategy` and `edit` applied to the new CloneSet (and the model): the forecast of the
+/// creation, and the model ready for the update.
+fn moved_to_v2(
+    replicas: i32,
+    strategy: Value,
+    edit: impl FnOnce(&mut Cluster),
+) -> (Forecast, Cluster) {
     let created = forecast(
         Cluster::new(cloneset(replicas, "app:v1", strategy.clone()), now()),
         Limits::default(),
@@ -59,7 +64,22 @@ fn update(replicas: i32, strategy: Value) -> (Forecast, Forecast) {
     cluster.workload = cloneset(replicas, "app:v2", strategy);
     cluster.workload["status"] = status;
     cluster.workload["metadata"]["generation"] = json!(2);
-    (created.clone(), forecast(cluster, Limits::default(), planner))
+    edit(&mut cluster);
+    (created, cluster)
+}
+
+/// `replicas` pods running `app:v1`, then the template moved to `app:v2` with `strategy`:
+/// the forecast of that update.
+fn update(replicas: i32, strategy: Value) -> (Forecast, Forecast) {
+    let (created, cluster) = moved_to_v2(replicas, strategy, |_| {});
+    (created, forecast(cluster, Limits::default(), planner))
+}
+
+/// Puts the hook's label on every pod of the model (the hook then holds them).
+fn hold_all(cluster: &mut Cluster) {
+    for pod in &mut cluster.pods {
+        pod.metadata.labels.get_or_insert_default().insert(HOLD.into(), "true".into());
+    }
 }
 
 fn changes(f: &Forecast) -> Vec<Vec<(String, Change)>> {
@@ -138,20 +158,11 @@ fn recreate_updates_name_their_replacements() {
 #[test]
 fn a_hook_that_holds_pods_is_where_the_rollout_stops() {
     let strategy = json!({"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 2});
-    let created = forecast(
-        Cluster::new(cloneset(2, "app:v1", strategy.clone()), now()),
-        Limits::default(),
-        planner,
-    );
-    let mut cluster = created.end.clone();
-    let status = cluster.workload["status"].clone();
-    cluster.workload = cloneset(2, "app:v2", strategy);
-    cluster.workload["spec"]["lifecycle"] =
-        json!({"inPlaceUpdate": {"labelsHandler": {"example.io/hold": "true"}}});
-    cluster.workload["status"] = status;
-    for pod in &mut cluster.pods {
-        pod.metadata.labels.get_or_insert_default().insert("example.io/hold".into(), "true".into());
-    }
+    let (_, cluster) = moved_to_v2(2, strategy, |cluster| {
+        cluster.workload["spec"]["lifecycle"] =
+            json!({"inPlaceUpdate": {"labelsHandler": {HOLD: "true"}}});
+        hold_all(cluster);
+    });
     let ahead = forecast(cluster, Limits::default(), planner);
     assert!(ahead.outcome.settled);
     assert_eq!(ahead.outcome.hooked.len(), 2, "{:?}", ahead.outcome);
@@ -164,18 +175,11 @@ fn a_hook_that_holds_pods_is_where_the_rollout_stops() {
 #[test]
 fn min_ready_seconds_spaces_the_waves() {
     let strategy = json!({"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1});
-    let created = forecast(
-        Cluster::new(cloneset(3, "app:v1", strategy.clone()), now()),
-        Limits::default(),
-        planner,
-    );
-    let mut cluster = created.end.clone();
-    let status = cluster.workload["status"].clone();
-    cluster.workload = cloneset(3, "app:v2", strategy);
-    cluster.workload["spec"]["minReadySeconds"] = json!(30);
-    cluster.workload["status"] = status;
-    // The pods have been available for long.
-    cluster.now += jiff::SignedDuration::from_secs(3600);
+    let (_, cluster) = moved_to_v2(3, strategy, |cluster| {
+        cluster.workload["spec"]["minReadySeconds"] = json!(30);
+        // The pods have been available for long.
+        cluster.now += jiff::SignedDuration::from_secs(3600);
+    });
     let ahead = forecast(cluster, Limits::default(), planner);
     assert_eq!(ahead.waves.len(), 3, "{:#?}", ahead.waves);
     for pair in ahead.waves.windows(2) {
@@ -265,23 +269,13 @@ proptest! {
     ) {
         let strategy = json!({"podUpdatePolicy": "InPlaceIfPossible",
             "maxUnavailable": max_unavailable, "partition": partition});
-        let created = forecast(
-            Cluster::new(cloneset(replicas, "app:v1", strategy.clone()), now()),
-            Limits::default(),
-            planner,
-        );
-        let mut cluster = created.end.clone();
-        let status = cluster.workload["status"].clone();
-        cluster.workload = cloneset(replicas, "app:v2", strategy);
-        if hooked {
-            cluster.workload["spec"]["lifecycle"] =
-                json!({"inPlaceUpdate": {"labelsHandler": {HOLD: "true"}}});
-            for pod in &mut cluster.pods {
-                pod.metadata.labels.get_or_insert_default().insert(HOLD.into(), "true".into());
+        let (_, cluster) = moved_to_v2(replicas, strategy, |cluster| {
+            if hooked {
+                cluster.workload["spec"]["lifecycle"] =
+                    json!({"inPlaceUpdate": {"labelsHandler": {HOLD: "true"}}});
+                hold_all(cluster);
             }
-        }
-        cluster.workload["status"] = status;
-        cluster.workload["metadata"]["generation"] = json!(2);
+        });
         let to_update = usize::try_from(replicas - partition.min(replicas)).unwrap_or(0);
         let mut ahead = forecast(cluster, Limits::default(), planner);
         if hooked {

@@ -639,3 +639,86 @@ mod tests {
         assert!(!has_controller(&pod));
     }
 }
+
+/// What a workload's planner reads besides the workload's own objects: the nodes (for
+/// [`next_and_ahead`]).
+#[derive(Clone, Debug, Default)]
+pub struct Surroundings {
+    /// Labels of every node, by name.
+    pub node_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Every node, whole (read by the kinds that place a pod per node).
+    pub nodes: Vec<Arc<Node>>,
+}
+
+impl Surroundings {
+    /// The surroundings `nodes` make.
+    pub fn of(nodes: &[Node]) -> Self {
+        Self {
+            node_labels: nodes
+                .iter()
+                .map(|n| {
+                    let labels = n.metadata.labels.clone().unwrap_or_default();
+                    (n.metadata.name.clone().unwrap_or_default(), labels)
+                })
+                .collect(),
+            nodes: nodes.iter().cloned().map(Arc::new).collect(),
+        }
+    }
+}
+
+/// The planner's inputs from a model of the cluster ([`kruise_core::forecast::Cluster`]), as
+/// the controller would gather them from its caches (no expectations in flight).
+pub fn inputs_of<W: WorkloadKind>(
+    cluster: &kruise_core::forecast::Cluster,
+    around: &Surroundings,
+) -> WorkloadInputs {
+    let mut inputs = WorkloadInputs::default();
+    for pod in &cluster.pods {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        if let Some((name, labels)) = node.and_then(|n| around.node_labels.get_key_value(n)) {
+            inputs.node_labels.insert(name.clone(), labels.clone());
+        }
+    }
+    inputs.pods = cluster.pods.iter().cloned().map(SnapshotPod::from).collect();
+    inputs.pvcs = cluster.pvcs.clone();
+    inputs.revisions = cluster.revisions.clone();
+    inputs.image_pull_jobs = cluster.image_pull_jobs.clone();
+    if W::READS_NODES {
+        inputs.nodes = around.nodes.clone();
+    }
+    inputs
+}
+
+/// One plan of the workload a model of the cluster holds, made by the kind's own planner (a
+/// workload that no longer decodes plans nothing, and says why).
+pub fn planned<W: WorkloadKind>(
+    cluster: &kruise_core::forecast::Cluster,
+    around: &Surroundings,
+    settings: &ControllerSettings,
+) -> WorkloadPlan<W::Status> {
+    match serde_json::from_value::<W>(cluster.workload.clone()) {
+        Ok(set) => set.plan(inputs_of::<W>(cluster, around), settings, cluster.now),
+        Err(error) => {
+            let mut plan = WorkloadPlan::empty(Default::default());
+            plan.blocked =
+                Some(kruise_core::workload::Blocked::Invalid { message: error.to_string() });
+            plan
+        }
+    }
+}
+
+/// What the manager would do next to the workload `cluster` holds (a freshly started
+/// manager: no expectations), and the whole rollout ahead
+/// ([`kruise_core::forecast::forecast`] stepping the same planner): what `kubectl kruise
+/// plan` prints, for an embedding operator to ask too.
+pub fn next_and_ahead<W: WorkloadKind>(
+    cluster: kruise_core::forecast::Cluster,
+    around: &Surroundings,
+    settings: &ControllerSettings,
+) -> (WorkloadPlan<W::Status>, kruise_core::forecast::Forecast) {
+    let next = planned::<W>(&cluster, around, settings);
+    let limits = kruise_core::forecast::Limits::default();
+    let ahead =
+        kruise_core::forecast::forecast(cluster, limits, |c| planned::<W>(c, around, settings));
+    (next, ahead)
+}

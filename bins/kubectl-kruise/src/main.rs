@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use kruise_core::forecast::{Cluster, Forecast, Limits, forecast};
+use kruise_core::forecast::Cluster;
 use kruise_core::rollout::{self, RolloutStatus};
+use kruise_kube::workload::next_and_ahead;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::Value;
 
@@ -1120,60 +1121,6 @@ async fn with_spec_from(
     Ok(merged)
 }
 
-/// What the planners read besides the workload's own objects: the nodes.
-struct Surroundings {
-    /// Labels of every node, by name.
-    node_labels: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
-    /// Every node, whole, for the kinds that place a pod per node.
-    nodes: Vec<std::sync::Arc<k8s_openapi::api::core::v1::Node>>,
-}
-
-/// The planner's inputs from the model of the cluster.
-fn inputs_of(cluster: &Cluster, around: &Surroundings) -> kruise_kube::workload::WorkloadInputs {
-    let mut inputs = kruise_kube::workload::WorkloadInputs::default();
-    for pod in &cluster.pods {
-        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-        if let Some((name, labels)) = node.and_then(|n| around.node_labels.get_key_value(n)) {
-            inputs.node_labels.insert(name.clone(), labels.clone());
-        }
-    }
-    inputs.pods =
-        cluster.pods.iter().cloned().map(kruise_core::workload::SnapshotPod::from).collect();
-    inputs.pvcs = cluster.pvcs.clone();
-    inputs.revisions = cluster.revisions.clone();
-    inputs.image_pull_jobs = cluster.image_pull_jobs.clone();
-    inputs.nodes = around.nodes.clone();
-    inputs
-}
-
-/// One plan of the workload the model holds, made by the manager's own planner.
-fn planned<W: kruise_kube::workload::WorkloadKind>(
-    cluster: &Cluster,
-    around: &Surroundings,
-    settings: &kruise_kube::controller::ControllerSettings,
-) -> kruise_core::workload::Plan<W::Status> {
-    match serde_json::from_value::<W>(cluster.workload.clone()) {
-        Ok(set) => set.plan(inputs_of(cluster, around), settings, cluster.now),
-        Err(error) => {
-            let mut plan = kruise_core::workload::Plan::empty(Default::default());
-            plan.blocked =
-                Some(kruise_core::workload::Blocked::Invalid { message: error.to_string() });
-            plan
-        }
-    }
-}
-
-/// The next plan, as JSON, and the rollout ahead.
-fn next_and_ahead<W: kruise_kube::workload::WorkloadKind>(
-    cluster: Cluster,
-    around: &Surroundings,
-    settings: &kruise_kube::controller::ControllerSettings,
-) -> anyhow::Result<(Value, Forecast)> {
-    let next = serde_json::to_value(planned::<W>(&cluster, around, settings))?;
-    let ahead = forecast(cluster, Limits::default(), |c| planned::<W>(c, around, settings));
-    Ok((next, ahead))
-}
-
 async fn plan(session: &Session, args: &PlanArgs) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
     let (kind, name) = parse_target(&args.target.resource)?;
@@ -1199,33 +1146,26 @@ async fn plan(session: &Session, args: &PlanArgs) -> anyhow::Result<()> {
     let nodes: Api<Node> = Api::all(session.client.clone());
     let nodes = nodes.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
     cluster.nodes = nodes.iter().filter_map(|n| n.metadata.name.clone()).collect();
-    let around = Surroundings {
-        node_labels: nodes
-            .iter()
-            .map(|n| {
-                (
-                    n.metadata.name.clone().unwrap_or_default(),
-                    n.metadata.labels.clone().unwrap_or_default(),
-                )
-            })
-            .collect(),
-        // Only the Advanced DaemonSet reads every node (the controller's `READS_NODES`).
-        nodes: if kind == Kind::ADVANCED_DAEMONSET {
-            nodes.into_iter().map(std::sync::Arc::new).collect()
-        } else {
-            Vec::new()
-        },
-    };
+    let around = kruise_kube::workload::Surroundings::of(&nodes);
     let mut settings = kruise_kube::controller::ControllerSettings::default();
     settings.gates = gates;
     let (next, ahead) = match kind {
         Kind::CLONESET => {
-            next_and_ahead::<kruise_api::apps::v1beta1::CloneSet>(cluster, &around, &settings)?
+            let (next, ahead) =
+                next_and_ahead::<kruise_api::apps::v1beta1::CloneSet>(cluster, &around, &settings);
+            (serde_json::to_value(next)?, ahead)
         }
         Kind::ADVANCED_STATEFULSET => {
-            next_and_ahead::<kruise_api::apps::v1beta1::StatefulSet>(cluster, &around, &settings)?
+            let (next, ahead) = next_and_ahead::<kruise_api::apps::v1beta1::StatefulSet>(
+                cluster, &around, &settings,
+            );
+            (serde_json::to_value(next)?, ahead)
         }
-        _ => next_and_ahead::<kruise_api::apps::v1beta1::DaemonSet>(cluster, &around, &settings)?,
+        _ => {
+            let (next, ahead) =
+                next_and_ahead::<kruise_api::apps::v1beta1::DaemonSet>(cluster, &around, &settings);
+            (serde_json::to_value(next)?, ahead)
+        }
     };
     let whole = serde_json::json!({"next": next, "ahead": ahead});
     match args.output.as_deref() {
