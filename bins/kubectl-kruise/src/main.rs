@@ -419,9 +419,8 @@ struct UndoArgs {
     /// The revision to rollback to. Default to 0 (last revision).
     #[arg(long, default_value_t = 0)]
     to_revision: i64,
-    /// Must be "none", "server", or "client".
-    #[arg(long, default_value = "none", num_args = 0..=1, default_missing_value = "client")]
-    dry_run: String,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 #[derive(Args, Debug)]
@@ -432,9 +431,8 @@ struct ScaleDown {
     /// The pods to delete, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pods: Vec<String>,
-    /// Must be "none", "server", or "client".
-    #[arg(long, default_value = "none", num_args = 0..=1, default_missing_value = "client")]
-    dry_run: String,
+    #[command(flatten)]
+    write: WriteFlags,
 }
 
 /// A workload kind the plugin knows.
@@ -793,7 +791,8 @@ async fn rollout_undo(session: &Session, args: &UndoArgs) -> anyhow::Result<()> 
             kind.shown(&name)
         );
     }
-    let (params, note) = patch_params(&args.dry_run)?;
+    let (_, note) = patch_params(&args.write.dry_run)?;
+    check_write_output(args.write.output.as_deref())?;
     let object = session.get(kind, &name).await?;
     let revisions = session.revisions(&object).await?;
     let refs: Vec<&ControllerRevision> = revisions.iter().collect();
@@ -807,12 +806,15 @@ async fn rollout_undo(session: &Session, args: &UndoArgs) -> anyhow::Result<()> 
         );
         return Ok(());
     }
-    if args.dry_run != "client" && args.dry_run != "true" {
-        let patch: json_patch::Patch = serde_json::from_value(patch)?;
-        session.api(kind).patch(&name, &params, &Patch::Json::<()>(patch)).await?;
-    }
-    println!("{} rolled back{note}", kind.shown(&name));
-    Ok(())
+    let written =
+        write_json_patch(session, kind, &name, serde_json::to_value(&object)?, patch, &args.write)
+            .await?;
+    print_written(
+        &kind.shown(&name),
+        &written,
+        args.write.output.as_deref(),
+        &format!("rolled back{note}"),
+    )
 }
 
 /// Templates equal but for the fields the server defaults and the revision may not carry.
@@ -915,7 +917,8 @@ async fn scale_down(session: &Session, args: &ScaleDown) -> anyhow::Result<()> {
     if kind != Kind::CLONESET {
         bail!("scaledown supports only CloneSet, not {}", kind.kind);
     }
-    let (params, note) = patch_params(&args.dry_run)?;
+    let (_, note) = patch_params(&args.write.dry_run)?;
+    check_write_output(args.write.output.as_deref())?;
     let object = session.get(kind, &name).await?;
     let set: kruise_api::apps::v1beta1::CloneSet = typed(&object)?;
     let uid = object.metadata.uid.clone().unwrap_or_default();
@@ -936,12 +939,11 @@ async fn scale_down(session: &Session, args: &ScaleDown) -> anyhow::Result<()> {
         .filter_map(|p| p.metadata.name)
         .collect();
     let patch = rollout::scale_down_patch(&set, &args.pods, &owned).map_err(|e| anyhow!("{e}"))?;
-    if args.dry_run != "client" && args.dry_run != "true" {
-        let patch: json_patch::Patch = serde_json::from_value(patch)?;
-        session.api(kind).patch(&name, &params, &Patch::Json::<()>(patch)).await?;
-    }
-    println!("{} scaled down: {}{note}", kind.shown(&name), args.pods.join(", "));
-    Ok(())
+    let written =
+        write_json_patch(session, kind, &name, serde_json::to_value(&object)?, patch, &args.write)
+            .await?;
+    let done = format!("scaled down: {}{note}", args.pods.join(", "));
+    print_written(&kind.shown(&name), &written, args.write.output.as_deref(), &done)
 }
 
 /// `kubectl` with the plugin's kubeconfig and context.
@@ -1329,26 +1331,39 @@ async fn patch_object(
     build: impl FnOnce(&Value) -> anyhow::Result<Option<Value>>,
 ) -> anyhow::Result<()> {
     let (kind, name) = parse_target(target)?;
-    let (params, suffix) = patch_params(&write.dry_run)?;
+    let (_, suffix) = patch_params(&write.dry_run)?;
     check_write_output(write.output.as_deref())?;
     let object = serde_json::to_value(session.get(kind, &name).await?)?;
     let (written, message) = match build(&object)? {
         Some(patch) => {
-            let patch: json_patch::Patch = serde_json::from_value(patch)?;
-            let written = if write.dry_run == "client" || write.dry_run == "true" {
-                let mut local = object.clone();
-                json_patch::patch(&mut local, &patch)?;
-                local
-            } else {
-                serde_json::to_value(
-                    session.api(kind).patch(&name, &params, &Patch::Json::<()>(patch)).await?,
-                )?
-            };
+            let written = write_json_patch(session, kind, &name, object, patch, write).await?;
             (written, format!("{what} updated{suffix}"))
         }
         None => (object, format!("{what} unchanged")),
     };
     print_written(&kind.shown(&name), &written, write.output.as_deref(), &message)
+}
+
+/// Writes the JSON patch `patch` of `object` as `--dry-run` says (`client`: applied here,
+/// nothing sent); the object as written, or as it would be.
+async fn write_json_patch(
+    session: &Session,
+    kind: Kind,
+    name: &str,
+    object: Value,
+    patch: Value,
+    write: &WriteFlags,
+) -> anyhow::Result<Value> {
+    let (params, _) = patch_params(&write.dry_run)?;
+    let patch: json_patch::Patch = serde_json::from_value(patch)?;
+    if matches!(write.dry_run.as_str(), "client" | "true") {
+        let mut local = object;
+        json_patch::patch(&mut local, &patch)?;
+        return Ok(local);
+    }
+    Ok(serde_json::to_value(
+        session.api(kind).patch(name, &params, &Patch::Json::<()>(patch)).await?,
+    )?)
 }
 
 /// `-o` of a writing command: `yaml`, `json` or `name`.

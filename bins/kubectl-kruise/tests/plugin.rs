@@ -203,6 +203,22 @@ fn rollout_commands_on_a_cloneset() {
             .clone()
     };
     assert_eq!(image(&env), "registry.example/web:v2", "a dry run changes nothing");
+    // -o prints the object as it would be.
+    let shown: Value = serde_json::from_str(&env.ok(&[
+        "kruise",
+        "rollout",
+        "undo",
+        "cloneset/web",
+        "--dry-run=client",
+        "-o",
+        "json",
+    ]))
+    .expect("JSON");
+    assert_eq!(
+        shown["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example/web:v1"
+    );
+    assert_eq!(image(&env), "registry.example/web:v2", "a dry run changes nothing");
     assert_eq!(
         env.ok(&["kruise", "rollout", "undo", "cloneset/web"]),
         "cloneset.apps.kruise.io/web rolled back\n"
@@ -236,6 +252,18 @@ fn scaledown_deletes_exactly_the_named_pods() {
     }
     let stranger = env.kubectl(&["kruise", "scaledown", "cloneset/web", "--pods", "other"], None);
     assert_eq!(stranger.stderr, "error: pod \"other\" does not belong to cloneset \"web\"\n");
+    let dry = env.ok(&[
+        "kruise",
+        "scaledown",
+        "cloneset/web",
+        "--pods",
+        "web-b",
+        "--dry-run=server",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(dry, "cloneset.apps.kruise.io/web\n");
+    assert_eq!(env.json(&["get", "cloneset", "web"])["spec"]["replicas"], 3, "a dry run");
     let out = env.ok(&["kruise", "scaledown", "cloneset/web", "--pods", "web-b"]);
     assert_eq!(out, "cloneset.apps.kruise.io/web scaled down: web-b\n");
     let set = env.json(&["get", "cloneset", "web"]);
