@@ -1714,6 +1714,12 @@ fn a_traffic_routing_shared_by_two_rollouts_is_restored_after_the_last() {
         })
     };
     let canary_ingress = || k.run_with(&["get", "ingress", "front-canary", "-o", "json"], None);
+    // The Rollouts are in place (and the workload webhook knows them) before any release.
+    for name in ["rollout-a", "rollout-b"] {
+        wait_for(&format!("{name} healthy"), Duration::from_secs(60), || {
+            (get_rollout(name)["status"]["phase"] == "Healthy").then_some(())
+        });
+    }
 
     // Release a: the TrafficRouting is held, and the lane's header goes to the canary Ingress.
     set_image_of(k, "clonesets.apps.kruise.io", "a", "registry.example/a:v2");
