@@ -155,7 +155,9 @@ impl Faults {
         self.rules.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
-    /// Ends every open watch stream now (clients see the connection's body end).
+    /// Ends every open watch stream now (clients see the connection's body end). No event
+    /// written after this returns reaches a watch that had started (read its history or
+    /// snapshot) before the call: such a watch's client must reconnect to see it.
     pub fn drop_watches(&self) {
         let _ = self.drop_tx.send(());
     }

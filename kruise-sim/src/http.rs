@@ -1010,6 +1010,9 @@ async fn serve_watch(
     };
     let table = def.key();
     let store = &app.cluster.store;
+    // Subscribed before the watch starts: a `drop_watches` while this request is being
+    // answered ends it too, so no watch outlives a drop it could have seen.
+    let mut drops = app.cluster.faults().subscribe_drops();
     let mut first: Vec<Bytes> = Vec::new();
     let snapshot = send_initial || rv.is_none() || rv == Some(0);
     let (start, mut last_rv) = if snapshot {
@@ -1048,8 +1051,10 @@ async fn serve_watch(
     };
     let (tx, mut inner_rx) = mpsc::channel::<Bytes>(256);
     let (out_tx, rx) = mpsc::channel::<Bytes>(256);
-    // Between the watch and the client: ends the stream on injected faults.
-    let mut drops = app.cluster.faults().subscribe_drops();
+    // Between the watch and the client: ends the stream on injected faults. `biased`, the
+    // drop first: an event written after `drop_watches` returned is queued behind the drop,
+    // and must never reach the client of a dropped watch (its resourceVersion would let the
+    // client resume past a compaction without the 410 Gone it is owed).
     tokio::spawn(async move {
         let mut sent = 0usize;
         if drop_after == Some(0) {
@@ -1057,6 +1062,8 @@ async fn serve_watch(
         }
         loop {
             tokio::select! {
+                biased;
+                _ = drops.recv() => return,
                 b = inner_rx.recv() => {
                     let Some(b) = b else { return };
                     if out_tx.send(b).await.is_err() {
@@ -1067,7 +1074,6 @@ async fn serve_watch(
                         return;
                     }
                 }
-                _ = drops.recv() => return,
             }
         }
     });

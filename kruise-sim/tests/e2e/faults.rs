@@ -11,9 +11,8 @@ use kruise_sim::{Config, Server, ServerHandle};
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde_json::json;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 async fn client(h: &ServerHandle) -> kube::Client {
     let kc = kube::config::Kubeconfig::from_yaml(&h.kubeconfig).expect("kubeconfig parses");
@@ -25,11 +24,35 @@ fn cm(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).expect("cm")
 }
 
-async fn until(what: &str, f: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+/// A watcher event as the test compares it: `Init`, `Apply(a)`, `WatchError(410)`, ...
+fn describe(ev: &watcher::Result<watcher::Event<ConfigMap>>) -> String {
+    match ev {
+        Ok(ev) => ev.to_string(),
+        Err(watcher::Error::WatchError(s)) => format!("WatchError({})", s.code),
+        Err(watcher::Error::WatchStartFailed(kube::Error::Api(s))) => {
+            format!("WatchStartFailed({})", s.code)
+        }
+        Err(e) => format!("Err({e})"),
+    }
+}
+
+/// The watcher's next events, in order, up to and including the first `last`. The limit only
+/// turns a hang into a failure (with what did arrive): the test asserts which events come and
+/// in which order, never how fast; a backoff after an error alone may take seconds.
+async fn events_until(events: &mut mpsc::UnboundedReceiver<String>, last: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(120), events.recv()).await {
+            Ok(Some(e)) => {
+                let done = e == last;
+                seen.push(e);
+                if done {
+                    return seen;
+                }
+            }
+            Ok(None) => panic!("the watcher ended before {last}; it sent {seen:?}"),
+            Err(_) => panic!("no {last} from the watcher; it sent {seen:?}"),
+        }
     }
 }
 
@@ -43,53 +66,59 @@ async fn watcher_survives_dropped_watches_and_gone() {
     let c = client(&server).await;
     let api: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     let (reader, writer) = reflector::store::<ConfigMap>();
-    let inits = Arc::new(AtomicUsize::new(0));
-    let inits2 = inits.clone();
+    let (tx, mut events) = mpsc::unbounded_channel();
     let stream = reflector(writer, watcher(api.clone(), watcher::Config::default()))
         .default_backoff()
         .for_each(move |ev| {
-            if let Ok(watcher::Event::Init) = ev {
-                inits2.fetch_add(1, Ordering::SeqCst);
-            }
+            let _ = tx.send(describe(&ev));
             async {}
         });
     let driver = tokio::spawn(stream);
-    reader.wait_until_ready().await.expect("ready");
-    let has = |n: &'static str| {
-        let r = reader.clone();
-        move || r.state().iter().any(|o| o.metadata.name.as_deref() == Some(n))
-    };
+    let seen = events_until(&mut events, "InitDone").await;
+    assert_eq!(seen.first().map(String::as_str), Some("Init"), "{seen:?}");
+    let relists = |seen: &[String]| seen.iter().filter(|e| *e == "Init").count();
 
     api.create(&PostParams::default(), &cm("a")).await.expect("create a");
-    until("a", has("a")).await;
+    assert_eq!(events_until(&mut events, "Apply(a)").await, ["Apply(a)"]);
 
-    // An established watch is cut: the watcher resumes from its resourceVersion.
+    // An established watch is cut: the watcher resumes from its resourceVersion. (b is
+    // written after the drop, so only the resumed watch can bring it.)
     server.faults().drop_watches();
     api.create(&PostParams::default(), &cm("b")).await.expect("create b");
-    until("b", has("b")).await;
+    let seen = events_until(&mut events, "Apply(b)").await;
+    assert_eq!(relists(&seen), 0, "no relist was needed: {seen:?}");
 
-    // Reconnections fail: twice dropped at once, once a 500, then allowed.
+    // Reconnections fail: dropped at once, refused with a 500, then allowed. c is written
+    // after the drop, so it comes on the reconnection that got through, after every fault.
     let watch = |a| Fault::new(a).verb("watch").resource("configmaps");
     let dropped =
         server.faults().inject(watch(FaultAction::DropWatch { after_events: 0 }).times(2));
     let refused = server.faults().inject(watch(FaultAction::InternalError).times(1));
     server.faults().drop_watches();
     api.create(&PostParams::default(), &cm("c")).await.expect("create c");
-    until("c", has("c")).await;
+    let seen = events_until(&mut events, "Apply(c)").await;
+    assert_eq!(relists(&seen), 0, "no relist was needed: {seen:?}");
+    assert!(seen.iter().any(|e| e == "WatchStartFailed(500)"), "{seen:?}");
     assert_eq!((dropped.count(), refused.count()), (2, 1), "every reconnection fault was met");
-    assert_eq!(inits.load(Ordering::SeqCst), 1, "no relist was needed so far");
 
-    // History compacted past the watcher's resourceVersion: 410 Gone, then a relist.
+    // History compacted past the watcher's resourceVersion: 410 Gone, then a relist, and d
+    // (written after the drop) only through the relist or the watch that follows it.
     let secrets: Api<Secret> = Api::namespaced(c.clone(), "default");
     let s: Secret = serde_json::from_value(json!({"metadata": {"name": "s"}})).expect("secret");
     secrets.create(&PostParams::default(), &s).await.expect("secret");
     server.compact();
     server.faults().drop_watches();
     api.create(&PostParams::default(), &cm("d")).await.expect("create d");
-    until("d", has("d")).await;
-    until("a relist", || inits.load(Ordering::SeqCst) >= 2).await;
+    let mut seen = events_until(&mut events, "InitDone").await;
+    assert_eq!(seen[..2], ["WatchError(410)", "Init"], "the 410, then the relist: {seen:?}");
+    if !seen.iter().any(|e| e == "InitApply(d)") {
+        seen.extend(events_until(&mut events, "Apply(d)").await);
+    }
+    assert_eq!(relists(&seen), 1, "one relist: {seen:?}");
     // a, b, c, d, and the namespace's kube-root-ca.crt.
-    assert_eq!(reader.state().len(), 5);
+    let mut names: Vec<_> = reader.state().iter().filter_map(|o| o.metadata.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["a", "b", "c", "d", "kube-root-ca.crt"]);
     driver.abort();
 }
 
