@@ -1,14 +1,15 @@
 //! Kruise Rollout's admission decisions on arbitrary input: a workload update (old and new
 //! objects) and a Rollout. Neither the workload webhook, the validation nor the approve patch
 //! panics; a held workload differs from the update only in the fields the hold writes; and
-//! the planners take any Rollout, BatchRelease and TrafficRouting without panicking.
+//! the planners take any Rollout, BatchRelease and TrafficRouting, and the shared route patch
+//! any HTTPRoute, without panicking.
 
 #![no_main]
 
 use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout};
 use kruise_core::rollouts::admission::{hold_workload, validate_rollout};
 use kruise_core::rollouts::{
-    ReleasedWorkload, approve_patch, batchrelease, rollout, trafficrouting,
+    ReleasedWorkload, approve_patch, batchrelease, rollout, traffic, trafficrouting,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -61,9 +62,14 @@ fuzz_target!(|data: &[u8]| {
                 batch_release: release.clone(),
                 traffic: Default::default(),
                 traffic_routing,
+                append_pod_selector: data.len() % 2 == 0,
             },
             now,
         );
+        // The old object read as an HTTPRoute whose new side is its own Service.
+        let step = rollout_object.spec.strategy.canary.as_ref().and_then(|c| c.steps.first());
+        let _ = traffic::shared_route_patch(old, "s", step);
+        let _ = traffic::shared_route_patch(old, "s", None);
         if let Some(release) = release {
             let _ = batchrelease::plan(
                 &batchrelease::Snapshot {

@@ -41,6 +41,8 @@ struct World {
     ingresses: BTreeMap<String, Value>,
     /// The HTTPRoute `demo`, when there is one.
     route: Option<Value>,
+    /// Kruise Rollout's `AppendPodSelector` gate.
+    append_pod_selector: bool,
 }
 
 fn merge(target: &mut Value, patch: &Value) {
@@ -85,6 +87,7 @@ impl World {
             services: BTreeMap::new(),
             ingresses: BTreeMap::new(),
             route: None,
+            append_pod_selector: false,
         };
         world.run_clone_set();
         world
@@ -304,6 +307,7 @@ impl World {
                 batch_release: self.typed_batch_release(),
                 traffic: self.traffic(),
                 traffic_routing: None,
+                append_pod_selector: self.append_pod_selector,
             },
             self.now,
         );
@@ -857,4 +861,60 @@ fn a_gateway_route_carries_the_weight_then_the_matches_and_is_restored() {
                {"backendRefs": [{"name": "other", "port": 80}]}])
     );
     assert!(!world.services.contains_key("demo-canary"));
+}
+
+#[test]
+fn without_a_canary_service_the_route_sends_the_canary_side_to_the_stable_service() {
+    let mut world = World::new(4, vec![step(pct("50%"), None), step(pct("100%"), None)]);
+    world.rollout["spec"]["strategy"]["canary"]["steps"][0]["matches"] =
+        json!([{"headers": [{"name": "x-lane", "value": "gray"}]}]);
+    with_route(&mut world);
+    world.rollout["spec"]["strategy"]["canary"]["disableGenerateCanaryService"] = json!(true);
+    world.settle();
+    world.set_image("v1");
+    world.settle();
+    assert_eq!(world.step(), (1, "StepPaused".to_owned()));
+    assert!(!world.services.contains_key("demo-canary"), "no canary Service");
+    assert_eq!(
+        world.services["demo"]["spec"]["selector"],
+        json!({"app": "demo"}),
+        "the stable Service's selector is left alone"
+    );
+    let rules = world.route.as_ref().map(|r| r["spec"]["rules"].clone()).unwrap_or_default();
+    assert_eq!(
+        rules[2],
+        json!({"matches": [{"path": {"type": "PathPrefix", "value": "/apis"},
+                            "headers": [{"name": "x-lane", "value": "gray"}]}],
+               "backendRefs": [{"name": "demo", "port": 80}]}),
+        "{rules}"
+    );
+    world.approve();
+    world.settle();
+    assert_eq!(world.phase(), "Healthy");
+    assert_eq!(world.updated(), 4);
+    let rules = world.route.as_ref().map(|r| r["spec"]["rules"].clone()).unwrap_or_default();
+    assert_eq!(rules.as_array().map(Vec::len), Some(2), "the match rule is gone: {rules}");
+    assert!(!world.services.contains_key("demo-canary"));
+}
+
+#[test]
+fn the_canary_service_selects_the_patched_labels_it_shares_and_with_the_gate_all() {
+    for append in [false, true] {
+        let mut world =
+            World::new(4, vec![traffic_step("50%", Some("50%")), step(pct("100%"), None)]);
+        with_traffic(&mut world);
+        world.append_pod_selector = append;
+        world.rollout["spec"]["strategy"]["canary"]["patchPodTemplateMetadata"] =
+            json!({"labels": {"app": "demo-gray", "lane": "gray"}});
+        world.settle();
+        world.set_image("v1");
+        world.settle();
+        assert_eq!(world.step(), (1, "StepPaused".to_owned()));
+        let selector = &world.services["demo-canary"]["spec"]["selector"];
+        let mut expected = json!({"app": "demo-gray", "pod-template-hash": "r1"});
+        if append {
+            expected["lane"] = json!("gray");
+        }
+        assert_eq!(*selector, expected, "AppendPodSelector={append}");
+    }
 }

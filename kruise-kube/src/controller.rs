@@ -340,6 +340,7 @@ pub fn registry() -> Vec<Registration> {
         crate::rollouts::rollout_registration(),
         crate::rollouts::batch_release_registration(),
         crate::rollouts::traffic_routing_registration(),
+        crate::rollouts::rollout_history_registration(),
         crate::rollouts::advanced_deployment_registration(),
         crate::rollouts::native_daemon_set_registration(),
     ]

@@ -1,5 +1,6 @@
-//! `--feature-gates`: upstream OpenKruise's gates (`pkg/features/kruise_features.go`) with
-//! their defaults and stages, parsed the way Kubernetes' component-base parses the flag.
+//! `--feature-gates`: upstream OpenKruise's gates (`pkg/features/kruise_features.go`) and Kruise
+//! Rollout's (`RolloutHistory`, `AdvancedDeployment`, `AppendPodSelector`) with their defaults
+//! and stages, parsed the way Kubernetes' component-base parses the flag.
 //!
 //! Parsing follows component-base's `featureGate.Set`: a comma-separated list of
 //! `Name=bool`, names case-sensitive, booleans as Go's `strconv.ParseBool` reads them
@@ -104,6 +105,12 @@ const GATES: &[GateSpec] = &[
     gate("InPlacePodVerticalScaling", false, Alpha),
     gate("DefaultHostNetworkHostPortsInPodTemplates", false, Alpha),
     gate("DaemonSetPruneIneligibleNodes", false, Alpha),
+    // Kruise Rollout's (`openkruise/rollouts` `pkg/feature`), served by the same manager.
+    gate("RolloutHistory", false, Alpha),
+    // Upstream's default is off, and its own manager manifest (`config/manager/manager.yaml`)
+    // turns it on: a partition-style Deployment release cannot move without it.
+    gate("AdvancedDeployment", true, Alpha),
+    gate("AppendPodSelector", false, Alpha),
     gate(ALL_ALPHA, false, Alpha),
     gate(ALL_BETA, false, Beta),
 ];
@@ -573,9 +580,11 @@ mod tests {
         }
         let on_by_default: Vec<_> =
             FeatureGates::known().filter(|(_, d)| *d).map(|(n, _)| n).collect();
-        assert_eq!(on_by_default.len(), 9);
-        // 36 upstream gates plus AllAlpha and AllBeta.
-        assert_eq!(FeatureGates::known().count(), 38);
+        assert_eq!(on_by_default.len(), 10);
+        assert!(g.enabled("AdvancedDeployment"), "on as upstream's manager manifest sets it");
+        assert!(!g.enabled("RolloutHistory") && !g.enabled("AppendPodSelector"));
+        // 36 upstream gates, Kruise Rollout's 3, plus AllAlpha and AllBeta.
+        assert_eq!(FeatureGates::known().count(), 41);
         assert_eq!(FeatureGates::spec("ResourceDistributionGate").map(|s| s.stage), Some(Beta));
         assert_eq!(FeatureGates::spec("EnhancedLivenessProbe").map(|s| s.stage), Some(Alpha));
         assert_eq!(FeatureGates::spec("EnhancedLivenessProbeGate"), None);
@@ -701,7 +710,7 @@ mod tests {
         assert_eq!(g.to_string(), "CloneSetShortHash=true,StatefulSetAutoDeletePVC=false");
         assert_eq!(parse(&g.to_string()), g);
         let all = format!("{g:#}");
-        assert_eq!(all.split(',').count(), 38);
+        assert_eq!(all.split(',').count(), 41);
         assert!(all.contains("PodWebhook=true"));
         assert_eq!(parse(&all), g);
         let g = parse("AllAlpha=true");

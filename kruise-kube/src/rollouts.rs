@@ -20,12 +20,14 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
-use kruise_api::rollouts::v1alpha1::TrafficRouting;
+use kruise_api::rollouts::v1alpha1::{RolloutHistory, TrafficRouting};
 use kruise_api::rollouts::v1beta1::{BatchRelease, Rollout, TrafficRoutingRef};
 use kruise_core::rollouts::batchrelease::{self, CanaryDeployment, ReleasePod};
 use kruise_core::rollouts::daemonset as native_daemon_sets;
 use kruise_core::rollouts::deployment as deployments;
+use kruise_core::rollouts::history;
 use kruise_core::rollouts::trafficrouting;
 use kruise_core::rollouts::{ReleaseStyle, ReleasedKind, ReleasedWorkload, rollout};
 
@@ -39,6 +41,7 @@ use crate::controller::{
 
 crate::watched_namespaced!(
     TrafficRouting,
+    RolloutHistory,
     Rollout,
     BatchRelease,
     Service,
@@ -175,6 +178,8 @@ pub const ROLLOUT_CONTROLLER: &str = "rollout-controller";
 pub const BATCH_RELEASE_CONTROLLER: &str = "batchrelease-controller";
 /// Upstream's controller names.
 pub const TRAFFIC_ROUTING_CONTROLLER: &str = "trafficrouting-controller";
+/// Upstream's controller name (the RolloutHistory gate's).
+pub const ROLLOUT_HISTORY_CONTROLLER: &str = "rollouthistory-controller";
 /// Upstream's controller names (the AdvancedDeployment gate's).
 pub const ADVANCED_DEPLOYMENT_CONTROLLER: &str = "advanced-deployment-controller";
 /// The controller that deletes a native DaemonSet's old pods batch by batch (upstream's
@@ -302,6 +307,39 @@ impl Workloads {
                 Some(ReleasedWorkload::from_native_daemon_set(&ds, &revisions))
             }
         }
+    }
+
+    /// The workload `reference` names in `namespace` as a RolloutHistory records it (its
+    /// spec), with its selector.
+    fn recorded(
+        &self,
+        namespace: &str,
+        reference: &kruise_api::rollouts::v1beta1::ObjectRef,
+    ) -> Option<(history::RecordedWorkload, Option<LabelSelector>)> {
+        let key = ObjectKey::new(namespace, reference.name.as_str());
+        let spec = match ReleasedKind::from_ref(&reference.api_version, &reference.kind).ok()? {
+            ReleasedKind::CloneSet => serde_json::to_value(&self.clone_sets.get(&key)?.spec),
+            ReleasedKind::AdvancedStatefulSet => {
+                serde_json::to_value(&self.advanced_stateful_sets.get(&key)?.spec)
+            }
+            ReleasedKind::StatefulSet => serde_json::to_value(&self.stateful_sets.get(&key)?.spec),
+            ReleasedKind::AdvancedDaemonSet => {
+                serde_json::to_value(&self.daemon_sets.get(&key)?.spec)
+            }
+            ReleasedKind::Deployment => serde_json::to_value(&self.deployments.get(&key)?.spec),
+            ReleasedKind::DaemonSet => {
+                serde_json::to_value(&self.native_daemon_sets.get(&key)?.spec)
+            }
+        }
+        .ok()?;
+        let selector = spec.get("selector").cloned().and_then(|s| serde_json::from_value(s).ok());
+        let workload = history::RecordedWorkload {
+            api_version: reference.api_version.clone(),
+            kind: reference.kind.clone(),
+            name: reference.name.clone(),
+            spec,
+        };
+        Some((workload, selector))
     }
 
     /// The stable Deployment a Deployment or ReplicaSet change concerns: the Deployment
@@ -647,6 +685,7 @@ impl RolloutController {
                     .get(&ObjectKey::new(&key.namespace, &name))
                     .map(|t| (*t).clone())
             }),
+            append_pod_selector: self.context.settings.gates.enabled("AppendPodSelector"),
         };
         let now = jiff::Timestamp::now();
         let plan = rollout::plan(&snapshot, now);
@@ -919,7 +958,8 @@ impl AdvancedDeploymentController {
             version: "v1beta1",
             plural: "batchreleases",
         }),
-    );
+    )
+    .with_gates(&["AdvancedDeployment"]);
 
     fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
         Arc::new(Self {
@@ -1153,6 +1193,118 @@ impl Reconciler for TrafficRoutingController {
     }
 }
 
+/// The RolloutHistory controller: upstream's `rollouthistory-controller`
+/// ([`history::plan`]), behind Kruise Rollout's `RolloutHistory` gate. Its key is the
+/// Rollout's, as upstream's.
+pub struct RolloutHistoryController {
+    context: ControllerContext,
+    rollouts: Cache<Rollout>,
+    histories: Cache<RolloutHistory>,
+    workloads: Workloads,
+    network: Network,
+}
+
+impl RolloutHistoryController {
+    const INFO: ControllerInfo = ControllerInfo::new(
+        ROLLOUT_HISTORY_CONTROLLER,
+        "rollouthistory-workers",
+        Some(ServedResource {
+            group: "rollouts.kruise.io",
+            version: "v1alpha1",
+            plural: "rollouthistories",
+        }),
+    )
+    .with_gates(&["RolloutHistory"]);
+
+    fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
+        Arc::new(Self {
+            rollouts: context.caches.get(),
+            histories: context.caches.get(),
+            workloads: Workloads::new(&context),
+            network: Network::new(&context),
+            context,
+        })
+    }
+
+    async fn reconcile_history(&self, key: &ObjectKey) -> Result<Option<Duration>, ReconcileError> {
+        let Some(rollout) = self.rollouts.get(key) else { return Ok(None) };
+        let recorded = self.workloads.recorded(&key.namespace, &rollout.spec.workload_ref);
+        let (workload, selector) = match recorded {
+            Some((workload, selector)) => (Some(workload), selector),
+            None => (None, None),
+        };
+        // A workload without a selector (or with one that cannot match) has no pods to list.
+        let pods = match kruise_core::selector::PodSelector::parse(selector.as_ref()) {
+            Ok(selector) if workload.is_some() => self
+                .workloads
+                .pods
+                .in_namespace(&key.namespace)
+                .iter()
+                .filter(|p| selector.matches(p.metadata.labels.as_ref()))
+                .map(|p| history::HistoryPod {
+                    name: p.metadata.name.clone().unwrap_or_default(),
+                    ip: p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default(),
+                    node_name: p.node_name(),
+                    labels: p.metadata.labels.clone().unwrap_or_default(),
+                    deleting: p.metadata.deletion_timestamp.is_some(),
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let snapshot = history::Snapshot {
+            histories: self
+                .histories
+                .in_namespace(&key.namespace)
+                .iter()
+                .map(|h| (**h).clone())
+                .collect(),
+            workload,
+            traffic: self
+                .network
+                .objects(&key.namespace, rollout::traffic_routings(&rollout).first()),
+            pods,
+            rollout: (*rollout).clone(),
+        };
+        let plan = history::plan(&snapshot);
+        let owner = PlanOwner::of(rollout.as_ref(), serde_json::Value::Null);
+        self.context.applier.apply(&owner, &plan, None, jiff::Timestamp::now()).await?;
+        Ok(None)
+    }
+}
+
+impl Reconciler for RolloutHistoryController {
+    fn watches(&self) -> Vec<Watch> {
+        // A record wakes the Rollout it names.
+        let record_of =
+            Watch::new(&self.histories, KeyMapping::Custom, |change: &Change<RolloutHistory>| {
+                let Some(h) = change.new.as_deref().or(change.old.as_deref()) else {
+                    return Vec::new();
+                };
+                let rollout =
+                    h.metadata.labels.as_ref().and_then(|l| l.get(history::ROLLOUT_NAME_LABEL));
+                let namespace = h.metadata.namespace.as_deref().unwrap_or_default();
+                rollout.map(|name| ObjectKey::new(namespace, name.as_str())).into_iter().collect()
+            });
+        vec![Watch::own(&self.rollouts), record_of]
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.rollouts.all().iter().map(|r| ObjectKey::of(r.as_ref())).collect()
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Duration>, ReconcileError>> {
+        Box::pin(self.reconcile_history(key))
+    }
+}
+
+/// The RolloutHistory controller's registration.
+pub fn rollout_history_registration() -> Registration {
+    Registration { info: RolloutHistoryController::INFO, build: RolloutHistoryController::build }
+}
+
 /// The TrafficRouting controller's registration.
 pub fn traffic_routing_registration() -> Registration {
     Registration { info: TrafficRoutingController::INFO, build: TrafficRoutingController::build }
@@ -1166,4 +1318,27 @@ pub fn rollout_registration() -> Registration {
 /// The BatchRelease controller's registration.
 pub fn batch_release_registration() -> Registration {
     Registration { info: BatchReleaseController::INFO, build: BatchReleaseController::build }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::features::FeatureGates;
+
+    /// Kruise Rollout's controller gates: `RolloutHistory` off and `AdvancedDeployment` on by
+    /// default, each controller running exactly when its gate is on.
+    #[test]
+    fn the_gated_controllers_follow_their_gates() {
+        let gated = [
+            (super::rollout_history_registration(), "RolloutHistory", false),
+            (super::advanced_deployment_registration(), "AdvancedDeployment", true),
+        ];
+        for (registration, gate, default) in gated {
+            assert_eq!(registration.enabled(&FeatureGates::default()), default, "{gate}");
+            for on in [true, false] {
+                let gates = FeatureGates::parse(&format!("{gate}={on}")).expect("a known gate");
+                assert_eq!(registration.enabled(&gates), on, "{gate}={on}");
+            }
+        }
+        assert!(super::rollout_registration().enabled(&FeatureGates::default()));
+    }
 }

@@ -435,7 +435,6 @@ fn validate_steps(
 fn validate_routings(
     routings: &[kruise_api::rollouts::v1beta1::TrafficRoutingRef],
     steps: &[CanaryStep],
-    disable_generate_canary_service: bool,
     path: &FieldPath,
 ) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -448,12 +447,6 @@ fn validate_routings(
     }
     for routing in routings {
         errors.extend(validate_traffic_routing(routing, &path.child("TrafficRouting")));
-    }
-    if disable_generate_canary_service {
-        errors.push(FieldError::forbidden(
-            &path.child("DisableGenerateCanaryService"),
-            format!("routing without a canary Service {NOT_YET}"),
-        ));
     }
     if routings.is_empty() && steps.iter().any(|s| s.traffic.is_some() || !s.matches.is_empty()) {
         errors.push(FieldError::forbidden(
@@ -552,7 +545,6 @@ pub fn validate_rollout(
             errors.extend(validate_routings(
                 &blue_green.traffic_routings,
                 &blue_green.steps,
-                blue_green.disable_generate_canary_service,
                 &path,
             ));
         }
@@ -565,12 +557,7 @@ pub fn validate_rollout(
             {
                 errors.push(error);
             }
-            errors.extend(validate_routings(
-                &canary.traffic_routings,
-                &canary.steps,
-                canary.disable_generate_canary_service,
-                &canary_path,
-            ));
+            errors.extend(validate_routings(&canary.traffic_routings, &canary.steps, &canary_path));
         }
     }
     if !errors.is_empty() {

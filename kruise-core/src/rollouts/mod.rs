@@ -27,6 +27,9 @@
 //! - [`trafficrouting`]: a TrafficRouting, traffic rules shared by the Rollouts that name it
 //!   (`trafficRoutingRef` or the `rollouts.kruise.io/trafficrouting` annotation).
 //!
+//! - [`history`]: a RolloutHistory for each release with a rollout id (Kruise Rollout's
+//!   `RolloutHistory` gate).
+//!
 //! What this module does not do yet, and refuses at validation so that nothing is accepted and
 //! then ignored: custom network providers. As upstream, DaemonSet releases route no traffic.
 
@@ -35,6 +38,7 @@ pub mod batchrelease;
 pub mod daemonset;
 pub mod deployment;
 pub mod describe;
+pub mod history;
 pub mod rollout;
 pub mod traffic;
 pub mod trafficrouting;

@@ -89,6 +89,9 @@ pub struct Snapshot {
     pub traffic: TrafficObjects,
     /// The TrafficRouting it names ([`super::trafficrouting::named_by`]), when it exists.
     pub traffic_routing: Option<kruise_api::rollouts::v1alpha1::TrafficRouting>,
+    /// Kruise Rollout's `AppendPodSelector` gate: the canary Service also selects the
+    /// `patchPodTemplateMetadata` labels the stable Service's selector lacks.
+    pub append_pod_selector: bool,
 }
 
 /// The objects the Rollout's (first) `trafficRoutings` entry names, when they exist.
@@ -144,7 +147,8 @@ fn next_step(rollout: &Rollout, current: i32) -> i32 {
     if current >= steps(rollout).len() as i32 { -1 } else { current + 1 }
 }
 
-fn steps(rollout: &Rollout) -> &[kruise_api::rollouts::v1beta1::CanaryStep] {
+/// The steps of the Rollout's strategy (canary, else blue-green).
+pub fn steps(rollout: &Rollout) -> &[kruise_api::rollouts::v1beta1::CanaryStep] {
     let strategy = &rollout.spec.strategy;
     match (&strategy.canary, &strategy.blue_green) {
         (Some(c), _) => &c.steps,
@@ -1130,9 +1134,21 @@ impl Planner<'_> {
         Target::new(ObjectKind::SERVICE, Some(&self.namespace), name)
     }
 
+    /// `disableGenerateCanaryService`: no canary Service, the stable Service's selector left
+    /// alone, and the routes' canary side sent to the stable Service itself (upstream's mode
+    /// for providers that tell versions apart by themselves, as a TrafficRouting does).
+    fn no_canary_service(&self) -> bool {
+        let strategy = &self.rollout().spec.strategy;
+        strategy.canary.as_ref().is_some_and(|c| c.disable_generate_canary_service)
+            || strategy.blue_green.as_ref().is_some_and(|b| b.disable_generate_canary_service)
+    }
+
     /// The canary Service exists and selects `revision`.
     fn ensure_canary_service(&mut self, key: &str, revision: &str) -> bool {
         let Some(routing) = self.routing() else { return true };
+        if self.no_canary_service() {
+            return true;
+        }
         let objects = &self.snapshot.traffic;
         let Some(stable) = objects.stable_service.clone() else {
             self.status.message = format!("Service {} is not found", routing.service);
@@ -1141,7 +1157,19 @@ impl Planner<'_> {
         let name = traffic::canary_name(&routing.service);
         match objects.canary_service.clone() {
             None => {
-                let body = traffic::canary_service(&stable, key, revision, &self.owner_reference());
+                let no_labels = std::collections::BTreeMap::new();
+                let labels = self
+                    .rollout()
+                    .spec
+                    .strategy
+                    .canary
+                    .as_ref()
+                    .and_then(|c| c.patch_pod_template_metadata.as_ref())
+                    .map_or(&no_labels, |p| &p.labels);
+                let patch =
+                    traffic::SelectorPatch { labels, append: self.snapshot.append_pod_selector };
+                let owner = self.owner_reference();
+                let body = traffic::canary_service(&stable, key, revision, patch, &owner);
                 self.actions.push(Action::CreateObject {
                     target: self.service_target(&name),
                     body: std::sync::Arc::new(body),
@@ -1165,6 +1193,9 @@ impl Planner<'_> {
     /// nothing to restore.
     fn ensure_stable_selector(&mut self, key: &str, value: Option<&str>) -> bool {
         let Some(routing) = self.routing() else { return true };
+        if self.no_canary_service() {
+            return true;
+        }
         let Some(stable) = self.snapshot.traffic.stable_service.clone() else {
             return value.is_none();
         };
@@ -1182,6 +1213,9 @@ impl Planner<'_> {
     /// The canary Service is gone.
     fn remove_canary_service(&mut self) -> bool {
         let Some(routing) = self.routing() else { return true };
+        if self.no_canary_service() {
+            return true;
+        }
         match &self.snapshot.traffic.canary_service {
             None => true,
             Some(s) if s.metadata.deletion_timestamp.is_some() => false,
@@ -1233,7 +1267,8 @@ impl Planner<'_> {
     }
 
     /// Runs `write` with the Router of the Rollout's traffic routing (its canary Service
-    /// `<service>-canary`); a missing object becomes the status message.
+    /// `<service>-canary`, or the stable Service under `disableGenerateCanaryService`); a
+    /// missing object becomes the status message.
     fn with_router(
         &mut self,
         write: impl FnOnce(&traffic::Router<'_>, &mut Vec<Action>) -> Result<bool, String>,
@@ -1245,7 +1280,11 @@ impl Planner<'_> {
             objects: &self.snapshot.traffic,
             namespace: &self.namespace,
             owner: &owner,
-            canary_service: traffic::canary_name(&routing.service),
+            canary_service: if self.no_canary_service() {
+                routing.service.clone()
+            } else {
+                traffic::canary_name(&routing.service)
+            },
         };
         match write(&router, &mut self.actions) {
             Ok(in_place) => in_place,

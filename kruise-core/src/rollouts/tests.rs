@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::rollouts::v1beta1::{CanaryStep, CanaryStrategy, ObjectRef, Rollout, RolloutSpec};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::admission::{hold_workload, validate_rollout};
 use super::workload::desired_partition;
@@ -496,4 +496,43 @@ fn a_traffic_routing_moves_through_its_phases() {
         }))
         .unwrap();
     assert_eq!(named_by(&rollout).as_deref(), Some("lane"));
+}
+
+/// A route whose new versions' side is its own Service: the added rules are told apart only
+/// by their record, which survives the server's defaults and leaves the user's own rules
+/// (even one added mid-release that leads to the same Service) in place.
+#[test]
+fn a_shared_route_takes_out_only_the_rules_it_recorded() {
+    use super::traffic::{ADDED_RULES_ANNOTATION, shared_route_patch};
+    let own = json!({"matches": [{"path": {"type": "PathPrefix", "value": "/api"}}],
+                     "backendRefs": [{"name": "web", "port": 80}]});
+    let mut route = json!({"metadata": {"name": "web"}, "spec": {"rules": [own.clone()]}});
+    let step: CanaryStep = serde_json::from_value(
+        json!({"matches": [{"headers": [{"name": "x-lane", "value": "gray"}]}]}),
+    )
+    .expect("a step");
+    let patch = shared_route_patch(&route, "web", Some(&step)).expect("a first write");
+    let added = json!({"matches": [{"path": {"type": "PathPrefix", "value": "/api"},
+                                    "headers": [{"name": "x-lane", "value": "gray"}]}],
+                       "backendRefs": [{"name": "web", "port": 80}]});
+    assert_eq!(patch["spec"]["rules"], json!([own.clone(), added]));
+    json_patch::merge(&mut route, &patch);
+    // Read back as kube-apiserver stores it under the Gateway API CRDs' defaults.
+    route["spec"]["rules"][1]["matches"][0]["headers"][0]["type"] = json!("Exact");
+    route["spec"]["rules"][1]["backendRefs"][0]["weight"] = json!(1);
+    route["spec"]["rules"][1]["backendRefs"][0]["kind"] = json!("Service");
+    assert_eq!(shared_route_patch(&route, "web", Some(&step)), None, "in place");
+    // A weight alone changes nothing when both sides are one Service: the match rule goes.
+    let weighted: CanaryStep = serde_json::from_value(json!({"traffic": "30%"})).expect("a step");
+    let patch = shared_route_patch(&route, "web", Some(&weighted)).expect("the match goes");
+    assert_eq!(patch["spec"]["rules"], json!([own.clone()]));
+    // The user adds a rule of their own leading to the same Service; the restore keeps it.
+    let theirs = json!({"matches": [{"path": {"type": "Exact", "value": "/health"}}],
+                        "backendRefs": [{"name": "web", "port": 80}]});
+    route["spec"]["rules"].as_array_mut().expect("rules").push(theirs.clone());
+    let patch = shared_route_patch(&route, "web", None).expect("a restore");
+    assert_eq!(patch["spec"]["rules"], json!([own, theirs]));
+    assert_eq!(patch["metadata"]["annotations"][ADDED_RULES_ANNOTATION], Value::Null);
+    json_patch::merge(&mut route, &patch);
+    assert_eq!(shared_route_patch(&route, "web", None), None, "restored");
 }

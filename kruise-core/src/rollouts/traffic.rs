@@ -103,12 +103,23 @@ pub fn routes_traffic(step: &CanaryStep) -> bool {
     step.traffic.is_some() || !step.matches.is_empty()
 }
 
-/// The canary Service for `stable`, selecting `revision_key=revision`, owned by `owner` (an
-/// owner reference as JSON).
+/// The labels of a canary's `patchPodTemplateMetadata` that the canary Service selects on.
+#[derive(Clone, Copy, Debug)]
+pub struct SelectorPatch<'a> {
+    /// The labels.
+    pub labels: &'a std::collections::BTreeMap<String, String>,
+    /// `AppendPodSelector` (Kruise Rollout's gate): labels the stable selector lacks are
+    /// added too; without it only the stable selector's own keys are rewritten.
+    pub append: bool,
+}
+
+/// The canary Service for `stable`, selecting `revision_key=revision` and the labels of
+/// `selector_patch`, owned by `owner` (an owner reference as JSON).
 pub fn canary_service(
     stable: &Service,
     revision_key: &str,
     revision: &str,
+    selector_patch: SelectorPatch<'_>,
     owner: &Value,
 ) -> Value {
     let name = canary_name(stable.metadata.name.as_deref().unwrap_or_default());
@@ -135,6 +146,13 @@ pub fn canary_service(
         }
         let selector = map.entry("selector").or_insert_with(|| json!({}));
         selector[revision_key] = json!(revision);
+        if let Value::Object(selector) = selector {
+            for (key, value) in selector_patch.labels {
+                if selector_patch.append || selector.contains_key(key) {
+                    selector.insert(key.clone(), json!(value));
+                }
+            }
+        }
     }
     json!({
         "apiVersion": "v1",
@@ -339,60 +357,7 @@ pub fn routed_rules(rules: &[Value], stable: &str, canary: &str, step: &CanarySt
     if !step.matches.is_empty() {
         // Matches take the place of weights.
         out = restored_rules(&out, stable, canary);
-        let mut added = Vec::new();
-        for rule in &out {
-            // Weights go back to the stable Service alone.
-            let Some(stable_ref) =
-                backends(rule).into_iter().find(|b| is_service_backend(b, stable))
-            else {
-                continue;
-            };
-            let mut canary_ref = stable_ref.clone();
-            canary_ref["name"] = json!(canary);
-            if let Value::Object(map) = &mut canary_ref {
-                map.remove("weight");
-            }
-            let originals: Vec<Value> = rule
-                .get("matches")
-                .and_then(Value::as_array)
-                .cloned()
-                .filter(|m| !m.is_empty())
-                .unwrap_or_else(|| vec![json!({})]);
-            let mut matches = Vec::new();
-            for original in &originals {
-                for wanted in step.matches.iter().filter(|m| m.path.is_none()) {
-                    let mut m = original.clone();
-                    for (field, extra) in [
-                        ("headers", serde_json::to_value(&wanted.headers).unwrap_or_default()),
-                        (
-                            "queryParams",
-                            serde_json::to_value(&wanted.query_params).unwrap_or_default(),
-                        ),
-                    ] {
-                        let extra = extra.as_array().cloned().unwrap_or_default();
-                        if extra.is_empty() {
-                            continue;
-                        }
-                        let list =
-                            m.as_object_mut().map(|o| o.entry(field).or_insert_with(|| json!([])));
-                        if let Some(Value::Array(list)) = list {
-                            list.extend(extra);
-                        }
-                    }
-                    matches.push(m);
-                }
-            }
-            for wanted in step.matches.iter().filter(|m| m.path.is_some()) {
-                let m = serde_json::to_value(wanted).unwrap_or_default();
-                if !matches.contains(&m) {
-                    matches.push(m);
-                }
-            }
-            let mut copy = rule.clone();
-            copy["matches"] = Value::Array(matches);
-            copy["backendRefs"] = json!([canary_ref]);
-            added.push(copy);
-        }
+        let added = matched_copies(&out, stable, canary, step);
         out.extend(added);
         return out;
     }
@@ -420,6 +385,142 @@ pub fn routed_rules(rules: &[Value], stable: &str, canary: &str, step: &CanarySt
         rule["backendRefs"] = Value::Array(next);
     }
     out
+}
+
+/// For each rule that leads to `stable`, a copy leading only to `canary` for requests that
+/// also match the step's headers and query parameters (a step match with a path is a match of
+/// its own).
+fn matched_copies(rules: &[Value], stable: &str, canary: &str, step: &CanaryStep) -> Vec<Value> {
+    let mut added = Vec::new();
+    for rule in rules {
+        // Weights go back to the stable Service alone.
+        let Some(stable_ref) = backends(rule).into_iter().find(|b| is_service_backend(b, stable))
+        else {
+            continue;
+        };
+        let mut canary_ref = stable_ref.clone();
+        canary_ref["name"] = json!(canary);
+        if let Value::Object(map) = &mut canary_ref {
+            map.remove("weight");
+        }
+        let originals: Vec<Value> = rule
+            .get("matches")
+            .and_then(Value::as_array)
+            .cloned()
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| vec![json!({})]);
+        let mut matches = Vec::new();
+        for original in &originals {
+            for wanted in step.matches.iter().filter(|m| m.path.is_none()) {
+                let mut m = original.clone();
+                for (field, extra) in [
+                    ("headers", serde_json::to_value(&wanted.headers).unwrap_or_default()),
+                    ("queryParams", serde_json::to_value(&wanted.query_params).unwrap_or_default()),
+                ] {
+                    let extra = extra.as_array().cloned().unwrap_or_default();
+                    if extra.is_empty() {
+                        continue;
+                    }
+                    let list =
+                        m.as_object_mut().map(|o| o.entry(field).or_insert_with(|| json!([])));
+                    if let Some(Value::Array(list)) = list {
+                        list.extend(extra);
+                    }
+                }
+                matches.push(m);
+            }
+        }
+        for wanted in step.matches.iter().filter(|m| m.path.is_some()) {
+            let m = serde_json::to_value(wanted).unwrap_or_default();
+            if !matches.contains(&m) {
+                matches.push(m);
+            }
+        }
+        let mut copy = rule.clone();
+        copy["matches"] = Value::Array(matches);
+        copy["backendRefs"] = json!([canary_ref]);
+        added.push(copy);
+    }
+    added
+}
+
+/// The annotation on an HTTPRoute that records the rules a release added to it while the
+/// new versions' side is the stable Service itself (a TrafficRouting, or a Rollout with
+/// `disableGenerateCanaryService`). Such rules lead where the route's own rules lead, so
+/// only this record tells them apart; upstream removes every rule that leads only to the
+/// "canary" Service, which there takes the route's own rules with it.
+pub const ADDED_RULES_ANNOTATION: &str = "rollouts.kruise.io/added-route-rules";
+
+/// A rule as kube-apiserver stores it under the Gateway API CRDs' defaults (a rule without
+/// matches matches every path; header and query matches are `Exact`; a backend is a core
+/// `Service` of weight 1), so that a rule written and the same rule read back compare equal.
+fn normalized_rule(rule: &Value) -> Value {
+    let mut rule = rule.clone();
+    let Some(map) = rule.as_object_mut() else { return rule };
+    map.entry("matches").or_insert_with(|| json!([{"path": {"type": "PathPrefix", "value": "/"}}]));
+    if let Some(Value::Array(matches)) = map.get_mut("matches") {
+        for m in matches.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(Value::Object(path)) = m.get_mut("path") {
+                path.entry("type").or_insert_with(|| json!("PathPrefix"));
+                path.entry("value").or_insert_with(|| json!("/"));
+            }
+            for field in ["headers", "queryParams"] {
+                if let Some(Value::Array(list)) = m.get_mut(field) {
+                    for item in list.iter_mut().filter_map(Value::as_object_mut) {
+                        item.entry("type").or_insert_with(|| json!("Exact"));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(refs)) = map.get_mut("backendRefs") {
+        for backend in refs.iter_mut().filter_map(Value::as_object_mut) {
+            backend.entry("group").or_insert_with(|| json!(""));
+            backend.entry("kind").or_insert_with(|| json!("Service"));
+            backend.entry("weight").or_insert_with(|| json!(1));
+        }
+    }
+    rule
+}
+
+fn same_rules(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| normalized_rule(x) == normalized_rule(y))
+}
+
+/// The patch of an HTTPRoute whose new versions' side is `stable` itself: the rules
+/// recorded in [`ADDED_RULES_ANNOTATION`] are taken out, then, for a step with matches, each
+/// rule leading to `stable` gets a copy for the matching requests, recorded anew (a weight
+/// alone changes nothing: both sides are the same Service). `step: None` only takes them
+/// out. `None` when the route is as wanted already.
+pub fn shared_route_patch(route: &Value, stable: &str, step: Option<&CanaryStep>) -> Option<Value> {
+    let recorded_text = route
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(ADDED_RULES_ANNOTATION))
+        .and_then(Value::as_str);
+    let recorded: Vec<Value> =
+        recorded_text.and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
+    let current = route_rules(route);
+    let mut base = current.clone();
+    for rule in &recorded {
+        let wanted = normalized_rule(rule);
+        if let Some(i) = base.iter().position(|r| normalized_rule(r) == wanted) {
+            base.remove(i);
+        }
+    }
+    let added = match step {
+        Some(step) if !step.matches.is_empty() => matched_copies(&base, stable, stable, step),
+        _ => Vec::new(),
+    };
+    let record = (!added.is_empty()).then(|| serde_json::to_string(&added).unwrap_or_default());
+    let mut desired = base;
+    desired.extend(added);
+    if same_rules(&desired, &current) && record.as_deref() == recorded_text {
+        return None;
+    }
+    Some(json!({
+        "metadata": {"annotations": {ADDED_RULES_ANNOTATION: record}},
+        "spec": {"rules": desired},
+    }))
 }
 
 /// The HTTPRoute rules with the canary gone, as upstream leaves them: `canary` backends
@@ -482,6 +583,25 @@ impl Router<'_> {
         actions: &mut Vec<crate::plan::Action>,
         rules: impl FnOnce(&[Value]) -> Vec<Value>,
     ) -> Result<bool, String> {
+        self.patch_route(actions, |route| {
+            let current = route_rules(route);
+            let desired = rules(&current);
+            (!same_rules(&desired, &current)).then(|| json!({"spec": {"rules": desired}}))
+        })
+    }
+
+    /// True when the new versions' side is the stable Service itself.
+    fn shared(&self) -> bool {
+        self.canary_service == self.routing.service
+    }
+
+    /// Writes the merge patch `patch` makes of the HTTPRoute (guarded by its
+    /// resourceVersion), if any.
+    fn patch_route(
+        &self,
+        actions: &mut Vec<crate::plan::Action>,
+        patch: impl FnOnce(&Value) -> Option<Value>,
+    ) -> Result<bool, String> {
         use crate::plan::{Action, Guard, ObjectKind, Patch, Subresource, Target};
         let Some(name) = self.routing.gateway.as_ref().and_then(|g| g.http_route_name.clone())
         else {
@@ -490,15 +610,13 @@ impl Router<'_> {
         let Some(route) = self.objects.http_route.as_ref() else {
             return Err(format!("HTTPRoute {name} is not found"));
         };
-        let current = route_rules(route);
-        let desired = rules(&current);
-        if desired != current {
+        if let Some(patch) = patch(route) {
             let version = route.pointer("/metadata/resourceVersion").and_then(Value::as_str);
             actions.push(Action::PatchObject {
                 target: Target::new(ObjectKind::HTTP_ROUTE, Some(self.namespace), &name)
                     .guarded(Guard::ResourceVersion(version.unwrap_or_default().to_owned())),
                 subresource: Subresource::Main,
-                patch: Patch::merge(json!({"spec": {"rules": desired}})),
+                patch: Patch::merge(patch),
             });
         }
         Ok(true)
@@ -515,6 +633,10 @@ impl Router<'_> {
         let routing = self.routing;
         if routing.gateway.is_some() {
             let (stable, canary) = (routing.service.clone(), self.canary_service.clone());
+            if self.shared() {
+                return self
+                    .patch_route(actions, |route| shared_route_patch(route, &stable, Some(step)));
+            }
             return self
                 .ensure_route_rules(actions, |rules| routed_rules(rules, &stable, &canary, step));
         }
@@ -571,6 +693,9 @@ impl Router<'_> {
                 return Ok(true);
             }
             let (stable, canary) = (routing.service.clone(), self.canary_service.clone());
+            if self.shared() {
+                return self.patch_route(actions, |route| shared_route_patch(route, &stable, None));
+            }
             return self
                 .ensure_route_rules(actions, |rules| restored_rules(rules, &stable, &canary));
         }

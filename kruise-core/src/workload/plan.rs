@@ -339,6 +339,14 @@ impl ObjectKind {
         plural: "trafficroutings",
         namespaced: true,
     };
+    /// rollouts.kruise.io/v1alpha1 RolloutHistory.
+    pub const ROLLOUT_HISTORY: Self = Self {
+        group: "rollouts.kruise.io",
+        version: "v1alpha1",
+        kind: "RolloutHistory",
+        plural: "rollouthistories",
+        namespaced: true,
+    };
     /// autoscaling/v2 HorizontalPodAutoscaler.
     pub const HORIZONTAL_POD_AUTOSCALER: Self = Self {
         group: "autoscaling",

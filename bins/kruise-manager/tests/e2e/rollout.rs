@@ -1779,3 +1779,161 @@ fn a_traffic_routing_shared_by_two_rollouts_is_restored_after_the_last() {
         (!k.run_with(&["get", "trafficroutings.rollouts.kruise.io", "lane"], None).ok).then_some(())
     });
 }
+
+/// RolloutHistory (Kruise Rollout's `RolloutHistory` gate, off by default): a release with a
+/// rollout id gets a record when it starts, completed when the Rollout is Healthy again with
+/// the specs it ran with and the pods each step updated. Without the gate nothing is written.
+#[test]
+fn a_release_is_recorded_in_a_rollout_history_behind_its_gate() {
+    for gate in [false, true] {
+        let flag = format!("--feature-gates=RolloutHistory={gate}");
+        let pg = Playground::start(1, &[flag.as_str()]);
+        let k = &pg.kubectl;
+        k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("demo", 3, ""));
+        wait_for_updated_ready(k, 3);
+        k.ok_stdin(&["apply", "-f", "-"], ROLLOUT);
+        wait_for("the Rollout healthy", Duration::from_secs(30), || {
+            (rollout(k)["status"]["phase"] == "Healthy").then_some(())
+        });
+        let release = serde_json::json!({
+            "metadata": {"labels": {"rollouts.kruise.io/rollout-id": "release-2"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "main", "image": "registry.example/demo:v2"}]}}},
+        });
+        k.ok(&[
+            "patch",
+            "clonesets.apps.kruise.io",
+            "demo",
+            "--type=merge",
+            "-p",
+            &release.to_string(),
+        ]);
+        let records = || {
+            k.json(&[
+                "get",
+                "rollouthistories.rollouts.kruise.io",
+                "-l",
+                "rollouts.kruise.io/rollout-name=rollouts-demo,rollouts.kruise.io/rollout-id=release-2",
+            ])["items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
+        wait_for_step(k, 1, "StepPaused");
+        if gate {
+            let started = wait_for("a record of the release", Duration::from_secs(30), || {
+                let items = records();
+                (items.len() == 1).then(|| items[0].clone())
+            });
+            assert!(started["status"]["phase"].is_null(), "{started}");
+        }
+        approve(k);
+        wait_for_step(k, 2, "StepPaused");
+        approve(k);
+        wait_for("the release complete", Duration::from_secs(90), || {
+            let r = rollout(k);
+            (r["status"]["phase"] == "Healthy" && condition(&r["status"], "Succeeded").0 == "True")
+                .then_some(())
+        });
+        wait_for_updated_ready(k, 3);
+        if !gate {
+            let all = k.json(&["get", "rollouthistories.rollouts.kruise.io"]);
+            assert_eq!(all["items"], serde_json::json!([]), "nothing without the gate");
+            continue;
+        }
+        let record = wait_for("the record completed", Duration::from_secs(30), || {
+            let items = records();
+            (items.len() == 1 && items[0]["status"]["phase"] == "completed")
+                .then(|| items[0].clone())
+        });
+        assert_eq!(record["spec"]["rollout"]["rolloutID"], "release-2");
+        assert_eq!(record["spec"]["rollout"]["data"]["workloadRef"]["name"], "demo");
+        assert_eq!(record["spec"]["workload"]["kind"], "CloneSet");
+        assert_eq!(
+            record["spec"]["workload"]["data"]["template"]["spec"]["containers"][0]["image"],
+            "registry.example/demo:v2"
+        );
+        assert!(record["metadata"]["ownerReferences"].is_null(), "{record}");
+        // 20%, 60%, 100% of 3: one pod in each step.
+        let steps = record["status"]["canarySteps"].as_array().cloned().unwrap_or_default();
+        let per_step: Vec<usize> =
+            steps.iter().map(|s| s["pods"].as_array().map_or(0, Vec::len)).collect();
+        assert_eq!(per_step, [1, 1, 1], "{steps:?}");
+        let mut recorded: Vec<String> = steps
+            .iter()
+            .flat_map(|s| s["pods"].as_array().cloned().unwrap_or_default())
+            .map(|p| p["name"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        recorded.sort();
+        let pods = k.ok(&["get", "pods", "-l", "app=demo", "-o", "name"]);
+        let mut names: Vec<String> =
+            pods.lines().map(|l| l.trim_start_matches("pod/").to_owned()).collect();
+        names.sort();
+        assert_eq!(recorded, names);
+        assert!(steps.iter().all(|s| s["pods"][0]["nodeName"].is_string()), "{steps:?}");
+    }
+}
+
+/// `disableGenerateCanaryService` over a Gateway API route: no canary Service, the stable
+/// Service's selector left alone, and the step's header match sent to the stable Service
+/// itself by a rule of its own, which alone is taken out at the end: the route's own rule
+/// leads to the same Service and stays (upstream's restore removes both).
+#[test]
+fn without_a_canary_service_a_gateway_route_gains_and_loses_only_the_match_rule() {
+    let pg = Playground::start(1, &[]);
+    let k = &pg.kubectl;
+    install_gateway_api(k);
+    k.ok_stdin(&["apply", "-f", "-"], &cloneset_yaml("demo", 3, ""));
+    wait_for_updated_ready(k, 3);
+    let rollout_yaml = ROUTED
+        .replace(
+            "    canary:\n      trafficRoutings:",
+            "    canary:\n      disableGenerateCanaryService: true\n      trafficRoutings:",
+        )
+        .replace(
+            "      - replicas: 20%\n        traffic: 20%\n      - replicas: 50%\n        traffic: 50%\n",
+            "      - replicas: 1\n        matches:\n        - headers:\n          - name: x-lane\n            value: gray\n",
+        );
+    assert!(
+        rollout_yaml.contains("disableGenerateCanaryService") && rollout_yaml.contains("x-lane")
+    );
+    k.ok_stdin(&["apply", "-f", "-"], &rollout_yaml);
+    wait_for("the Rollout healthy", Duration::from_secs(30), || {
+        (rollout(k)["status"]["phase"] == "Healthy").then_some(())
+    });
+    let route = || k.json(&["get", "httproutes.gateway.networking.k8s.io", "demo"]);
+    let original = route()["spec"]["rules"].clone();
+    assert_eq!(original.as_array().map(Vec::len), Some(1), "{original}");
+
+    set_image(k, "registry.example/demo:v2");
+    wait_for_step(k, 1, "StepPaused");
+    let routed = route();
+    let rules = &routed["spec"]["rules"];
+    assert_eq!(rules.as_array().map(Vec::len), Some(2), "{routed}");
+    assert_eq!(rules[0], original[0], "the route's own rule untouched");
+    assert_eq!(rules[1]["matches"][0]["headers"][0]["name"], "x-lane");
+    assert_eq!(rules[1]["backendRefs"][0]["name"], "demo", "the stable Service itself");
+    assert!(
+        routed["metadata"]["annotations"]["rollouts.kruise.io/added-route-rules"].is_string(),
+        "{routed}"
+    );
+    assert!(!k.run_with(&["get", "service", "demo-canary"], None).ok, "no canary Service");
+    assert_eq!(
+        k.json(&["get", "service", "demo"])["spec"]["selector"],
+        serde_json::json!({"app": "demo"})
+    );
+
+    approve(k);
+    wait_for("the release complete", Duration::from_secs(90), || {
+        let r = rollout(k);
+        (r["status"]["phase"] == "Healthy" && condition(&r["status"], "Succeeded").0 == "True")
+            .then_some(())
+    });
+    let restored = route();
+    assert_eq!(restored["spec"]["rules"], original, "{restored}");
+    assert!(
+        restored["metadata"]["annotations"]["rollouts.kruise.io/added-route-rules"].is_null(),
+        "{restored}"
+    );
+    wait_for_updated_ready(k, 3);
+}
