@@ -626,6 +626,16 @@ impl Cluster {
                 }
             }
         }
+        // `ValidateDeploymentStrategy`: a Recreate deployment has no rolling parameters.
+        if (def.group.as_str(), def.plural.as_str()) == ("apps", "deployments")
+            && obj.pointer("/spec/strategy/type").and_then(Value::as_str) == Some("Recreate")
+            && obj.pointer("/spec/strategy/rollingUpdate").is_some_and(|r| !r.is_null())
+        {
+            causes.push(Cause::forbidden(
+                "spec.strategy.rollingUpdate",
+                "may not be specified when strategy `type` is 'Recreate'",
+            ));
+        }
         use crate::batch_validation::{JobSpecAt, job_spec};
         let uid = meta_str(obj, "uid").unwrap_or_default();
         match (def.group.as_str(), def.plural.as_str()) {
@@ -1056,6 +1066,20 @@ impl Cluster {
         // them: the whole object, also for `/status`. An apply is checked before it is applied
         // (`apply_unknown_fields`); a Scale has no fields of the object.
         let checked_here = sub != Sub::Scale && !matches!(opts.patch, Some((PatchType::Apply, _)));
+        // A strategic merge patch whose result does not convert to the built-in type is refused
+        // as the patch's fault, showing the patch as Go prints a map.
+        if let (Some((PatchType::Strategic, p)), false, true) =
+            (&opts.patch, def.is_custom(), sub != Sub::Scale)
+            && let Some(why) =
+                crate::openapi::builtin_type_error(&def.group, &def.version, &def.kind, &new)
+        {
+            return Err(ApiError::invalid(
+                "",
+                "",
+                "",
+                vec![Cause::invalid("patch", &Value::String(go_map(p)), &why)],
+            ));
+        }
         if checked_here {
             let unknown = unknown_fields(def, &new);
             if !unknown.is_empty() {
@@ -1987,10 +2011,41 @@ fn strategic(def: &ResourceDef, current: &Value, patch: &Value) -> Result<Value,
     let schema = match def.smp {
         SmpKind::Pod => PatchSchema::Pod,
         SmpKind::TemplateAt(path) => PatchSchema::PodTemplateSpecAt(path),
+        SmpKind::Service => PatchSchema::Service,
         // No template: metadata merges as ObjectMeta, everything else as plain JSON.
-        _ => PatchSchema::PodTemplateSpecAt(&["\u{0}no-template"]),
+        _ => PatchSchema::Object,
     };
-    apply_patch(current, patch, schema).map_err(|e| ApiError::new(422, "Invalid", e.to_string()))
+    apply_patch(current, patch, schema).map_err(|e| smp_error(patch, &e))
+}
+
+/// A strategic merge patch that cannot be applied, as kube-apiserver answers it. Its merge
+/// errors are plain errors there (500 without a reason), worded after the offending patch
+/// object printed as Go prints a map; the others keep this module's wording as a 422.
+#[cfg(feature = "smp")]
+fn smp_error(patch: &Value, e: &kruise_core::smp::SmpError) -> ApiError {
+    use kruise_core::smp::SmpError;
+    let at = |path: &str| crate::util::at_rendered_path(patch, path).map(go_map);
+    let plain =
+        match e {
+            SmpError::MissingMergeKey { path, key } => at(path)
+                .map(|item| format!("map: {item} does not contain declared merge key: {key}")),
+            SmpError::InvalidPatchDirective { path, value, .. } => {
+                match serde_json::from_str::<Value>(value) {
+                    // A list item asking to merge: kube-apiserver has no list-level merge.
+                    Ok(Value::String(v)) if v == "merge" && path.ends_with(']') => {
+                        Some("merging lists cannot yet be specified in the patch".to_string())
+                    }
+                    Ok(v) => at(path)
+                        .map(|map| format!("unknown patch type: {} in map: {map}", go_map(&v))),
+                    Err(_) => None,
+                }
+            }
+            _ => None,
+        };
+    match plain {
+        Some(message) => ApiError::new(500, "", message),
+        None => ApiError::new(422, "Invalid", e.to_string()),
+    }
 }
 
 #[cfg(not(feature = "smp"))]

@@ -43,16 +43,90 @@ fn default_container(c: &mut Value) {
             }
         }
     }
-    // Limits without requests: requests default to the limits.
-    if let Some(res) = m.get_mut("resources").and_then(Value::as_object_mut)
-        && let Some(limits) = res.get("limits").cloned().and_then(|l| l.as_object().cloned())
-    {
-        let req = res.entry("requests").or_insert_with(|| json!({}));
-        if let Some(rm) = req.as_object_mut() {
-            for (k, v) in limits {
-                rm.entry(k).or_insert(v);
+}
+
+/// A pod's (not a template's: kube-apiserver defaults them on the Pod alone) containers'
+/// requests: a resource with a limit and no request is requested at its limit.
+fn requests_from_limits(spec: &mut Map<String, Value>) {
+    for key in ["containers", "initContainers"] {
+        let Some(Value::Array(cs)) = spec.get_mut(key) else { continue };
+        for c in cs {
+            if let Some(res) = c.get_mut("resources").and_then(Value::as_object_mut)
+                && let Some(limits) = res.get("limits").and_then(Value::as_object).cloned()
+            {
+                let req = res.entry("requests").or_insert_with(|| json!({}));
+                if req.is_null() {
+                    *req = json!({});
+                }
+                if let Some(rm) = req.as_object_mut() {
+                    for (k, v) in limits {
+                        rm.entry(k).or_insert(v);
+                    }
+                }
             }
         }
+    }
+}
+
+/// The sources a volume may name (each a `VolumeSource` field).
+const VOLUME_SOURCES: [&str; 30] = [
+    "hostPath",
+    "emptyDir",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "configMap",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "projected",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+    "csi",
+    "ephemeral",
+    "image",
+];
+
+/// The volume sources set on `volume`, in the order kube-apiserver checks them.
+pub(crate) fn volume_sources(volume: &Value) -> Vec<&'static str> {
+    VOLUME_SOURCES
+        .iter()
+        .copied()
+        .filter(|s| volume.get(*s).is_some_and(|v| !v.is_null()))
+        .collect()
+}
+
+/// A volume's defaults: an empty dir when it names no source, the file mode of the sources
+/// that write files (0644), and the unset type of a host path.
+fn default_volume(volume: &mut Value) {
+    if volume_sources(volume).is_empty()
+        && let Some(m) = volume.as_object_mut()
+    {
+        m.insert("emptyDir".into(), json!({}));
+    }
+    let Some(m) = volume.as_object_mut() else { return };
+    for source in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(Value::Object(s)) = m.get_mut(source) {
+            put_default(s, "defaultMode", json!(420));
+        }
+    }
+    if let Some(Value::Object(s)) = m.get_mut("hostPath") {
+        put_default(s, "type", json!(""));
     }
 }
 
@@ -67,6 +141,9 @@ pub fn pod_spec(spec: &mut Map<String, Value>) {
         if let Some(Value::Array(cs)) = spec.get_mut(key) {
             cs.iter_mut().for_each(default_container);
         }
+    }
+    if let Some(Value::Array(volumes)) = spec.get_mut("volumes") {
+        volumes.iter_mut().for_each(default_volume);
     }
 }
 
@@ -116,7 +193,6 @@ fn template(obj: &mut Value, path: &[&str]) {
     }
 }
 
-/// Applies the defaults of a built-in kind.
 /// The DefaultTolerationSeconds admission plugin: a pod that does not already tolerate the
 /// `not-ready` or `unreachable` NoExecute taint gets a 300-second toleration for it, after
 /// its own tolerations.
@@ -223,11 +299,13 @@ fn endpoint_slice(obj: &mut Value) {
     }
 }
 
+/// Applies the defaults of a built-in kind (`group` and `plural` name the resource).
 pub fn apply(group: &str, plural: &str, obj: &mut Value) {
     match (group, plural) {
         ("", "pods") => {
             if let Some(spec) = obj_at(obj, &["spec"]) {
                 pod_spec(spec);
+                requests_from_limits(spec);
                 put_default(spec, "serviceAccountName", json!("default"));
                 put_default(spec, "enableServiceLinks", json!(true));
                 put_default(spec, "priority", json!(0));

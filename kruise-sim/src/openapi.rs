@@ -375,7 +375,7 @@ mod tests {
 /// decoding drops them, and returns their paths as it names them (`spec.containers[0].imagee`).
 /// Kinds without a schema here are left alone; so are objects the schema leaves open (maps,
 /// `x-kubernetes-preserve-unknown-fields`, schemas without `properties`).
-pub(crate) fn drop_unknown_builtin_fields(
+pub fn drop_unknown_builtin_fields(
     group: &str,
     version: &str,
     kind: &str,
@@ -389,6 +389,59 @@ pub(crate) fn drop_unknown_builtin_fields(
     let mut unknown = Vec::new();
     drop_unknown(&schemas.definitions, root, obj, "", &mut unknown, 0);
     unknown
+}
+
+/// The first value of a built-in object that kube-apiserver's conversion of a patched object to
+/// its Go type cannot place, worded as that conversion words it: a string or boolean where an
+/// integer belongs (`unrecognized type: int32`), a string or number where a boolean belongs.
+/// Only these primitive mismatches are checked; `None` when there is none (or the kind has no
+/// schema here).
+pub fn builtin_type_error(group: &str, version: &str, kind: &str, obj: &Value) -> Option<String> {
+    let schemas = builtin_schemas();
+    let key = (group.to_owned(), version.to_owned(), kind.to_owned());
+    let root = schemas.kinds.get(&key).and_then(|n| schemas.definitions.get(n))?;
+    type_error(&schemas.definitions, root, obj, 0)
+}
+
+fn type_error(
+    defs: &Map<String, Value>,
+    schema: &Value,
+    v: &Value,
+    depth: usize,
+) -> Option<String> {
+    if depth > 64 {
+        return None;
+    }
+    let schema = resolve(defs, schema);
+    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        return None;
+    }
+    let declared = schema.get("type").and_then(Value::as_str);
+    match (declared, v) {
+        (Some("integer"), Value::String(_) | Value::Bool(_)) => {
+            let format = schema.get("format").and_then(Value::as_str).unwrap_or("int64");
+            return Some(format!("unrecognized type: {format}"));
+        }
+        (Some("boolean"), Value::String(_) | Value::Number(_)) => {
+            return Some("unrecognized type: bool".into());
+        }
+        _ => {}
+    }
+    match v {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            map.iter().find_map(|(k, child)| {
+                let s = props.and_then(|p| p.get(k)).or(extra)?;
+                type_error(defs, s, child, depth + 1)
+            })
+        }
+        Value::Array(items) => {
+            let item = schema.get("items")?;
+            items.iter().find_map(|child| type_error(defs, item, child, depth + 1))
+        }
+        _ => None,
+    }
 }
 
 /// The schema `s` stands for: `$ref`s and one-element `allOf`s followed.

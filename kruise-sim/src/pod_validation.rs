@@ -157,10 +157,11 @@ pub(crate) fn pod_update(old: &Value, new: &Value) -> Vec<Cause> {
     let mut changed = Vec::new();
     differences(&normalized(before), &normalized(&masked), "spec", &mut changed);
     if !changed.is_empty() {
-        causes.push(Cause::forbidden(
-            "spec",
-            &format!("{POD_UPDATE_FORBIDDEN}\n{}", changed.join("\n")),
-        ));
+        // kube-apiserver's diff of the internal specs; where a spec holds what that rendering
+        // does not describe, the changed paths, one per line.
+        let detail = crate::pod_diff::spec_diff(before, &masked)
+            .unwrap_or_else(|| format!("{}\n", changed.join("\n")));
+        causes.push(Cause::forbidden("spec", &format!("{POD_UPDATE_FORBIDDEN}\n{detail}")));
     }
     causes
 }
@@ -217,7 +218,20 @@ fn validate_volumes(
 ) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for (i, volume) in volumes.and_then(Value::as_array).into_iter().flatten().enumerate() {
-        unique_label(volume, &format!("{path}[{i}].name"), &mut names, causes);
+        // A volume whose source is refused is not one mounts may name.
+        let mut taken = names.clone();
+        unique_label(volume, &format!("{path}[{i}].name"), &mut taken, causes);
+        let sources = crate::defaults::volume_sources(volume);
+        if sources.len() > 1 {
+            for source in &sources[1..] {
+                causes.push(Cause::forbidden(
+                    &format!("{path}[{i}].{source}"),
+                    "may not specify more than 1 volume type",
+                ));
+            }
+        } else {
+            names = taken;
+        }
     }
     names
 }
@@ -276,6 +290,18 @@ fn validate_container(
                 &format!("{at}.hostPort"),
                 &json!(n),
                 "must be between 1 and 65535, inclusive",
+            ));
+        }
+    }
+
+    for (i, env) in container.get("env").and_then(Value::as_array).into_iter().flatten().enumerate()
+    {
+        let has_value = env.get("value").and_then(Value::as_str).is_some_and(|v| !v.is_empty());
+        if has_value && env.get("valueFrom").is_some_and(|v| !v.is_null()) {
+            causes.push(Cause::invalid(
+                &format!("{path}.env[{i}].valueFrom"),
+                &json!(""),
+                "may not be specified when `value` is not empty",
             ));
         }
     }
@@ -387,7 +413,14 @@ mod tests {
         assert_eq!(
             with(&|p| p["spec"]["containers"][0]["env"][0]["value"] = json!("2")),
             [format!(
-                "spec: Forbidden: {POD_UPDATE_FORBIDDEN}\n  spec.containers[0].env[0].value: changed"
+                "spec: Forbidden: {POD_UPDATE_FORBIDDEN}\n@@ -13,7 +13,7 @@\n    \"Env\": [\n     {{\n      \"Name\": \"E\",\n-     \"Value\": \"1\",\n+     \"Value\": \"2\",\n      \"ValueFrom\": null\n     }}\n    ],\n"
+            )]
+        );
+        // A field the rendering does not know: the changed paths instead.
+        assert_eq!(
+            with(&|p| p["spec"]["containers"][0]["bogus"] = json!(1)),
+            [format!(
+                "spec: Forbidden: {POD_UPDATE_FORBIDDEN}\n  spec.containers[0].bogus: changed\n"
             )]
         );
         assert_eq!(

@@ -103,6 +103,8 @@ pub enum SmpKind {
     Pod,
     /// An object with a pod template at the given path.
     TemplateAt(&'static [&'static str]),
+    /// A Service (ports merge on `port`).
+    Service,
     /// Any other built-in: metadata merges as ObjectMeta, the rest as plain JSON.
     Plain,
 }
@@ -306,7 +308,7 @@ const BUILTINS: &[B] = &[
     b("", "v1", "Namespace", "namespaces", false).short(&["ns"]).status(),
     b("", "v1", "Pod", "pods", true).short(&["po"]).all().status().smp(SmpKind::Pod),
     b("", "v1", "Node", "nodes", false).short(&["no"]).status(),
-    b("", "v1", "Service", "services", true).short(&["svc"]).all().status(),
+    b("", "v1", "Service", "services", true).short(&["svc"]).all().status().smp(SmpKind::Service),
     b("", "v1", "Endpoints", "endpoints", true).short(&["ep"]),
     b("", "v1", "ConfigMap", "configmaps", true).short(&["cm"]),
     b("", "v1", "Secret", "secrets", true),

@@ -112,6 +112,41 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
+/// The value at a path rendered as `spec.containers[0].env` (`(root)` for `v` itself), as
+/// kruise-core's strategic merge patch names places. Object keys are matched against `v`'s own
+/// keys, so a key holding dots is found too; `None` when the path leads nowhere.
+pub fn at_rendered_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    if path == "(root)" {
+        return Some(v);
+    }
+    let mut cur = v;
+    let mut rest = path;
+    let mut first = true;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('[') {
+            let (index, tail) = after.split_once(']')?;
+            cur = cur.as_array()?.get(index.parse::<usize>().ok()?)?;
+            rest = tail;
+            first = false;
+            continue;
+        }
+        let keys = if first { rest } else { rest.strip_prefix('.')? };
+        let map = cur.as_object()?;
+        // The longest key that the rest of the path starts with, followed by a separator.
+        let (key, value) = map
+            .iter()
+            .filter(|(k, _)| {
+                keys.strip_prefix(k.as_str())
+                    .is_some_and(|t| t.is_empty() || t.starts_with('.') || t.starts_with('['))
+            })
+            .max_by_key(|(k, _)| k.len())?;
+        cur = value;
+        rest = &keys[key.len()..];
+        first = false;
+    }
+    Some(cur)
+}
+
 fn label_ok(l: &str) -> bool {
     !l.is_empty()
         && l.len() <= 63
@@ -164,6 +199,17 @@ pub fn version_priority(v: &str) -> (u8, i64, i64, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rendered_paths_lead_to_their_values() {
+        let v = serde_json::json!({"spec": {"a.b": {"list": [{"x": 1}, {"y": 2}]}, "a": {}}});
+        assert_eq!(at_rendered_path(&v, "(root)"), Some(&v));
+        assert_eq!(at_rendered_path(&v, "spec.a.b.list[1]"), Some(&serde_json::json!({"y": 2})));
+        assert_eq!(at_rendered_path(&v, "spec.a.b.list[1].y"), Some(&serde_json::json!(2)));
+        assert_eq!(at_rendered_path(&v, "spec.a"), Some(&serde_json::json!({})));
+        assert_eq!(at_rendered_path(&v, "spec.list[0]"), None);
+        assert_eq!(at_rendered_path(&v, "spec.a.b.list[9]"), None);
+    }
 
     #[test]
     fn durations_and_versions() {

@@ -77,6 +77,13 @@ pub(crate) fn merge_map(
         }
         let slot = original.get_mut(key);
         match (slot, patch_value) {
+            // `$patch: delete` removes the object from its parent, as the API server's
+            // decoding drops the empty object Kubernetes' merge leaves behind.
+            (Some(Value::Object(_)), Value::Object(new))
+                if matches!(object_directive(new, &here)?, Some(ObjectDirective::Delete)) =>
+            {
+                original.remove(key);
+            }
             (Some(Value::Object(old)), Value::Object(new)) => {
                 let field = node.field(key);
                 let merged = merge_map(std::mem::take(old), new, field.node, &here)?;

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `field: null` | remove the field |
 //! | `$patch: replace` (in an object) | the object becomes the patch's contents |
-//! | `$patch: delete` (in an object) | the object becomes empty |
+//! | `$patch: delete` (in an object) | the object is removed (the root becomes empty) |
 //! | `{key: v, $patch: delete}` (a merge-list item) | remove the item with merge key `v` |
 //! | `{$patch: replace}` (a merge-list item) | the list becomes the patch's other items |
 //! | `$setElementOrder/<list>: [...]` | the order of the merged list |
@@ -63,6 +63,11 @@ pub enum PatchSchema {
     /// for a Deployment, CloneSet, ...). The object's own `metadata` merges as an ObjectMeta;
     /// everything else outside the template merges as plain JSON.
     PodTemplateSpecAt(&'static [&'static str]),
+    /// A `core/v1` Service: its `metadata`, and `spec.ports` merged on `port`.
+    Service,
+    /// Any other object: its `metadata` merges as an ObjectMeta, everything else as plain JSON
+    /// (objects key by key, lists replaced).
+    Object,
 }
 
 impl PatchSchema {
@@ -80,6 +85,8 @@ impl PatchSchema {
                 path,
                 target: &schema::POD_TEMPLATE_SPEC,
             },
+            PatchSchema::Service => schema::Node::Known(&schema::SERVICE),
+            PatchSchema::Object => schema::Node::Known(&schema::WORKLOAD),
         }
     }
 }

@@ -84,6 +84,16 @@ pub(crate) static POD_TEMPLATE_SPEC: TypeDef = TypeDef {
 pub(crate) static WORKLOAD: TypeDef =
     TypeDef { name: "Workload", fields: &[object("metadata", &OBJECT_META)] };
 
+/// `v1.Service`.
+pub(crate) static SERVICE: TypeDef = TypeDef {
+    name: "Service",
+    fields: &[object("metadata", &OBJECT_META), object("spec", &SERVICE_SPEC)],
+};
+
+/// `v1.ServiceSpec`: ports merge on the port number.
+pub(crate) static SERVICE_SPEC: TypeDef =
+    TypeDef { name: "ServiceSpec", fields: &[plain_merge_list("ports", "port")] };
+
 /// `v1.PodSpec`.
 pub(crate) static POD_SPEC: TypeDef = TypeDef {
     name: "PodSpec",

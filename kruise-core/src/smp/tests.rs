@@ -300,11 +300,11 @@ fn patch_replace_where_nothing_was_adds_the_contents() {
 }
 
 #[test]
-fn patch_delete_on_an_object_empties_it() {
-    let original = json!({"metadata": {"labels": {"a": "1"}}});
+fn patch_delete_on_an_object_removes_it() {
+    let original = json!({"metadata": {"labels": {"a": "1"}, "name": "p"}});
     assert_eq!(
         pod_apply(original, json!({"metadata": {"labels": {"$patch": "delete"}}})),
-        json!({"metadata": {"labels": {}}})
+        json!({"metadata": {"name": "p"}})
     );
     // Where there was nothing, nothing is added.
     assert_eq!(pod_apply(json!({}), json!({"metadata": {"$patch": "delete"}})), json!({}));
@@ -750,4 +750,25 @@ fn paths_render_keys_and_indexes() {
     assert_eq!(env.render(), "spec.containers[2].env");
     assert_eq!(root.render(), "(root)");
     assert_eq!(root.index(0).render(), "[0]");
+}
+
+#[test]
+fn service_ports_merge_on_the_port_number() {
+    let original = json!({"metadata": {"finalizers": ["a"]}, "spec": {"ports": [
+        {"name": "http", "port": 80, "targetPort": 8080},
+        {"name": "https", "port": 443, "targetPort": 8443}
+    ]}});
+    let patch = json!({"spec": {"ports": [{"port": 80, "targetPort": 9090}, {"port": 443, "$patch": "delete"}]}});
+    assert_eq!(
+        apply_patch(&original, &patch, PatchSchema::Service).expect("applies"),
+        json!({"metadata": {"finalizers": ["a"]}, "spec": {"ports": [
+            {"name": "http", "port": 80, "targetPort": 9090}
+        ]}})
+    );
+    // Any other object: only its metadata knows merge lists.
+    let patch = json!({"metadata": {"finalizers": ["b"]}, "spec": {"ports": [{"port": 1}]}});
+    assert_eq!(
+        apply_patch(&original, &patch, PatchSchema::Object).expect("applies"),
+        json!({"metadata": {"finalizers": ["b", "a"]}, "spec": {"ports": [{"port": 1}]}})
+    );
 }

@@ -29,5 +29,6 @@ mod object_meta;
 mod openapi_explain;
 mod protobuf;
 mod replicaset;
+mod smp_corpus;
 mod statefulset;
 mod webhook_configuration;
