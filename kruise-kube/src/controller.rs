@@ -410,23 +410,19 @@ impl Controller {
 
     /// Runs the workers until `stop` resolves. Each key is reconciled by one worker at a
     /// time; a failing key is retried with backoff and never holds up the others.
+    ///
+    /// A reconcile that hands its worker back ([`release_worker`]) goes on beside the
+    /// worker's next ones, in the same task (so that stopping the controller stops it too),
+    /// and keeps its key until it ends.
     pub async fn run(&self, stop: impl Future<Output = ()>) {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..self.workers {
             let this = self.clone();
-            let mut stop_rx = stop_rx.clone();
-            tasks.spawn(async move {
-                loop {
-                    let key = tokio::select! {
-                        _ = stop_rx.wait_for(|s| *s) => break,
-                        key = this.queue.get() => key,
-                    };
-                    let Some(key) = key else { break };
-                    this.process(&key).await;
-                    this.queue.done(&key);
-                }
-            });
+            tasks.spawn(work(self.queue.clone(), stop_rx.clone(), move |key| {
+                let this = this.clone();
+                async move { this.process(&key).await }
+            }));
         }
         self.metrics.set_active_workers(self.info.name, self.workers as i64);
         stop.await;
@@ -465,6 +461,71 @@ impl Controller {
         };
         self.metrics.reconcile(self.info.name, result, started.elapsed());
     }
+}
+
+/// One worker of `queue`: runs `reconcile` on each key it takes, then marks the key done,
+/// until the queue shuts down or `stop` turns true. A reconcile that hands the worker back
+/// ([`release_worker`]) goes on beside the worker's next ones, in the same task (so that
+/// stopping the worker stops it too), and keeps its key until it ends.
+async fn work<F, Fut>(
+    queue: WorkQueue<ObjectKey>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    reconcile: F,
+) where
+    F: Fn(ObjectKey) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    use futures::StreamExt;
+    let mut released = futures::stream::FuturesUnordered::new();
+    loop {
+        let key = tokio::select! {
+            _ = stop.wait_for(|s| *s) => break,
+            Some(()) = released.next(), if !released.is_empty() => continue,
+            key = queue.get() => key,
+        };
+        let Some(key) = key else { break };
+        let (hand_back, mut handed_back) = tokio::sync::oneshot::channel();
+        let running = reconcile(key.clone());
+        let queue = queue.clone();
+        let mut running =
+            Box::pin(WORKER.scope(std::cell::RefCell::new(Some(hand_back)), async move {
+                running.await;
+                queue.done(&key);
+            }));
+        let mut told = false;
+        loop {
+            tokio::select! {
+                () = &mut running => break,
+                answer = &mut handed_back, if !told => {
+                    told = true;
+                    if answer.is_ok() {
+                        released.push(running);
+                        break;
+                    }
+                }
+                Some(()) = released.next(), if !released.is_empty() => {}
+            }
+        }
+    }
+}
+
+tokio::task_local! {
+    /// While a worker runs a reconcile: the way to hand the worker back.
+    static WORKER: std::cell::RefCell<Option<tokio::sync::oneshot::Sender<()>>>;
+}
+
+/// Hands the worker running this reconcile back to its controller, which takes its next key
+/// while this reconcile goes on. The reconcile keeps its key: no other reconcile of the same
+/// object starts before it ends. The applier calls it as it starts to carry out a plan, so
+/// that `--<controller>-workers` bounds the reconciles that read and plan, not those waiting
+/// for their writes: ten CloneSets scaling out at once then create their pods side by side
+/// with three workers. Outside a worker (a direct [`Controller::reconcile`]) it does nothing.
+pub fn release_worker() {
+    let _ = WORKER.try_with(|cell| {
+        if let Some(hand_back) = cell.borrow_mut().take() {
+            let _ = hand_back.send(());
+        }
+    });
 }
 
 /// Runs one registered controller for the manager's lifetime: waits for its CRD (checking
@@ -575,5 +636,68 @@ pub fn context_for(
         applier: Applier::new(client.clone(), leader.clone(), registration.info.name),
         metrics: metrics.clone(),
         settings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::{ObjectKey, release_worker, work};
+    use crate::queue::{Backoff, WorkQueue};
+
+    /// One worker: the reconcile of `a` hands it back and then waits for `b`'s, which can run
+    /// only on that same worker. `a` is queued again meanwhile and is not reconciled twice at
+    /// once. (The timeout only turns a hang into a failure.)
+    #[tokio::test]
+    async fn a_reconcile_that_hands_its_worker_back_lets_the_next_key_run() {
+        let queue: WorkQueue<ObjectKey> = WorkQueue::new("test", Backoff::default());
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let b_ran = Arc::new(tokio::sync::Notify::new());
+        let (a_running, a_runs, a_most) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let reconcile = {
+            let (b_ran, queue, a_most) = (b_ran.clone(), queue.clone(), a_most.clone());
+            move |key: ObjectKey| {
+                let (b_ran, queue, done_tx) = (b_ran.clone(), queue.clone(), done_tx.clone());
+                let (a_running, a_runs, a_most) =
+                    (a_running.clone(), a_runs.clone(), a_most.clone());
+                async move {
+                    if key.name == "a" {
+                        let now = a_running.fetch_add(1, Ordering::SeqCst) + 1;
+                        a_most.fetch_max(now, Ordering::SeqCst);
+                        if a_runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                            release_worker();
+                            // Queued again while running: it waits for this run to end.
+                            queue.add(ObjectKey::new("ns", "a"));
+                            b_ran.notified().await;
+                        }
+                        a_running.fetch_sub(1, Ordering::SeqCst);
+                        let _ = done_tx.send(format!("a{}", a_runs.load(Ordering::SeqCst)));
+                    } else {
+                        b_ran.notify_one();
+                        let _ = done_tx.send("b".to_owned());
+                    }
+                }
+            }
+        };
+        queue.add(ObjectKey::new("ns", "a"));
+        queue.add(ObjectKey::new("ns", "b"));
+        let worker = tokio::spawn(work(queue.clone(), stop_rx, reconcile));
+        let mut order = Vec::new();
+        while order.len() < 3 {
+            let next = tokio::time::timeout(Duration::from_secs(60), done_rx.recv()).await;
+            order.push(next.ok().flatten().unwrap_or_else(|| panic!("stuck after {order:?}")));
+        }
+        assert_eq!(order, ["b", "a1", "a2"], "b ran while a waited, then a again");
+        assert_eq!(a_most.load(Ordering::SeqCst), 1, "a was never reconciled twice at once");
+        let _ = stop_tx.send(true);
+        let _ = worker.await;
     }
 }

@@ -294,6 +294,8 @@ impl Applier {
         expectations: Option<ExpectationsFor<'_>>,
         now: jiff::Timestamp,
     ) -> (Vec<ActionOutcome>, Result<(), ReconcileError>) {
+        // The plan is made; what is left waits on the API server: the worker takes other keys.
+        crate::controller::release_worker();
         let mut outcomes = vec![ActionOutcome::NotAttempted; plan.actions.len()];
         let mut succeeded = vec![false; plan.actions.len()];
         let mut failure: Option<ReconcileError> = None;
