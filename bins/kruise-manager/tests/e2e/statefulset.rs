@@ -402,9 +402,16 @@ fn controllers_wait_for_their_crds() {
     std::thread::sleep(Duration::from_secs(3));
     let log = manager.log_text();
     let told = log.matches("does not serve this resource").count();
-    // The controllers of CRD-served kinds (the pod-readiness controller reads only pods).
-    let controllers =
-        kruise_kube::controller::registry().iter().filter(|r| r.info.resource.is_some()).count();
+    // The controllers of CRD-served kinds (the pod-readiness controller reads only pods) that
+    // the gates turn on (not `rollouthistory-controller`: its gate is off).
+    let gates = kruise_kube::features::FeatureGates::parse(
+        "ImagePullJobGate=true,ResourceDistributionGate=true",
+    )
+    .expect("known gates");
+    let controllers = kruise_kube::controller::registry()
+        .iter()
+        .filter(|r| r.info.resource.is_some() && r.enabled(&gates))
+        .count();
     assert_eq!(told, controllers, "each controller says it once:\n{log}");
 
     let crds = std::process::Command::new(env!("CARGO_BIN_EXE_kruise-manager"))
