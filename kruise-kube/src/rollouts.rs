@@ -1233,9 +1233,12 @@ impl RolloutHistoryController {
             Some((workload, selector)) => (Some(workload), selector),
             None => (None, None),
         };
-        // A workload without a selector (or with one that cannot match) has no pods to list.
+        // The pods are read only when a record may be completed (the Rollout Healthy); a
+        // workload without a selector (or with one that cannot match) has none to list.
+        let healthy = rollout.status.as_ref().and_then(|s| s.phase.clone())
+            == Some(kruise_api::rollouts::v1beta1::RolloutPhase::Healthy);
         let pods = match kruise_core::selector::PodSelector::parse(selector.as_ref()) {
-            Ok(selector) if workload.is_some() => self
+            Ok(selector) if workload.is_some() && healthy => self
                 .workloads
                 .pods
                 .in_namespace(&key.namespace)

@@ -597,40 +597,9 @@ static APP_ARMOR_PROFILE: [Field; 2] = [
     f("LocalhostProfile", "localhostProfile", Shape::Ptr, Base::Str),
 ];
 static EPHEMERAL_CONTAINER: [Field; 2] = [
-    f("EphemeralContainerCommon", "", Shape::Inline, Base::Struct(&EPHEMERAL_CONTAINER_COMMON)),
+    // EphemeralContainerCommon has exactly Container's fields.
+    f("EphemeralContainerCommon", "", Shape::Inline, Base::Struct(&CONTAINER)),
     f("TargetContainerName", "targetContainerName", Shape::Value, Base::Str),
-];
-static EPHEMERAL_CONTAINER_COMMON: [Field; 25] = [
-    f("Name", "name", Shape::Value, Base::Str),
-    f("Image", "image", Shape::Value, Base::Str),
-    f("Command", "command", Shape::Slice, Base::Str),
-    f("Args", "args", Shape::Slice, Base::Str),
-    f("WorkingDir", "workingDir", Shape::Value, Base::Str),
-    f("Ports", "ports", Shape::Slice, Base::Struct(&CONTAINER_PORT)),
-    f("EnvFrom", "envFrom", Shape::Slice, Base::Struct(&ENV_FROM_SOURCE)),
-    f("Env", "env", Shape::Slice, Base::Struct(&ENV_VAR)),
-    f("Resources", "resources", Shape::Value, Base::Struct(&RESOURCE_REQUIREMENTS)),
-    f("ResizePolicy", "resizePolicy", Shape::Slice, Base::Struct(&CONTAINER_RESIZE_POLICY)),
-    f("RestartPolicy", "restartPolicy", Shape::Ptr, Base::Str),
-    f(
-        "RestartPolicyRules",
-        "restartPolicyRules",
-        Shape::Slice,
-        Base::Struct(&CONTAINER_RESTART_RULE),
-    ),
-    f("VolumeMounts", "volumeMounts", Shape::Slice, Base::Struct(&VOLUME_MOUNT)),
-    f("VolumeDevices", "volumeDevices", Shape::Slice, Base::Struct(&VOLUME_DEVICE)),
-    f("LivenessProbe", "livenessProbe", Shape::Ptr, Base::Struct(&PROBE)),
-    f("ReadinessProbe", "readinessProbe", Shape::Ptr, Base::Struct(&PROBE)),
-    f("StartupProbe", "startupProbe", Shape::Ptr, Base::Struct(&PROBE)),
-    f("Lifecycle", "lifecycle", Shape::Ptr, Base::Struct(&LIFECYCLE)),
-    f("TerminationMessagePath", "terminationMessagePath", Shape::Value, Base::Str),
-    f("TerminationMessagePolicy", "terminationMessagePolicy", Shape::Value, Base::Str),
-    f("ImagePullPolicy", "imagePullPolicy", Shape::Value, Base::Str),
-    f("SecurityContext", "securityContext", Shape::Ptr, Base::Struct(&SECURITY_CONTEXT)),
-    f("Stdin", "stdin", Shape::Value, Base::Bool),
-    f("StdinOnce", "stdinOnce", Shape::Value, Base::Bool),
-    f("TTY", "tty", Shape::Value, Base::Bool),
 ];
 static POD_SECURITY_CONTEXT: [Field; 18] = [
     f("HostNetwork", "@hostNetwork", Shape::Value, Base::Bool),
