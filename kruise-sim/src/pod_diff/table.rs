@@ -631,7 +631,8 @@ static SYSCTL: [Field; 2] =
 static AFFINITY: [Field; 3] = [
     f("NodeAffinity", "nodeAffinity", Shape::Ptr, Base::Struct(&NODE_AFFINITY)),
     f("PodAffinity", "podAffinity", Shape::Ptr, Base::Struct(&POD_AFFINITY)),
-    f("PodAntiAffinity", "podAntiAffinity", Shape::Ptr, Base::Struct(&POD_ANTI_AFFINITY)),
+    // PodAntiAffinity has exactly PodAffinity's fields.
+    f("PodAntiAffinity", "podAntiAffinity", Shape::Ptr, Base::Struct(&POD_AFFINITY)),
 ];
 static NODE_AFFINITY: [Field; 2] = [
     f(
@@ -692,20 +693,6 @@ static POD_AFFINITY_TERM: [Field; 6] = [
 static WEIGHTED_POD_AFFINITY_TERM: [Field; 2] = [
     f("Weight", "weight", Shape::Value, Base::Int),
     f("PodAffinityTerm", "podAffinityTerm", Shape::Value, Base::Struct(&POD_AFFINITY_TERM)),
-];
-static POD_ANTI_AFFINITY: [Field; 2] = [
-    f(
-        "RequiredDuringSchedulingIgnoredDuringExecution",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-        Shape::Slice,
-        Base::Struct(&POD_AFFINITY_TERM),
-    ),
-    f(
-        "PreferredDuringSchedulingIgnoredDuringExecution",
-        "preferredDuringSchedulingIgnoredDuringExecution",
-        Shape::Slice,
-        Base::Struct(&WEIGHTED_POD_AFFINITY_TERM),
-    ),
 ];
 static TOLERATION: [Field; 5] = [
     f("Key", "key", Shape::Value, Base::Str),
