@@ -1,11 +1,13 @@
-//! The manager's memory with 10,000 pods and 500 CloneSets in its caches.
+//! The manager's memory with 10,000 pods and 500 CloneSets in its caches, or (with
+//! `KRUISE_BENCH_SCALE=100k`) 100,000 pods and 5,000 workloads: 2,500 CloneSets and 2,500
+//! Advanced StatefulSets (`Parallel`), 20 replicas each.
 //!
 //! The embedded API server (`kruise-sim` with the Kruise CRDs, no nodes, so pods stay
 //! Pending) runs in this process; the manager runs as a subprocess, the release
 //! `kruise-manager` binary (`run --kubeconfig ... --enable-leader-election=false
 //! --metrics-addr 0 --health-probe-addr 0 --enable-webhook=false`), so its memory is its own.
-//! The bench creates 500 CloneSets (apps.kruise.io/v1beta1, 20 replicas each, distinct
-//! selectors); the manager creates the 10,000 pods. Once every pod exists and every CloneSet's
+//! The bench creates the workloads (apps.kruise.io/v1beta1, 20 replicas each, distinct
+//! selectors); the manager creates the pods. Once every pod exists and every workload's
 //! status reports 20 replicas for its current generation, and a few seconds more, the
 //! manager's `VmRSS` (steady) and `VmHWM` (peak) are read from /proc. Then a second manager
 //! is started against the same cluster (a restart: its caches fill from one list each) and
@@ -22,10 +24,13 @@
 //! `KRUISE_BENCH_QPS` / `KRUISE_BENCH_BURST` set `--rest-config-qps` / `--rest-config-burst`
 //! (default 0 = no limit, and 2000); `KRUISE_BENCH_SETTLE_SECS` the wait before the steady
 //! reading (default 5).
+//!
+//! Targets: under 100 MiB steady for 10,000 pods; under 400 MiB for 100,000 pods and 5,000
+//! workloads (issue #47). A missed target fails the bench (exit status 1).
 
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::apps::v1beta1::CloneSet;
+use kruise_api::apps::v1beta1::{CloneSet, StatefulSet};
 use kruise_sim::{Config, Server};
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::watcher;
@@ -37,10 +42,37 @@ use std::time::{Duration, Instant};
 mod support;
 use support::Manager;
 
-const CLONESETS: usize = 500;
 const REPLICAS: i32 = 20;
-const PODS: usize = CLONESETS * REPLICAS as usize;
-const TIMEOUT: Duration = Duration::from_secs(900);
+const TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// What the bench caches: workloads of each kind, and the steady target.
+#[derive(Clone, Copy)]
+struct Scale {
+    clonesets: usize,
+    statefulsets: usize,
+    target_mib: f64,
+}
+
+impl Scale {
+    fn from_env() -> Scale {
+        match std::env::var("KRUISE_BENCH_SCALE").as_deref() {
+            Ok("100k") => Scale { clonesets: 2_500, statefulsets: 2_500, target_mib: 400.0 },
+            Ok("10k") | Err(_) => Scale { clonesets: 500, statefulsets: 0, target_mib: 100.0 },
+            Ok(other) => {
+                eprintln!("manager_memory: KRUISE_BENCH_SCALE is 10k or 100k, not {other:?}");
+                std::process::exit(2);
+            }
+        }
+    }
+
+    fn workloads(self) -> usize {
+        self.clonesets + self.statefulsets
+    }
+
+    fn pods(self) -> usize {
+        self.workloads() * REPLICAS as usize
+    }
+}
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -66,20 +98,50 @@ fn cloneset(i: usize) -> CloneSet {
     .expect("cloneset")
 }
 
-/// The CloneSets whose status reports `REPLICAS` for their current generation.
-async fn clonesets_done(api: &Api<CloneSet>) -> usize {
-    let Ok(list) = api.list(&ListParams::default()).await else {
-        return 0;
-    };
-    list.items
-        .iter()
-        .filter(|cs| {
-            let generation = cs.metadata.generation.unwrap_or(0);
-            cs.status
-                .as_ref()
-                .is_some_and(|s| s.replicas == REPLICAS && s.observed_generation >= generation)
-        })
-        .count()
+fn statefulset(i: usize) -> StatefulSet {
+    let app = format!("sts-app-{i}");
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+        "metadata": {"name": format!("sts-{i}"), "namespace": "default"},
+        "spec": {
+            "replicas": REPLICAS,
+            "podManagementPolicy": "Parallel",
+            "serviceName": format!("sts-{i}"),
+            "selector": {"matchLabels": {"app": app}},
+            "template": {"metadata": {"labels": {"app": app, "tier": "bench"}},
+                         "spec": {"containers": [container()]}}
+        }
+    }))
+    .expect("statefulset")
+}
+
+/// How many of `api`'s objects report `REPLICAS` (`status` reads replicas and
+/// observedGeneration) for their current generation.
+async fn count_done<K>(api: &Api<K>, status: fn(&K) -> Option<(i32, i64)>) -> usize
+where
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&ListParams::default()).await.map_or(0, |l| {
+        l.items
+            .iter()
+            .filter(|w| {
+                let generation = w.meta().generation.unwrap_or(0);
+                status(w).is_some_and(|(replicas, observed)| {
+                    replicas == REPLICAS && observed >= generation
+                })
+            })
+            .count()
+    })
+}
+
+/// The workloads whose status reports `REPLICAS` for their current generation.
+async fn workloads_done(clonesets: &Api<CloneSet>, statefulsets: &Api<StatefulSet>) -> usize {
+    let cs =
+        count_done(clonesets, |w| w.status.as_ref().map(|s| (s.replicas, s.observed_generation)));
+    let sts = count_done(statefulsets, |w| {
+        w.status.as_ref().map(|s| (s.replicas, s.observed_generation))
+    });
+    cs.await + sts.await
 }
 
 /// Counts distinct pods (all namespaces) into `seen` as a watch sees them.
@@ -128,6 +190,8 @@ async fn settle_and_read(manager: &Manager, settle: Duration, mut sampled: f64) 
 }
 
 fn main() {
+    let scale = Scale::from_env();
+    let (pods_total, workloads) = (scale.pods(), scale.workloads());
     let binary = support::manager_binary_or_exit("manager_memory");
     let qps: f32 = env_or("KRUISE_BENCH_QPS", 0.0);
     let burst: u32 = env_or("KRUISE_BENCH_BURST", 2000);
@@ -159,8 +223,9 @@ fn main() {
         let seen = Arc::new(AtomicUsize::new(0));
         let counter = count_pods(client.clone(), seen.clone());
         let clonesets: Api<CloneSet> = Api::namespaced(client.clone(), "default");
+        let statefulsets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
         let start = Instant::now();
-        futures::stream::iter(0..CLONESETS)
+        futures::stream::iter(0..scale.clonesets)
             .map(|i| {
                 let api = clonesets.clone();
                 async move { api.create(&PostParams::default(), &cloneset(i)).await.map(|_| ()) }
@@ -169,6 +234,15 @@ fn main() {
             .try_collect::<()>()
             .await
             .expect("clonesets created");
+        futures::stream::iter(0..scale.statefulsets)
+            .map(|i| {
+                let api = statefulsets.clone();
+                async move { api.create(&PostParams::default(), &statefulset(i)).await.map(|_| ()) }
+            })
+            .buffer_unordered(32)
+            .try_collect::<()>()
+            .await
+            .expect("statefulsets created");
         let created = start.elapsed();
 
         let mut pods_at = None;
@@ -179,10 +253,10 @@ fn main() {
             tokio::time::sleep(Duration::from_millis(250)).await;
             sampled_peak = sampled_peak.max(manager.memory().0);
             let pods = seen.load(Ordering::Relaxed);
-            if pods >= PODS && pods_at.is_none() {
+            if pods >= pods_total && pods_at.is_none() {
                 pods_at = Some(start.elapsed());
             }
-            if pods_at.is_some() && clonesets_done(&clonesets).await == CLONESETS {
+            if pods_at.is_some() && workloads_done(&clonesets, &statefulsets).await == workloads {
                 done_at = Some(start.elapsed());
                 break;
             }
@@ -198,11 +272,11 @@ fn main() {
         counter.abort();
         let Some(done_at) = done_at else {
             println!(
-                "manager_memory: NOT DONE after {:.0} s: {} pods, {} CloneSets at {REPLICAS} \
+                "manager_memory: NOT DONE after {:.0} s: {} pods, {} workloads at {REPLICAS} \
                  replicas; manager RSS {:.0} MiB",
                 start.elapsed().as_secs_f64(),
                 seen.load(Ordering::Relaxed),
-                clonesets_done(&clonesets).await,
+                workloads_done(&clonesets, &statefulsets).await,
                 manager.memory().0
             );
             manager.stop(Some("manager_memory"));
@@ -214,8 +288,11 @@ fn main() {
         let reconciles = manager.reconciles().await;
 
         println!(
-            "manager_memory: {CLONESETS} CloneSets created in {:.2} s; {PODS} pods seen after \
-             {:.2} s; every status at {REPLICAS} replicas after {:.2} s",
+            "manager_memory: {} CloneSets and {} Advanced StatefulSets created in {:.2} s; \
+             {pods_total} pods seen after {:.2} s; every status at {REPLICAS} replicas after \
+             {:.2} s",
+            scale.clonesets,
+            scale.statefulsets,
             created.as_secs_f64(),
             pods_at.unwrap_or(done_at).as_secs_f64(),
             done_at.as_secs_f64()
@@ -237,7 +314,7 @@ fn main() {
         );
         manager.stop(Some("manager_memory"));
 
-        // Phase 2: a manager restarted against the 10,000 pods: the caches fill from lists.
+        // Phase 2: a manager restarted against the pods: the caches fill from lists.
         let rv_before = server.cluster().store().current_rv();
         let log = dir.join(format!("kruise-manager-memory-{id}-2.log"));
         let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst, &[]);
@@ -262,10 +339,12 @@ fn main() {
         manager.stop(Some("manager_memory"));
 
         let worst = rss.max(rss2);
+        let target = scale.target_mib;
         println!(
-            "manager_memory: steady target < 100 MiB: {} (steady {rss:.1} MiB after creating, \
-             {rss2:.1} MiB after a restart)",
-            if worst < 100.0 { "met" } else { "NOT met" }
+            "manager_memory: steady target < {target:.0} MiB: {} (steady {rss:.1} MiB after \
+             creating, {rss2:.1} MiB after a restart); {:.2} KiB a pod over the idle manager",
+            if worst < target { "met" } else { "NOT met" },
+            (worst - rss_empty) * 1024.0 / pods_total as f64
         );
         let (bench_rss, bench_hwm) = benches::memory_mib("self");
         println!(
@@ -274,5 +353,9 @@ fn main() {
         );
         server.shutdown();
         let _ = std::fs::remove_file(&kubeconfig);
+        if worst >= target {
+            eprintln!("manager_memory: TARGET MISSED: {worst:.1} MiB steady, target {target:.0}");
+            std::process::exit(1);
+        }
     });
 }

@@ -11,13 +11,23 @@
 //! KCM_BURST=1000 up.sh`).
 //!
 //! After one uncounted run of each side, each round (`KRUISE_BENCH_ROUNDS`, 9) runs every
-//! pair (`KRUISE_BENCH_PAIRS`, default `cloneset,statefulset`), the two sides in alternating
-//! order: in a fresh namespace, a watch of its pods has listed; the workload of
+//! pair (`KRUISE_BENCH_PAIRS`, default `cloneset,statefulset,daemonset`), the two sides in
+//! alternating order: in a fresh namespace, a watch of its pods has listed; the workload of
 //! `KRUISE_BENCH_PODS` (1000) replicas is created; the time is from the create until the watch
 //! has seen every pod. The namespace is then deleted and gone before the next run.
 //!
 //! - `cloneset`: a CloneSet against a Deployment (the ReplicaSet controller's slow-start);
-//! - `statefulset`: an Advanced StatefulSet against a StatefulSet, both `Parallel`.
+//! - `statefulset`: an Advanced StatefulSet against a StatefulSet, both `Parallel`;
+//! - `daemonset`: an Advanced DaemonSet against a DaemonSet over `KRUISE_BENCH_NODES` (100)
+//!   simulated nodes, one pod each. For this pair the bench runs `kruise-sim nodes` (its
+//!   scheduler and kubelets; `KRUISE_SIM_BIN`, else `target/release/kruise-sim`, else
+//!   `target/debug/kruise-sim`) and deletes the nodes afterwards; it runs last.
+//!
+//! With `KRUISE_BENCH_WEBHOOKS=1` the manager also serves its webhooks
+//! (`--webhook-host 127.0.0.1`, port `KRUISE_BENCH_WEBHOOK_PORT`, 19443), registered by URL, so
+//! every pod create of both sides passes the pod webhooks, as in a cluster with Kruise
+//! installed; the CRDs then convert through it. The webhook configurations are deleted at the
+//! end.
 //!
 //! Printed per pair: each side's median and spread, and the ratio of medians with the spread
 //! of the per-round ratios. The target is a median ratio at or below 1.0.
@@ -29,10 +39,10 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use kube::runtime::watcher;
@@ -52,6 +62,8 @@ enum Side {
     Deployment,
     AdvancedStatefulSet,
     StatefulSet,
+    AdvancedDaemonSet,
+    DaemonSet,
 }
 
 impl Side {
@@ -61,7 +73,13 @@ impl Side {
             Side::Deployment => "Deployment",
             Side::AdvancedStatefulSet => "Advanced StatefulSet",
             Side::StatefulSet => "StatefulSet",
+            Side::AdvancedDaemonSet => "Advanced DaemonSet",
+            Side::DaemonSet => "DaemonSet",
         }
+    }
+
+    fn is_daemon(self) -> bool {
+        matches!(self, Side::AdvancedDaemonSet | Side::DaemonSet)
     }
 
     fn resource(self) -> ApiResource {
@@ -72,6 +90,8 @@ impl Side {
                 ("apps.kruise.io", "v1beta1", "StatefulSet", "statefulsets")
             }
             Side::StatefulSet => ("apps", "v1", "StatefulSet", "statefulsets"),
+            Side::AdvancedDaemonSet => ("apps.kruise.io", "v1beta1", "DaemonSet", "daemonsets"),
+            Side::DaemonSet => ("apps", "v1", "DaemonSet", "daemonsets"),
         };
         let api_version =
             if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
@@ -99,6 +119,12 @@ impl Side {
             spec["serviceName"] = json!("bench");
             spec["podManagementPolicy"] = json!("Parallel");
         }
+        if self.is_daemon() {
+            // One pod on each node: the count is the nodes'.
+            if let Some(spec) = spec.as_object_mut() {
+                spec.remove("replicas");
+            }
+        }
         let value = json!({
             "apiVersion": resource.api_version,
             "kind": resource.kind,
@@ -111,28 +137,122 @@ impl Side {
 
 /// The pairs to run: (Kruise side, built-in side).
 fn pairs() -> Vec<(Side, Side)> {
-    let wanted =
-        std::env::var("KRUISE_BENCH_PAIRS").unwrap_or_else(|_| "cloneset,statefulset".into());
+    let wanted = std::env::var("KRUISE_BENCH_PAIRS")
+        .unwrap_or_else(|_| "cloneset,statefulset,daemonset".into());
     let mut pairs = Vec::new();
     for name in wanted.split(',').map(str::trim) {
         match name {
             "cloneset" => pairs.push((Side::CloneSet, Side::Deployment)),
             "statefulset" => pairs.push((Side::AdvancedStatefulSet, Side::StatefulSet)),
+            "daemonset" => pairs.push((Side::AdvancedDaemonSet, Side::DaemonSet)),
             "" => {}
             other => {
                 eprintln!(
-                    "realk8s_scale: unknown pair {other:?} in KRUISE_BENCH_PAIRS (cloneset, statefulset)"
+                    "realk8s_scale: unknown pair {other:?} in KRUISE_BENCH_PAIRS (cloneset, \
+                     statefulset, daemonset)"
                 );
                 std::process::exit(2);
             }
         }
     }
+    // The DaemonSet pair needs nodes, whose kubelets would also run the others' pods: last.
+    pairs.sort_by_key(|(kruise, _)| kruise.is_daemon());
     pairs
 }
 
-/// Applies the Kruise CRDs with kubectl, server-side.
-fn apply_crds(manager: &Path, kubeconfig: &Path) {
-    let crds = Command::new(manager).arg("crds").output().expect("kruise-manager crds runs");
+/// The kruise-sim binary for simulated nodes.
+fn sim_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("KRUISE_SIM_BIN") {
+        return PathBuf::from(p);
+    }
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    for profile in ["release", "debug"] {
+        let p = target.join(profile).join("kruise-sim");
+        if p.exists() {
+            return p;
+        }
+    }
+    eprintln!(
+        "realk8s_scale: the daemonset pair needs kruise-sim (cargo build --release -p \
+         kruise-sim, or KRUISE_SIM_BIN)"
+    );
+    std::process::exit(2);
+}
+
+/// `count` simulated nodes (`bench-node-<i>`) with their scheduler and kubelets, Ready when
+/// this returns. Stopped, and the Node objects deleted, by [`stop_nodes`].
+async fn start_nodes(client: &kube::Client, kubeconfig: &Path, count: usize) -> SimNodes {
+    let child = SimNodes(
+        Command::new(sim_binary())
+            .args(["nodes", "--kubeconfig"])
+            .arg(kubeconfig)
+            .args(["--count", &count.to_string(), "--node-prefix", NODE_PREFIX])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(
+                std::fs::File::create(std::env::temp_dir().join("realk8s_scale-nodes.log"))
+                    .expect("log file"),
+            )
+            .spawn()
+            .expect("kruise-sim nodes starts"),
+    );
+    let nodes: Api<Node> = Api::all(client.clone());
+    let start = Instant::now();
+    loop {
+        let ready = nodes.list(&Default::default()).await.map_or(0, |l| {
+            l.items
+                .iter()
+                .filter(|n| n.metadata.name.as_deref().is_some_and(|n| n.starts_with(NODE_PREFIX)))
+                .filter(|n| {
+                    n.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+                })
+                .count()
+        });
+        if ready >= count {
+            return child;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "{ready} of {count} nodes Ready");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Stops the simulated nodes and deletes their Node objects.
+async fn stop_nodes(client: &kube::Client, mut child: SimNodes) {
+    let _ = child.0.kill();
+    let _ = child.0.wait();
+    let nodes: Api<Node> = Api::all(client.clone());
+    if let Ok(list) = nodes.list(&Default::default()).await {
+        for n in list.items {
+            if let Some(name) = n.metadata.name.filter(|n| n.starts_with(NODE_PREFIX)) {
+                let _ = nodes.delete(&name, &DeleteParams::default()).await;
+            }
+        }
+    }
+}
+
+const NODE_PREFIX: &str = "bench-node-";
+
+/// The `kruise-sim nodes` process, killed when dropped (a failed run does not leave it behind).
+struct SimNodes(Child);
+
+impl Drop for SimNodes {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Applies the Kruise CRDs with kubectl, server-side (`webhook_flags`: where their conversion
+/// webhook is, for a manager outside the cluster).
+fn apply_crds(manager: &Path, kubeconfig: &Path, webhook_flags: &[String]) {
+    let crds = Command::new(manager)
+        .arg("crds")
+        .args(webhook_flags)
+        .output()
+        .expect("kruise-manager crds runs");
     assert!(
         crds.status.success(),
         "kruise-manager crds: {}",
@@ -192,6 +312,8 @@ async fn watch_pods(
 /// One run: `side` making `pods` pods in namespace `namespace`; the time from the create until
 /// the watch has seen every pod.
 async fn run(client: &kube::Client, side: Side, pods: usize, namespace: &str) -> Duration {
+    // A namespace an interrupted run left behind goes first.
+    delete_namespace(client, namespace).await;
     fresh_namespace(client, namespace).await;
     let watch = watch_pods(client, namespace, pods).await;
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &side.resource());
@@ -242,19 +364,50 @@ fn main() {
         binary.display(),
         kubeconfig.display()
     );
-    apply_crds(&binary, &kubeconfig);
-    let log = std::env::temp_dir().join("realk8s_scale-manager.log");
-    let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst, &[]);
-    rt.block_on(async {
-        manager.wait_ready(Duration::from_secs(120)).await;
+    let webhooks = std::env::var("KRUISE_BENCH_WEBHOOKS").is_ok_and(|v| v == "1");
+    let webhook_flags: Vec<String> = if webhooks {
+        let port: u16 = env_or("KRUISE_BENCH_WEBHOOK_PORT", 19443);
+        vec!["--webhook-host".into(), "127.0.0.1".into(), "--webhook-port".into(), port.to_string()]
+    } else {
+        Vec::new()
+    };
+    println!("realk8s_scale: webhooks {}", if webhooks { "on" } else { "off" });
+    let client = rt.block_on(async {
         let config = kube::Config::from_custom_kubeconfig(
             kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig reads"),
             &kube::config::KubeConfigOptions::default(),
         )
         .await
         .expect("kubeconfig");
-        let client = kube::Client::try_from(config).expect("client");
+        kube::Client::try_from(config).expect("client")
+    });
+    if webhooks {
+        // The manager keeps its serving certificate in a Secret of its namespace.
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": "kruise-system"}})).expect("ns");
+        let _ = rt.block_on(namespaces.create(&PostParams::default(), &ns));
+    }
+    apply_crds(&binary, &kubeconfig, &webhook_flags);
+    let log = std::env::temp_dir().join("realk8s_scale-manager.log");
+    let mut extra: Vec<&str> = webhook_flags.iter().map(String::as_str).collect();
+    if webhooks {
+        extra.push("--enable-webhook=true");
+    }
+    let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst, &extra);
+    let nodes: usize = env_or("KRUISE_BENCH_NODES", 100);
+    rt.block_on(async {
+        manager.wait_ready(Duration::from_secs(120)).await;
+        let mut sim_nodes = None;
         for (kruise, builtin) in pairs() {
+            let pods = if kruise.is_daemon() {
+                if sim_nodes.is_none() {
+                    sim_nodes = Some(start_nodes(&client, &kubeconfig, nodes).await);
+                }
+                nodes
+            } else {
+                pods
+            };
             // One run of each side first, not counted: right after the CRDs are applied, the
             // API server's storage for them may still be starting.
             for side in [kruise, builtin] {
@@ -299,6 +452,9 @@ fn main() {
                 spread(&mut ratios),
             );
         }
+        if let Some(child) = sim_nodes {
+            stop_nodes(&client, child).await;
+        }
         let (rss, peak) = manager.memory();
         println!(
             "realk8s_scale: manager RSS {rss:.1} MiB, peak {peak:.1} MiB; reconciles: {}",
@@ -306,4 +462,18 @@ fn main() {
         );
     });
     manager.stop(Some("realk8s_scale"));
+    if webhooks {
+        // Registered by URL to a manager that is gone: without them, the cluster's pod
+        // creates would fail.
+        for (kind, name) in [
+            ("mutatingwebhookconfiguration", "kruise-mutating-webhook-configuration"),
+            ("validatingwebhookconfiguration", "kruise-validating-webhook-configuration"),
+        ] {
+            let _ = Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .args(["delete", kind, name, "--ignore-not-found"])
+                .status();
+        }
+    }
 }

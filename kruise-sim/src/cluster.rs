@@ -987,42 +987,41 @@ impl Cluster {
         }))
     }
 
-    /// Lists objects matching selectors, one page at a time.
+    /// Lists objects matching selectors, one page at a time. As kube-apiserver's, a page that
+    /// is full says `continue` when any object follows it, matching or not, and counts the
+    /// objects left (`remainingItemCount`) only when nothing is filtered. Only the objects a
+    /// page reads are decoded.
     pub fn list(
         &self,
         def: &ResourceDef,
         ns: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ListPage, ApiError> {
-        let (items, rv) = self.store.list(&key_of(def), ns);
         let start = match &opts.continue_token {
             None => None,
             Some(tok) => Some(decode_continue(tok)?),
         };
-        let mut matched: Vec<Arc<Value>> = items
-            .into_iter()
-            .filter(|o| {
-                let Some(s) = &start else { return true };
-                let k = (
-                    meta_str(o, "namespace").unwrap_or_default().to_string(),
-                    meta_str(o, "name").unwrap_or_default().to_string(),
-                );
-                k > s.1
-            })
-            .filter(|o| opts.labels.matches_object(o) && opts.fields.matches(o))
-            .collect();
+        let (entries, rv) = self.store.list_frozen(&key_of(def), ns, start.as_ref().map(|s| &s.1));
+        let mut matched: Vec<Arc<Value>> = Vec::new();
+        let mut read = 0;
+        for (_, frozen) in &entries {
+            if opts.limit > 0 && matched.len() >= opts.limit {
+                break;
+            }
+            read += 1;
+            let o = frozen.value();
+            if opts.labels.matches_object(&o) && opts.fields.matches(&o) {
+                matched.push(o);
+            }
+        }
         let list_rv = start.as_ref().map(|s| s.0).unwrap_or(rv);
-        let mut continue_token = None;
-        let mut remaining = None;
-        if opts.limit > 0 && matched.len() > opts.limit {
-            let rest = matched.len() - opts.limit;
-            matched.truncate(opts.limit);
-            if let Some(last) = matched.last() {
-                let k = (
-                    meta_str(last, "namespace").unwrap_or_default().to_string(),
-                    meta_str(last, "name").unwrap_or_default().to_string(),
-                );
-                continue_token = Some(encode_continue(list_rv, &k));
+        let rest = entries.len() - read;
+        let (mut continue_token, mut remaining) = (None, None);
+        if rest > 0
+            && let Some((last, _)) = read.checked_sub(1).and_then(|i| entries.get(i))
+        {
+            continue_token = Some(encode_continue(list_rv, last));
+            if opts.labels.is_empty() && opts.fields.is_empty() {
                 remaining = Some(rest);
             }
         }

@@ -874,8 +874,10 @@ impl WatchCtx {
 
     /// The event as this watcher sees it (selector transitions become ADDED/DELETED).
     fn filter(&self, ev: &Event) -> Option<(&'static str, Arc<Value>)> {
-        let now = self.matches(&ev.object);
-        let before = ev.prev.as_ref().map(|p| self.matches(p));
+        let object = ev.object();
+        let prev = ev.prev();
+        let now = self.matches(&object);
+        let before = prev.as_ref().map(|p| self.matches(p));
         let t = match (ev.type_, now, before) {
             (EventType::Deleted, _, Some(true)) => "DELETED",
             (EventType::Deleted, _, _) => return None,
@@ -886,16 +888,15 @@ impl WatchCtx {
             _ => return None,
         };
         let object = if t == "DELETED" && ev.type_ == EventType::Deleted {
-            ev.prev
-                .as_deref()
+            prev.as_deref()
                 .cloned()
                 .map(|mut p| {
                     crate::store::set_rv(&mut p, ev.rv);
                     Arc::new(p)
                 })
-                .unwrap_or_else(|| ev.object.clone())
+                .unwrap_or(object)
         } else {
-            ev.object.clone()
+            object
         };
         Some((t, object))
     }
@@ -924,7 +925,9 @@ impl WatchCtx {
     /// sending the stored object itself shares its encoding with every other such watcher of
     /// the event; any other rendering is this watcher's own.
     fn event_line(&mut self, ev: &Event, t: &str, obj: &Arc<Value>) -> Bytes {
-        if matches!(self.out, Output::Json) && Arc::ptr_eq(obj, &ev.object) {
+        // The event's object is decoded once while a watcher holds it, so the pointer says
+        // whether `obj` is that object as stored.
+        if matches!(self.out, Output::Json) && Arc::ptr_eq(obj, &ev.object()) {
             let api_version = self.def.api_version();
             let encoded = ev.encoded.get_or_init(|| {
                 let presented =

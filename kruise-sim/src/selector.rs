@@ -186,6 +186,11 @@ impl FieldSelector {
         Ok(FieldSelector { reqs })
     }
 
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
     /// Whether an object matches.
     pub fn matches(&self, obj: &Value) -> bool {
         self.reqs.iter().all(|(field, eq, want)| {

@@ -7,11 +7,18 @@
 //! current object, so read-check-write sequences (preconditions, resourceVersion checks) are
 //! atomic; events are published under the same lock, so a watcher that subscribes under the
 //! lock never misses one.
+//!
+//! Objects rest as compact JSON ([`Frozen`]), not as `serde_json::Value` trees: a tree spends
+//! a B-tree node of eleven slots on every non-empty map, which made a typical pod (about 2.7 KB
+//! of JSON, with its managedFields and service account volume) cost over 30 KiB. A read decodes
+//! the JSON, unless the decoded value is still alive somewhere (what each table's last writes
+//! stored and replaced, [`HOT_WRITES`] objects, is kept decoded for the watchers serving those
+//! events and the writes that follow).
 
 use crate::error::ApiError;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::broadcast;
 
 /// `(group, plural)`: which table.
@@ -42,20 +49,121 @@ impl EventType {
     }
 }
 
+/// How many of the objects a table's latest writes stored or replaced stay decoded.
+pub const HOT_WRITES: usize = 256;
+
+/// An object in the store: decoded while lately written, then at rest as its JSON, with the
+/// last decoding kept while anything still holds it.
+#[derive(Debug)]
+pub struct Frozen {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Lately written: not yet frozen.
+    Hot(Arc<Value>),
+    /// At rest as JSON.
+    Cold { json: Box<[u8]>, live: Weak<Value> },
+    /// Could not be encoded: kept decoded.
+    Kept(Arc<Value>),
+}
+
+impl Frozen {
+    /// A lately written object, kept decoded until [`Frozen::freeze`].
+    fn hot(value: Arc<Value>) -> Arc<Frozen> {
+        Arc::new(Frozen { state: Mutex::new(State::Hot(value)) })
+    }
+
+    /// Keeps `value`, its decoding, until it is frozen again.
+    fn heat(&self, value: Arc<Value>) {
+        let mut state = self.state();
+        if matches!(*state, State::Cold { .. }) {
+            *state = State::Hot(value);
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Every change of the state is one assignment of a value built beforehand.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Puts the object at rest as JSON (done outside the store's lock, once it is no longer
+    /// among the latest writes). The decoded value lives on while anything holds it.
+    fn freeze(&self) {
+        let mut state = self.state();
+        let State::Hot(value) = &*state else { return };
+        let value = value.clone();
+        *state = match serde_json::to_vec(&*value) {
+            Ok(json) => State::Cold { json: json.into_boxed_slice(), live: Arc::downgrade(&value) },
+            // A Value always has string keys, so encoding it cannot fail; should it, the value
+            // is kept decoded.
+            Err(_) => State::Kept(value),
+        };
+    }
+
+    /// The object, decoded again unless its last decoding is still alive.
+    pub fn value(&self) -> Arc<Value> {
+        let mut state = self.state();
+        match &mut *state {
+            State::Hot(v) | State::Kept(v) => v.clone(),
+            State::Cold { json, live } => {
+                if let Some(v) = live.upgrade() {
+                    return v;
+                }
+                let v = Arc::new(decode(json));
+                *live = Arc::downgrade(&v);
+                v
+            }
+        }
+    }
+
+    /// The bytes it rests in as JSON (none while it is kept decoded).
+    pub fn resting_bytes(&self) -> usize {
+        match &*self.state() {
+            State::Cold { json, .. } => json.len(),
+            State::Hot(_) | State::Kept(_) => 0,
+        }
+    }
+}
+
+/// Reads back JSON that [`Frozen::freeze`] wrote. The depth is not limited: the value was
+/// built in memory (from requests parsed with serde_json's limit of 128 levels, and what the
+/// server added), so it is no deeper than what was written.
+fn decode(json: &[u8]) -> Value {
+    use serde::Deserialize as _;
+    let mut de = serde_json::Deserializer::from_slice(json);
+    de.disable_recursion_limit();
+    // JSON written by serde_json from a Value reads back as that Value.
+    Value::deserialize(&mut de).unwrap_or(Value::Null)
+}
+
 /// One change, as kept in the watch cache.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Event {
     /// The resourceVersion of the change.
     pub rv: u64,
     /// What happened.
     pub type_: EventType,
     /// The object after the change (for a deletion: the last state, with the deletion's rv).
-    pub object: Arc<Value>,
+    object: Arc<Frozen>,
     /// The object before the change, if it existed.
-    pub prev: Option<Arc<Value>>,
+    prev: Option<Arc<Frozen>>,
     /// `object` as JSON, encoded by the first watcher that sends it as stored, for the others
     /// (kube-apiserver's watch cache likewise serializes an event once per encoding).
     pub(crate) encoded: std::sync::OnceLock<EncodedObject>,
+}
+
+impl Event {
+    /// The object after the change (for a deletion: the last state, with the deletion's rv).
+    pub fn object(&self) -> Arc<Value> {
+        self.object.value()
+    }
+
+    /// The object before the change, if it existed.
+    pub fn prev(&self) -> Option<Arc<Value>> {
+        self.prev.as_ref().map(|p| p.value())
+    }
 }
 
 /// An event's object encoded once for every watcher that serves it as stored.
@@ -105,8 +213,10 @@ pub struct WatchStart {
 pub struct TooOld(pub u64, pub u64);
 
 struct Table {
-    objects: BTreeMap<ObjKey, Arc<Value>>,
+    objects: BTreeMap<ObjKey, Arc<Frozen>>,
     history: VecDeque<Arc<Event>>,
+    /// The objects the last writes stored and replaced, kept decoded ([`HOT_WRITES`] of them).
+    hot: VecDeque<Arc<Frozen>>,
     /// Events with rv <= this may be missing from `history`.
     compacted: u64,
     tx: broadcast::Sender<Arc<Event>>,
@@ -115,7 +225,13 @@ struct Table {
 impl Table {
     fn new(compacted: u64) -> Self {
         let (tx, _) = broadcast::channel(4096);
-        Table { objects: BTreeMap::new(), history: VecDeque::new(), compacted, tx }
+        Table {
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            hot: VecDeque::new(),
+            compacted,
+            tx,
+        }
     }
 }
 
@@ -202,25 +318,65 @@ impl Store {
 
     /// One object.
     pub fn get(&self, table: &TableKey, key: &ObjKey) -> Option<Arc<Value>> {
-        self.lock().tables.get(table).and_then(|t| t.objects.get(key).cloned())
+        let frozen = self.lock().tables.get(table).and_then(|t| t.objects.get(key).cloned());
+        // Decoded outside the lock.
+        frozen.map(|f| f.value())
     }
 
     /// All objects of a table (in one namespace, if given), in key order, and the current rv.
     pub fn list(&self, table: &TableKey, namespace: Option<&str>) -> (Vec<Arc<Value>>, u64) {
-        let inner = self.lock();
-        let items = match inner.tables.get(table) {
-            None => Vec::new(),
-            Some(t) => match namespace {
-                None => t.objects.values().cloned().collect(),
-                Some(ns) => t
-                    .objects
-                    .range((ns.to_string(), String::new())..)
-                    .take_while(|((n, _), _)| n == ns)
-                    .map(|(_, v)| v.clone())
-                    .collect(),
-            },
+        let (frozen, rv) = {
+            let inner = self.lock();
+            let frozen: Vec<Arc<Frozen>> = match inner.tables.get(table) {
+                None => Vec::new(),
+                Some(t) => match namespace {
+                    None => t.objects.values().cloned().collect(),
+                    Some(ns) => t
+                        .objects
+                        .range((ns.to_string(), String::new())..)
+                        .take_while(|((n, _), _)| n == ns)
+                        .map(|(_, v)| v.clone())
+                        .collect(),
+                },
+            };
+            (frozen, inner.rv)
         };
+        (frozen.iter().map(|f| f.value()).collect(), rv)
+    }
+
+    /// The objects of a table (in one namespace, if given) whose keys follow `after`, in key
+    /// order and still frozen (a page decodes only what it reads), and the current rv.
+    pub fn list_frozen(
+        &self,
+        table: &TableKey,
+        namespace: Option<&str>,
+        after: Option<&ObjKey>,
+    ) -> (Vec<(ObjKey, Arc<Frozen>)>, u64) {
+        use std::ops::Bound;
+        let inner = self.lock();
+        let Some(t) = inner.tables.get(table) else { return (Vec::new(), inner.rv) };
+        let ns_start = namespace.map(|ns| (ns.to_string(), String::new()));
+        let lower = match (after, &ns_start) {
+            (Some(a), Some(n)) if a < n => Bound::Included(n),
+            (Some(a), _) => Bound::Excluded(a),
+            (None, Some(n)) => Bound::Included(n),
+            (None, None) => Bound::Unbounded,
+        };
+        let items = t
+            .objects
+            .range::<ObjKey, _>((lower, Bound::Unbounded))
+            .take_while(|((n, _), _)| namespace.is_none_or(|want| n == want))
+            .map(|(k, f)| (k.clone(), f.clone()))
+            .collect();
         (items, inner.rv)
+    }
+
+    /// The bytes the objects of a table rest in (their JSON), and how many there are.
+    pub fn resting_bytes(&self, table: &TableKey) -> (usize, usize) {
+        let inner = self.lock();
+        inner.tables.get(table).map_or((0, 0), |t| {
+            (t.objects.values().map(|f| f.resting_bytes()).sum(), t.objects.len())
+        })
     }
 
     /// Reads the current object and decides a write, atomically. With `dry_run`, the decision
@@ -235,12 +391,14 @@ impl Store {
     where
         F: FnOnce(Option<&Arc<Value>>) -> Result<Write, ApiError>,
     {
+        let mut evicted = Vec::new();
         let mut guard = self.lock();
         let inner = &mut *guard;
         let next_rv = inner.rv + 1;
         let compacted = inner.compacted;
         let t = inner.tables.entry(table.clone()).or_insert_with(|| Table::new(compacted));
-        let current = t.objects.get(key).cloned();
+        let current_frozen = t.objects.get(key).cloned();
+        let current = current_frozen.as_ref().map(|f| f.value());
         let decision = f(current.as_ref())?;
         if dry_run {
             return match (decision, current) {
@@ -249,7 +407,7 @@ impl Store {
                 (_, None) => Err(ApiError::internal("dry run of a missing object")),
             };
         }
-        let (object, event) = match decision {
+        let (object, frozen, event) = match decision {
             Write::Keep => match current {
                 Some(c) => return Ok(Written { object: c, event: None }),
                 None => return Err(ApiError::internal("write kept a missing object")),
@@ -263,24 +421,36 @@ impl Store {
                     unindex(&mut inner.dependents, c, &at);
                 }
                 index(&mut inner.dependents, &obj, &at);
-                t.objects.insert(key.clone(), obj.clone());
-                (obj, kind)
+                let frozen = Frozen::hot(obj.clone());
+                t.objects.insert(key.clone(), frozen.clone());
+                (obj, frozen, kind)
             }
             Write::Delete => {
-                let Some(old) = t.objects.remove(key) else {
+                let (Some(_), Some(old)) = (t.objects.remove(key), current.as_ref()) else {
                     return Err(ApiError::internal("deleted a missing object"));
                 };
-                unindex(&mut inner.dependents, &old, &(table.clone(), key.clone()));
-                let mut last = (*old).clone();
+                unindex(&mut inner.dependents, old, &(table.clone(), key.clone()));
+                let mut last = (**old).clone();
                 set_rv(&mut last, next_rv);
-                (Arc::new(last), EventType::Deleted)
+                let last = Arc::new(last);
+                let frozen = Frozen::hot(last.clone());
+                (last, frozen, EventType::Deleted)
             }
         };
+        // The event's watchers read both sides of it: both stay decoded for a while.
+        if let (Some(f), Some(v)) = (&current_frozen, &current) {
+            f.heat(v.clone());
+            t.hot.push_back(f.clone());
+        }
+        t.hot.push_back(frozen.clone());
+        while t.hot.len() > HOT_WRITES {
+            evicted.extend(t.hot.pop_front());
+        }
         let ev = Arc::new(Event {
             rv: next_rv,
             type_: event,
-            object: object.clone(),
-            prev: current,
+            object: frozen,
+            prev: current_frozen,
             encoded: std::sync::OnceLock::new(),
         });
         t.history.push_back(ev.clone());
@@ -291,6 +461,10 @@ impl Store {
         }
         let _ = t.tx.send(ev);
         inner.rv = next_rv;
+        drop(guard);
+        for f in evicted {
+            f.freeze();
+        }
         Ok(Written { object, event: Some(event) })
     }
 
@@ -319,17 +493,20 @@ impl Store {
         table: &TableKey,
         namespace: Option<&str>,
     ) -> (Vec<Arc<Value>>, WatchStart) {
-        let mut inner = self.lock();
-        let rv = inner.rv;
-        let compacted = inner.compacted;
-        let t = inner.tables.entry(table.clone()).or_insert_with(|| Table::new(compacted));
-        let items = t
-            .objects
-            .iter()
-            .filter(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
-            .map(|(_, v)| v.clone())
-            .collect();
-        (items, WatchStart { replay: Vec::new(), rx: t.tx.subscribe(), rv })
+        let (frozen, start) = {
+            let mut inner = self.lock();
+            let rv = inner.rv;
+            let compacted = inner.compacted;
+            let t = inner.tables.entry(table.clone()).or_insert_with(|| Table::new(compacted));
+            let frozen: Vec<Arc<Frozen>> = t
+                .objects
+                .iter()
+                .filter(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
+                .map(|(_, v)| v.clone())
+                .collect();
+            (frozen, WatchStart { replay: Vec::new(), rx: t.tx.subscribe(), rv })
+        };
+        (frozen.iter().map(|f| f.value()).collect(), start)
     }
 
     /// Forgets the watch history of every table, so that resuming from an older
@@ -368,5 +545,121 @@ impl Store {
     /// The tables that exist.
     pub fn tables(&self) -> Vec<TableKey> {
         self.lock().tables.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pods() -> TableKey {
+        (String::new(), "pods".into())
+    }
+
+    fn put(store: &Store, name: &str, v: Value) -> Written {
+        let key = ("default".to_string(), name.to_string());
+        store.write(&pods(), &key, false, |_| Ok(Write::Put(v))).expect("written")
+    }
+
+    fn pod(name: &str, i: usize) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"i": i.to_string()}},
+            "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}],
+                "priority": -3, "overhead": {"cpu": 0.5}}})
+    }
+
+    #[test]
+    fn an_object_no_longer_hot_reads_back_equal_from_its_json() {
+        let store = Store::new(10);
+        let first = put(&store, "p-0", pod("p-0", 0)).object;
+        for i in 1..=HOT_WRITES + 5 {
+            put(&store, &format!("p-{i}"), pod(&format!("p-{i}"), i));
+        }
+        let key = ("default".to_string(), "p-0".to_string());
+        // Still held here: the same decoding comes back.
+        assert!(Arc::ptr_eq(&first, &store.get(&pods(), &key).expect("p-0")));
+        let want = (*first).clone();
+        drop(first);
+        let again = store.get(&pods(), &key).expect("p-0");
+        assert_eq!(*again, want);
+        assert_eq!(again["metadata"]["resourceVersion"], "2");
+        let (items, _) = store.list(&pods(), Some("default"));
+        assert_eq!(items.len(), HOT_WRITES + 6);
+        assert!(items.iter().any(|o| **o == want));
+    }
+
+    #[test]
+    fn objects_rest_as_their_json() {
+        let store = Store::new(10);
+        let v = pod("p", 1);
+        let len = serde_json::to_vec(&v).expect("json").len();
+        put(&store, "p", v);
+        // Lately written, it is kept decoded.
+        assert_eq!(store.resting_bytes(&pods()), (0, 1));
+        let mut first_other = 0;
+        for i in 0..HOT_WRITES {
+            let other = put(&store, &format!("q-{i}"), pod("q", i)).object;
+            if i == 0 {
+                first_other = serde_json::to_vec(&*other).expect("json").len();
+            }
+        }
+        let (bytes, count) = store.resting_bytes(&pods());
+        assert_eq!(count, HOT_WRITES + 1);
+        // The first object is at rest, with its resourceVersion and nothing else added; the
+        // others are still kept decoded.
+        assert_eq!(bytes, len + r#","resourceVersion":"2""#.len());
+        put(&store, "r", pod("r", 0));
+        // One more write puts the next oldest, q-0, at rest.
+        assert_eq!(store.resting_bytes(&pods()).0, bytes + first_other);
+    }
+
+    #[test]
+    fn an_object_deeper_than_serde_jsons_limit_reads_back() {
+        let mut deep = json!("leaf");
+        for _ in 0..140 {
+            deep = json!({ "d": deep });
+        }
+        let mut v = pod("deep", 0);
+        v["spec"]["deep"] = deep.clone();
+        let store = Store::new(10);
+        drop(put(&store, "deep", v));
+        for i in 0..=HOT_WRITES {
+            put(&store, &format!("p-{i}"), pod(&format!("p-{i}"), i));
+        }
+        let got = store.get(&pods(), &("default".into(), "deep".into())).expect("deep");
+        assert_eq!(got["spec"]["deep"], deep);
+        assert!(store.resting_bytes(&pods()).0 > 0);
+    }
+
+    #[test]
+    fn events_carry_the_object_and_what_it_was() {
+        let store = Store::new(10);
+        put(&store, "p", pod("p", 1));
+        let start = store.watch(&pods(), Some(0)).expect("watch");
+        put(&store, "p", pod("p", 2));
+        let key = ("default".to_string(), "p".to_string());
+        store.write(&pods(), &key, false, |_| Ok(Write::Delete)).expect("deleted");
+        let replay = store.watch(&pods(), Some(0)).expect("watch").replay;
+        let seen: Vec<_> = replay
+            .iter()
+            .map(|e| {
+                (
+                    e.type_,
+                    e.object()["metadata"]["labels"]["i"].clone(),
+                    e.prev().map(|p| p["metadata"]["labels"]["i"].clone()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (EventType::Added, json!("1"), None),
+                (EventType::Modified, json!("2"), Some(json!("1"))),
+                (EventType::Deleted, json!("2"), Some(json!("2"))),
+            ]
+        );
+        assert_eq!(replay[2].object()["metadata"]["resourceVersion"], "4");
+        drop(start);
     }
 }

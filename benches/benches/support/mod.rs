@@ -97,7 +97,8 @@ fn free_port() -> u16 {
 }
 
 /// One manager subprocess: `run --kubeconfig ... --enable-leader-election=false
-/// --enable-webhook=false`, probes and metrics on one loopback port, stderr to `log`.
+/// --enable-webhook=false` (unless `extra` sets `--enable-webhook`), probes and metrics on one
+/// loopback port, stderr to `log`.
 pub struct Manager {
     child: Child,
     /// Its process id, as /proc names it.
@@ -122,7 +123,11 @@ impl Manager {
         let child = Command::new(binary)
             .args(["run", "--kubeconfig"])
             .arg(kubeconfig)
-            .args(["--enable-leader-election=false", "--enable-webhook=false"])
+            .arg("--enable-leader-election=false")
+            .args(
+                (!extra.iter().any(|a| a.starts_with("--enable-webhook")))
+                    .then_some("--enable-webhook=false"),
+            )
             .args(["--metrics-addr", &addr, "--health-probe-addr", &addr])
             .args(["--rest-config-qps", &qps.to_string()])
             .args(["--rest-config-burst", &burst.to_string()])

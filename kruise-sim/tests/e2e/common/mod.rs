@@ -112,12 +112,14 @@ impl Env {
         let o: Output = child.wait_with_output().expect("output");
         let _ = done.send(());
         let _ = watchdog.join();
-        Out {
+        let out = Out {
             ok: o.status.success(),
             code: o.status.code(),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
+        };
+        record_probe(args, stdin, &out);
+        out
     }
 
     pub fn run(&self, args: &[&str]) -> Out {
@@ -182,4 +184,24 @@ pub async fn raw(
         Err(kube::Error::Api(s)) => Err(*s),
         Err(e) => panic!("{method} {path}: {e}"),
     }
+}
+
+/// With `KRUISE_SIM_PROBE_LOG` set to a file, each kubectl run is appended to it as a JSON
+/// line (the test, the arguments, stdin, the exit code and output), for
+/// `benches/realk8s/probe_diff.py` to replay against a real kube-apiserver and compare.
+fn record_probe(args: &[&str], stdin: Option<&str>, out: &Out) {
+    let Some(path) = std::env::var_os("KRUISE_SIM_PROBE_LOG") else { return };
+    let line = serde_json::json!({
+        "test": std::thread::current().name().unwrap_or("?"),
+        "args": args,
+        "stdin": stdin,
+        "code": out.code,
+        "stdout": out.stdout,
+        "stderr": out.stderr,
+    });
+    let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(&path) else {
+        return;
+    };
+    // One write per line, so lines from tests running in parallel do not interleave.
+    let _ = file.write_all(format!("{line}\n").as_bytes());
 }
