@@ -22,6 +22,8 @@ the namespace name and the server's address.
 
 What cannot match: tests that use kruise-sim's simulated nodes (the real control plane has
 no kubelets), its fault injection, or objects made through its Rust API rather than kubectl.
+Cluster-scoped objects a test makes (webhook configurations, CRDs, nodes) stay on the real
+server and change what later tests see: the replay does not clean them up yet.
 Their differences are printed like any other; `--test` narrows the replay to tests whose
 name contains a string.
 """
@@ -95,7 +97,9 @@ def kubectl(kubeconfig, args, stdin, timeout):
         )
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
-        return None, e.stdout or "", e.stderr or ""
+        # What was read before the timeout comes as bytes.
+        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        return None, text(e.stdout), text(e.stderr)
 
 
 def main():
