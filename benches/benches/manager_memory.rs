@@ -115,6 +115,23 @@ fn statefulset(i: usize) -> StatefulSet {
     .expect("statefulset")
 }
 
+/// Creates `make(0..count)` through `api`, 32 requests in flight.
+async fn create_all<K>(api: &Api<K>, count: usize, make: fn(usize) -> K)
+where
+    K: kube::Resource
+        + Clone
+        + k8s_openapi::serde::Serialize
+        + k8s_openapi::serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    futures::stream::iter(0..count)
+        .map(|i| async move { api.create(&PostParams::default(), &make(i)).await.map(|_| ()) })
+        .buffer_unordered(32)
+        .try_collect::<()>()
+        .await
+        .expect("workloads created");
+}
+
 /// How many of `api`'s objects report `REPLICAS` (`status` reads replicas and
 /// observedGeneration) for their current generation.
 async fn count_done<K>(api: &Api<K>, status: fn(&K) -> Option<(i32, i64)>) -> usize
@@ -225,24 +242,8 @@ fn main() {
         let clonesets: Api<CloneSet> = Api::namespaced(client.clone(), "default");
         let statefulsets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
         let start = Instant::now();
-        futures::stream::iter(0..scale.clonesets)
-            .map(|i| {
-                let api = clonesets.clone();
-                async move { api.create(&PostParams::default(), &cloneset(i)).await.map(|_| ()) }
-            })
-            .buffer_unordered(32)
-            .try_collect::<()>()
-            .await
-            .expect("clonesets created");
-        futures::stream::iter(0..scale.statefulsets)
-            .map(|i| {
-                let api = statefulsets.clone();
-                async move { api.create(&PostParams::default(), &statefulset(i)).await.map(|_| ()) }
-            })
-            .buffer_unordered(32)
-            .try_collect::<()>()
-            .await
-            .expect("statefulsets created");
+        create_all(&clonesets, scale.clonesets, cloneset).await;
+        create_all(&statefulsets, scale.statefulsets, statefulset).await;
         let created = start.elapsed();
 
         let mut pods_at = None;
