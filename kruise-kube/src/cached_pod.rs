@@ -5,8 +5,11 @@
 //! string), and lists are decoded with room to grow. Controllers read a pod's metadata and
 //! status often (indexes, adoption, readiness) but its spec only when they plan for its
 //! owner. [`CachedPod`] therefore keeps metadata and status decoded, with lists trimmed to
-//! their length, and the spec as compact JSON text. Only `managedFields` is dropped (no
+//! their length, and the spec as compact JSON text, one copy of it shared by the pods whose
+//! specs differ only in their own names (`spec_text`). Only `managedFields` is dropped (no
 //! controller reads it): [`CachedPod::to_pod`] gives back the rest of the Pod unchanged.
+
+mod spec_text;
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -16,6 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use kruise_core::workload::{PodFacts, PodSource, SnapshotPod};
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
+use spec_text::SpecText;
 
 /// A Pod as the cache keeps it: metadata and status decoded, the spec encoded.
 ///
@@ -29,8 +33,8 @@ pub struct CachedPod {
     pub metadata: ObjectMeta,
     /// The pod's status.
     pub status: Option<PodStatus>,
-    /// The spec as compact JSON; `None` when the pod had none.
-    spec: Option<Box<str>>,
+    /// The spec as JSON; `None` when the pod had none.
+    spec: Option<SpecText>,
     /// What the planners read of it, once read.
     derived: OnceLock<Derived>,
 }
@@ -83,7 +87,8 @@ impl CachedPod {
         metadata.managed_fields = None;
         // Serialising a decoded PodSpec to a String cannot fail: every field is a string,
         // number, bool, map with string keys or list of those.
-        let spec = spec.and_then(|s| serde_json::to_string(&s).ok()).map(String::into_boxed_str);
+        let spec = spec.and_then(|s| serde_json::to_string(&s).ok());
+        let spec = spec.map(|text| SpecText::new(&text, metadata.name.as_deref().unwrap_or("")));
         Self::trimmed(metadata, status, spec)
     }
 
@@ -91,7 +96,7 @@ impl CachedPod {
     fn trimmed(
         mut metadata: ObjectMeta,
         mut status: Option<PodStatus>,
-        spec: Option<Box<str>>,
+        spec: Option<SpecText>,
     ) -> Self {
         trim_meta(&mut metadata);
         if let Some(status) = status.as_mut() {
@@ -137,10 +142,10 @@ impl CachedPod {
 
     /// The pod's spec, decoded.
     pub fn spec(&self) -> Result<Option<PodSpec>, SpecDecodeError> {
-        let Some(text) = self.spec.as_deref() else {
+        let Some(text) = self.spec_text() else {
             return Ok(None);
         };
-        serde_json::from_str(text).map(Some).map_err(|source| SpecDecodeError {
+        serde_json::from_str(&text).map(Some).map_err(|source| SpecDecodeError {
             namespace: self.metadata.namespace.clone().unwrap_or_default(),
             name: self.metadata.name.clone().unwrap_or_default(),
             source,
@@ -155,16 +160,20 @@ impl CachedPod {
             #[serde(rename = "nodeName", default)]
             node_name: Option<String>,
         }
-        self.spec
-            .as_deref()
-            .and_then(|text| serde_json::from_str::<NodeOnly>(text).ok())
+        self.spec_text()
+            .and_then(|text| serde_json::from_str::<NodeOnly>(&text).ok())
             .and_then(|spec| spec.node_name)
             .unwrap_or_default()
     }
 
     /// Whether the kept spec text contains `text` anywhere (a cheap filter before decoding).
     pub fn spec_mentions(&self, text: &str) -> bool {
-        self.spec.as_deref().is_some_and(|t| t.contains(text))
+        self.spec_text().is_some_and(|t| t.contains(text))
+    }
+
+    /// The spec's JSON text.
+    fn spec_text(&self) -> Option<Cow<'_, str>> {
+        self.spec.as_ref().map(SpecText::text)
     }
 
     /// Whether `spec.readinessGates` names `condition_type`, read from the kept spec text:
@@ -175,10 +184,10 @@ impl CachedPod {
             #[serde(rename = "readinessGates", default)]
             readiness_gates: Option<Vec<k8s_openapi::api::core::v1::PodReadinessGate>>,
         }
-        let Some(text) = self.spec.as_deref().filter(|t| t.contains(condition_type)) else {
+        let Some(text) = self.spec_text().filter(|t| t.contains(condition_type)) else {
             return false;
         };
-        serde_json::from_str::<GatesOnly>(text).is_ok_and(|spec| {
+        serde_json::from_str::<GatesOnly>(&text).is_ok_and(|spec| {
             spec.readiness_gates.iter().flatten().any(|g| g.condition_type == condition_type)
         })
     }
@@ -277,8 +286,9 @@ impl<'de> Deserialize<'de> for CachedPod {
             trim_status(status);
         }
         // A `null` spec is no spec, as when the Pod is decoded.
+        let name = metadata.name.as_deref().unwrap_or("");
         let spec =
-            wire.spec.filter(|raw| raw.get() != "null").map(|raw| Box::<str>::from(raw.get()));
+            wire.spec.filter(|raw| raw.get() != "null").map(|raw| SpecText::new(raw.get(), name));
         Ok(Self { metadata, status, spec, derived: OnceLock::new() })
     }
 }
@@ -466,7 +476,7 @@ mod tests {
     #[test]
     fn a_corrupt_spec_is_an_error_naming_the_pod() {
         let mut cached = CachedPod::from_pod(full_pod());
-        cached.spec = Some("{\"containers\": 3}".into());
+        cached.spec = Some(SpecText::new("{\"containers\": 3}", "web-0"));
         let err = cached.to_pod().expect_err("corrupt");
         assert!(
             err.to_string().starts_with("pod prod/web-0: cached spec does not decode"),

@@ -413,7 +413,8 @@ impl Controller {
     ///
     /// A reconcile that hands its worker back ([`release_worker`]) goes on beside the
     /// worker's next ones, in the same task (so that stopping the controller stops it too),
-    /// and keeps its key until it ends.
+    /// and keeps its key until it ends; each worker carries at most
+    /// [`RELEASED_PER_WORKER`] of them.
     pub async fn run(&self, stop: impl Future<Output = ()>) {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut tasks = tokio::task::JoinSet::new();
@@ -481,7 +482,7 @@ async fn work<F, Fut>(
         let key = tokio::select! {
             _ = stop.wait_for(|s| *s) => break,
             Some(()) = released.next(), if !released.is_empty() => continue,
-            key = queue.get() => key,
+            key = queue.get(), if released.len() < RELEASED_PER_WORKER => key,
         };
         let Some(key) = key else { break };
         let (hand_back, mut handed_back) = tokio::sync::oneshot::channel();
@@ -508,6 +509,16 @@ async fn work<F, Fut>(
         }
     }
 }
+
+/// The reconciles a worker carries on beside its current one, after they handed it back
+/// ([`release_worker`]); at this many it takes no new key until one ends.
+///
+/// Unbounded, 5,000 workloads created at once had 5,000 plans under way together: every
+/// planned pod held in memory (the manager's heap peaked at 1.3 GiB) and their first
+/// slow-start batches sent at once, more than the API server answered within the client's
+/// timeout. Sixteen keeps what handing back is for (a few workloads scaling side by side with
+/// three workers) and bounds a controller's plans under way at `workers × 16`.
+pub const RELEASED_PER_WORKER: usize = 16;
 
 tokio::task_local! {
     /// While a worker runs a reconcile: the way to hand the worker back.
@@ -645,7 +656,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use super::{ObjectKey, release_worker, work};
+    use super::{ObjectKey, RELEASED_PER_WORKER, release_worker, work};
     use crate::queue::{Backoff, WorkQueue};
 
     /// One worker: the reconcile of `a` hands it back and then waits for `b`'s, which can run
@@ -697,6 +708,55 @@ mod tests {
         }
         assert_eq!(order, ["b", "a1", "a2"], "b ran while a waited, then a again");
         assert_eq!(a_most.load(Ordering::SeqCst), 1, "a was never reconciled twice at once");
+        let _ = stop_tx.send(true);
+        let _ = worker.await;
+    }
+
+    /// One worker whose reconciles all hand it back and then wait: it carries at most
+    /// [`RELEASED_PER_WORKER`] of them, takes the rest once those end, and every key is
+    /// reconciled.
+    #[tokio::test]
+    async fn a_worker_carries_a_bounded_number_of_handed_back_reconciles() {
+        let queue: WorkQueue<ObjectKey> = WorkQueue::new("test", Backoff::default());
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let (running, done) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let reconcile = {
+            let (running, done, gate) = (running.clone(), done.clone(), gate.clone());
+            move |_key: ObjectKey| {
+                let (running, done, gate) = (running.clone(), done.clone(), gate.clone());
+                async move {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    release_worker();
+                    let _permit = gate.acquire().await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        };
+        let keys = 3 * RELEASED_PER_WORKER;
+        for i in 0..keys {
+            queue.add(ObjectKey::new("ns", format!("k{i}")));
+        }
+        let worker = tokio::spawn(work(queue.clone(), stop_rx, reconcile));
+        let full = async {
+            while running.load(Ordering::SeqCst) < RELEASED_PER_WORKER {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), full).await.expect("never filled up");
+        // Given every chance to take more keys, the worker takes none.
+        for _ in 0..1000 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(running.load(Ordering::SeqCst), RELEASED_PER_WORKER);
+        gate.add_permits(keys);
+        let all = async {
+            while done.load(Ordering::SeqCst) < keys {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), all).await.expect("not all reconciled");
         let _ = stop_tx.send(true);
         let _ = worker.await;
     }

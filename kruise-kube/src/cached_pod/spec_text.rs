@@ -1,0 +1,219 @@
+//! A pod spec's JSON text, one copy shared by the pods whose specs differ only in the
+//! strings that name the pod itself.
+//!
+//! The pods of one workload revision carry the same spec but for a few strings of their own:
+//! the hostname (a StatefulSet pod's name), the projected service account token volume
+//! (`kube-api-access-<random>`, named in the volumes and in every container's mounts) and,
+//! once scheduled, the node. [`SpecText`] cuts the contents of those strings out of the
+//! text, keeps the rest interned (one copy for all the pods it fits), and keeps the cut
+//! contents per pod. The text is given back byte for byte.
+//!
+//! A cut string's content is replaced by [`HOLE`], a control character: JSON text cannot
+//! hold one unescaped, inside a string or out, so every `HOLE` in the shared text is a cut,
+//! and the cut contents, joined by `HOLE`, never contain one either. A text that holds one
+//! anyway (not JSON: it fails to decode) is kept whole.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+
+/// Where a cut string's content was.
+const HOLE: char = '\u{1}';
+
+/// The prefix of the name the service account admission gives the token volume.
+const TOKEN_VOLUME_PREFIX: &str = "kube-api-access-";
+
+/// The interned shared texts. An entry goes when the last [`SpecText`] holding it is dropped.
+static SHARED: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
+
+fn shared_texts() -> MutexGuard<'static, HashSet<Arc<str>>> {
+    // The set is valid whatever a panicking holder did: each step leaves it consistent.
+    SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A pod spec's JSON text: the part shared with similar pods, and the pod's own strings.
+#[derive(Debug)]
+pub(super) struct SpecText {
+    /// The text with each cut string's content replaced by [`HOLE`]; interned.
+    shared: Arc<str>,
+    /// The cut contents, in order, joined by [`HOLE`]; empty when nothing was cut.
+    own: Box<str>,
+}
+
+impl SpecText {
+    /// The text of a spec of the pod named `pod_name`.
+    pub(super) fn new(text: &str, pod_name: &str) -> Self {
+        if text.contains(HOLE) {
+            // Not JSON (refused when decoded), and a hole would be ambiguous: kept whole.
+            return Self { shared: intern(text), own: Box::default() };
+        }
+        let mut shared = String::with_capacity(text.len());
+        let mut own = String::new();
+        let mut cuts = 0usize;
+        let mut rest = text;
+        while let Some(open) = rest.find('"') {
+            let (before, from_quote) = rest.split_at(open);
+            shared.push_str(before);
+            let Some(len) = string_len(&from_quote[1..]) else {
+                // An unterminated string: not JSON; kept whole, and refused when decoded.
+                shared.push_str(from_quote);
+                rest = "";
+                break;
+            };
+            let content = &from_quote[1..1 + len];
+            if is_own(&shared, content, pod_name) {
+                if cuts > 0 {
+                    own.push(HOLE);
+                }
+                own.push_str(content);
+                cuts += 1;
+                shared.push('"');
+                shared.push(HOLE);
+                shared.push('"');
+            } else {
+                shared.push_str(&from_quote[..len + 2]);
+            }
+            rest = &from_quote[len + 2..];
+        }
+        shared.push_str(rest);
+        Self { shared: intern(&shared), own: own.into_boxed_str() }
+    }
+
+    /// The whole text again.
+    pub(super) fn text(&self) -> Cow<'_, str> {
+        // A cut content is never empty: nothing was cut exactly when `own` is empty.
+        if self.own.is_empty() {
+            return Cow::Borrowed(&self.shared);
+        }
+        let mut text = String::with_capacity(self.shared.len() + self.own.len());
+        let mut own = self.own.split(HOLE);
+        for (i, part) in self.shared.split(HOLE).enumerate() {
+            if i > 0 {
+                text.push_str(own.next().unwrap_or_default());
+            }
+            text.push_str(part);
+        }
+        Cow::Owned(text)
+    }
+}
+
+/// The length of the JSON string content at the start of `s` (just after its opening
+/// quote), escapes included; `None` when it never closes.
+fn string_len(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Whether the string whose `content` follows `before` is one of the pod's own: its name,
+/// the token volume's name, or the value of `nodeName`.
+fn is_own(before: &str, content: &str, pod_name: &str) -> bool {
+    if content.is_empty() {
+        return false;
+    }
+    if content == pod_name || content.starts_with(TOKEN_VOLUME_PREFIX) {
+        return true;
+    }
+    before.trim_end().strip_suffix(':').is_some_and(|key| key.trim_end().ends_with("\"nodeName\""))
+}
+
+/// The one shared copy of `text`.
+fn intern(text: &str) -> Arc<str> {
+    let mut set = shared_texts();
+    if let Some(shared) = set.get(text) {
+        return Arc::clone(shared);
+    }
+    let shared: Arc<str> = Arc::from(text);
+    set.insert(Arc::clone(&shared));
+    shared
+}
+
+impl Clone for SpecText {
+    fn clone(&self) -> Self {
+        Self { shared: Arc::clone(&self.shared), own: self.own.clone() }
+    }
+}
+
+impl PartialEq for SpecText {
+    fn eq(&self, other: &Self) -> bool {
+        self.shared == other.shared && self.own == other.own
+    }
+}
+
+impl Drop for SpecText {
+    fn drop(&mut self) {
+        let mut set = shared_texts();
+        // Under the lock no other holder can appear: a copy is made only from a holder, and
+        // the set hands out copies only under this lock. Two holders are the set and this.
+        if Arc::strong_count(&self.shared) == 2 {
+            set.remove(&*self.shared);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, token: &str, node: Option<&str>) -> String {
+        spec_noting(name, token, node, "web")
+    }
+
+    fn spec_noting(name: &str, token: &str, node: Option<&str>, note: &str) -> String {
+        let node = node.map_or(String::new(), |n| format!(r#""nodeName": "{n}","#));
+        format!(
+            r#"{{{node}"hostname":"{name}","subdomain":"web","containers":[{{"name":"c","image":"nginx","env":[{{"name":"Q","value":"say \"{note}\" \\ \u00e9"}}],"volumeMounts":[{{"name":"{token}","mountPath":"/var/run"}}]}}],"volumes":[{{"name":"{token}","projected":{{}}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn gives_back_the_text_byte_for_byte() {
+        for text in [
+            spec("web-0", "kube-api-access-abcde", None),
+            spec("web-1", "kube-api-access-xyz12", Some("node-a")),
+            r#"{"containers":[{"name":"","image":"a\\"}]}"#.to_owned(),
+            "{}".to_owned(),
+            "{\"x\":\"\u{1}\",\"y\":\"web-0\"}".to_owned(),
+            r#"{"a":"unterminated"#.to_owned(),
+            "  { \"nodeName\" :  \"n\" , \"x\":[\"web-0\",\"\"] }  ".to_owned(),
+        ] {
+            let kept = SpecText::new(&text, "web-0");
+            assert_eq!(kept.text(), text);
+            assert_eq!(kept.clone().text(), text);
+        }
+    }
+
+    #[test]
+    fn pods_that_differ_only_in_their_own_strings_share_one_copy() {
+        let a = SpecText::new(&spec("web-0", "kube-api-access-abcde", Some("n1")), "web-0");
+        let b = SpecText::new(&spec("web-1", "kube-api-access-fghij", Some("n2")), "web-1");
+        assert!(Arc::ptr_eq(&a.shared, &b.shared), "{} / {}", a.shared, b.shared);
+        assert_eq!(&*b.own, "n2\u{1}web-1\u{1}kube-api-access-fghij\u{1}kube-api-access-fghij");
+        // A longer string that holds the name is not cut.
+        let noting = spec_noting("web-0", "kube-api-access-abcde", None, "web-0");
+        assert!(SpecText::new(&noting, "web-0").shared.contains("say \\\"web-0\\\""));
+        let other = SpecText::new(&spec("web-0", "kube-api-access-abcde", None), "web-0");
+        assert!(!Arc::ptr_eq(&a.shared, &other.shared));
+        assert_ne!(a, b);
+        assert_eq!(a, a.clone());
+    }
+
+    #[test]
+    fn the_shared_copy_goes_with_its_last_holder() {
+        let text = spec_noting("gone-0", "kube-api-access-zzzzz", None, "only here");
+        let a = SpecText::new(&text, "gone-0");
+        let shared = a.shared.to_string();
+        let b = a.clone();
+        drop(a);
+        assert!(shared_texts().contains(shared.as_str()));
+        drop(b);
+        assert!(!shared_texts().contains(shared.as_str()));
+    }
+}
