@@ -1001,24 +1001,39 @@ impl Cluster {
             None => None,
             Some(tok) => Some(decode_continue(tok)?),
         };
-        let (entries, rv) = self.store.list_frozen(&key_of(def), ns, start.as_ref().map(|s| &s.1));
+        // A page reads the table in chunks of at least its limit, so that a selector that
+        // matches few objects reads on without taking every object at once.
+        let chunk = if opts.limit > 0 { opts.limit.max(512) } else { usize::MAX };
+        let table = key_of(def);
+        let mut after = start.as_ref().map(|s| s.1.clone());
         let mut matched: Vec<Arc<Value>> = Vec::new();
-        let mut read = 0;
-        for (_, frozen) in &entries {
-            if opts.limit > 0 && matched.len() >= opts.limit {
-                break;
+        let mut last_read: Option<ObjKey> = None;
+        let (rest, rv) = loop {
+            let (entries, more, rv) = self.store.list_frozen(&table, ns, after.as_ref(), chunk);
+            let mut read = 0usize;
+            for (_, frozen) in &entries {
+                if opts.limit > 0 && matched.len() >= opts.limit {
+                    break;
+                }
+                read += 1;
+                let o = frozen.value();
+                if opts.labels.matches_object(&o) && opts.fields.matches(&o) {
+                    matched.push(o);
+                }
             }
-            read += 1;
-            let o = frozen.value();
-            if opts.labels.matches_object(&o) && opts.fields.matches(&o) {
-                matched.push(o);
+            if let Some((last, _)) = read.checked_sub(1).and_then(|i| entries.get(i)) {
+                last_read = Some(last.clone());
             }
-        }
+            let rest = entries.len() - read + more;
+            if read < entries.len() || more == 0 {
+                break (rest, rv);
+            }
+            after.clone_from(&last_read);
+        };
         let list_rv = start.as_ref().map(|s| s.0).unwrap_or(rv);
-        let rest = entries.len() - read;
         let (mut continue_token, mut remaining) = (None, None);
         if rest > 0
-            && let Some((last, _)) = read.checked_sub(1).and_then(|i| entries.get(i))
+            && let Some(last) = &last_read
         {
             continue_token = Some(encode_continue(list_rv, last));
             if opts.labels.is_empty() && opts.fields.is_empty() {

@@ -344,17 +344,20 @@ impl Store {
         (frozen.iter().map(|f| f.value()).collect(), rv)
     }
 
-    /// The objects of a table (in one namespace, if given) whose keys follow `after`, in key
-    /// order and still frozen (a page decodes only what it reads), and the current rv.
+    /// Up to `max` objects of a table (in one namespace, if given) whose keys follow `after`,
+    /// in key order and still frozen (a page decodes only what it reads); how many more
+    /// follow them; and the current rv. A page takes only what it may read: taking every
+    /// following object made listing a whole table in pages quadratic in its size.
     pub fn list_frozen(
         &self,
         table: &TableKey,
         namespace: Option<&str>,
         after: Option<&ObjKey>,
-    ) -> (Vec<(ObjKey, Arc<Frozen>)>, u64) {
+        max: usize,
+    ) -> (Vec<(ObjKey, Arc<Frozen>)>, usize, u64) {
         use std::ops::Bound;
         let inner = self.lock();
-        let Some(t) = inner.tables.get(table) else { return (Vec::new(), inner.rv) };
+        let Some(t) = inner.tables.get(table) else { return (Vec::new(), 0, inner.rv) };
         let ns_start = namespace.map(|ns| (ns.to_string(), String::new()));
         let lower = match (after, &ns_start) {
             (Some(a), Some(n)) if a < n => Bound::Included(n),
@@ -362,13 +365,12 @@ impl Store {
             (None, Some(n)) => Bound::Included(n),
             (None, None) => Bound::Unbounded,
         };
-        let items = t
+        let mut following = t
             .objects
             .range::<ObjKey, _>((lower, Bound::Unbounded))
-            .take_while(|((n, _), _)| namespace.is_none_or(|want| n == want))
-            .map(|(k, f)| (k.clone(), f.clone()))
-            .collect();
-        (items, inner.rv)
+            .take_while(|((n, _), _)| namespace.is_none_or(|want| n == want));
+        let items = following.by_ref().take(max).map(|(k, f)| (k.clone(), f.clone())).collect();
+        (items, following.count(), inner.rv)
     }
 
     /// The bytes the objects of a table rest in (their JSON), and how many there are.
@@ -630,6 +632,22 @@ mod tests {
         let got = store.get(&pods(), &("default".into(), "deep".into())).expect("deep");
         assert_eq!(got["spec"]["deep"], deep);
         assert!(store.resting_bytes(&pods()).0 > 0);
+    }
+
+    #[test]
+    fn a_page_takes_at_most_its_share_and_counts_the_rest() {
+        let store = Store::new(10);
+        for i in 0..10 {
+            put(&store, &format!("p{i}"), pod(&format!("p{i}"), i));
+        }
+        let (page, more, _) = store.list_frozen(&pods(), Some("default"), None, 3);
+        let names: Vec<_> = page.iter().map(|(k, _)| k.1.as_str()).collect();
+        assert_eq!((names, more), (vec!["p0", "p1", "p2"], 7));
+        let after = page.last().map(|(k, _)| k.clone());
+        let (page, more, _) = store.list_frozen(&pods(), None, after.as_ref(), usize::MAX);
+        assert_eq!((page.len(), more), (7, 0));
+        let (page, more, _) = store.list_frozen(&pods(), Some("other"), None, 3);
+        assert_eq!((page.len(), more), (0, 0));
     }
 
     #[test]

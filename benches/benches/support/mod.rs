@@ -108,6 +108,17 @@ pub struct Manager {
     log: PathBuf,
 }
 
+/// A bench that panics or exits early does not leave its manager running (one left behind
+/// kept reconciling on the real control plane after `realk8s_scale` panicked).
+impl Drop for Manager {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl Manager {
     /// Starts the manager with the client rate limit `qps`/`burst` and `extra` flags.
     pub fn start(
