@@ -153,8 +153,11 @@ impl CachedPod {
     }
 
     /// `spec.nodeName` (empty while unscheduled), read from the kept spec text without
-    /// decoding the rest of it.
+    /// decoding the rest of it (and, in the layout servers write, without rebuilding it).
     pub fn node_name(&self) -> String {
+        if let Some(node) = self.spec.as_ref().map_or(Some(""), SpecText::node_name_fast) {
+            return node.to_owned();
+        }
         #[derive(Deserialize)]
         struct NodeOnly {
             #[serde(rename = "nodeName", default)]

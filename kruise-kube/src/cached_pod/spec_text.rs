@@ -97,6 +97,51 @@ impl SpecText {
     }
 }
 
+impl SpecText {
+    /// The value of the spec's `nodeName` when it can be read without rebuilding the text:
+    /// `Some("")` when the spec has no `nodeName` key, `Some(node)` when its value is a cut
+    /// string; `None` when the text must be decoded to tell (another layout).
+    pub(super) fn node_name_fast(&self) -> Option<&str> {
+        const KEY: &str = "\"nodeName\"";
+        let Some(at) = self.shared.find(KEY) else {
+            return Some("");
+        };
+        let rest = &self.shared[at + KEY.len()..];
+        // The compact layout servers write, the key once and at the spec's top level (not, say,
+        // a `nodeSelector` label of that name).
+        if !rest.starts_with(":\"\u{1}\"") || rest.contains(KEY) || depth_at(&self.shared, at) != 1
+        {
+            return None;
+        }
+        let index = self.shared[..at].matches(HOLE).count();
+        self.own.split(HOLE).nth(index)
+    }
+}
+
+/// How deep in objects and arrays byte `at` of JSON `text` is (outside strings).
+fn depth_at(text: &str, at: usize) -> usize {
+    let bytes = text.as_bytes();
+    let (mut i, mut depth) = (0, 0usize);
+    while i < at.min(bytes.len()) {
+        match bytes[i] {
+            b'"' => match string_len(&text[i + 1..]) {
+                Some(len) => i += len + 2,
+                None => return usize::MAX,
+            },
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    depth
+}
+
 /// The length of the JSON string content at the start of `s` (just after its opening
 /// quote), escapes included; `None` when it never closes.
 fn string_len(s: &str) -> Option<usize> {
@@ -203,6 +248,22 @@ mod tests {
         assert!(!Arc::ptr_eq(&a.shared, &other.shared));
         assert_ne!(a, b);
         assert_eq!(a, a.clone());
+    }
+
+    #[test]
+    fn the_node_name_is_read_without_rebuilding_the_text() {
+        let scheduled = SpecText::new(&spec("web-1", "kube-api-access-q", Some("n9")), "web-1");
+        // The spec's layout has a space after the key's colon: decoded, not read fast.
+        assert_eq!(scheduled.node_name_fast(), None);
+        let compact =
+            r#"{"hostname":"web-1","nodeName":"n9","volumes":[{"name":"kube-api-access-q"}]}"#;
+        assert_eq!(SpecText::new(compact, "web-1").node_name_fast(), Some("n9"));
+        let pending = SpecText::new(&spec("web-1", "kube-api-access-q", None), "web-1");
+        assert_eq!(pending.node_name_fast(), Some(""));
+        let empty = SpecText::new(r#"{"nodeName":""}"#, "web-1");
+        assert_eq!(empty.node_name_fast(), None);
+        let label = r#"{"nodeSelector":{"nodeName":"n1"},"hostname":"web-1"}"#;
+        assert_eq!(SpecText::new(label, "web-1").node_name_fast(), None);
     }
 
     #[test]
