@@ -163,6 +163,27 @@ proptest! {
 }
 
 #[test]
+fn the_extra_status_is_written_only_onto_the_deployment_the_round_read() {
+    let strategy = DeploymentStrategy {
+        rolling_style: "Partition".into(),
+        partition: IntOrString::Int(1),
+        ..Default::default()
+    };
+    let mut d = deployment(3, &strategy, "v2");
+    d.metadata.resource_version = Some("42".into());
+    let plan = deployment::plan(&d, &[]);
+    let extra = plan
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::PatchObject { target, .. } if target.kind.kind == "Deployment" => Some(target),
+            _ => None,
+        })
+        .expect("the extra status is recorded");
+    assert_eq!(extra.guard, kruise_core::plan::Guard::ResourceVersion("42".into()));
+}
+
+#[test]
 fn a_deployment_not_under_control_is_left_alone() {
     let strategy = DeploymentStrategy { rolling_style: "Canary".into(), ..Default::default() };
     let d = deployment(3, &strategy, "v2");

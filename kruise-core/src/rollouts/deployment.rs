@@ -495,8 +495,13 @@ impl<'a> Round<'a> {
             return;
         }
         let text = serde_json::to_string(&extra).unwrap_or_default();
+        // Guarded by the Deployment this round read: a round that planned from a copy read
+        // before the release handed the Deployment back must not write the annotation back
+        // onto it (nothing would ever take it off again).
+        let read_at = self.deployment.metadata.resource_version.clone().unwrap_or_default();
         self.actions.push(Action::PatchObject {
-            target: Target::new(ObjectKind::DEPLOYMENT, Some(&self.namespace), &self.name),
+            target: Target::new(ObjectKind::DEPLOYMENT, Some(&self.namespace), &self.name)
+                .guarded(Guard::ResourceVersion(read_at)),
             subresource: Subresource::Main,
             patch: Patch::merge(
                 json!({"metadata": {"annotations": {EXTRA_STATUS_ANNOTATION: text}}}),
