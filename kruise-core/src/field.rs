@@ -479,6 +479,20 @@ pub mod go {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+    /// Whether a JSON value is what Go's `omitempty` leaves out of a scalar, slice or map
+    /// field: `null`, `false`, `0`, `""`, `[]` or `{}`.
+    pub fn is_empty(value: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match value {
+            Value::Null => true,
+            Value::Bool(b) => !b,
+            Value::Number(n) => n.as_f64() == Some(0.0),
+            Value::String(s) => s.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            Value::Object(m) => m.is_empty(),
+        }
+    }
+
     /// A string quoted as Go's `strconv.Quote` (and `%q`) quotes it.
     pub fn quote(s: &str) -> String {
         let mut out = String::with_capacity(s.len() + 2);

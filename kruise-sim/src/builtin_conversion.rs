@@ -119,10 +119,13 @@ impl Alias {
     }
 
     /// A stored object as this alias serves it (its `apiVersion` is ignored). Labelled with
-    /// the served apiVersion.
+    /// the served apiVersion, and encoded as that version's Go type encodes it.
     pub fn to_served(&self, obj: &Value) -> Value {
         let av = api_version(self.group, self.version);
-        rename(obj, self.renames.iter().map(|(served, stored)| (*stored, *served)), av)
+        let mut served =
+            rename(obj, self.renames.iter().map(|(served, stored)| (*stored, *served)), av);
+        crate::go_json::normalize_object(&mut served);
+        served
     }
 
     /// The stored field a served selectable field reads, if it is selectable.

@@ -56,7 +56,12 @@ pub struct WriteOptions {
     /// The write is a patch (of this type, with this body), not a `PUT`: kube-apiserver words
     /// unknown fields and a changed `metadata.uid` differently for patches.
     pub(crate) patch: Option<(PatchType, Value)>,
+    /// The stored Services, read before a write that may create a Service while it holds the
+    /// store's lock (which is not reentrant), for the addresses and ports they hold.
+    pub(crate) held_services: Option<Arc<Vec<Arc<Value>>>>,
 }
+
+const SERVICES: (&str, &str) = ("", "services");
 
 /// A patch's media type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,6 +349,21 @@ fn bad_body_kind(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
 }
 
 /// Copies `status` of `from` into `to` (removing it when `from` has none).
+/// A pod status write that clears `status.observedGeneration` keeps the stored one, as
+/// kube-apiserver's pod status strategy does (only the kubelet moves it).
+fn keep_observed_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
+    if (def.group.as_str(), def.plural.as_str()) != ("", "pods") {
+        return;
+    }
+    let cleared =
+        new.pointer("/status/observedGeneration").and_then(Value::as_i64).unwrap_or(0) == 0;
+    if let (true, Some(kept)) = (cleared, old.pointer("/status/observedGeneration").cloned())
+        && let Some(status) = new.get_mut("status").and_then(Value::as_object_mut)
+    {
+        status.insert("observedGeneration".into(), kept);
+    }
+}
+
 fn copy_status(from: &Value, to: &mut Value) {
     if let Some(m) = to.as_object_mut() {
         match from.get("status") {
@@ -543,11 +563,13 @@ impl Cluster {
         Ok(())
     }
 
-    /// Prunes, defaults and validates a custom resource; returns warnings.
+    /// Prunes, defaults and validates a custom resource (on an update, `old` is the stored
+    /// object, which CEL transition rules compare with); returns warnings.
     fn check_custom(
         &self,
         def: &ResourceDef,
         obj: &mut Value,
+        old: Option<&Value>,
         fv: FieldValidation,
     ) -> Result<Vec<String>, ApiError> {
         let Some(schema) = def.schema.clone() else { return Ok(Vec::new()) };
@@ -570,7 +592,7 @@ impl Cluster {
             }
         }
         crate::schema::default(obj, &schema);
-        let mut causes = crate::schema::validate(obj, &schema);
+        let mut causes = crate::schema::validate_update(obj, old, &schema);
         if let Some(scale) = &def.scale {
             causes.extend(scale_replicas_causes(obj, &scale.spec_replicas));
             causes.extend(scale_replicas_causes(obj, &scale.status_replicas));
@@ -821,10 +843,17 @@ impl Cluster {
         }
         let mut warnings;
         if def.is_custom() {
-            warnings = self.check_custom(def, &mut obj, opts.field_validation)?;
+            warnings = self.check_custom(def, &mut obj, None, opts.field_validation)?;
         } else {
             warnings = check_builtin_fields(def, &mut obj, opts.field_validation)?;
             defaults::apply(&def.group, &def.plural, &mut obj);
+            if (def.group.as_str(), def.plural.as_str()) == SERVICES {
+                let held = match &opts.held_services {
+                    Some(held) => Arc::clone(held),
+                    None => Arc::new(self.store.list(&key_of(def), None).0),
+                };
+                crate::service_ips::assign_on_create(&mut obj, &held)?;
+            }
             self.validate_builtin(def, &obj, None)?;
             if is_ingress(def) {
                 warnings.extend(crate::ingress_validation::create_warnings(&obj));
@@ -840,6 +869,9 @@ impl Cluster {
         }
         if (def.group.as_str(), def.plural.as_str()) == CRDS {
             crd::prepare(&mut obj, None)?;
+        }
+        if !def.is_custom() {
+            crate::go_json::normalize_object(&mut obj);
         }
         crate::managed::track_update(def, None, &mut obj, opts.field_manager.as_deref(), "");
         Ok((obj, warnings))
@@ -1178,6 +1210,7 @@ impl Cluster {
             Sub::Status => {
                 let mut r = old.clone();
                 copy_status(&new, &mut r);
+                keep_observed_generation(def, old, &mut r);
                 // kube-apiserver's pod status strategy keeps the object meta of the request
                 // (only spec, deletionTimestamp and ownerReferences are reset): kubelets and
                 // kruise-daemon write pod labels and annotations through pods/status.
@@ -1235,10 +1268,13 @@ impl Cluster {
             return Err(ApiError::invalid(&def.group, &def.kind, &name, causes));
         }
         if def.is_custom() {
-            warnings.extend(self.check_custom(def, &mut result, later_fv)?);
+            warnings.extend(self.check_custom(def, &mut result, Some(old), later_fv)?);
         } else {
             warnings.extend(check_builtin_fields(def, &mut result, later_fv)?);
             defaults::apply(&def.group, &def.plural, &mut result);
+            if (def.group.as_str(), def.plural.as_str()) == SERVICES && sub == Sub::Main {
+                crate::service_ips::keep_on_update(old, &mut result)?;
+            }
             if sub == Sub::Status && is_ingress(def) {
                 let causes = crate::ingress_validation::ingress_status(&result, old);
                 if !causes.is_empty() {
@@ -1259,6 +1295,9 @@ impl Cluster {
         }
         if (def.group.as_str(), def.plural.as_str()) == CRDS {
             crd::prepare(&mut result, Some(old))?;
+        }
+        if !def.is_custom() {
+            crate::go_json::normalize_object(&mut result);
         }
         daemonset_template_generation(def, Some(old), &mut result);
         if def.generation {
@@ -1395,7 +1434,12 @@ impl Cluster {
         opts: &WriteOptions,
     ) -> Result<(Value, bool, Vec<String>), ApiError> {
         let patch = self.check_patch(def, sub, ptype, body, opts)?;
-        let opts = &WriteOptions { patch: Some((ptype, patch.clone())), ..opts.clone() };
+        // An apply may create a Service inside the store's write.
+        let held_services = (ptype == PatchType::Apply
+            && (def.group.as_str(), def.plural.as_str()) == SERVICES)
+            .then(|| Arc::new(self.store.list(&key_of(def), None).0));
+        let opts =
+            &WriteOptions { patch: Some((ptype, patch.clone())), held_services, ..opts.clone() };
         let key = Self::obj_key(def, ns, name);
         let mut warnings = Vec::new();
         let mut created = false;
@@ -1682,6 +1726,11 @@ impl Cluster {
             if let Some(meta) = meta_mut(&mut next) {
                 meta.insert("deletionTimestamp".into(), json!(deadline()));
                 meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                // Marking an object as being deleted is a change of its desired state:
+                // kube-apiserver counts it in a generation the object keeps.
+                if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+                    meta.insert("generation".into(), json!(g + 1));
+                }
                 if !fins.is_empty() {
                     meta.insert("finalizers".into(), json!(fins));
                 }

@@ -17,15 +17,13 @@ fn put_default(m: &mut Map<String, Value>, key: &str, v: Value) {
     }
 }
 
+/// kube-apiserver's default pull policy: `Always` for a `latest` tag, named or implied (no
+/// tag and no digest), else `IfNotPresent`, which an image that does not parse gets too.
 fn image_pull_policy(image: &str) -> &'static str {
-    let name = image.rsplit('/').next().unwrap_or(image);
-    if image.contains('@') {
-        return "IfNotPresent";
-    }
-    match name.split_once(':') {
-        None => "Always",
-        Some((_, "latest")) => "Always",
-        Some(_) => "IfNotPresent",
+    match kruise_core::image::ImageRef::parse(image) {
+        Ok(r) if r.tag.as_deref() == Some("latest") => "Always",
+        Ok(r) if r.tag.is_none() && r.digest.is_none() => "Always",
+        _ => "IfNotPresent",
     }
 }
 
@@ -36,11 +34,67 @@ fn default_container(c: &mut Value) {
     let image = m.get("image").and_then(Value::as_str).unwrap_or("").to_string();
     put_default(m, "imagePullPolicy", json!(image_pull_policy(&image)));
     put_default(m, "resources", json!({}));
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(Value::Object(probe)) = m.get_mut(probe) {
+            default_probe(probe);
+        }
+    }
+    if let Some(Value::Object(lifecycle)) = m.get_mut("lifecycle") {
+        for hook in ["postStart", "preStop"] {
+            if let Some(Value::Object(get)) =
+                lifecycle.get_mut(hook).and_then(|h| h.get_mut("httpGet"))
+            {
+                default_http_get(get);
+            }
+        }
+    }
     if let Some(Value::Array(ports)) = m.get_mut("ports") {
         for p in ports {
             if let Some(pm) = p.as_object_mut() {
                 put_default(pm, "protocol", json!("TCP"));
             }
+        }
+    }
+}
+
+/// Sets `key` to `v` where it is missing, null or zero (kube-apiserver's defaulting of a
+/// non-pointer number cannot tell 0 from unset).
+fn put_unless_positive(m: &mut Map<String, Value>, key: &str, v: i64) {
+    if m.get(key).and_then(Value::as_i64).unwrap_or(0) == 0 {
+        m.insert(key.into(), json!(v));
+    }
+}
+
+/// A claim's volume mode (`Filesystem`) and phase (`Pending`).
+fn default_claim(claim: &mut Map<String, Value>) {
+    if let Some(Value::Object(spec)) = claim.get_mut("spec") {
+        put_default(spec, "volumeMode", json!("Filesystem"));
+    }
+    let status = claim.entry("status").or_insert_with(|| json!({}));
+    if status.is_null() {
+        *status = json!({});
+    }
+    if let Value::Object(status) = status {
+        put_default(status, "phase", json!("Pending"));
+    }
+}
+
+/// A probe's timings and its HTTP action's defaults.
+fn default_probe(probe: &mut Map<String, Value>) {
+    put_unless_positive(probe, "timeoutSeconds", 1);
+    put_unless_positive(probe, "periodSeconds", 10);
+    put_unless_positive(probe, "successThreshold", 1);
+    put_unless_positive(probe, "failureThreshold", 3);
+    if let Some(Value::Object(get)) = probe.get_mut("httpGet") {
+        default_http_get(get);
+    }
+}
+
+/// An HTTP GET action's path `/` and scheme `HTTP`.
+fn default_http_get(get: &mut Map<String, Value>) {
+    for (key, value) in [("path", "/"), ("scheme", "HTTP")] {
+        if get.get(key).and_then(Value::as_str).unwrap_or_default().is_empty() {
+            get.insert(key.into(), json!(value));
         }
     }
 }
@@ -347,9 +401,10 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
                 put_default(spec, "podManagementPolicy", json!("OrderedReady"));
                 put_default(spec, "revisionHistoryLimit", json!(10));
                 // No type: RollingUpdate with empty parameters. A RollingUpdate's parameters,
-                // when present, get partition 0 and maxUnavailable 1 (the
-                // MaxUnavailableStatefulSet gate, Beta and on since 1.35); an explicit
-                // RollingUpdate without parameters is left without them, as upstream does.
+                // when present, get partition 0; an explicit RollingUpdate without parameters
+                // is left without them, as upstream does. `maxUnavailable` stays unset:
+                // kube-apiserver 1.36.2 fills it only under MaxUnavailableStatefulSet, which
+                // its `-h` lists as Beta and off by default (and probe_diff.py saw it unset).
                 let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
                 if let Value::Object(strategy) = strategy {
                     let untyped =
@@ -362,7 +417,6 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
                         && let Some(Value::Object(rolling)) = strategy.get_mut("rollingUpdate")
                     {
                         put_default(rolling, "partition", json!(0));
-                        put_default(rolling, "maxUnavailable", json!(1));
                     }
                 }
                 put_default(
@@ -370,8 +424,21 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
                     "persistentVolumeClaimRetentionPolicy",
                     json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
                 );
+                // Each claim template is defaulted as a claim, and says what it is.
+                if let Some(Value::Array(claims)) = spec.get_mut("volumeClaimTemplates") {
+                    for claim in claims.iter_mut().filter_map(Value::as_object_mut) {
+                        put_default(claim, "apiVersion", json!("v1"));
+                        put_default(claim, "kind", json!("PersistentVolumeClaim"));
+                        default_claim(claim);
+                    }
+                }
             }
             template(obj, &["spec", "template", "spec"]);
+        }
+        ("", "persistentvolumeclaims") => {
+            if let Some(claim) = obj.as_object_mut() {
+                default_claim(claim);
+            }
         }
         ("apps", "daemonsets") => {
             if let Some(spec) = obj_at(obj, &["spec"]) {
@@ -401,6 +468,16 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
             if let Some(spec) = obj_at(obj, &["spec"]) {
                 put_default(spec, "type", json!("ClusterIP"));
                 put_default(spec, "sessionAffinity", json!("None"));
+                let type_ = spec.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+                if type_ != "ExternalName" {
+                    put_default(spec, "internalTrafficPolicy", json!("Cluster"));
+                }
+                if matches!(type_.as_str(), "NodePort" | "LoadBalancer") {
+                    put_default(spec, "externalTrafficPolicy", json!("Cluster"));
+                }
+                if type_ == "LoadBalancer" {
+                    put_default(spec, "allocateLoadBalancerNodePorts", json!(true));
+                }
                 if let Some(Value::Array(ports)) = spec.get_mut("ports") {
                     for p in ports {
                         if let Some(pm) = p.as_object_mut() {
@@ -467,6 +544,45 @@ pub fn apply(group: &str, plural: &str, obj: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pull_policies_follow_the_parsed_tag() {
+        for (image, policy) in [
+            ("nginx", "Always"),
+            ("nginx:latest", "Always"),
+            ("nginx:1.25", "IfNotPresent"),
+            ("registry.example:5000/app", "Always"),
+            ("registry.example:5000/app:v1", "IfNotPresent"),
+            (&format!("nginx@sha256:{}", "a".repeat(64)), "IfNotPresent"),
+            (&format!("nginx:latest@sha256:{}", "a".repeat(64)), "Always"),
+            // An image that does not parse has no tag, and so no `latest`.
+            ("bad image", "IfNotPresent"),
+            ("Upper/Case", "IfNotPresent"),
+        ] {
+            assert_eq!(image_pull_policy(image), policy, "{image}");
+        }
+    }
+
+    #[test]
+    fn probes_and_http_hooks_get_their_defaults() {
+        let mut spec = json!({"containers": [{"name": "a", "image": "x:1",
+            "readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 0},
+            "livenessProbe": {"exec": {"command": ["true"]}, "failureThreshold": 5},
+            "lifecycle": {"preStop": {"httpGet": {"port": 8080, "path": "/stop"}}}}]});
+        pod_spec(spec.as_object_mut().expect("an object"));
+        let c = &spec["containers"][0];
+        assert_eq!(
+            c["readinessProbe"],
+            json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,
+                   "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3})
+        );
+        assert_eq!(c["livenessProbe"]["failureThreshold"], 5);
+        assert_eq!(c["livenessProbe"]["periodSeconds"], 10);
+        assert_eq!(
+            c["lifecycle"]["preStop"]["httpGet"],
+            json!({"port": 8080, "path": "/stop", "scheme": "HTTP"})
+        );
+    }
 
     #[test]
     fn default_tolerations_join_the_pods_own() {

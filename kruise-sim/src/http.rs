@@ -237,6 +237,7 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, ApiError> 
         force: truthy(q.get("force")),
         pod_subresource: false,
         patch: None,
+        held_services: None,
     })
 }
 

@@ -54,6 +54,18 @@ pub enum CellSource {
     /// `metadata.creationTimestamp` as a timestamp, not an age (the API server's default
     /// table, which CustomResourceDefinitions use).
     CreatedAt,
+    /// A JSONPath's string, or the given text when it is missing or empty.
+    TextOr(String, &'static str),
+    /// A pod's readiness gates, `true/all`, `<none>` when it has none.
+    PodReadinessGates,
+    /// A claim's phase, `Terminating` once it is being deleted.
+    ClaimStatus,
+    /// A bound claim's capacity (empty while unbound).
+    ClaimCapacity,
+    /// A bound claim's access modes, as `RWO,ROX` (empty while unbound).
+    ClaimAccessModes,
+    /// A claim's storage class: `spec.storageClassName`, else the beta annotation.
+    ClaimStorageClass,
     /// A Job's status: the first of Complete, Failed, Terminating, Suspended, FailureTarget
     /// that holds, else Running.
     JobStatus,
@@ -306,7 +318,9 @@ const TEMPLATE: SmpKind = SmpKind::TemplateAt(&["spec", "template"]);
 
 const BUILTINS: &[B] = &[
     b("", "v1", "Namespace", "namespaces", false).short(&["ns"]).status(),
-    b("", "v1", "Pod", "pods", true).short(&["po"]).all().status().smp(SmpKind::Pod),
+    // Pods keep a generation as kube-apiserver 1.33+ does (KEP 5067): 1 on create, one more
+    // for each change of the spec.
+    b("", "v1", "Pod", "pods", true).short(&["po"]).all().status().generation().smp(SmpKind::Pod),
     b("", "v1", "Node", "nodes", false).short(&["no"]).status(),
     b("", "v1", "Service", "services", true).short(&["svc"]).all().status().smp(SmpKind::Service),
     b("", "v1", "Endpoints", "endpoints", true).short(&["ep"]),
@@ -413,6 +427,8 @@ fn columns_for(group: &str, plural: &str) -> Vec<Column> {
             age(),
             col("IP", "string", 1, JsonPath(s(".status.podIP"))),
             col("Node", "string", 1, JsonPath(s(".spec.nodeName"))),
+            col("Nominated Node", "string", 1, TextOr(s(".status.nominatedNodeName"), "<none>")),
+            col("Readiness Gates", "string", 1, PodReadinessGates),
         ],
         ("", "namespaces") => vec![jp("Status", "string", ".status.phase"), age()],
         ("", "events") => vec![
@@ -438,9 +454,19 @@ fn columns_for(group: &str, plural: &str) -> Vec<Column> {
             vec![jp("Type", "string", ".type"), col("Data", "integer", 0, Count(s(".data"))), age()]
         }
         ("", "persistentvolumeclaims") => vec![
-            jp("Status", "string", ".status.phase"),
-            jp("Volume", "string", ".spec.volumeName"),
+            col("Status", "string", 0, ClaimStatus),
+            col("Volume", "string", 0, TextOr(s(".spec.volumeName"), "")),
+            col("Capacity", "string", 0, ClaimCapacity),
+            col("Access Modes", "string", 0, ClaimAccessModes),
+            col("StorageClass", "string", 0, ClaimStorageClass),
+            col(
+                "VolumeAttributesClass",
+                "string",
+                0,
+                TextOr(s(".spec.volumeAttributesClassName"), "<unset>"),
+            ),
             age(),
+            col("VolumeMode", "string", 1, TextOr(s(".spec.volumeMode"), "<unset>")),
         ],
         ("apps", "deployments") => vec![
             col("Ready", "string", 0, Ratio(s(".status.readyReplicas"), s(".spec.replicas"))),

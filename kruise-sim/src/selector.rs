@@ -145,7 +145,7 @@ fn parse_set(rest: &str) -> Result<Vec<String>, ApiError> {
     let inner = rest
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| parse_err(format!("found '{rest}', expected: '('")))?;
+        .ok_or_else(|| parse_err(format!("found '{rest}' expected: '('")))?;
     Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
 }
 

@@ -115,6 +115,23 @@ fn job_status(o: &Value) -> &'static str {
     }
 }
 
+/// Access modes in kubectl's short forms, in kube-apiserver's fixed order.
+fn access_modes(modes: Option<&Value>) -> String {
+    let modes: Vec<&str> =
+        modes.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    [
+        ("ReadWriteOnce", "RWO"),
+        ("ReadOnlyMany", "ROX"),
+        ("ReadWriteMany", "RWX"),
+        ("ReadWriteOncePod", "RWOP"),
+    ]
+    .iter()
+    .filter(|(mode, _)| modes.contains(mode))
+    .map(|(_, short)| *short)
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
 fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
     match &col.source {
         CellSource::Name => o.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
@@ -123,6 +140,10 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
             o.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)
         }
         CellSource::JsonPath(p) => match jsonpath::first(o, p) {
+            // Built-in printers write booleans as `True`/`False` (CRD columns as JSON).
+            Some(Value::Bool(b)) if builtin && col.type_ == "boolean" => {
+                json!(if *b { "True" } else { "False" })
+            }
             Some(v) => cell_json(&col.type_, v),
             // Built-in printers show zero counts and `<none>`; CRD columns stay empty.
             None if builtin && col.type_ == "integer" => json!(0),
@@ -209,6 +230,63 @@ fn cell(col: &Column, o: &Value, builtin: bool) -> Value {
             let kind = o.pointer("/involvedObject/kind").and_then(Value::as_str).unwrap_or("");
             let name = o.pointer("/involvedObject/name").and_then(Value::as_str).unwrap_or("");
             json!(format!("{}/{name}", kind.to_lowercase()))
+        }
+        CellSource::TextOr(p, default) => {
+            let text = jsonpath::first(o, p).and_then(Value::as_str).unwrap_or_default();
+            json!(if text.is_empty() { default } else { text })
+        }
+        CellSource::PodReadinessGates => {
+            let gates = o.pointer("/spec/readinessGates").and_then(Value::as_array);
+            match gates.filter(|g| !g.is_empty()) {
+                None => json!("<none>"),
+                Some(gates) => {
+                    let conditions = o.pointer("/status/conditions").and_then(Value::as_array);
+                    let holds = |gate: &Value| {
+                        conditions.into_iter().flatten().any(|c| {
+                            c.get("type") == gate.get("conditionType")
+                                && c.get("status") == Some(&json!("True"))
+                        })
+                    };
+                    let true_ = gates.iter().filter(|g| holds(g)).count();
+                    json!(format!("{true_}/{}", gates.len()))
+                }
+            }
+        }
+        CellSource::ClaimStatus => {
+            if o.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+                json!("Terminating")
+            } else {
+                json!(o.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default())
+            }
+        }
+        CellSource::ClaimCapacity | CellSource::ClaimAccessModes => {
+            let bound = o
+                .pointer("/spec/volumeName")
+                .and_then(Value::as_str)
+                .is_some_and(|v| !v.is_empty());
+            if !bound {
+                return json!("");
+            }
+            if matches!(col.source, CellSource::ClaimCapacity) {
+                json!(
+                    o.pointer("/status/capacity/storage")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                )
+            } else {
+                json!(access_modes(o.pointer("/status/accessModes")))
+            }
+        }
+        CellSource::ClaimStorageClass => {
+            let class = o
+                .pointer("/spec/storageClassName")
+                .and_then(Value::as_str)
+                .or_else(|| {
+                    o.pointer("/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
+                        .and_then(Value::as_str)
+                })
+                .unwrap_or_default();
+            json!(class)
         }
         CellSource::PodRestarts => {
             let n: i64 = o

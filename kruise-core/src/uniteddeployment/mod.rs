@@ -91,22 +91,11 @@ fn semantic(value: &Value) -> Value {
             map.iter()
                 .filter(|(k, _)| k.as_str() != "$patch")
                 .map(|(k, v)| (k.clone(), semantic(v)))
-                .filter(|(_, v)| !is_empty(v))
+                .filter(|(_, v)| !crate::field::go::is_empty(v))
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(semantic).collect()),
         other => other.clone(),
-    }
-}
-
-fn is_empty(value: &Value) -> bool {
-    match value {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
     }
 }
 

@@ -769,7 +769,25 @@ fn status_of(
     if let Some(count) = deployment.status.as_ref().and_then(|s| s.collision_count) {
         status["collisionCount"] = json!(count);
     }
+    if let Some(count) = terminating_replicas(owned) {
+        status["terminatingReplicas"] = json!(count);
+    }
     status
+}
+
+/// The ReplicaSets' terminating pods, as kube-controller-manager sums them: sets never synced
+/// do not count, and none is known while a synced set does not say.
+fn terminating_replicas(sets: &[Arc<ReplicaSet>]) -> Option<i64> {
+    let mut sum = 0;
+    for set in sets {
+        let status = serde_json::to_value(&set.status).unwrap_or(Value::Null);
+        match status["terminatingReplicas"].as_i64() {
+            Some(n) => sum += n,
+            None if status["observedGeneration"].as_i64().unwrap_or(0) == 0 => {}
+            None => return None,
+        }
+    }
+    Some(sum)
 }
 
 #[cfg(test)]

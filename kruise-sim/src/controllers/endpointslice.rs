@@ -45,9 +45,8 @@
 //!
 //! Differences from kube-controller-manager:
 //!
-//! - the sim's API server assigns no `clusterIP` and no `ipFamilies`: a Service without
-//!   families gets IPv4 slices (where kube-apiserver would have written `[IPv4]`), and only
-//!   `clusterIP: None` makes it headless;
+//! - only `clusterIP: None` makes a Service headless (the sim's API server assigns every
+//!   other Service an address, as kube-apiserver does, so an empty one is not seen);
 //! - slices list ports in the Service's order and new endpoints in address order
 //!   (kube-controller-manager sorts ports by a hash, and endpoints come out of a hash set);
 //! - a pod turning `Succeeded` or `Failed` and a node's zone change queue the affected
@@ -391,8 +390,7 @@ fn publishes_not_ready(service: &Service) -> bool {
     service.spec.as_ref().and_then(|s| s.publish_not_ready_addresses).unwrap_or(false)
 }
 
-/// Whether a Service is headless: `clusterIP: None` (the sim's API server assigns no cluster
-/// IPs, so an empty one is not taken for headless).
+/// Whether a Service is headless: `clusterIP: None`.
 fn headless(service: &Service) -> bool {
     service.spec.as_ref().and_then(|s| s.cluster_ip.as_deref()) == Some("None")
 }

@@ -93,6 +93,13 @@ fn active(pod: &Pod) -> bool {
     kruise_core::pod::is_pod_active(pod)
 }
 
+/// Whether the pod is being deleted and has not finished (kube-controller-manager's
+/// `isPodTerminating`).
+fn terminating(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    pod.metadata.deletion_timestamp.is_some() && !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
 fn controlled_by(pod: &Pod, uid: &str) -> bool {
     super::controlled_by(&pod.metadata, uid)
 }
@@ -165,14 +172,16 @@ async fn reconcile(set: Arc<ReplicaSet>, context: Arc<Context>) -> Result<Option
 
     // 3. Status, from the pods as the cache now shows them.
     let now = jiff::Timestamp::now();
-    let owned: Vec<Arc<Pod>> = context
+    let (owned, others): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = context
         .pods
         .state()
         .into_iter()
         .filter(|p| p.namespace().as_deref() == Some(namespace.as_str()))
-        .filter(|p| controlled_by(p, &uid) && active(p))
-        .collect();
-    let status = status_of(&set, &owned, failure.as_ref().map(|(r, m)| (*r, m.as_str())), now);
+        .filter(|p| controlled_by(p, &uid))
+        .partition(|p| active(p));
+    let terminating = others.iter().filter(|p| terminating(p)).count();
+    let failure = failure.as_ref().map(|(r, m)| (*r, m.as_str()));
+    let status = status_of(&set, &owned, terminating, failure, now);
     if !status_matches(set.status.as_ref(), &status) {
         let sets: Api<ReplicaSet> = Api::namespaced(context.client.clone(), &namespace);
         let patch = json!({ "status": status });
@@ -239,11 +248,12 @@ fn pods_to_delete<'p>(live: &[&'p Arc<Pod>], count: usize) -> Vec<&'p Arc<Pod>> 
     order.into_iter().take(count).map(|i| live[i]).collect()
 }
 
-/// The status for the set's active pods `owned`, as JSON (the condition types' fields differ
-/// between Kubernetes versions of the API types).
+/// The status for the set's active pods `owned` and the number of its pods `terminating`, as
+/// JSON (the condition types' fields differ between Kubernetes versions of the API types).
 fn status_of(
     set: &ReplicaSet,
     owned: &[Arc<Pod>],
+    terminating: usize,
     failure: Option<(&str, &str)>,
     now: jiff::Timestamp,
 ) -> Value {
@@ -279,6 +289,7 @@ fn status_of(
         "fullyLabeledReplicas": count(&fully_labeled),
         "readyReplicas": count(&kruise_core::pod::is_pod_ready),
         "availableReplicas": count(&|p| kruise_core::pod::is_pod_available(p, min_ready, now)),
+        "terminatingReplicas": terminating,
         "observedGeneration": set.metadata.generation,
     });
     // A merge patch keeps what it does not name: a cleared condition list is named.

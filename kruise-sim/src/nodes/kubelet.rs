@@ -1305,10 +1305,16 @@ impl Kubelet {
         // The status goes out as a strategic merge patch: a condition that no longer has a
         // reason or message must say so, or the old ones stay (the real kubelet's patch
         // carries the same nulls).
+        // The 1.34+ kubelet says which generation of the pod each condition it writes (and
+        // the status as a whole) reflects.
+        let generation = pod.metadata.generation.filter(|g| *g > 0);
         for c in &mut conditions {
             if let Value::Object(c) = c {
                 c.entry("reason").or_insert(Value::Null);
                 c.entry("message").or_insert(Value::Null);
+                if let Some(g) = generation {
+                    c.insert("observedGeneration".into(), json!(g));
+                }
             }
         }
         let phase = if let Some(finished) = st.finished {
@@ -1357,6 +1363,9 @@ impl Kubelet {
             "qosClass": qos_class(pod),
             "containerStatuses": st.main.iter().map(|c| ctr_status(c, now, initialized, terminating)).collect::<Vec<_>>(),
         });
+        if let Some(g) = generation {
+            status["observedGeneration"] = json!(g);
+        }
         if !st.ephemeral.is_empty() {
             status["ephemeralContainerStatuses"] = json!(
                 st.ephemeral

@@ -170,6 +170,8 @@ fn finalizers_hold_deletion() {
     env.ok(&["delete", "cloneset", "cs", "--wait=false"]);
     let cs = env.json(&["get", "cloneset", "cs"]);
     assert!(cs["metadata"]["deletionTimestamp"].is_string(), "{cs}");
+    // Marking it deleted counts as a new generation, as on kube-apiserver.
+    assert_eq!(cs["metadata"]["generation"], 2, "{cs}");
     let e = env.fails(&[
         "patch",
         "cloneset",
@@ -321,4 +323,30 @@ spec:
         err.contains("The CloneSet \"bad\" is invalid: \n* spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"\n* .spec.replicas: Invalid value: 0: .spec.replicas accessor error: abc is of the type string, expected int64"),
         "{err}"
     );
+}
+
+/// A CEL transition rule (one that reads `oldSelf`) is skipped on create and judged on an
+/// update, as kube-apiserver judges it.
+#[test]
+fn transition_rules_judge_updates() {
+    let env = Env::new(Config::default());
+    let crd = CRD.replace(
+        "              size: {type: integer, minimum: 0}",
+        "              size: {type: integer, minimum: 0}\n              zone:\n                type: string\n                x-kubernetes-validations:\n                - {rule: self == oldSelf, message: zone is immutable}",
+    );
+    env.ok_stdin(&["apply", "-f", "-"], &crd);
+    env.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n  zone: a\n",
+    );
+    env.ok(&["patch", "widget", "w1", "--type", "merge", "-p", r#"{"spec":{"size":4}}"#]);
+    let e =
+        env.fails(&["patch", "widget", "w1", "--type", "merge", "-p", r#"{"spec":{"zone":"b"}}"#]);
+    assert!(
+        e.contains(
+            r#"The Widget "w1" is invalid: spec.zone: Invalid value: "string": zone is immutable"#
+        ),
+        "{e}"
+    );
+    assert_eq!(env.ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.zone}/{.spec.size}"]), "a/4");
 }

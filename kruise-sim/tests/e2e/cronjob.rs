@@ -56,6 +56,9 @@ fn a_cronjobs_job_runs_on_the_minute_and_completes() {
         header,
         ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
     );
+    // kube-apiserver's printer writes the boolean as `False`, not JSON's `false`.
+    let cells: Vec<&str> = row.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(cells.get(7), Some(&"False"), "{row}");
     // The next minute starts a Job, which completes.
     let job = within(Duration::from_secs(80), "the CronJob's Job completes", || {
         jobs_of(&env, "hello").into_iter().find(complete)

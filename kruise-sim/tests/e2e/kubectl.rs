@@ -303,7 +303,7 @@ fn bad_input_keeps_serving() {
     let e = env.fails(&["get", "--raw", "/apis/nope.example.com/v1/things"]);
     assert!(e.contains("NotFound"), "{e}");
     let e = env.fails(&["get", "pods", "-l", "a in b"]);
-    assert!(e.contains("unable to parse requirement"), "{e}");
+    assert!(e.contains("unable to parse requirement: found 'b' expected: '('"), "{e}");
     // Still serving.
     assert_eq!(env.ok(&["get", "--raw", "/healthz"]), "ok");
     env.ok(&["get", "pods"]);
@@ -565,9 +565,91 @@ fn pod_updates_are_validated() {
         r#"[{"op":"add","path":"/spec/containers/0/env","value":[{"name":"A","value":"1"}]}]"#,
     ]);
     assert!(err.contains("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`"), "{err}");
+    let generation =
+        |env: &Env| env.ok(&["get", "pod", "p1", "-o", "jsonpath={.metadata.generation}"]);
+    // A pod's generation (kube-apiserver 1.33+) starts at 1, whatever the client sent, and
+    // counts changes of its spec only: refused updates, metadata and status leave it.
+    assert_eq!(generation(&env), "1");
+    let patch_status = |type_: &str, patch: &str| {
+        env.ok(&["patch", "pod", "p1", "--subresource", "status", "--type", type_, "-p", patch])
+    };
+    env.ok(&["label", "pod", "p1", "a=b"]);
+    patch_status("merge", r#"{"status":{"observedGeneration":1}}"#);
+    assert_eq!(generation(&env), "1");
     env.ok(&["set", "image", "pod/p1", "p1=nginx:2"]);
     assert_eq!(
         env.ok(&["get", "pod", "p1", "-o", "jsonpath={.spec.containers[0].image}"]),
         "nginx:2"
+    );
+    assert_eq!(generation(&env), "2");
+    // A status write without observedGeneration keeps the one stored.
+    patch_status("json", r#"[{"op":"remove","path":"/status/observedGeneration"}]"#);
+    assert_eq!(env.ok(&["get", "pod", "p1", "-o", "jsonpath={.status.observedGeneration}"]), "1");
+    env.ok_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p2, generation: 7}\nspec: {containers: [{name: c, image: nginx}]}\n",
+    );
+    assert_eq!(env.ok(&["get", "pod", "p2", "-o", "jsonpath={.metadata.generation}"]), "1");
+}
+
+/// Services get what kube-apiserver's Service storage assigns: an address from the service
+/// range with its families, node ports, and both kept through an update that leaves them out.
+#[test]
+fn services_get_addresses_and_node_ports() {
+    let env = Env::new(Config::default());
+    env.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);
+    let web = env.json(&["get", "service", "web"]);
+    let ip = web["spec"]["clusterIP"].as_str().unwrap_or_default().to_owned();
+    assert!(ip.starts_with("10.96."), "{web}");
+    assert_eq!(web["spec"]["clusterIPs"], serde_json::json!([ip.clone()]));
+    assert_eq!(web["spec"]["ipFamilies"], serde_json::json!(["IPv4"]));
+    assert_eq!(web["spec"]["ipFamilyPolicy"], "SingleStack");
+    assert_eq!(web["spec"]["internalTrafficPolicy"], "Cluster");
+    let table = env.ok(&["get", "service", "web"]);
+    assert!(table.contains(&ip), "{table}");
+    // A second Service may not take the address.
+    let taken = format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: copy}}\nspec: {{clusterIP: {ip}, ports: [{{port: 80}}]}}\n"
+    );
+    let e = env.fails_stdin(&["create", "-f", "-"], &taken);
+    assert!(
+        e.contains(&format!(
+            r#"The Service "copy" is invalid: spec.clusterIPs: Invalid value: ["{ip}"]: failed to allocate IP {ip}: provided IP is already allocated"#
+        )),
+        "{e}"
+    );
+    env.ok(&["create", "service", "clusterip", "none", "--clusterip=None"]);
+    assert_eq!(
+        env.ok(&["get", "service", "none", "-o", "jsonpath={.spec.clusterIPs}"]),
+        r#"["None"]"#
+    );
+    env.ok(&["create", "service", "nodeport", "np", "--tcp=80:8080"]);
+    let np = env.json(&["get", "service", "np"]);
+    let port = np["spec"]["ports"][0]["nodePort"].as_i64().unwrap_or_default();
+    assert!((30000..=32767).contains(&port), "{np}");
+    assert_eq!(np["spec"]["externalTrafficPolicy"], "Cluster");
+    // A replace without them keeps the address and the node port.
+    let mut body = np.clone();
+    if let Some(spec) = body["spec"].as_object_mut() {
+        spec.remove("clusterIP");
+        spec.remove("clusterIPs");
+    }
+    if let Some(port) = body["spec"]["ports"][0].as_object_mut() {
+        port.remove("nodePort");
+    }
+    env.ok_stdin(&["replace", "-f", "-"], &body.to_string());
+    let after = env.json(&["get", "service", "np"]);
+    assert_eq!(after["spec"]["clusterIP"], np["spec"]["clusterIP"]);
+    assert_eq!(after["spec"]["ports"][0]["nodePort"], port);
+    let e = env.fails(&[
+        "patch",
+        "service",
+        "web",
+        "-p",
+        r#"{"spec":{"clusterIP":"10.96.0.77","clusterIPs":["10.96.0.77"]}}"#,
+    ]);
+    assert!(
+        e.contains(r#"The Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.0.77"]: may not change once set"#),
+        "{e}"
     );
 }
