@@ -251,6 +251,17 @@ impl Watch {
         owners: &Cache<O>,
         owner_kind: &'static str,
     ) -> Self {
+        Self::controller_owner_where(children, owners, owner_kind, |_| true)
+    }
+
+    /// [`Watch::controller_owner`], waking only an owner that `wanted` keeps (a controller
+    /// that acts on few of the owners it caches skips the changes of the others' children).
+    pub fn controller_owner_where<K: Watched, O: Watched>(
+        children: &Cache<K>,
+        owners: &Cache<O>,
+        owner_kind: &'static str,
+        wanted: fn(&O) -> bool,
+    ) -> Self {
         let owners = owners.clone();
         Self::new(children, KeyMapping::Owner, move |change| {
             let Some(child) = change.new.as_deref().or(change.old.as_deref()) else {
@@ -263,7 +274,7 @@ impl Watch {
                 .flatten()
                 .filter(|r| r.controller == Some(true) && r.kind == owner_kind)
                 .map(|r| ObjectKey::new(namespace.as_str(), r.name.as_str()))
-                .filter(|key| owners.get(key).is_some())
+                .filter(|key| owners.get(key).is_some_and(|owner| wanted(&owner)))
                 .collect()
         })
     }

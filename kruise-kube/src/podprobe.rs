@@ -56,6 +56,24 @@ fn node_key(name: &str) -> ObjectKey {
     ObjectKey::new("", name)
 }
 
+/// Whether `pod`, bound to `node`, may be probed: a marker in its namespace, or its entry in
+/// the node's NodePodProbe.
+fn probed(
+    pod: &CachedPod,
+    node: &str,
+    markers: &Cache<PodProbeMarker>,
+    probes: &Cache<NodePodProbe>,
+) -> bool {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    if !markers.select_in_namespace(namespace, |_| true).is_empty() {
+        return true;
+    }
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    probes.get(&node_key(node)).is_some_and(|probe| {
+        probe.spec.pod_probes.iter().any(|p| p.namespace == namespace && p.name == name)
+    })
+}
+
 /// Pods by the node they are bound to, kept from the pod cache's changes.
 #[derive(Clone, Default)]
 struct NodeIndex {
@@ -282,6 +300,7 @@ impl NodePodProbeController {
 impl Reconciler for NodePodProbeController {
     fn watches(&self) -> Vec<Watch> {
         let pods = self.pods.clone();
+        let (markers, probes) = (self.markers.clone(), self.probes.clone());
         vec![
             Watch::new(&self.nodes, KeyMapping::Custom, |change: &Change<Node>| {
                 let moved = match (&change.old, &change.new) {
@@ -299,13 +318,18 @@ impl Reconciler for NodePodProbeController {
                 let probe = change.new.as_deref().or(change.old.as_deref());
                 probe.and_then(|p| p.metadata.name.as_deref()).map(node_key).into_iter().collect()
             }),
-            Watch::new(&self.pods, KeyMapping::Custom, |change: &Change<CachedPod>| {
+            // A pod's change matters to its node only where a marker may probe it (its
+            // namespace has one) or its node's NodePodProbe still lists it: most pods are in
+            // neither, and would each cost a reconcile that decodes the node's pods.
+            Watch::new(&self.pods, KeyMapping::Custom, move |change: &Change<CachedPod>| {
                 let mut keys: Vec<ObjectKey> = [change.old.as_deref(), change.new.as_deref()]
                     .into_iter()
                     .flatten()
-                    .map(CachedPod::node_name)
-                    .filter(|n| !n.is_empty())
-                    .map(|n| node_key(&n))
+                    .filter_map(|pod| {
+                        let node = pod.node_name();
+                        (!node.is_empty() && probed(pod, &node, &markers, &probes))
+                            .then(|| node_key(&node))
+                    })
                     .collect();
                 keys.dedup();
                 keys
@@ -533,4 +557,44 @@ pub fn node_pod_probe_registration() -> Registration {
 /// The PodProbeMarker controller's registration.
 pub fn pod_probe_marker_registration() -> Registration {
     Registration { info: PodProbeMarkerController::INFO, build: PodProbeMarkerController::build }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(namespace: &str, name: &str) -> CachedPod {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"namespace": namespace, "name": name, "uid": format!("{name}-uid")},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+        }))
+        .expect("a pod");
+        CachedPod::from_pod(pod)
+    }
+
+    /// Pod changes wake a node only where a marker may probe the pod or the node's
+    /// NodePodProbe lists it.
+    #[test]
+    fn only_pods_a_marker_may_probe_wake_their_node() {
+        let markers: Cache<PodProbeMarker> = Cache::default();
+        let probes: Cache<NodePodProbe> = Cache::default();
+        markers.load(Vec::new());
+        let listed: NodePodProbe = serde_json::from_value(json!({
+            "metadata": {"name": "n1"},
+            "spec": {"podProbes": [{"name": "a", "namespace": "team", "uid": "a-uid", "IP": ""}]},
+        }))
+        .expect("a NodePodProbe");
+        probes.load(vec![Arc::new(listed)]);
+        assert!(probed(&pod("team", "a"), "n1", &markers, &probes), "listed by its node");
+        assert!(!probed(&pod("team", "b"), "n1", &markers, &probes), "no marker, not listed");
+        assert!(!probed(&pod("other", "a"), "n1", &markers, &probes), "another namespace");
+        let marker: PodProbeMarker = serde_json::from_value(json!({
+            "metadata": {"namespace": "team", "name": "m"},
+            "spec": {"selector": {"matchLabels": {"app": "x"}}, "probes": []},
+        }))
+        .expect("a marker");
+        markers.load(vec![Arc::new(marker)]);
+        assert!(probed(&pod("team", "b"), "n1", &markers, &probes), "a marker in its namespace");
+    }
 }

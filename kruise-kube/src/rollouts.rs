@@ -990,9 +990,16 @@ impl AdvancedDeploymentController {
 
 impl Reconciler for AdvancedDeploymentController {
     fn watches(&self) -> Vec<Watch> {
+        // Only Deployments under a release: the others' changes, and their ReplicaSets',
+        // would each cost a reconcile that finds nothing to do.
         vec![
-            Watch::own(&self.deployments),
-            Watch::controller_owner(&self.replica_sets, &self.deployments, "Deployment"),
+            Watch::own_where(&self.deployments, deployments::is_controlled),
+            Watch::controller_owner_where(
+                &self.replica_sets,
+                &self.deployments,
+                "Deployment",
+                deployments::is_controlled,
+            ),
         ]
     }
 
@@ -1085,9 +1092,16 @@ impl NativeDaemonSetController {
 
 impl Reconciler for NativeDaemonSetController {
     fn watches(&self) -> Vec<Watch> {
+        // Only DaemonSets under a release: every pod of every other DaemonSet would wake
+        // its owner for a reconcile that finds nothing to do.
         vec![
-            Watch::own(&self.daemon_sets),
-            Watch::controller_owner(&self.pods, &self.daemon_sets, "DaemonSet"),
+            Watch::own_where(&self.daemon_sets, Self::controlled),
+            Watch::controller_owner_where(
+                &self.pods,
+                &self.daemon_sets,
+                "DaemonSet",
+                Self::controlled,
+            ),
         ]
     }
 
