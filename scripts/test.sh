@@ -59,6 +59,12 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"
 
+# The soak (ignored by the run above): every kind it covers rolling at once under faults drawn
+# from a fixed seed, for 60 s. KRUISE_SOAK_SECONDS and KRUISE_SOAK_SEED change them.
+step "soak"
+KRUISE_SOAK_SECONDS="${KRUISE_SOAK_SECONDS:-60}" KRUISE_SOAK_SEED="${KRUISE_SOAK_SEED:-1}" \
+  cargo test -p kruise-manager --test e2e --locked -- --ignored soak 2>&1 | tee -a "$log"
+
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -27,6 +27,8 @@ impl WorkloadKind for CloneSet {
         Some(ServedResource { group: "apps.kruise.io", version: "v1beta1", plural: "clonesets" }),
     );
 
+    const ASKS_BUDGETS_BEFORE_UPDATES: bool = true;
+
     fn reads_image_pull_jobs(settings: &ControllerSettings) -> bool {
         settings.gates.enabled(PRE_DOWNLOAD_GATE)
     }

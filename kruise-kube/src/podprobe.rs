@@ -56,14 +56,21 @@ fn node_key(name: &str) -> ObjectKey {
     ObjectKey::new("", name)
 }
 
-/// Whether `pod`, bound to `node`, may be probed: a marker in its namespace, or its entry in
-/// the node's NodePodProbe.
+/// Whether `pod`, bound to `node`, may be probed: it asks for the enhanced liveness probe, a
+/// marker is in its namespace, or the node's NodePodProbe lists it.
 fn probed(
     pod: &CachedPod,
     node: &str,
     markers: &Cache<PodProbeMarker>,
     probes: &Cache<NodePodProbe>,
 ) -> bool {
+    let asks_liveness = pod.metadata.annotations.as_ref().is_some_and(|a| {
+        a.get(kruise_api::well_known::annotations::USING_ENHANCED_LIVENESS)
+            .is_some_and(|v| v == "true")
+    });
+    if asks_liveness {
+        return true;
+    }
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
     if !markers.select_in_namespace(namespace, |_| true).is_empty() {
         return true;
@@ -596,5 +603,14 @@ mod tests {
         .expect("a marker");
         markers.load(vec![Arc::new(marker)]);
         assert!(probed(&pod("team", "b"), "n1", &markers, &probes), "a marker in its namespace");
+        let mut asking = pod("other", "c");
+        asking.metadata.annotations = Some(
+            [(
+                kruise_api::well_known::annotations::USING_ENHANCED_LIVENESS.to_owned(),
+                "true".to_owned(),
+            )]
+            .into(),
+        );
+        assert!(probed(&asking, "n1", &markers, &probes), "asks for the enhanced liveness probe");
     }
 }

@@ -110,6 +110,12 @@ pub trait WorkloadKind:
     /// hands the planner [`WorkloadInputs::failed_pod_backoff`].
     const FAILED_POD_BACKOFF: bool = false;
 
+    /// Whether, with `PodUnavailableBudgetUpdateGate` on, each pod the plan updates is first
+    /// reserved in its PodUnavailableBudget (upstream's CloneSet does so before every pod it
+    /// updates); a pod the budget refuses waits, and the workload is looked at again in a
+    /// second.
+    const ASKS_BUDGETS_BEFORE_UPDATES: bool = false;
+
     /// Whether [`WorkloadInputs::image_pull_jobs`] is filled under these settings.
     fn reads_image_pull_jobs(_settings: &ControllerSettings) -> bool {
         false
@@ -188,6 +194,8 @@ pub struct WorkloadController<W: WorkloadKind> {
     applier: Applier,
     settings: ControllerSettings,
     failed_pods: Mutex<FailedPods>,
+    /// The budgets asked before updates ([`WorkloadKind::ASKS_BUDGETS_BEFORE_UPDATES`]).
+    budgets: Option<crate::pub_budget::PubWebhook>,
     kind: PhantomData<fn() -> W>,
 }
 
@@ -206,12 +214,24 @@ impl<W: WorkloadKind> WorkloadController<W> {
             image_pull_jobs: W::reads_image_pull_jobs(&context.settings)
                 .then(|| context.caches.get::<ImagePullJob>()),
         };
+        let budgets = (W::ASKS_BUDGETS_BEFORE_UPDATES
+            && context.settings.gates.enabled("PodUnavailableBudgetUpdateGate"))
+        .then(|| crate::pub_budget::PubWebhook {
+            budgets: context.caches.get(),
+            pods: context.caches.get(),
+            client: context.applier.client().clone(),
+            state: context.caches.shared(),
+            gates: crate::pub_budget::gates_from(&context.settings.gates),
+            metrics: None,
+            events: None,
+        });
         Self {
             caches,
             expectations: ExpectationStore::new(),
             applier: context.applier,
             settings: context.settings,
             failed_pods: Mutex::new(FailedPods::default()),
+            budgets,
             kind: PhantomData,
         }
     }
@@ -219,6 +239,42 @@ impl<W: WorkloadKind> WorkloadController<W> {
     /// The registration's build function for `W`.
     pub fn build(context: ControllerContext) -> Arc<dyn Reconciler> {
         Arc::new(Self::new(context))
+    }
+}
+
+/// Reserves each pod `plan` updates in its PodUnavailableBudget; the pods a budget refuses
+/// are left out of the plan, which then asks to run again in a second (upstream's
+/// `DurationStore.Push(key, time.Second)`).
+async fn ask_budgets<W: WorkloadKind>(
+    budgets: &crate::pub_budget::PubWebhook,
+    plan: &mut WorkloadPlan<W::Status>,
+    pods: &[Arc<CachedPod>],
+) {
+    use kruise_api::well_known::annotations::{PUB_RELATED_PUB, PUB_RELATED_PUB_LEGACY};
+    let updated: Vec<String> = plan.pods_being_updated().into_iter().map(str::to_owned).collect();
+    let mut refused = std::collections::BTreeSet::new();
+    for uid in updated {
+        let Some(cached) = pods.iter().find(|p| p.metadata.uid.as_deref() == Some(uid.as_str()))
+        else {
+            continue;
+        };
+        let covered = cached.metadata.annotations.as_ref().is_some_and(|a| {
+            a.contains_key(PUB_RELATED_PUB) || a.contains_key(PUB_RELATED_PUB_LEGACY)
+        });
+        // Only a pod a budget covers is decoded and asked about.
+        let Some(pod) = covered.then(|| cached.to_pod().ok()).flatten() else { continue };
+        let request = kruise_core::pub_budget::PodRequest::WorkloadUpdate { pod: &pod };
+        if let crate::admission::pod_feature::PodVerdict::Deny(_, reason) =
+            budgets.check(request, false, W::INFO.name).await
+        {
+            tracing::debug!(pod = %ObjectKey::of(cached.as_ref()), %reason, "update waits for its budget");
+            refused.insert(uid);
+        }
+    }
+    if !refused.is_empty() {
+        plan.without_pods(&refused);
+        let retry = jiff::SignedDuration::from_secs(1);
+        plan.requeue_after = Some(plan.requeue_after.map_or(retry, |d| d.min(retry)));
     }
 }
 
@@ -356,8 +412,11 @@ impl<W: WorkloadKind> WorkloadController<W> {
             BTreeMap::new()
         };
         let planning = std::time::Instant::now();
-        let plan = workload.plan(inputs, &self.settings, now);
+        let mut plan = workload.plan(inputs, &self.settings, now);
         let planned_in = planning.elapsed();
+        if let Some(budgets) = &self.budgets {
+            ask_budgets::<W>(budgets, &mut plan, &cached_pods).await;
+        }
         if W::FAILED_POD_BACKOFF {
             self.record_failed_pod_deletions(&uid, generation, &failed, &plan, now);
         }

@@ -35,7 +35,17 @@ pub(crate) fn endpoint_slice(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         let listed: Vec<Value> = allowed.iter().map(|t| json!(t)).collect();
         causes.push(Cause::not_supported("addressType", &json!(address_type), &listed));
     }
-    endpoints(obj, address_type, &mut causes);
+    // Addresses the stored slice already had are not checked again (kube-apiserver 1.33+
+    // ratchets IP validation): a changed `addressType` is refused for itself alone.
+    let kept: Vec<&str> = old
+        .and_then(|o| o.get("endpoints"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|e| e.get("addresses").and_then(Value::as_array).into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    endpoints(obj, address_type, &kept, &mut causes);
     ports(obj, &mut causes);
     if let Some(old) = old {
         let before = old.get("addressType").and_then(Value::as_str).unwrap_or_default();
@@ -46,7 +56,7 @@ pub(crate) fn endpoint_slice(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     causes
 }
 
-fn endpoints(obj: &Value, address_type: &str, causes: &mut Vec<Cause>) {
+fn endpoints(obj: &Value, address_type: &str, kept: &[&str], causes: &mut Vec<Cause>) {
     let list = obj.get("endpoints").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
     if list.len() as u64 > MAX_ENDPOINTS {
         causes.push(Cause::too_many("endpoints", list.len(), MAX_ENDPOINTS));
@@ -63,7 +73,9 @@ fn endpoints(obj: &Value, address_type: &str, causes: &mut Vec<Cause>) {
         }
         for (j, address) in addresses.iter().enumerate() {
             let text = address.as_str().unwrap_or_default();
-            address_causes(&format!("{path}[{j}]"), text, address_type, causes);
+            if !kept.contains(&text) {
+                address_causes(&format!("{path}[{j}]"), text, address_type, causes);
+            }
         }
         if let Some(hostname) = endpoint.get("hostname").and_then(Value::as_str)
             && let Err(why) = crate::util::check_label(hostname)
@@ -192,12 +204,21 @@ mod tests {
                 r#"Unsupported value: "IP": supported values: "FQDN", "IPv4", "IPv6""#
             )]
         );
-        let old = json!({"addressType": "IPv4"});
-        let changed = endpoint_slice(&json!({"addressType": "IPv6"}), Some(&old));
+        let old = json!({"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}]});
+        let changed = endpoint_slice(
+            &json!({"addressType": "IPv6", "endpoints": [{"addresses": ["10.0.0.1"]}]}),
+            Some(&old),
+        );
+        // The kept address is not checked against the new family, as on kube-apiserver 1.36.
         assert_eq!(
             fields(&changed),
             [("addressType", r#"Invalid value: "IPv6": field is immutable"#)]
         );
+        let added = endpoint_slice(
+            &json!({"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1", "::1"]}]}),
+            Some(&old),
+        );
+        assert_eq!(fields(&added).len(), 2, "the new address is checked: {added:?}");
     }
 
     #[test]

@@ -53,6 +53,13 @@ pub enum PodRequest<'a> {
         /// The pod as stored.
         pod: &'a Pod,
     },
+    /// An update of the pod to another revision that a Kruise workload controller is about
+    /// to start (upstream's CloneSet asks before each pod it updates): decided as an
+    /// `UPDATE` under `PodUnavailableBudgetUpdateGate`.
+    WorkloadUpdate {
+        /// The pod as stored.
+        pod: &'a Pod,
+    },
 }
 
 impl<'a> PodRequest<'a> {
@@ -61,7 +68,8 @@ impl<'a> PodRequest<'a> {
         match *self {
             PodRequest::Delete { pod }
             | PodRequest::Evict { pod }
-            | PodRequest::Restart { pod } => pod,
+            | PodRequest::Restart { pod }
+            | PodRequest::WorkloadUpdate { pod } => pod,
             PodRequest::Update { old, .. } => old,
         }
     }
@@ -191,6 +199,10 @@ pub fn decide(
             return Ok(Decision::Allow(AllowReason::GateDisabled));
         }
         PodRequest::Restart { .. } => Operation::Update,
+        PodRequest::WorkloadUpdate { .. } if !gates.update_gate => {
+            return Ok(Decision::Allow(AllowReason::GateDisabled));
+        }
+        PodRequest::WorkloadUpdate { .. } => Operation::Update,
         PodRequest::Update { old, new } => {
             if !gates.update_gate {
                 return Ok(Decision::Allow(AllowReason::GateDisabled));

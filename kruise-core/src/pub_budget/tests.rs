@@ -250,6 +250,26 @@ fn a_controllers_container_restart_is_counted_as_an_update() {
 }
 
 #[test]
+fn a_workload_update_asks_the_budget_only_under_the_update_gate() {
+    let p = pods(3);
+    let b = with_status(selector_budget(IntOrString::Int(1)), &p, 3);
+    let ask = |b: &PodUnavailableBudget, pod, gates: &PubGates| {
+        decide(b, None, PodRequest::WorkloadUpdate { pod }, false, gates, now()).unwrap()
+    };
+    let delete_only = PubGates { delete_gate: true, update_gate: false, ..PubGates::default() };
+    assert_eq!(ask(&b, &p[0], &delete_only), Decision::Allow(AllowReason::GateDisabled));
+    let gates = PubGates { update_gate: true, ..PubGates::default() };
+    let Decision::AllowWithReservation { operation, status } = ask(&b, &p[0], &gates) else {
+        panic!("reserved")
+    };
+    assert_eq!(operation, Operation::Update);
+    let mut after = b.clone();
+    after.status = Some(status);
+    assert_eq!(ask(&after, &p[0], &gates), Decision::Allow(AllowReason::AlreadyCounted));
+    assert!(matches!(ask(&after, &p[1], &gates), Decision::Deny(_)), "the budget is spent");
+}
+
+#[test]
 fn records_expire_after_upstreams_timeouts_and_give_the_next_recheck() {
     let p = pods(4);
     let mut b = with_status(selector_budget(IntOrString::Int(2)), &p, 4);

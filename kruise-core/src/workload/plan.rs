@@ -855,6 +855,69 @@ impl<S> Plan<S> {
         self.actions.is_empty() && self.status.is_none()
     }
 
+    /// The UIDs of the pods whose update to another revision the plan starts or carries on:
+    /// an in-place update (its readiness condition, its patch, its grace period) or a
+    /// recreation (marked for deletion, or deleted). Upstream's CloneSet asks the pod's
+    /// PodUnavailableBudget before each of these.
+    pub fn pods_being_updated(&self) -> std::collections::BTreeSet<&str> {
+        self.actions
+            .iter()
+            .filter_map(|action| match action {
+                Action::PatchPodStatus {
+                    uid,
+                    purpose: PodStatusPurpose::InPlaceUpdateReady,
+                    ..
+                }
+                | Action::PatchPod {
+                    uid,
+                    purpose:
+                        PodPatchPurpose::InPlaceUpdate
+                        | PodPatchPurpose::InPlaceGrace
+                        | PodPatchPurpose::SpecifiedDelete,
+                    ..
+                }
+                | Action::PatchPodResize { uid, .. }
+                | Action::DeletePod { uid, purpose: DeletePurpose::Recreate, .. } => {
+                    Some(uid.as_str())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Leaves out every action on the pods with these UIDs, and the Events recorded after
+    /// them (the other Events keep pointing at their actions).
+    pub fn without_pods(&mut self, uids: &std::collections::BTreeSet<String>) {
+        let on_pod = |action: &Action| match action {
+            Action::PatchPod { uid, .. }
+            | Action::PatchPodStatus { uid, .. }
+            | Action::PatchPodResize { uid, .. }
+            | Action::DeletePod { uid, .. } => uids.contains(uid),
+            _ => false,
+        };
+        let mut kept_at = Vec::with_capacity(self.actions.len());
+        let mut kept = 0;
+        for action in &self.actions {
+            if on_pod(action) {
+                kept_at.push(None);
+            } else {
+                kept_at.push(Some(kept));
+                kept += 1;
+            }
+        }
+        self.actions.retain(|action| !on_pod(action));
+        self.events.retain_mut(|event| match event.after_action {
+            None => true,
+            Some(i) => match kept_at.get(i).copied().flatten() {
+                Some(j) => {
+                    event.after_action = Some(j);
+                    true
+                }
+                None => false,
+            },
+        });
+    }
+
     /// The objects the plan deletes ([`Action::DeleteObject`]), in order.
     pub fn deletions(&self) -> impl Iterator<Item = &Target> {
         self.actions.iter().filter_map(|action| match action {
@@ -878,6 +941,45 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_plan_without_some_pods_keeps_the_others_and_their_events() {
+        let patch = |uid: &str, purpose| Action::PatchPod {
+            namespace: None,
+            name: uid.to_owned(),
+            uid: uid.to_owned(),
+            purpose,
+            patch: Patch::merge(serde_json::json!({})),
+        };
+        let event = |i| Event {
+            type_: EventType::Normal,
+            reason: "R".into(),
+            message: format!("after {i}"),
+            after_action: Some(i),
+        };
+        let mut plan: Plan<()> = Plan::empty(Default::default());
+        plan.actions = vec![
+            patch("a", PodPatchPurpose::InPlaceUpdate),
+            patch("b", PodPatchPurpose::InPlaceUpdate),
+            Action::DeletePod {
+                name: "c".into(),
+                uid: "c".into(),
+                purpose: DeletePurpose::Recreate,
+            },
+            patch("d", PodPatchPurpose::Lifecycle),
+        ];
+        plan.events = vec![event(0), event(1), event(2), event(3)];
+        let updated: Vec<&str> = plan.pods_being_updated().into_iter().collect();
+        assert_eq!(updated, ["a", "b", "c"], "a lifecycle patch is no update");
+        plan.without_pods(&["a".to_owned(), "c".to_owned()].into());
+        assert_eq!(
+            plan.actions,
+            [patch("b", PodPatchPurpose::InPlaceUpdate), patch("d", PodPatchPurpose::Lifecycle)]
+        );
+        let kept: Vec<(String, Option<usize>)> =
+            plan.events.iter().map(|e| (e.message.clone(), e.after_action)).collect();
+        assert_eq!(kept, [("after 1".to_owned(), Some(0)), ("after 3".to_owned(), Some(1))]);
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod restart;
 mod rollout;
 mod sidecar_terminator;
 mod sidecarset;
+mod soak;
 mod statefulset;
 mod switches;
 mod takeover;
