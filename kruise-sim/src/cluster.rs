@@ -348,7 +348,6 @@ fn bad_body_kind(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Copies `status` of `from` into `to` (removing it when `from` has none).
 /// A pod status write that clears `status.observedGeneration` keeps the stored one, as
 /// kube-apiserver's pod status strategy does (only the kubelet moves it).
 fn keep_observed_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
@@ -364,6 +363,7 @@ fn keep_observed_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
     }
 }
 
+/// Copies `status` of `from` into `to` (removing it when `from` has none).
 fn copy_status(from: &Value, to: &mut Value) {
     if let Some(m) = to.as_object_mut() {
         match from.get("status") {
