@@ -10,25 +10,9 @@ use crate::common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Budget, Kubectl, Proc, SimCluster, cloneset_yaml, start_monitor, wait_for};
+use common::{Budget, Kubectl, Proc, Rng, SimCluster, cloneset_yaml, start_monitor, wait_for};
 use kruise_sim::faults::{Fault, FaultAction};
 use serde_json::Value;
-
-/// A small deterministic generator, so a failing run can be repeated with its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn millis(&mut self, below: u64) -> Duration {
-        Duration::from_millis(self.next() % below)
-    }
-}
 
 fn cloneset(name: &str, replicas: i32, policy: &str, unavailable: i32, surge: i32) -> String {
     let strategy = format!(

@@ -25,29 +25,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Budget, Kubectl, Proc, SimCluster, cloneset_yaml, start_monitor, wait_for};
+use common::{Budget, Kubectl, Proc, Rng, SimCluster, cloneset_yaml, start_monitor, wait_for};
 use kruise_sim::faults::{Fault, FaultAction, FaultHits};
 use serde_json::{Value, json};
-
-/// xorshift, so that a run is repeated by its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn millis(&mut self, below: u64) -> Duration {
-        Duration::from_millis(self.below(below))
-    }
-}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -72,38 +52,13 @@ fn cluster() -> SimCluster {
     cluster
 }
 
-fn start_manager(cluster: &SimCluster, generation: usize) -> Proc {
-    let manager = cluster.run_manager(
-        &format!("soak-manager-{generation}.log"),
-        &[
-            "--enable-leader-election=false",
-            "--metrics-addr",
-            "0",
-            "--health-probe-addr",
-            "0",
-            "--webhook-host",
-            "127.0.0.1",
-            "--webhook-port",
-            "0",
-            // The budget guards in-place updates too.
-            "--feature-gates",
-            "PodUnavailableBudgetUpdateGate=true",
-        ],
-    );
-    wait_for("the manager's webhooks", Duration::from_secs(60), || {
-        let out = cluster.kubectl.run_with(
-            &[
-                "get",
-                "validatingwebhookconfiguration",
-                "kruise-validating-webhook-configuration",
-                "-o",
-                "json",
-            ],
-            None,
-        );
-        out.stdout.contains("\"vpod.kb.io\"").then_some(())
-    });
-    manager
+/// The manager with its webhooks, the budget guarding in-place updates too.
+fn start_manager(cluster: &SimCluster) -> Proc {
+    crate::pub_budget::start_manager(
+        cluster,
+        &["--feature-gates", "PodUnavailableBudgetUpdateGate=true"],
+    )
+    .0
 }
 
 /// A write through kubectl, retried while the manager (whose webhooks see it) restarts.
@@ -304,8 +259,7 @@ fn soak() {
     let mut rng = Rng(seed);
     let cluster = cluster();
     let k = &cluster.kubectl;
-    let mut generation = 0;
-    let mut manager = start_manager(&cluster, generation);
+    let mut manager = start_manager(&cluster);
 
     // cs: 6 pods in place, the CloneSet allows 2 unavailable, its budget 1.
     write(
@@ -432,8 +386,7 @@ fn soak() {
                     dropped += 1;
                 }
                 std::thread::sleep(rng.millis(800));
-                generation += 1;
-                manager = start_manager(&cluster, generation);
+                manager = start_manager(&cluster);
             }
             poller.poll(k, partition_before, wanted.partition, &mut findings);
             std::thread::sleep(Duration::from_millis(300));

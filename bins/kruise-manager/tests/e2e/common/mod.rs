@@ -147,6 +147,28 @@ pub fn wait_for_pod_webhook_entries(k: &Kubectl, n: usize) {
     });
 }
 
+/// A small deterministic generator (xorshift), so a failing run is repeated by its seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// Up to `below` milliseconds.
+    pub fn millis(&mut self, below: u64) -> Duration {
+        Duration::from_millis(self.below(below))
+    }
+}
+
 /// A child process killed when dropped.
 pub struct Proc {
     pub child: Child,
