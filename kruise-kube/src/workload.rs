@@ -251,13 +251,17 @@ async fn ask_budgets<W: WorkloadKind>(
     pods: &[Arc<CachedPod>],
 ) {
     use kruise_api::well_known::annotations::{PUB_RELATED_PUB, PUB_RELATED_PUB_LEGACY};
-    let updated: Vec<String> = plan.pods_being_updated().into_iter().map(str::to_owned).collect();
+    let updated = plan.pods_being_updated();
+    // One pass over the workload's pods (a plan may update hundreds of them).
+    let updating: Vec<(String, &Arc<CachedPod>)> = pods
+        .iter()
+        .filter_map(|p| {
+            let uid = p.metadata.uid.as_deref().filter(|uid| updated.contains(uid))?;
+            Some((uid.to_owned(), p))
+        })
+        .collect();
     let mut refused = std::collections::BTreeSet::new();
-    for uid in updated {
-        let Some(cached) = pods.iter().find(|p| p.metadata.uid.as_deref() == Some(uid.as_str()))
-        else {
-            continue;
-        };
+    for (uid, cached) in updating {
         let covered = cached.metadata.annotations.as_ref().is_some_and(|a| {
             a.contains_key(PUB_RELATED_PUB) || a.contains_key(PUB_RELATED_PUB_LEGACY)
         });

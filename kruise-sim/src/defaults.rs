@@ -59,7 +59,7 @@ fn default_container(c: &mut Value) {
 
 /// Sets `key` to `v` where it is missing, null or zero (kube-apiserver's defaulting of a
 /// non-pointer number cannot tell 0 from unset).
-fn put_unless_positive(m: &mut Map<String, Value>, key: &str, v: i64) {
+fn put_if_zero(m: &mut Map<String, Value>, key: &str, v: i64) {
     if m.get(key).and_then(Value::as_i64).unwrap_or(0) == 0 {
         m.insert(key.into(), json!(v));
     }
@@ -81,10 +81,10 @@ fn default_claim(claim: &mut Map<String, Value>) {
 
 /// A probe's timings and its HTTP action's defaults.
 fn default_probe(probe: &mut Map<String, Value>) {
-    put_unless_positive(probe, "timeoutSeconds", 1);
-    put_unless_positive(probe, "periodSeconds", 10);
-    put_unless_positive(probe, "successThreshold", 1);
-    put_unless_positive(probe, "failureThreshold", 3);
+    put_if_zero(probe, "timeoutSeconds", 1);
+    put_if_zero(probe, "periodSeconds", 10);
+    put_if_zero(probe, "successThreshold", 1);
+    put_if_zero(probe, "failureThreshold", 3);
     if let Some(Value::Object(get)) = probe.get_mut("httpGet") {
         default_http_get(get);
     }

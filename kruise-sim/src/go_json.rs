@@ -89,10 +89,7 @@ struct Table {
 fn table() -> &'static Table {
     static TABLE_CELL: OnceLock<Table> = OnceLock::new();
     TABLE_CELL.get_or_init(|| {
-        let mut rows: HashMap<
-            &'static str,
-            Vec<(&'static str, &'static str, &'static str, &'static str)>,
-        > = HashMap::new();
+        let mut rows: Rows = HashMap::new();
         for line in TABLE.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
             let mut cells = line.split('\t');
             let (Some(owner), Some(name), Some(flags), Some(kind)) =
@@ -113,6 +110,7 @@ fn table() -> &'static Table {
     })
 }
 
+/// The table's rows by struct: (field, flags, kind, element type).
 type Rows = HashMap<&'static str, Vec<(&'static str, &'static str, &'static str, &'static str)>>;
 
 /// The fields of `owner` with those of its embedded (inline) structs in their place.
