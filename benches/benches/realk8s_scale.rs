@@ -29,8 +29,13 @@
 //! installed; the CRDs then convert through it. The webhook configurations are deleted at the
 //! end.
 //!
-//! Printed per pair: each side's median and spread, and the ratio of medians with the spread
-//! of the per-round ratios. The target is a median ratio at or below 1.0.
+//! `KRUISE_BENCH_MANAGER_ARGS` adds flags of one's own to the manager's (split on spaces).
+//!
+//! Printed per round: each side's time, its first pod's, and the CPU the manager,
+//! kube-controller-manager and kube-apiserver used during the run (from /proc; the two found
+//! by name with `pgrep`). Printed per pair: each side's median and spread, the first pods'
+//! medians, and the ratio of medians with the spread of the per-round ratios. The target is a
+//! median ratio at or below 1.0.
 //!
 //! ```text
 //! cargo build --release -p kruise-manager
@@ -309,21 +314,65 @@ async fn watch_pods(
     support::watch_count(api, config, count, |pod: Pod| pod.metadata.name).await
 }
 
-/// One run: `side` making `pods` pods in namespace `namespace`; the time from the create until
-/// the watch has seen every pod.
-async fn run(client: &kube::Client, side: Side, pods: usize, namespace: &str) -> Duration {
+/// One run's times, both from the workload's create.
+#[derive(Clone, Copy)]
+struct Took {
+    /// Until the watch saw the first pod: how long the controller took to react.
+    first: Duration,
+    /// Until the watch had seen every pod: the figure compared.
+    all: Duration,
+    /// CPU seconds the manager, kube-controller-manager and kube-apiserver used meanwhile.
+    cpu: [f64; 3],
+}
+
+/// The processes whose CPU time a run reports: the manager, and kube-controller-manager and
+/// kube-apiserver found by name (0 where not found).
+struct Processes {
+    pids: [String; 3],
+}
+
+impl Processes {
+    fn find(manager: &str) -> Processes {
+        let named = |name: &str| {
+            let out = Command::new("pgrep").args(["-x", name]).output().ok();
+            out.and_then(|o| String::from_utf8(o.stdout).ok())
+                .and_then(|s| s.lines().next().map(str::to_owned))
+                .unwrap_or_default()
+        };
+        Processes { pids: [manager.to_owned(), named("kube-controller"), named("kube-apiserver")] }
+    }
+
+    fn cpu(&self) -> [f64; 3] {
+        self.pids.each_ref().map(|pid| if pid.is_empty() { 0.0 } else { benches::cpu_seconds(pid) })
+    }
+}
+
+/// One run: `side` making `pods` pods in namespace `namespace`.
+async fn run(
+    client: &kube::Client,
+    side: Side,
+    pods: usize,
+    namespace: &str,
+    processes: &Processes,
+) -> Took {
     // A namespace an interrupted run left behind goes first.
     delete_namespace(client, namespace).await;
     fresh_namespace(client, namespace).await;
     let watch = watch_pods(client, namespace, pods).await;
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &side.resource());
+    let cpu_before = processes.cpu();
     let start = Instant::now();
     api.create(&PostParams::default(), &side.object(pods)).await.expect("workload created");
-    let (_, done) = tokio::time::timeout(Duration::from_secs(600), watch)
+    let (first, done) = tokio::time::timeout(Duration::from_secs(600), watch)
         .await
         .unwrap_or_else(|_| panic!("{}: not every pod after 600 s", side.name()))
         .expect("watch task");
-    let took = done.duration_since(start);
+    let cpu_after = processes.cpu();
+    let took = Took {
+        first: first.duration_since(start),
+        all: done.duration_since(start),
+        cpu: std::array::from_fn(|i| cpu_after[i] - cpu_before[i]),
+    };
     delete_namespace(client, namespace).await;
     took
 }
@@ -394,8 +443,16 @@ fn main() {
     if webhooks {
         extra.push("--enable-webhook=true");
     }
+    // Flags of one's own for the manager, split on spaces (for example `--feature-gates
+    // PodWebhook=false`, which leaves out the KruisePodReady readiness gate).
+    let own_flags = std::env::var("KRUISE_BENCH_MANAGER_ARGS").unwrap_or_default();
+    extra.extend(own_flags.split_whitespace());
+    if !own_flags.trim().is_empty() {
+        println!("realk8s_scale: manager flags of one's own: {own_flags}");
+    }
     let mut manager = Manager::start(&binary, &kubeconfig, log, qps, burst, &extra);
     let nodes: usize = env_or("KRUISE_BENCH_NODES", 100);
+    let processes = Processes::find(&manager.pid);
     rt.block_on(async {
         manager.wait_ready(Duration::from_secs(120)).await;
         let mut sim_nodes = None;
@@ -411,32 +468,58 @@ fn main() {
             // One run of each side first, not counted: right after the CRDs are applied, the
             // API server's storage for them may still be starting.
             for side in [kruise, builtin] {
-                let t = run(&client, side, pods, "bench-warm-up").await.as_secs_f64();
+                let t = run(&client, side, pods, "bench-warm-up", &processes).await;
+                let t = t.all.as_secs_f64();
                 println!("realk8s_scale/{}: warm-up: {} {t:.3} s", kruise.name(), side.name());
             }
             let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut ours_first, mut theirs_first) = (Vec::new(), Vec::new());
             for round in 0..rounds {
                 // Alternate which side goes first, so that a slow spell hits both alike.
                 let order = if round % 2 == 0 { [kruise, builtin] } else { [builtin, kruise] };
-                let mut took = [0.0f64; 2];
+                let zero = Took { first: Duration::ZERO, all: Duration::ZERO, cpu: [0.0; 3] };
+                let mut took = [zero; 2];
                 for (i, side) in order.into_iter().enumerate() {
                     let namespace = format!("bench-{round}-{i}");
-                    let t = run(&client, side, pods, &namespace).await.as_secs_f64();
-                    took[usize::from(side != kruise)] = t;
+                    took[usize::from(side != kruise)] =
+                        run(&client, side, pods, &namespace, &processes).await;
                 }
+                let cpu = |t: &Took| {
+                    format!(
+                        "cpu ms: manager {:.0}, kcm {:.0}, apiserver {:.0}",
+                        t.cpu[0] * 1e3,
+                        t.cpu[1] * 1e3,
+                        t.cpu[2] * 1e3
+                    )
+                };
+                let (kc, bc) = (cpu(&took[0]), cpu(&took[1]));
+                let [k, b] = took.map(|t| (t.first.as_secs_f64(), t.all.as_secs_f64()));
                 println!(
-                    "realk8s_scale/{}: round {round}: {} {:.3} s, {} {:.3} s, ratio {:.2}",
+                    "realk8s_scale/{}: round {round}: {} {:.3} s (first pod {:.3} s; {kc}), {} \
+                     {:.3} s (first pod {:.3} s; {bc}), ratio {:.2}",
                     kruise.name(),
                     kruise.name(),
-                    took[0],
+                    k.1,
+                    k.0,
                     builtin.name(),
-                    took[1],
-                    took[0] / took[1]
+                    b.1,
+                    b.0,
+                    k.1 / b.1
                 );
-                ours.push(took[0]);
-                theirs.push(took[1]);
-                ratios.push(took[0] / took[1]);
+                ours.push(k.1);
+                theirs.push(b.1);
+                ratios.push(k.1 / b.1);
+                ours_first.push(k.0);
+                theirs_first.push(b.0);
             }
+            println!(
+                "realk8s_scale/{}: first pod: {} median {:.3} s, {} median {:.3} s",
+                kruise.name(),
+                kruise.name(),
+                median(&mut ours_first),
+                builtin.name(),
+                median(&mut theirs_first),
+            );
             let (m_ours, m_theirs) = (median(&mut ours.clone()), median(&mut theirs.clone()));
             println!(
                 "realk8s_scale/{}: {} median {m_ours:.3} s (min/q1/q3/max {}), {} median \

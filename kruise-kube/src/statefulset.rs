@@ -30,6 +30,9 @@ impl WorkloadKind for StatefulSet {
         }),
     );
 
+    /// Beyond upstream's, whose Advanced StatefulSet leaves the budget to the pod webhook.
+    const ASKS_BUDGETS_BEFORE_UPDATES: bool = true;
+
     /// The set's claims are found by name (`<template>-<set>-<ordinal>`) in its namespace.
     const READS_NAMESPACE_PVCS: bool = true;
 

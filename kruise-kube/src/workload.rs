@@ -113,7 +113,8 @@ pub trait WorkloadKind:
     /// Whether, with `PodUnavailableBudgetUpdateGate` on, each pod the plan updates is first
     /// reserved in its PodUnavailableBudget (upstream's CloneSet does so before every pod it
     /// updates); a pod the budget refuses waits, and the workload is looked at again in a
-    /// second.
+    /// second. Without it, a workload allowed more unavailable pods than its budget marks
+    /// them not ready for their in-place updates before the webhook refuses the image change.
     const ASKS_BUDGETS_BEFORE_UPDATES: bool = false;
 
     /// Whether [`WorkloadInputs::image_pull_jobs`] is filled under these settings.

@@ -346,3 +346,100 @@ fn with_the_update_gate_an_image_change_is_refused_and_a_label_change_is_not() {
     assert_eq!(now["spec"]["containers"][0]["image"], json!("registry.example/web:v1"), "{now}");
     assert_eq!(now["metadata"]["labels"]["touched"], "yes");
 }
+
+/// An Advanced StatefulSet and an Advanced DaemonSet updating in place, each allowed three
+/// pods unavailable at once, under budgets allowing one: with the update gate, each asks its
+/// pod's budget before it marks the pod not ready for its update (beyond upstream, where only
+/// the CloneSet asks and the others rely on the webhook, which sees the image change after the
+/// pod is already down), so a watch of the pods never sees more than one of each down.
+#[test]
+fn with_the_update_gate_stateful_and_daemon_sets_update_in_place_within_their_budgets() {
+    use common::{Budget, start_monitor};
+    let cluster = cluster_with_nodes(4);
+    let k = &cluster.kubectl;
+    let (_manager, _) =
+        start_manager(&cluster, &["--feature-gates", "PodUnavailableBudgetUpdateGate=true"]);
+    let sts = |image: &str| {
+        format!(
+            r#"apiVersion: apps.kruise.io/v1beta1
+kind: StatefulSet
+metadata: {{name: sts}}
+spec:
+  replicas: 4
+  podManagementPolicy: Parallel
+  selector: {{matchLabels: {{app: sts}}}}
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate: {{maxUnavailable: 3, podUpdatePolicy: InPlaceIfPossible}}
+  template:
+    metadata: {{labels: {{app: sts}}}}
+    spec:
+      readinessGates: [{{conditionType: InPlaceUpdateReady}}]
+      containers: [{{name: main, image: "{image}"}}]
+"#
+        )
+    };
+    let ds = |image: &str| {
+        format!(
+            r#"apiVersion: apps.kruise.io/v1beta1
+kind: DaemonSet
+metadata: {{name: ds}}
+spec:
+  selector: {{matchLabels: {{app: ds}}}}
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate: {{type: InPlaceIfPossible, maxUnavailable: 3}}
+  template:
+    metadata: {{labels: {{app: ds}}}}
+    spec:
+      containers: [{{name: main, image: "{image}"}}]
+"#
+        )
+    };
+    k.ok_stdin(&["apply", "-f", "-"], &sts("registry.example/sts:v1"));
+    k.ok_stdin(&["apply", "-f", "-"], &ds("registry.example/ds:v1"));
+    for app in ["sts", "ds"] {
+        let spec = json!({"selector": {"matchLabels": {"app": app}}, "maxUnavailable": 1});
+        k.ok_stdin(&["apply", "-f", "-"], &budget(&format!("{app}-pub"), spec));
+    }
+    wait_for("four ready pods of each under their budgets", Duration::from_secs(90), || {
+        ["sts", "ds"]
+            .iter()
+            .all(|app| {
+                let s = status(k, &format!("{app}-pub"));
+                ready_pods(k, &format!("app={app}")).len() == 4 && s["desiredAvailable"] == 3
+            })
+            .then_some(())
+    });
+    let monitors: Vec<(&str, Arc<std::sync::Mutex<Budget>>)> = ["sts", "ds"]
+        .into_iter()
+        .map(|app| {
+            let budget = Arc::new(std::sync::Mutex::new(Budget::default()));
+            let selector = if app == "sts" { "app=sts" } else { "app=ds" };
+            start_monitor(cluster.kubeconfig.clone(), selector, budget.clone());
+            (app, budget)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    for (_, b) in &monitors {
+        b.lock().expect("budget").armed = true;
+    }
+    k.ok_stdin(&["apply", "-f", "-"], &sts("registry.example/sts:v2"));
+    k.ok_stdin(&["apply", "-f", "-"], &ds("registry.example/ds:v2"));
+    wait_for("every pod updated and ready", Duration::from_secs(120), || {
+        ["sts", "ds"]
+            .iter()
+            .all(|app| {
+                let pods = ready_pods(k, &format!("app={app}"));
+                pods.len() == 4
+                    && pods.iter().all(|p| {
+                        p["spec"]["containers"][0]["image"] == format!("registry.example/{app}:v2")
+                    })
+            })
+            .then_some(())
+    });
+    for (app, b) in &monitors {
+        let b = b.lock().expect("budget");
+        assert_eq!(b.min_available, Some(3), "{app}: fewest available pods during the update");
+    }
+}
