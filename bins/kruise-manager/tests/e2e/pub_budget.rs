@@ -402,12 +402,19 @@ spec:
         let spec = json!({"selector": {"matchLabels": {"app": app}}, "maxUnavailable": 1});
         k.ok_stdin(&["apply", "-f", "-"], &budget(&format!("{app}-pub"), spec));
     }
-    wait_for("four ready pods of each under their budgets", Duration::from_secs(90), || {
+    // The pods were created before their budgets: each is covered once the budget's
+    // controller has named it in the pod (until then neither the controller's question nor
+    // the webhook concerns it, as upstream's).
+    wait_for("four ready pods of each, named by their budgets", Duration::from_secs(90), || {
         ["sts", "ds"]
             .iter()
             .all(|app| {
-                let s = status(k, &format!("{app}-pub"));
-                ready_pods(k, &format!("app={app}")).len() == 4 && s["desiredAvailable"] == 3
+                let budget = format!("{app}-pub");
+                let pods = ready_pods(k, &format!("app={app}"));
+                let named = pods.iter().all(|p| {
+                    p["metadata"]["annotations"]["pub.kruise.io/related-pub"] == budget.as_str()
+                });
+                pods.len() == 4 && named && status(k, &budget)["desiredAvailable"] == 3
             })
             .then_some(())
     });
