@@ -2,7 +2,7 @@
 //! under 10 s, with no more writes than namespaces).
 //!
 //! Each run starts a fresh embedded API server (`kruise-sim` with the Kruise CRDs; writes
-//! slowed by `KRUISE_BENCH_WRITE_LATENCY_MS`, default 2, as in `manager_scale`) holding 1,000
+//! slowed by `KRUISE_BENCH_WRITE_LATENCY_MS`, default 2) holding 1,000
 //! namespaces labelled `team=a`, and the release `kruise-manager` as a subprocess (`run`, no
 //! leader election, no webhooks, `ResourceDistributionGate=true`). Timed from the create of
 //! the distribution until a watch has seen the 1,000 copies, and until its status reports

@@ -2,9 +2,8 @@
 //! (issue #40's target: the UnitedDeployment no slower than the CloneSet plus 10%).
 //!
 //! Each run starts a fresh embedded API server (`kruise-sim` with the Kruise CRDs, no nodes,
-//! so pods stay Pending; writes slowed by `KRUISE_BENCH_WRITE_LATENCY_MS`, default 2, as in
-//! `manager_scale`) and the release `kruise-manager` as a subprocess (`run`, no leader
-//! election, no webhooks). Timed from the create of the object (a CloneSet with
+//! so pods stay Pending; writes slowed by `KRUISE_BENCH_WRITE_LATENCY_MS`, default 2) and the
+//! release `kruise-manager` as a subprocess (`run`, no leader election, no webhooks). Timed from the create of the object (a CloneSet with
 //! `replicas: 1000`, or a UnitedDeployment with `replicas: 1000` over 10 subsets of its
 //! `cloneSetTemplate`) until a watch has seen 1,000 of its pods. Rounds
 //! (`KRUISE_BENCH_ROUNDS`, default 5) alternate the two; the table gives their medians, the
