@@ -35,9 +35,6 @@ impl WorkloadKind for DaemonSet {
 
     const FAILED_POD_BACKOFF: bool = true;
 
-    /// Beyond upstream's, whose Advanced DaemonSet leaves the budget to the pod webhook.
-    const ASKS_BUDGETS_BEFORE_UPDATES: bool = true;
-
     fn reads_image_pull_jobs(settings: &ControllerSettings) -> bool {
         settings.gates.enabled(PRE_DOWNLOAD_GATE)
     }
