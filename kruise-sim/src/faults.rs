@@ -123,12 +123,13 @@ pub(crate) struct RequestInfo<'a> {
 pub struct Faults {
     rules: Mutex<Vec<Fault>>,
     drop_tx: broadcast::Sender<()>,
+    expired: AtomicUsize,
 }
 
 impl Default for Faults {
     fn default() -> Self {
         let (drop_tx, _) = broadcast::channel(4);
-        Faults { rules: Mutex::new(Vec::new()), drop_tx }
+        Faults { rules: Mutex::new(Vec::new()), drop_tx, expired: AtomicUsize::new(0) }
     }
 }
 
@@ -160,6 +161,17 @@ impl Faults {
     /// snapshot) before the call: such a watch's client must reconnect to see it.
     pub fn drop_watches(&self) {
         let _ = self.drop_tx.send(());
+    }
+
+    /// How many watches this server has answered `410 Gone` (a resourceVersion older than
+    /// the history it keeps, as after [`crate::ServerHandle::compact`]), so that a test forcing
+    /// relists can show that they happened.
+    pub fn watches_expired(&self) -> usize {
+        self.expired.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn note_expired(&self) {
+        self.expired.fetch_add(1, Ordering::SeqCst);
     }
 
     pub(crate) fn subscribe_drops(&self) -> broadcast::Receiver<()> {

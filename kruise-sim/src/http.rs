@@ -1044,6 +1044,7 @@ async fn serve_watch(
                 (Some(start), r)
             }
             Err(TooOld(req, oldest)) => {
+                app.cluster.faults().note_expired();
                 let e = ApiError::gone(format!("too old resource version: {req} ({oldest})"));
                 let mut v = serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()}))
                     .unwrap_or_default();

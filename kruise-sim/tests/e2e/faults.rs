@@ -106,11 +106,13 @@ async fn watcher_survives_dropped_watches_and_gone() {
     let secrets: Api<Secret> = Api::namespaced(c.clone(), "default");
     let s: Secret = serde_json::from_value(json!({"metadata": {"name": "s"}})).expect("secret");
     secrets.create(&PostParams::default(), &s).await.expect("secret");
+    assert_eq!(server.faults().watches_expired(), 0, "no 410 before the compaction");
     server.compact();
     server.faults().drop_watches();
     api.create(&PostParams::default(), &cm("d")).await.expect("create d");
     let mut seen = events_until(&mut events, "InitDone").await;
     assert_eq!(seen[..2], ["WatchError(410)", "Init"], "the 410, then the relist: {seen:?}");
+    assert_eq!(server.faults().watches_expired(), 1, "the server counted its 410");
     if !seen.iter().any(|e| e == "InitApply(d)") {
         seen.extend(events_until(&mut events, "Apply(d)").await);
     }

@@ -168,7 +168,7 @@ pub(crate) fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 }
 
 /// The value of the sample named exactly `series` (name plus labels) in Prometheus text.
-fn metric(text: &str, series: &str) -> Option<f64> {
+pub(crate) fn metric(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())

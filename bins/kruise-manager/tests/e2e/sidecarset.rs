@@ -59,7 +59,7 @@ fn web_with_log_agent(k: &crate::common::Kubectl, extra: &str, replicas: usize) 
 /// until then it may be the catch-all that injects, and the generated entry that will send
 /// such pods to the webhook may not be written yet (pods created in that gap would go
 /// without their sidecar).
-fn wait_until_injected(k: &crate::common::Kubectl, app: &str, container: &str) {
+pub(crate) fn wait_until_injected(k: &crate::common::Kubectl, app: &str, container: &str) {
     let probe = format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  labels: {{app: {app}}}\nspec:\n  containers:\n  - name: main\n    image: nginx:1\n"
     );

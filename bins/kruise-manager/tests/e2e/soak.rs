@@ -1,8 +1,10 @@
-//! The soak (upstream issue #47's "a soak that covers every kind"; not in the default run):
-//! kruise-sim with simulated nodes and the manager with its webhooks, several kinds rolling at
-//! once for `KRUISE_SOAK_SECONDS` (60 by default), under faults drawn from `KRUISE_SOAK_SEED`
-//! (1 by default): conflicts, 5xx and slow writes, dropped watches, and the manager killed
-//! with SIGKILL and restarted. Throughout, it checks that
+//! The soak (issue #47's "a soak that covers every kind"; not in the default run): kruise-sim
+//! with simulated nodes and two manager replicas, as the chart deploys them (a leader elected on
+//! a Lease, both serving the webhooks behind one Service), several kinds rolling at once for
+//! `KRUISE_SOAK_SECONDS` (60 by default), under faults drawn from `KRUISE_SOAK_SEED` (1 by
+//! default): conflicts, 429s, 5xx and slow writes, dropped watches, 410 Gone on the watches'
+//! resumption, the leader killed with SIGKILL (the standby waits out the lease) or stopped with
+//! SIGTERM (it hands the lease over), and the standby killed. Throughout, it checks that
 //! - a CloneSet guarded by a PodUnavailableBudget of 1 never has two pods unavailable (the
 //!   CloneSet itself would allow 2),
 //! - a recreating CloneSet never passes `maxSurge` nor goes under `replicas - maxUnavailable`,
@@ -10,18 +12,23 @@
 //!   `maxUnavailable` pods unavailable,
 //! - an Advanced DaemonSet never runs two live pods on a node, nor more than `maxUnavailable`
 //!   unavailable,
+//! - a SidecarSet updating its sidecar in place never has more than `maxUnavailable` of its
+//!   pods unavailable, and every pod it selects carries its sidecar exactly once,
+//! - at most one replica leads at a time,
 //!
 //! and, once the faults stop, that every workload converges within two minutes. It prints the
 //! seed, the faults that fired, the manager restarts, and each violation with the events
 //! around it.
 //!
 //! Run: `KRUISE_SOAK_SECONDS=1800 cargo test -p kruise-manager --test e2e -- --ignored soak`.
-//! Not covered yet: a leader change (one manager runs), SidecarSet, BroadcastJob, UnitedDeployment
-//! and the other kinds.
+//! Not covered yet: BroadcastJob, UnitedDeployment, WorkloadSpread, AdvancedCronJob and the
+//! other kinds.
 
 use crate::common;
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -52,13 +59,146 @@ fn cluster() -> SimCluster {
     cluster
 }
 
-/// The manager with its webhooks, the budget guarding in-place updates too.
-fn start_manager(cluster: &SimCluster) -> Proc {
-    crate::pub_budget::start_manager(
-        cluster,
-        &["--feature-gates", "PodUnavailableBudgetUpdateGate=true"],
-    )
-    .0
+/// Two `kruise-manager run` replicas electing a leader on a short Lease, each serving the
+/// webhooks on a port of its own behind [`start_service`], the budget guarding in-place updates
+/// too.
+struct Replicas {
+    procs: [Option<Proc>; 2],
+    metrics: [u16; 2],
+    webhook: [u16; 2],
+    starts: usize,
+}
+
+const REPLICA_NAMES: [&str; 2] = ["a", "b"];
+
+impl Replicas {
+    fn new() -> Self {
+        let port = crate::leader_failover::free_port;
+        Replicas {
+            procs: [None, None],
+            metrics: [port(), port()],
+            webhook: [port(), port()],
+            starts: 0,
+        }
+    }
+
+    fn start(&mut self, cluster: &SimCluster, i: usize) {
+        self.starts += 1;
+        let log = format!("manager-{}-{}.log", REPLICA_NAMES[i], self.starts);
+        let (metrics, webhook) =
+            (format!("127.0.0.1:{}", self.metrics[i]), self.webhook[i].to_string());
+        self.procs[i] = Some(cluster.run_manager(
+            &log,
+            &[
+                "--enable-leader-election=true",
+                "--leader-election-lease-duration",
+                "4s",
+                "--leader-election-renew-deadline",
+                "3s",
+                "--leader-election-retry-period",
+                "1s",
+                "--metrics-addr",
+                &metrics,
+                "--health-probe-addr",
+                "0",
+                "--webhook-port",
+                &webhook,
+                "--feature-gates",
+                "PodUnavailableBudgetUpdateGate=true",
+            ],
+        ));
+    }
+
+    /// Whether replica `i` says it leads (`kruise_manager_is_leader`); `None` when it does not
+    /// answer.
+    fn leads(&self, i: usize) -> Option<bool> {
+        let (status, text) = crate::leader_failover::http_get(self.metrics[i], "/metrics")?;
+        (status == 200).then_some(())?;
+        Some(crate::leader_failover::metric(&text, "kruise_manager_is_leader")? == 1.0)
+    }
+
+    /// The replicas that say they lead.
+    fn leaders(&self) -> Vec<usize> {
+        (0..2).filter(|&i| self.procs[i].is_some() && self.leads(i) == Some(true)).collect()
+    }
+
+    fn logs(&self) -> String {
+        let mut out = String::new();
+        for (i, p) in self.procs.iter().enumerate() {
+            if let Some(p) = p {
+                let text = p.log_text();
+                let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                out.push_str(&format!(
+                    "--- replica {} ---\n{}\n",
+                    REPLICA_NAMES[i],
+                    tail.join("\n")
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The webhook Service: each connection goes to the next replica that accepts it, as
+/// kube-proxy spreads connections over a Service's endpoints (a killed replica refuses, so
+/// the other gets it).
+fn start_service(backends: [u16; 2]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the service");
+    let addr = listener.local_addr().expect("service address");
+    std::thread::spawn(move || {
+        let mut next = 0usize;
+        for client in listener.incoming() {
+            let Ok(client) = client else { continue };
+            next += 1;
+            let Some(upstream) = (0..2).find_map(|k| {
+                let port = backends[(next + k) % 2];
+                TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).ok()
+            }) else {
+                continue;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.flush();
+                    let _ = to.shutdown(Shutdown::Write);
+                });
+            };
+            let (Ok(client2), Ok(upstream2)) = (client.try_clone(), upstream.try_clone()) else {
+                continue;
+            };
+            pipe(client, upstream2);
+            pipe(upstream, client2);
+        }
+    });
+    addr
+}
+
+/// Waits until the webhook configurations name the pod webhook.
+fn wait_for_webhooks(k: &Kubectl) {
+    wait_for("the pod webhook registered", Duration::from_secs(60), || {
+        let out = k.run_with(
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "kruise-validating-webhook-configuration",
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        out.stdout.contains("\"vpod.kb.io\"").then_some(())
+    });
+}
+
+/// The election Lease's `leaseTransitions`.
+fn lease_transitions(k: &Kubectl) -> i64 {
+    let out =
+        k.run_with(&["get", "lease", "-n", "kruise-system", "kruise-manager", "-o", "json"], None);
+    serde_json::from_str::<Value>(&out.stdout)
+        .ok()
+        .and_then(|l| l["spec"]["leaseTransitions"].as_i64())
+        .unwrap_or(0)
 }
 
 /// A write through kubectl, retried while the manager (whose webhooks see it) restarts.
@@ -96,6 +236,21 @@ spec:
 "#
     )
 }
+
+const SIDECARSET: &str = r#"apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata:
+  name: sidecar
+spec:
+  selector:
+    matchLabels: {app: sc}
+  updateStrategy:
+    type: RollingUpdate
+    maxUnavailable: 1
+  containers:
+  - name: sidecar
+    image: registry.example/sidecar:v0
+"#;
 
 const ADS: &str = r#"apiVersion: apps.kruise.io/v1beta1
 kind: DaemonSet
@@ -148,6 +303,17 @@ fn live(pods: &[Value]) -> Vec<&Value> {
     pods.iter().filter(|p| p["metadata"]["deletionTimestamp"].is_null()).collect()
 }
 
+/// The images of a pod's containers named `sidecar`.
+fn sidecar_images(pod: &Value) -> Vec<&str> {
+    pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["name"] == "sidecar")
+        .map(|c| c["image"].as_str().unwrap_or_default())
+        .collect()
+}
+
 /// What the soak saw go wrong.
 #[derive(Default)]
 struct Findings {
@@ -168,7 +334,8 @@ impl Findings {
     }
 }
 
-/// The polled checks: the StatefulSet's partition and the DaemonSet's one pod per node.
+/// The polled checks: the StatefulSet's partition, the DaemonSet's one pod per node, one
+/// sidecar per selected pod, and one leader.
 struct Poller {
     /// sts ordinal -> image, at the last poll.
     ordinals: BTreeMap<u32, String>,
@@ -178,6 +345,7 @@ impl Poller {
     fn poll(
         &mut self,
         k: &Kubectl,
+        replicas: &Replicas,
         partition_before: i64,
         partition_now: i64,
         findings: &mut Findings,
@@ -212,10 +380,32 @@ impl Poller {
         for (node, n) in per_node.iter().filter(|(node, n)| !node.is_empty() && **n > 1) {
             findings.violation(k, format!("{n} live DaemonSet pods on {node}"));
         }
+        for pod in live(&pods(k, "sc")) {
+            let sidecars = sidecar_images(pod);
+            if sidecars.len() != 1 {
+                let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+                findings
+                    .violation(k, format!("{name} carries the sidecar {} times", sidecars.len()));
+            }
+        }
+        let leaders = replicas.leaders();
+        if leaders.len() > 1 {
+            findings.violation(k, format!("replicas {leaders:?} lead at once"));
+        }
     }
 }
 
+/// What has not converged yet, every workload named; `None` once all have.
 fn converged(k: &Kubectl, wanted: &Wanted) -> Option<String> {
+    let lagging: Vec<String> =
+        [lagging_apps(k, wanted), lagging_sidecars(k, wanted), lagging_sts(k, wanted)]
+            .into_iter()
+            .flatten()
+            .collect();
+    (!lagging.is_empty()).then(|| lagging.join("; "))
+}
+
+fn lagging_apps(k: &Kubectl, wanted: &Wanted) -> Option<String> {
     let check = |app: &str, count: usize| -> Option<String> {
         let all = pods(k, app);
         let live = live(&all);
@@ -227,9 +417,21 @@ fn converged(k: &Kubectl, wanted: &Wanted) -> Option<String> {
         (all.len() != count || done != count)
             .then(|| format!("{app}: {done}/{count} on {want}, {} pods", all.len()))
     };
-    if let Some(why) = check("cs", 6).or_else(|| check("rc", 5)).or_else(|| check("ds", NODES)) {
-        return Some(why);
-    }
+    let lagging: Vec<String> =
+        [check("cs", 6), check("rc", 5), check("ds", NODES)].into_iter().flatten().collect();
+    (!lagging.is_empty()).then(|| lagging.join("; "))
+}
+
+fn lagging_sidecars(k: &Kubectl, wanted: &Wanted) -> Option<String> {
+    let sc = pods(k, "sc");
+    let want = image("sidecar", wanted.version["sidecar"]);
+    let done =
+        live(&sc).iter().filter(|p| sidecar_images(p) == [want.as_str()] && ready(p)).count();
+    (sc.len() != 4 || done != 4)
+        .then(|| format!("sc: {done}/4 with the sidecar on {want}, {} pods", sc.len()))
+}
+
+fn lagging_sts(k: &Kubectl, wanted: &Wanted) -> Option<String> {
     let sts = pods(k, "sts");
     let live = live(&sts);
     let want = image("sts", wanted.version["sts"]);
@@ -259,7 +461,12 @@ fn soak() {
     let mut rng = Rng(seed);
     let cluster = cluster();
     let k = &cluster.kubectl;
-    let mut manager = start_manager(&cluster);
+    let mut replicas = Replicas::new();
+    let service = start_service(replicas.webhook);
+    cluster.server.register_webhook_service("kruise-system", "kruise-webhook-service", service);
+    replicas.start(&cluster, 0);
+    replicas.start(&cluster, 1);
+    wait_for_webhooks(k);
 
     // cs: 6 pods in place, the CloneSet allows 2 unavailable, its budget 1.
     write(
@@ -286,30 +493,41 @@ fn soak() {
         )),
     );
     let mut wanted = Wanted {
-        version: BTreeMap::from([("cs", 1), ("rc", 1), ("sts", 0), ("ds", 0)]),
+        version: BTreeMap::from([("cs", 1), ("rc", 1), ("sts", 0), ("ds", 0), ("sidecar", 0)]),
         partition: 2,
     };
     write(k, &["apply", "-f", "-"], Some(&asts(wanted.partition)));
     write(k, &["apply", "-f", "-"], Some(ADS));
+    // sc: 4 pods, each given the SidecarSet's sidecar at creation; the rounds update the
+    // sidecar in place, one pod at a time.
+    write(k, &["apply", "-f", "-"], Some(SIDECARSET));
+    crate::sidecarset::wait_until_injected(k, "sc", "sidecar");
+    write(k, &["apply", "-f", "-"], Some(&cloneset_yaml("sc", 4, "")));
     wait_for("every workload ready", Duration::from_secs(120), || {
         converged(k, &wanted).is_none().then_some(())
     });
 
-    let monitors: Vec<(&str, usize, usize, Arc<Mutex<Budget>>)> =
-        [("cs", 6, 5, 6), ("rc", 5, 5, 6), ("sts", 4, 3, 4), ("ds", NODES, NODES - 1, NODES)]
-            .into_iter()
-            .map(|(app, _, min_available, max_active)| {
-                let budget = Arc::new(Mutex::new(Budget::default()));
-                let selector: &'static str = match app {
-                    "cs" => "app=cs",
-                    "rc" => "app=rc",
-                    "sts" => "app=sts",
-                    _ => "app=ds",
-                };
-                start_monitor(cluster.kubeconfig.clone(), selector, budget.clone());
-                (app, min_available, max_active, budget)
-            })
-            .collect();
+    let monitors: Vec<(&str, usize, usize, Arc<Mutex<Budget>>)> = [
+        ("cs", 6, 5, 6),
+        ("rc", 5, 5, 6),
+        ("sts", 4, 3, 4),
+        ("ds", NODES, NODES - 1, NODES),
+        ("sc", 4, 3, 4),
+    ]
+    .into_iter()
+    .map(|(app, _, min_available, max_active)| {
+        let budget = Arc::new(Mutex::new(Budget::default()));
+        let selector: &'static str = match app {
+            "cs" => "app=cs",
+            "rc" => "app=rc",
+            "sts" => "app=sts",
+            "sc" => "app=sc",
+            _ => "app=ds",
+        };
+        start_monitor(cluster.kubeconfig.clone(), selector, budget.clone());
+        (app, min_available, max_active, budget)
+    })
+    .collect();
     std::thread::sleep(Duration::from_secs(2));
     for (_, _, _, b) in &monitors {
         b.lock().expect("budget").armed = true;
@@ -317,10 +535,13 @@ fn soak() {
 
     let mut findings = Findings::default();
     let mut poller = Poller { ordinals: BTreeMap::new() };
-    poller.poll(k, wanted.partition, wanted.partition, &mut findings);
+    poller.poll(k, &replicas, wanted.partition, wanted.partition, &mut findings);
     let faults = cluster.server.faults();
     let mut fired: Vec<(String, FaultHits)> = Vec::new();
-    let (mut kills, mut dropped, mut rounds) = (0, 0, 0);
+    let (mut dropped, mut compactions, mut rounds) = (0, 0, 0);
+    // What happened to the replicas: "leader killed", "leader stopped", "standby killed".
+    let mut disruptions: BTreeMap<&str, usize> = BTreeMap::new();
+    let transitions_before = lease_transitions(k);
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(seconds) {
         rounds += 1;
@@ -342,17 +563,24 @@ fn soak() {
                 ("rc", "clonesets/rc"),
                 ("sts", "statefulsets.apps.kruise.io/sts"),
                 ("ds", "daemonsets.apps.kruise.io/ds"),
-            ][rng.below(4) as usize];
+                ("sidecar", "sidecarsets/sidecar"),
+            ][rng.below(5) as usize];
             let version = wanted.version[app] + 1;
             wanted.version.insert(app, version);
-            let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image(app, version)}]}}}});
+            let patch = if app == "sidecar" {
+                json!({"spec": {"containers": [{"name": "sidecar", "image": image(app, version)}]}})
+            } else {
+                json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image(app, version)}]}}}})
+            };
             write(k, &["patch", resource, "--type", "merge", "-p", &patch.to_string()], None);
             format!("{app} to v{version}")
         };
         eprintln!("soak: round {rounds} at {:.0} s: {what}", start.elapsed().as_secs_f64());
         // Faults for this round.
-        let pick: [(&str, &str, FaultAction); 7] = [
+        let pick: [(&str, &str, FaultAction); 9] = [
             ("patch", "pods", FaultAction::Conflict),
+            ("patch", "pods", FaultAction::TooManyRequests { retry_after_seconds: 1 }),
+            ("create", "pods", FaultAction::TooManyRequests { retry_after_seconds: 1 }),
             ("create", "pods", FaultAction::InternalError),
             ("delete", "pods", FaultAction::InternalError),
             ("patch", "clonesets/status", FaultAction::InternalError),
@@ -369,26 +597,50 @@ fn soak() {
                 faults.inject(Fault::new(action).verb(verb).resource(resource).times(times)),
             ));
         }
+        // One round in four, every watch resumes past the history the server keeps: 410
+        // Gone, and every client relists.
+        if rng.below(4) == 0 {
+            cluster.server.compact();
+            faults.drop_watches();
+            compactions += 1;
+        }
         let round_end = Instant::now() + Duration::from_millis(4000 + rng.below(4000));
-        let kill_at = (rng.below(3) == 0).then(|| Instant::now() + rng.millis(3000));
-        let mut killed = false;
+        let disrupt_at =
+            (rng.below(3) == 0).then(|| (Instant::now() + rng.millis(3000), rng.below(3)));
+        let mut disrupted = false;
         while Instant::now() < round_end {
-            if let Some(at) = kill_at
-                && !killed
+            if let Some((at, how)) = disrupt_at
+                && !disrupted
                 && Instant::now() >= at
             {
-                manager.kill();
-                kills += 1;
-                eprintln!("soak: manager killed at {:.1} s", start.elapsed().as_secs_f64());
-                killed = true;
+                disrupted = true;
+                let leader = replicas.leaders().first().copied();
+                let (target, what) = match (how, leader) {
+                    (0, Some(l)) => (l, "leader killed"),
+                    (1, Some(l)) => (l, "leader stopped"),
+                    (_, Some(l)) => (1 - l, "standby killed"),
+                    (_, None) => (rng.below(2) as usize, "replica killed, no leader known"),
+                };
+                let mut proc = replicas.procs[target].take().expect("both replicas run");
+                if what == "leader stopped" {
+                    proc.terminate();
+                } else {
+                    proc.kill();
+                }
+                *disruptions.entry(what).or_default() += 1;
+                eprintln!(
+                    "soak: {what} (replica {}) at {:.1} s",
+                    REPLICA_NAMES[target],
+                    start.elapsed().as_secs_f64()
+                );
                 if rng.below(2) == 0 {
                     faults.drop_watches();
                     dropped += 1;
                 }
                 std::thread::sleep(rng.millis(800));
-                manager = start_manager(&cluster);
+                replicas.start(&cluster, target);
             }
-            poller.poll(k, partition_before, wanted.partition, &mut findings);
+            poller.poll(k, &replicas, partition_before, wanted.partition, &mut findings);
             std::thread::sleep(Duration::from_millis(300));
         }
     }
@@ -399,12 +651,18 @@ fn soak() {
     );
     let settle = Instant::now();
     let mut last = None;
+    let mut reported = Instant::now();
     while settle.elapsed() < Duration::from_secs(120) {
         last = converged(k, &wanted);
         if last.is_none() {
             break;
         }
-        poller.poll(k, wanted.partition, wanted.partition, &mut findings);
+        if reported.elapsed() >= Duration::from_secs(5) {
+            reported = Instant::now();
+            let why = last.as_deref().unwrap_or_default();
+            eprintln!("soak: at {:.0} s, waiting for {why}", settle.elapsed().as_secs_f64());
+        }
+        poller.poll(k, &replicas, wanted.partition, wanted.partition, &mut findings);
         std::thread::sleep(Duration::from_millis(500));
     }
     if let Some(why) = last {
@@ -438,19 +696,28 @@ fn soak() {
         entry.0 += 1;
         entry.1 += hits.count();
     }
+    let transitions = lease_transitions(k) - transitions_before;
+    let expired = faults.watches_expired();
     eprintln!(
-        "soak: seed {seed}: {rounds} rounds, {kills} manager kills, {dropped} watch drops; faults (injected rules, requests hit):"
+        "soak: seed {seed}: {rounds} rounds; replicas: {disruptions:?}, {transitions} leader changes; {dropped} watch drops; {compactions} compactions, {expired} watches answered 410 Gone; faults (injected rules, requests hit):"
     );
     for (label, (rules, hits)) in &by_kind {
         eprintln!("  {label}: {rules} rules, {hits} hits");
     }
     let hits: usize = by_kind.values().map(|(_, h)| h).sum();
     assert!(hits > 0 || seconds < 10, "no fault fired (seed {seed})");
+    assert!(compactions == 0 || expired > 0, "{compactions} compactions, but no watch saw 410");
+    let leader_stops: usize =
+        disruptions.iter().filter(|(what, _)| what.starts_with("leader")).map(|(_, n)| n).sum();
+    assert!(
+        leader_stops == 0 || transitions > 0,
+        "{leader_stops} leaders stopped, but the Lease never changed hands"
+    );
     assert!(
         findings.violations.is_empty(),
-        "seed {seed}: {:#?}\nlast manager log:\n{}",
+        "seed {seed}: {:#?}\nthe replicas' last log lines:\n{}",
         findings.violations,
-        manager.log_text()
+        replicas.logs()
     );
-    drop(manager);
+    drop(replicas);
 }
