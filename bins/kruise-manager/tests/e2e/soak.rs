@@ -14,6 +14,9 @@
 //!   unavailable,
 //! - a SidecarSet updating its sidecar in place never has more than `maxUnavailable` of its
 //!   pods unavailable, and every pod it selects carries its sidecar exactly once,
+//! - a UnitedDeployment over two node pools keeps each subset's pods on its own pool,
+//! - a BroadcastJob (a new one in some rounds) never runs two pods on a node nor more than its
+//!   `parallelism` at once, and completes on every node,
 //! - at most one replica leads at a time,
 //!
 //! and, once the faults stop, that every workload converges within two minutes. It prints the
@@ -21,8 +24,8 @@
 //! around it.
 //!
 //! Run: `KRUISE_SOAK_SECONDS=1800 cargo test -p kruise-manager --test e2e -- --ignored soak`.
-//! Not covered yet: BroadcastJob, UnitedDeployment, WorkloadSpread, AdvancedCronJob and the
-//! other kinds.
+//! Not covered yet: WorkloadSpread, AdvancedCronJob, the kinds kruise-daemon serves
+//! (ContainerRecreateRequest, the image pulls) and the other kinds.
 
 use crate::common;
 
@@ -252,6 +255,48 @@ spec:
     image: registry.example/sidecar:v0
 "#;
 
+/// The node pool of each simulated node: two pools of two.
+fn pool_of(node: &str) -> Option<&'static str> {
+    match node {
+        "sim-node-0" | "sim-node-1" => Some("a"),
+        "sim-node-2" | "sim-node-3" => Some("b"),
+        _ => None,
+    }
+}
+
+/// A UnitedDeployment of 4 over pools a (2 replicas) and b (the rest).
+fn united(version: u32) -> String {
+    let subset = |pool: &str, replicas: Value| {
+        let mut s = json!({"name": format!("subset-{pool}"), "nodeSelectorTerm": {"matchExpressions": [
+            {"key": "pool", "operator": "In", "values": [pool]}]}});
+        if !replicas.is_null() {
+            s["replicas"] = replicas;
+        }
+        s
+    };
+    json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "UnitedDeployment",
+        "metadata": {"name": "ud"},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "ud"}},
+            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "ud"}},
+                "spec": {"selector": {"matchLabels": {"app": "ud"}}, "template": {
+                    "metadata": {"labels": {"app": "ud"}},
+                    "spec": {"containers": [{"name": "main", "image": image("ud", version)}]}}}}},
+            "topology": {"subsets": [subset("a", json!(2)), subset("b", Value::Null)]}}})
+    .to_string()
+}
+
+/// The BroadcastJob `name`: `exit 0` on every node, two pods at a time.
+fn broadcast_job(name: &str) -> String {
+    json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "BroadcastJob",
+        "metadata": {"name": name},
+        "spec": {"parallelism": BROADCAST_PARALLELISM, "template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "registry.example/busybox:1",
+                "command": ["sh", "-c", "exit 0"]}]}}}})
+    .to_string()
+}
+
+const BROADCAST_PARALLELISM: usize = 2;
+
 const ADS: &str = r#"apiVersion: apps.kruise.io/v1beta1
 kind: DaemonSet
 metadata:
@@ -276,6 +321,8 @@ struct Wanted {
     /// app -> image version.
     version: BTreeMap<&'static str, u32>,
     partition: i64,
+    /// The BroadcastJobs created, each to complete on every node.
+    jobs: Vec<String>,
 }
 
 fn image(app: &str, version: u32) -> String {
@@ -388,6 +435,46 @@ impl Poller {
                     .violation(k, format!("{name} carries the sidecar {} times", sidecars.len()));
             }
         }
+        for pod in live(&pods(k, "ud")) {
+            let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+            let subset = pod["metadata"]["labels"]["apps.kruise.io/subset-name"].as_str();
+            let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+            if let Some(pool) = pool_of(node)
+                && subset != Some(format!("subset-{pool}").as_str())
+            {
+                findings.violation(k, format!("{name} of {subset:?} runs on {node}, pool {pool}"));
+            }
+        }
+        let jobs = k.run_with(&["get", "pods", "-l", "broadcastjob-name", "-o", "json"], None);
+        let jobs: Vec<Value> = serde_json::from_str::<Value>(&jobs.stdout)
+            .ok()
+            .and_then(|l| l["items"].as_array().cloned())
+            .unwrap_or_default();
+        let mut by_job: BTreeMap<&str, (Vec<&str>, usize)> = BTreeMap::new();
+        for pod in live(&jobs) {
+            let job = pod["metadata"]["labels"]["broadcastjob-name"].as_str().unwrap_or_default();
+            let entry = by_job.entry(job).or_default();
+            if let Some(node) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+                entry.0.push(node);
+            }
+            if matches!(pod["status"]["phase"].as_str(), None | Some("Pending" | "Running")) {
+                entry.1 += 1;
+            }
+        }
+        for (job, (mut nodes, active)) in by_job {
+            let all = nodes.len();
+            nodes.sort_unstable();
+            nodes.dedup();
+            if nodes.len() != all {
+                findings.violation(k, format!("BroadcastJob {job} runs two pods on a node"));
+            }
+            if active > BROADCAST_PARALLELISM {
+                findings.violation(
+                    k,
+                    format!("BroadcastJob {job} runs {active} pods, over its parallelism"),
+                );
+            }
+        }
         let leaders = replicas.leaders();
         if leaders.len() > 1 {
             findings.violation(k, format!("replicas {leaders:?} lead at once"));
@@ -397,11 +484,15 @@ impl Poller {
 
 /// What has not converged yet, every workload named; `None` once all have.
 fn converged(k: &Kubectl, wanted: &Wanted) -> Option<String> {
-    let lagging: Vec<String> =
-        [lagging_apps(k, wanted), lagging_sidecars(k, wanted), lagging_sts(k, wanted)]
-            .into_iter()
-            .flatten()
-            .collect();
+    let lagging: Vec<String> = [
+        lagging_apps(k, wanted),
+        lagging_sidecars(k, wanted),
+        lagging_sts(k, wanted),
+        lagging_jobs(k, wanted),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     (!lagging.is_empty()).then(|| lagging.join("; "))
 }
 
@@ -417,8 +508,27 @@ fn lagging_apps(k: &Kubectl, wanted: &Wanted) -> Option<String> {
         (all.len() != count || done != count)
             .then(|| format!("{app}: {done}/{count} on {want}, {} pods", all.len()))
     };
-    let lagging: Vec<String> =
-        [check("cs", 6), check("rc", 5), check("ds", NODES)].into_iter().flatten().collect();
+    let lagging: Vec<String> = [check("cs", 6), check("rc", 5), check("ds", NODES), check("ud", 4)]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!lagging.is_empty()).then(|| lagging.join("; "))
+}
+
+fn lagging_jobs(k: &Kubectl, wanted: &Wanted) -> Option<String> {
+    let lagging: Vec<String> = wanted
+        .jobs
+        .iter()
+        .filter_map(|job| {
+            let out = k.run_with(&["get", "bcj", job, "-o", "json"], None);
+            let status = serde_json::from_str::<Value>(&out.stdout)
+                .map(|j| j["status"].clone())
+                .unwrap_or_default();
+            let done = status["phase"] == "completed"
+                && status["succeeded"].as_u64() == Some(NODES as u64);
+            (!done).then(|| format!("{job}: {} {}/{NODES}", status["phase"], status["succeeded"]))
+        })
+        .collect();
     (!lagging.is_empty()).then(|| lagging.join("; "))
 }
 
@@ -493,8 +603,16 @@ fn soak() {
         )),
     );
     let mut wanted = Wanted {
-        version: BTreeMap::from([("cs", 1), ("rc", 1), ("sts", 0), ("ds", 0), ("sidecar", 0)]),
+        version: BTreeMap::from([
+            ("cs", 1),
+            ("rc", 1),
+            ("sts", 0),
+            ("ds", 0),
+            ("sidecar", 0),
+            ("ud", 0),
+        ]),
         partition: 2,
+        jobs: Vec::new(),
     };
     write(k, &["apply", "-f", "-"], Some(&asts(wanted.partition)));
     write(k, &["apply", "-f", "-"], Some(ADS));
@@ -503,6 +621,13 @@ fn soak() {
     write(k, &["apply", "-f", "-"], Some(SIDECARSET));
     crate::sidecarset::wait_until_injected(k, "sc", "sidecar");
     write(k, &["apply", "-f", "-"], Some(&cloneset_yaml("sc", 4, "")));
+    // ud: 4 pods over two node pools, rolled by the CloneSet of each subset.
+    for node in 0..NODES {
+        let node = format!("sim-node-{node}");
+        let pool = pool_of(&node).expect("every node is in a pool");
+        write(k, &["label", "node", &node, &format!("pool={pool}")], None);
+    }
+    write(k, &["apply", "-f", "-"], Some(&united(0)));
     wait_for("every workload ready", Duration::from_secs(120), || {
         converged(k, &wanted).is_none().then_some(())
     });
@@ -513,6 +638,8 @@ fn soak() {
         ("sts", 4, 3, 4),
         ("ds", NODES, NODES - 1, NODES),
         ("sc", 4, 3, 4),
+        // Each subset's CloneSet may have one pod unavailable.
+        ("ud", 4, 2, 4),
     ]
     .into_iter()
     .map(|(app, _, min_available, max_active)| {
@@ -522,6 +649,7 @@ fn soak() {
             "rc" => "app=rc",
             "sts" => "app=sts",
             "sc" => "app=sc",
+            "ud" => "app=ud",
             _ => "app=ds",
         };
         start_monitor(cluster.kubeconfig.clone(), selector, budget.clone());
@@ -547,7 +675,12 @@ fn soak() {
         rounds += 1;
         // One change per round: a new image for one workload, or a new partition.
         let partition_before = wanted.partition;
-        let what = if rng.below(5) == 0 {
+        let what = if rng.below(6) == 0 {
+            let job = format!("bcj-{rounds}");
+            write(k, &["apply", "-f", "-"], Some(&broadcast_job(&job)));
+            wanted.jobs.push(job.clone());
+            format!("BroadcastJob {job}")
+        } else if rng.below(5) == 0 {
             wanted.partition = rng.below(5) as i64;
             let patch = json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": wanted.partition}}}});
             let patch = patch.to_string();
@@ -564,11 +697,14 @@ fn soak() {
                 ("sts", "statefulsets.apps.kruise.io/sts"),
                 ("ds", "daemonsets.apps.kruise.io/ds"),
                 ("sidecar", "sidecarsets/sidecar"),
-            ][rng.below(5) as usize];
+                ("ud", "uniteddeployments/ud"),
+            ][rng.below(6) as usize];
             let version = wanted.version[app] + 1;
             wanted.version.insert(app, version);
             let patch = if app == "sidecar" {
                 json!({"spec": {"containers": [{"name": "sidecar", "image": image(app, version)}]}})
+            } else if app == "ud" {
+                json!({"spec": {"template": {"cloneSetTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image(app, version)}]}}}}}}})
             } else {
                 json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image(app, version)}]}}}})
             };
