@@ -135,7 +135,7 @@ pub struct Cluster {
     /// nodes are attached.
     graceful_pods: std::sync::atomic::AtomicBool,
     /// The service account tokens issued by TokenRequest.
-    pub(crate) tokens: crate::rbac::Tokens,
+    pub(crate) tokens: crate::tokens::Tokens,
     /// The serving CA's certificate, published in every namespace's `kube-root-ca.crt`.
     root_ca: std::sync::OnceLock<String>,
 }
@@ -177,12 +177,32 @@ impl Cluster {
         }
         spec["expirationSeconds"] = json!(seconds);
         if spec.get("audiences").and_then(Value::as_array).is_none_or(Vec::is_empty) {
-            spec["audiences"] = json!(["https://kubernetes.default.svc.cluster.local"]);
+            spec["audiences"] = json!([crate::tokens::ISSUER]);
         }
         if spec.get("boundObjectRef").is_none() {
             spec["boundObjectRef"] = Value::Null;
         }
-        let expires = jiff::Timestamp::now()
+        let bound = match spec.get("boundObjectRef").filter(|r| !r.is_null()) {
+            Some(reference) => Some(self.bound_object(namespace, reference)?),
+            None => None,
+        };
+        let audiences: Vec<String> = spec["audiences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        let now = jiff::Timestamp::now();
+        let grant = crate::tokens::Grant {
+            namespace,
+            account: name,
+            account_uid: &uid,
+            audiences,
+            expiration_seconds: seconds,
+            bound,
+        };
+        let token = self.tokens.issue(&grant, now.as_second());
+        let expires = now
             .checked_add(jiff::SignedDuration::from_secs(seconds))
             .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
             .unwrap_or_default();
@@ -191,8 +211,79 @@ impl Cluster {
             "apiVersion": "authentication.k8s.io/v1",
             "metadata": {"name": name, "namespace": namespace, "uid": uid, "creationTimestamp": null},
             "spec": spec,
-            "status": {"token": self.tokens.issue(namespace, name), "expirationTimestamp": expires},
+            "status": {"token": token, "expirationTimestamp": expires},
         }))
+    }
+}
+
+impl Cluster {
+    /// The object a TokenRequest binds its token to: it must exist, with the uid named if
+    /// one is; a pod brings its node.
+    fn bound_object(
+        &self,
+        namespace: &str,
+        reference: &Value,
+    ) -> Result<crate::tokens::Bound, ApiError> {
+        let kind = reference.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
+        let (claim, plural, ns) = match kind {
+            "Pod" => ("pod", "pods", namespace),
+            "Secret" => ("secret", "secrets", namespace),
+            "Node" => ("node", "nodes", ""),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "cannot bind token to object of kind {other:?}"
+                )));
+            }
+        };
+        let key = (String::new(), plural.to_string());
+        let Some(object) = self.store.get(&key, &(ns.to_string(), name.to_string())) else {
+            return Err(ApiError::not_found("", plural, name));
+        };
+        let uid = meta_str(&object, "uid").unwrap_or_default().to_string();
+        if let Some(wanted) = reference.get("uid").and_then(Value::as_str).filter(|u| !u.is_empty())
+            && wanted != uid
+        {
+            return Err(ApiError::new(
+                409,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {kind} {name:?}: the UID in the bound object reference ({wanted}) does not match the UID in record. The object might have been deleted and then recreated"
+                ),
+            ));
+        }
+        let node = (kind == "Pod")
+            .then(|| object.pointer("/spec/nodeName").and_then(Value::as_str))
+            .flatten()
+            .filter(|n| !n.is_empty())
+            .and_then(|node| {
+                let key = (String::new(), "nodes".to_string());
+                let found = self.store.get(&key, &(String::new(), node.to_string()))?;
+                Some((node.to_owned(), meta_str(&found, "uid").unwrap_or_default().to_string()))
+            });
+        Ok(crate::tokens::Bound { claim, name: name.to_owned(), uid, node })
+    }
+
+    /// Answers a TokenReview (see [`crate::tokens`]).
+    pub(crate) fn token_review(&self, review: &Value) -> Value {
+        let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
+        let token = spec.get("token").and_then(Value::as_str).unwrap_or_default();
+        let audiences: Vec<String> = spec
+            .get("audiences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        let exists = |plural: &str, ns: &str, name: &str| {
+            let key = (String::new(), plural.to_string());
+            let object = self.store.get(&key, &(ns.to_string(), name.to_string()))?;
+            meta_str(&object, "uid").map(str::to_owned)
+        };
+        let status =
+            self.tokens.review(token, &audiences, jiff::Timestamp::now().as_second(), &exists);
+        json!({"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1", "metadata": {},
+            "spec": spec, "status": status})
     }
 }
 
@@ -449,7 +540,7 @@ impl Cluster {
             faults: Default::default(),
             deferred: Default::default(),
             graceful_pods: std::sync::atomic::AtomicBool::new(false),
-            tokens: crate::rbac::Tokens::default(),
+            tokens: crate::tokens::Tokens::default(),
             root_ca: std::sync::OnceLock::new(),
         }
     }
@@ -943,6 +1034,7 @@ impl Cluster {
                 crate::schema::default(&mut obj, &schema);
             }
         } else {
+            decode_builtin_quantities(def, &mut obj)?;
             defaults::apply(&def.group, &def.plural, &mut obj);
             // The built-in admission plugins run before the webhooks see the object.
             if def.group.is_empty() && def.plural == "pods" {
@@ -2142,14 +2234,29 @@ fn decode_continue(tok: &str) -> Result<(u64, ObjKey), ApiError> {
     Ok((rv, (ns.to_string(), name.to_string())))
 }
 
-/// Drops the fields a built-in object's schema does not know, as kube-apiserver's decoding
-/// does: refused under `fieldValidation=Strict` with its message, warned about under `Warn`
-/// (the default), dropped silently under `Ignore`.
+/// Rewrites a built-in object's quantities as Go reads and writes them back; a quantity Go
+/// cannot read fails the decoding, before anything else, with Go's message.
+fn decode_builtin_quantities(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
+    crate::go_json::decode_quantities(obj).map_err(|message| {
+        ApiError::bad_request(format!(
+            "{kind} in version {v:?} cannot be handled as a {kind}: {message}",
+            kind = def.kind,
+            v = def.version
+        ))
+    })
+}
+
+/// Decodes a built-in object as kube-apiserver does: a quantity Go cannot read is a 400 with
+/// Go's message, and the others are rewritten as Go writes them back (see
+/// [`crate::go_json`]); the fields its schema does not know are refused under
+/// `fieldValidation=Strict` with its message, warned about under `Warn` (the default), dropped
+/// silently under `Ignore`.
 fn check_builtin_fields(
     def: &ResourceDef,
     obj: &mut Value,
     fv: FieldValidation,
 ) -> Result<Vec<String>, ApiError> {
+    decode_builtin_quantities(def, obj)?;
     let unknown =
         crate::openapi::drop_unknown_builtin_fields(&def.group, &def.version, &def.kind, obj);
     if unknown.is_empty() {

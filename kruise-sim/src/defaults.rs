@@ -55,6 +55,14 @@ fn default_container(c: &mut Value) {
             }
         }
     }
+    // `SetDefaults_ObjectFieldSelector`: a field reference reads `v1` unless it says otherwise.
+    if let Some(Value::Array(env)) = m.get_mut("env") {
+        for var in env {
+            if let Some(Value::Object(field_ref)) = var.pointer_mut("/valueFrom/fieldRef") {
+                put_default(field_ref, "apiVersion", json!("v1"));
+            }
+        }
+    }
 }
 
 /// Sets `key` to `v` where it is missing, null or zero (kube-apiserver's defaulting of a
@@ -181,6 +189,33 @@ fn default_volume(volume: &mut Value) {
     }
     if let Some(Value::Object(s)) = m.get_mut("hostPath") {
         put_default(s, "type", json!(""));
+    }
+    // Field references of downward API files read `v1` unless they say otherwise.
+    let mut items: Vec<&mut Value> = Vec::new();
+    for (key, source) in m.iter_mut() {
+        match key.as_str() {
+            "downwardAPI" => {
+                if let Some(Value::Array(list)) = source.get_mut("items") {
+                    items.extend(list.iter_mut());
+                }
+            }
+            "projected" => {
+                let sources = source.get_mut("sources").and_then(Value::as_array_mut);
+                for source in sources.into_iter().flatten() {
+                    if let Some(Value::Array(list)) =
+                        source.get_mut("downwardAPI").and_then(|d| d.get_mut("items"))
+                    {
+                        items.extend(list.iter_mut());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for item in items {
+        if let Some(Value::Object(field_ref)) = item.get_mut("fieldRef") {
+            put_default(field_ref, "apiVersion", json!("v1"));
+        }
     }
 }
 

@@ -141,33 +141,95 @@ fn type_name(group: &str, version: &str, kind: &str) -> String {
 }
 
 /// Rewrites `object`, a built-in kind's object, as kube-apiserver would store it, going by
-/// its own `apiVersion` and `kind`; nothing for a kind the table does not know.
+/// its own `apiVersion` and `kind`; nothing for a kind the table does not know. A quantity
+/// Go could not read is left as it is (see [`decode_quantities`]).
 pub(crate) fn normalize_object(object: &mut Value) {
+    let mut walk = Walk { full: true, bad: None };
+    walk_object(object, &mut walk);
+}
+
+/// Rewrites only the quantities of `object` as Go writes them back, failing as Go's decoding
+/// fails on the first quantity `resource.Quantity` cannot read, with Go's message for it.
+/// (The other rewrites wait for [`normalize_object`], after defaulting, which goes by the
+/// fields a client left out.)
+pub(crate) fn decode_quantities(object: &mut Value) -> Result<(), &'static str> {
+    let mut walk = Walk { full: false, bad: None };
+    walk_object(object, &mut walk);
+    walk.bad.map_or(Ok(()), Err)
+}
+
+fn walk_object(object: &mut Value, walk: &mut Walk) {
     let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
     let name = type_name(group, version, kind);
-    normalize_as(&name, object);
+    normalize_as(&name, object, walk);
 }
 
 /// Rewrites `object` as the Go type named `name` encodes it.
-fn normalize_as(name: &str, object: &mut Value) {
+fn normalize_as(name: &str, object: &mut Value, walk: &mut Walk) {
     let table = table();
     if let (Some(fields), Value::Object(map)) = (table.structs.get(name), object) {
-        encode_struct(table, fields, map, 0);
+        encode_struct(table, fields, map, 0, walk);
+    }
+}
+
+/// One walk over an object.
+struct Walk {
+    /// Every rewrite; else the quantities alone.
+    full: bool,
+    /// The first quantity Go could not read, by its message.
+    bad: Option<&'static str>,
+}
+
+/// Whether a custom type is `resource.Quantity`, which Go writes back as
+/// [`kruise_core::revision::quantity::go_written`] says.
+fn is_quantity(name: &str) -> bool {
+    name == "io.k8s.apimachinery.pkg.api.resource.Quantity"
+}
+
+/// Rewrites a quantity (a string, or a number as Go also reads) as Go writes it back.
+fn encode_quantity(value: &mut Value, walk: &mut Walk) {
+    let text = match value {
+        Value::String(text) => text.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => {
+            walk.bad.get_or_insert(
+                "json: cannot unmarshal non-string into Go value of type resource.Quantity",
+            );
+            return;
+        }
+    };
+    match kruise_core::revision::quantity::go_written(&text) {
+        Ok(written) => *value = Value::String(written),
+        Err(e) => {
+            walk.bad.get_or_insert(e.go_message());
+        }
     }
 }
 
 /// Deeper than any built-in type nests; past it values are left as they are.
 const MAX_DEPTH: usize = 64;
 
-fn encode_struct(table: &Table, fields: &[Field], map: &mut Map<String, Value>, depth: usize) {
+fn encode_struct(
+    table: &Table,
+    fields: &[Field],
+    map: &mut Map<String, Value>,
+    depth: usize,
+    walk: &mut Walk,
+) {
     if depth > MAX_DEPTH {
         return;
     }
     for field in fields {
+        if !walk.full {
+            if let Some(value) = map.get_mut(field.name).filter(|v| !v.is_null()) {
+                encode(table, &field.ty, value, depth + 1, walk);
+            }
+            continue;
+        }
         let keep = match map.get_mut(field.name) {
-            Some(value) => encode_field(table, field, value, depth),
+            Some(value) => encode_field(table, field, value, depth, walk),
             None => match absent(table, field, depth) {
                 Some(zero) => {
                     map.insert(field.name.to_owned(), zero);
@@ -183,14 +245,20 @@ fn encode_struct(table: &Table, fields: &[Field], map: &mut Map<String, Value>, 
 }
 
 /// Encodes a field that is present; false when Go would leave it out.
-fn encode_field(table: &Table, field: &Field, value: &mut Value, depth: usize) -> bool {
+fn encode_field(
+    table: &Table,
+    field: &Field,
+    value: &mut Value,
+    depth: usize,
+    walk: &mut Walk,
+) -> bool {
     if value.is_null() {
         if field.ty.nilable() {
             return !field.omit_empty && !field.omit_zero;
         }
         *value = zero(table, &field.ty, depth + 1);
     } else {
-        encode(table, &field.ty, value, depth + 1);
+        encode(table, &field.ty, value, depth + 1, walk);
     }
     !omitted(field, value)
 }
@@ -232,7 +300,7 @@ fn zero(table: &Table, ty: &Ty, depth: usize) -> Value {
         Ty::Struct(name) => {
             let mut map = Map::new();
             if let Some(fields) = table.structs.get(name) {
-                encode_struct(table, fields, &mut map, depth);
+                encode_struct(table, fields, &mut map, depth, &mut Walk { full: true, bad: None });
             }
             Value::Object(map)
         }
@@ -248,38 +316,39 @@ fn zero(table: &Table, ty: &Ty, depth: usize) -> Value {
 }
 
 /// Encodes a present, non-null value of `ty` in place.
-fn encode(table: &Table, ty: &Ty, value: &mut Value, depth: usize) {
+fn encode(table: &Table, ty: &Ty, value: &mut Value, depth: usize, walk: &mut Walk) {
     if depth > MAX_DEPTH {
         return;
     }
     match (ty, value) {
-        (Ty::Pointer(inner), value) => encode(table, inner, value, depth),
+        (Ty::Pointer(inner), value) => encode(table, inner, value, depth, walk),
         (Ty::Struct(name), Value::Object(map)) => {
             if let Some(fields) = table.structs.get(name) {
-                encode_struct(table, fields, map, depth);
+                encode_struct(table, fields, map, depth, walk);
             }
         }
+        (Ty::Custom(name), value) if is_quantity(name) => encode_quantity(value, walk),
         (Ty::Slice(element), Value::Array(items)) => {
             for item in items {
-                encode_element(table, element, item, depth);
+                encode_element(table, element, item, depth, walk);
             }
         }
         (Ty::Map(element), Value::Object(map)) => {
             for item in map.values_mut() {
-                encode_element(table, element, item, depth);
+                encode_element(table, element, item, depth, walk);
             }
         }
         _ => {}
     }
 }
 
-fn encode_element(table: &Table, element: &Ty, item: &mut Value, depth: usize) {
+fn encode_element(table: &Table, element: &Ty, item: &mut Value, depth: usize, walk: &mut Walk) {
     if item.is_null() {
-        if !element.nilable() {
+        if walk.full && !element.nilable() {
             *item = zero(table, element, depth + 1);
         }
     } else {
-        encode(table, element, item, depth + 1);
+        encode(table, element, item, depth + 1, walk);
     }
 }
 
@@ -288,8 +357,36 @@ mod tests {
     use super::*;
 
     fn normalized(group: &str, kind: &str, mut object: Value) -> Value {
-        normalize_as(&type_name(group, "v1", kind), &mut object);
+        normalize_as(
+            &type_name(group, "v1", kind),
+            &mut object,
+            &mut Walk { full: true, bad: None },
+        );
         object
+    }
+
+    #[test]
+    fn quantities_are_written_back_as_go_writes_them_and_bad_ones_named() {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {
+                "requests": {"cpu": "1000m", "memory": "1024Mi"},
+                "limits": {"cpu": 2, "memory": "1.5Gi", "example.com/dev": "+1"}}}],
+                "overhead": {"cpu": "0.5"}}});
+        decode_quantities(&mut pod).expect("every quantity reads");
+        let resources = &pod["spec"]["containers"][0]["resources"];
+        assert_eq!(resources["requests"], json!({"cpu": "1", "memory": "1Gi"}));
+        assert_eq!(
+            resources["limits"],
+            json!({"cpu": "2", "memory": "1536Mi", "example.com/dev": "+1"})
+        );
+        assert_eq!(pod["spec"]["overhead"], json!({"cpu": "500m"}));
+
+        let mut bad = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {
+                "requests": {"cpu": "1K", "memory": "lots"}}}]}});
+        assert_eq!(decode_quantities(&mut bad), Err("unable to parse quantity's suffix"));
+        // The bad quantity is left as it was.
+        assert_eq!(bad["spec"]["containers"][0]["resources"]["requests"]["cpu"], "1K");
     }
 
     #[test]

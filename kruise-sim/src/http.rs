@@ -533,7 +533,8 @@ where
         namespace: ns.clone().unwrap_or_default(),
         name: authorized_name,
     };
-    if def.plural != "selfsubjectaccessreviews" {
+    // Every authenticated user may ask what it may do and who it is (`system:basic-user`).
+    if def.plural != "selfsubjectaccessreviews" && def.plural != "selfsubjectreviews" {
         let (allowed, _) = crate::rbac::authorize(cluster.store(), identity, &attributes);
         if !allowed {
             let mut details = json!({"kind": def.plural, "group": def.group});
@@ -597,7 +598,25 @@ where
                 crate::rbac::self_subject_access_review(cluster.store(), identity, &review);
             Ok(render(201, &answer, out, &[]))
         }
-        (_, _, _) if def.plural == "selfsubjectaccessreviews" => {
+        (None, None, &Method::POST) if def.plural == "selfsubjectreviews" => {
+            let (bytes, ct) = read_body(req).await?;
+            decode_body(&bytes, &ct)?;
+            let answer = json!({"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"creationTimestamp": crate::util::now_rfc3339()},
+                "status": {"userInfo": {"username": identity.user, "groups": identity.groups}}});
+            Ok(render(201, &answer, out, &[]))
+        }
+        (None, None, &Method::POST) if def.plural == "tokenreviews" => {
+            let (bytes, ct) = read_body(req).await?;
+            let review = decode_body(&bytes, &ct)?;
+            Ok(render(201, &cluster.token_review(&review), out, &[]))
+        }
+        (_, _, _)
+            if matches!(
+                def.plural.as_str(),
+                "selfsubjectaccessreviews" | "selfsubjectreviews" | "tokenreviews"
+            ) =>
+        {
             Err(ApiError::method_not_allowed())
         }
         (Some(name), Some("token"), &Method::POST) => {

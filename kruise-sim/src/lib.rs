@@ -68,6 +68,7 @@ mod service_accounts;
 mod service_ips;
 pub mod store;
 pub mod table;
+mod tokens;
 mod util;
 mod webhook_validation;
 

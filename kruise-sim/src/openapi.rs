@@ -68,8 +68,8 @@ pub fn builtin_schemas() -> &'static BuiltinSchemas {
 /// Adds the schema of the k8s-openapi type serving `group`/`kind` to `g`; returns its name.
 fn add_kind(g: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     use k8s_openapi::api::{
-        admissionregistration, apps, authorization, autoscaling, batch, coordination, core,
-        discovery, events, networking, policy, rbac,
+        admissionregistration, apps, authentication, authorization, autoscaling, batch,
+        coordination, core, discovery, events, networking, policy, rbac,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     fn add<T: JsonSchema>(g: &mut SchemaGenerator) -> Option<String> {
@@ -112,6 +112,10 @@ fn add_kind(g: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> 
         ("rbac.authorization.k8s.io", "RoleBinding") => add::<rbac::v1::RoleBinding>(g),
         ("authorization.k8s.io", "SelfSubjectAccessReview") => {
             add::<authorization::v1::SelfSubjectAccessReview>(g)
+        }
+        ("authentication.k8s.io", "TokenReview") => add::<authentication::v1::TokenReview>(g),
+        ("authentication.k8s.io", "SelfSubjectReview") => {
+            add::<authentication::v1::SelfSubjectReview>(g)
         }
         ("events.k8s.io", "Event") => add::<events::v1::Event>(g),
         ("policy", "PodDisruptionBudget") => add::<policy::v1::PodDisruptionBudget>(g),

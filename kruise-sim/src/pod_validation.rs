@@ -1,53 +1,59 @@
 //! Validation of pod specs, as kube-apiserver validates a pod, and the pod template of a
-//! built-in workload, before storing it: the checks controllers and users most often meet
-//! (container and volume names, images, ports, volume mounts, restart policy), with the real
-//! server's field paths, messages and order (volumes, then containers, then init containers).
+//! built-in workload, before storing it: kruise-core's port of `ValidatePodSpec`
+//! ([`kruise_core::admission::pod_template::validate_pod_spec`], which the Kruise webhooks use
+//! for templates too), its errors turned into causes with Go's paths, messages and order; and
+//! the pod update rules ([`pod_update`]).
 //!
-//! Not done: the many checks on resources, probes, security contexts, affinity and the other
-//! fields; a spec that fails only those is accepted here.
+//! Differences from kube-apiserver: a bare pod gets no checks of its own beyond the template's
+//! (an image with surrounding spaces, ephemeral containers on create); where Go walks a map
+//! (resources, node selector) the errors come in key order here, in random order there; and
+//! what kruise-core does not cover (see its module documentation) is accepted.
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::PodSpec;
+use kruise_core::field::{FieldError, FieldErrorKind, FieldPath};
+use serde_json::Value;
 
 use crate::error::Cause;
-use crate::util::check_label;
 
 /// The causes for the pod spec at `path` (`spec`, or `spec.template.spec`), in the real
-/// server's order; empty when it passes the checks made here.
+/// server's order; empty when it passes. A spec whose values do not fit their Go types was
+/// refused when the body was decoded; one that still does not decode is not judged here.
 pub(crate) fn pod_spec(spec: Option<&Value>, path: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let spec = spec.unwrap_or(&Value::Null);
-    let volumes = validate_volumes(spec.get("volumes"), &format!("{path}.volumes"), &mut causes);
+    let mut parts = path.split('.');
+    let mut field = FieldPath::new(parts.next().unwrap_or_default());
+    for part in parts {
+        field = field.child(part);
+    }
+    let spec = match spec.filter(|s| !s.is_null()) {
+        Some(spec) => match serde_json::from_value::<PodSpec>(spec.clone()) {
+            Ok(spec) => spec,
+            Err(_) => return Vec::new(),
+        },
+        None => PodSpec::default(),
+    };
+    kruise_core::admission::pod_template::validate_pod_spec(&spec, &field)
+        .iter()
+        .map(cause_of)
+        .collect()
+}
 
-    let mut names = BTreeSet::new();
-    match spec.get("containers").and_then(Value::as_array) {
-        Some(containers) if !containers.is_empty() => {
-            for (i, container) in containers.iter().enumerate() {
-                let at = format!("{path}.containers[{i}]");
-                validate_container(container, &at, &volumes, &mut names, &mut causes);
-            }
-        }
-        _ => causes.push(Cause::required(&format!("{path}.containers"), "")),
-    }
-    for (i, container) in
-        spec.get("initContainers").and_then(Value::as_array).into_iter().flatten().enumerate()
-    {
-        let at = format!("{path}.initContainers[{i}]");
-        validate_container(container, &at, &volumes, &mut names, &mut causes);
-    }
-
-    if let Some(policy) = spec.get("restartPolicy").filter(|p| !p.is_null()) {
-        const SUPPORTED: [&str; 3] = ["Always", "OnFailure", "Never"];
-        if !policy.as_str().is_some_and(|p| SUPPORTED.contains(&p)) {
-            causes.push(Cause::not_supported(
-                &format!("{path}.restartPolicy"),
-                policy,
-                &SUPPORTED.map(|s| json!(s)),
-            ));
-        }
-    }
-    causes
+/// A kruise-core field error as a cause of a 422.
+fn cause_of(error: &FieldError) -> Cause {
+    let reason = match error.kind {
+        FieldErrorKind::Required => "FieldValueRequired",
+        FieldErrorKind::Invalid => "FieldValueInvalid",
+        FieldErrorKind::Forbidden => "FieldValueForbidden",
+        FieldErrorKind::NotSupported { .. } => "FieldValueNotSupported",
+        FieldErrorKind::Duplicate => "FieldValueDuplicate",
+        FieldErrorKind::NotFound => "FieldValueNotFound",
+        FieldErrorKind::TooLong => "FieldValueTooLong",
+        FieldErrorKind::TooMany => "FieldValueTooMany",
+        FieldErrorKind::Internal => "InternalError",
+        _ => "FieldValueInvalid",
+    };
+    Cause { reason: reason.into(), message: error.body(), field: error.path.to_string() }
 }
 
 /// What kube-apiserver says when a pod update changes more than it may (before its diff).
@@ -210,124 +216,17 @@ fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Checks `volumes`; answers the names of the volumes that are there.
-fn validate_volumes(
-    volumes: Option<&Value>,
-    path: &str,
-    causes: &mut Vec<Cause>,
-) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for (i, volume) in volumes.and_then(Value::as_array).into_iter().flatten().enumerate() {
-        // A volume whose source is refused is not one mounts may name.
-        let mut taken = names.clone();
-        unique_label(volume, &format!("{path}[{i}].name"), &mut taken, causes);
-        let sources = crate::defaults::volume_sources(volume);
-        if sources.len() > 1 {
-            for source in &sources[1..] {
-                causes.push(Cause::forbidden(
-                    &format!("{path}[{i}].{source}"),
-                    "may not specify more than 1 volume type",
-                ));
-            }
-        } else {
-            names = taken;
-        }
-    }
-    names
-}
-
-/// Checks the `name` of a volume or container: present, a DNS-1123 label, and not in `taken`
-/// (which it joins).
-fn unique_label(item: &Value, path: &str, taken: &mut BTreeSet<String>, causes: &mut Vec<Cause>) {
-    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-    if name.is_empty() {
-        causes.push(Cause::required(path, ""));
-    } else if let Err(message) = check_label(name) {
-        causes.push(Cause::invalid(path, &json!(name), &message));
-    } else if !taken.insert(name.to_owned()) {
-        causes.push(Cause::duplicate(path, &json!(name)));
-    }
-}
-
-/// Checks one container (or init container) at `path`; `names` holds the names taken so
-/// far in the pod (containers and init containers share one namespace).
-fn validate_container(
-    container: &Value,
-    path: &str,
-    volumes: &BTreeSet<String>,
-    names: &mut BTreeSet<String>,
-    causes: &mut Vec<Cause>,
-) {
-    unique_label(container, &format!("{path}.name"), names, causes);
-    if container.get("image").and_then(Value::as_str).unwrap_or_default().trim().is_empty() {
-        causes.push(Cause::required(&format!("{path}.image"), ""));
-    }
-
-    let mut port_names = BTreeSet::new();
-    for (i, port) in
-        container.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate()
-    {
-        let at = format!("{path}.ports[{i}]");
-        if let Some(port_name) = port.get("name").and_then(Value::as_str).filter(|n| !n.is_empty())
-            && !port_names.insert(port_name.to_owned())
-        {
-            causes.push(Cause::duplicate(&format!("{at}.name"), &json!(port_name)));
-        }
-        match port.get("containerPort").and_then(Value::as_i64).unwrap_or(0) {
-            0 => causes.push(Cause::required(&format!("{at}.containerPort"), "")),
-            n if !(1..=65535).contains(&n) => causes.push(Cause::invalid(
-                &format!("{at}.containerPort"),
-                &json!(n),
-                "must be between 1 and 65535, inclusive",
-            )),
-            _ => {}
-        }
-        if let Some(n) = port.get("hostPort").and_then(Value::as_i64)
-            && n != 0
-            && !(1..=65535).contains(&n)
-        {
-            causes.push(Cause::invalid(
-                &format!("{at}.hostPort"),
-                &json!(n),
-                "must be between 1 and 65535, inclusive",
-            ));
-        }
-    }
-
-    for (i, env) in container.get("env").and_then(Value::as_array).into_iter().flatten().enumerate()
-    {
-        let has_value = env.get("value").and_then(Value::as_str).is_some_and(|v| !v.is_empty());
-        if has_value && env.get("valueFrom").is_some_and(|v| !v.is_null()) {
-            causes.push(Cause::invalid(
-                &format!("{path}.env[{i}].valueFrom"),
-                &json!(""),
-                "may not be specified when `value` is not empty",
-            ));
-        }
-    }
-
-    for (i, mount) in
-        container.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().enumerate()
-    {
-        let at = format!("{path}.volumeMounts[{i}]");
-        let volume = mount.get("name").and_then(Value::as_str).unwrap_or_default();
-        if volume.is_empty() {
-            causes.push(Cause::required(&format!("{at}.name"), ""));
-        } else if !volumes.contains(volume) {
-            causes.push(Cause::not_found(&format!("{at}.name"), &json!(volume)));
-        }
-        if mount.get("mountPath").and_then(Value::as_str).unwrap_or_default().is_empty() {
-            causes.push(Cause::required(&format!("{at}.mountPath"), ""));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
+    /// The causes for a pod of `spec`, defaulted first as kube-apiserver defaults it.
     fn messages(spec: Value) -> Vec<String> {
-        pod_spec(Some(&spec), "spec")
+        let mut pod =
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec});
+        crate::defaults::apply("", "pods", &mut pod);
+        pod_spec(pod.get("spec"), "spec")
             .iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect()

@@ -743,6 +743,7 @@ fn schema_for(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("networking.k8s.io/v1", "IngressClass") => &INGRESS_CLASS,
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => &SELF_SUBJECT_ACCESS_REVIEW,
         ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => &SELF_SUBJECT_REVIEW,
         _ => return None,
     })
 }
@@ -860,6 +861,9 @@ static NON_RESOURCE_ATTRIBUTES: Msg = Msg {
     name: "NonResourceAttributes",
     fields: &[opt(1, "path", K::Str), opt(2, "verb", K::Str)],
 };
+
+/// `kubectl auth whoami` sends only the metadata.
+static SELF_SUBJECT_REVIEW: Msg = Msg { name: "SelfSubjectReview", fields: &[META] };
 
 static TOKEN_REQUEST: Msg =
     Msg { name: "TokenRequest", fields: &[META, opt(2, "spec", K::Msg(&TOKEN_REQUEST_SPEC))] };

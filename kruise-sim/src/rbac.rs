@@ -14,9 +14,6 @@
 //! Not done: aggregated ClusterRoles (`aggregationRule`), the rest of the default bootstrap
 //! roles, token expiry and audiences, and RBAC's escalation checks on writes of roles.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use serde_json::{Value, json};
 
 use crate::store::Store;
@@ -74,29 +71,6 @@ impl Identity {
     /// The service account this identity is, if any: (namespace, name).
     fn service_account_name(&self) -> Option<(&str, &str)> {
         self.user.strip_prefix("system:serviceaccount:").and_then(|rest| rest.split_once(':'))
-    }
-}
-
-/// The tokens issued by TokenRequest, and whom they name.
-#[derive(Default)]
-pub(crate) struct Tokens(Mutex<HashMap<String, Identity>>);
-
-impl Tokens {
-    /// Issues a token for a service account.
-    pub fn issue(&self, namespace: &str, name: &str) -> String {
-        let token = format!(
-            "kruise-sim.{}.{}",
-            crate::util::uuid().replace('-', ""),
-            crate::util::uuid().replace('-', "")
-        );
-        let mut tokens = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        tokens.insert(token.clone(), Identity::service_account(namespace, name));
-        token
-    }
-
-    /// The identity a token names, if it was issued here.
-    pub fn identity(&self, token: &str) -> Option<Identity> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(token).cloned()
     }
 }
 

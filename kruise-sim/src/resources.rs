@@ -390,6 +390,8 @@ const BUILTINS: &[B] = &[
     b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true),
     // Answered, never stored: see `crate::rbac`.
     b("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
+    b("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false),
+    b("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false),
     b("events.k8s.io", "v1", "Event", "events", true).short(&["ev"]),
     b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true)
         .short(&["pdb"])
@@ -613,7 +615,7 @@ pub fn builtins() -> Vec<ResourceDef> {
         if b.plural == "namespaces" {
             verbs.retain(|v| v != "deletecollection");
         }
-        if b.plural == "selfsubjectaccessreviews" {
+        if matches!(b.plural, "selfsubjectaccessreviews" | "selfsubjectreviews" | "tokenreviews") {
             verbs.retain(|v| v == "create");
         }
         out.push(ResourceDef {

@@ -57,7 +57,12 @@ fn has_wildcard(values: &[Value]) -> bool {
 }
 
 /// `metav1validation.ValidateLabelSelector`.
-fn selector(causes: &mut Vec<Cause>, selector: Option<&Value>, path: &str, allow_bad_values: bool) {
+pub(crate) fn selector(
+    causes: &mut Vec<Cause>,
+    selector: Option<&Value>,
+    path: &str,
+    allow_bad_values: bool,
+) {
     let Some(selector) = selector.filter(|s| !s.is_null()) else {
         return;
     };

@@ -28,6 +28,7 @@
 pub mod image_pull_template;
 pub mod meta;
 pub mod pod_chain;
+pub(crate) mod pod_constraints;
 pub mod pod_defaults;
 pub mod pod_edit;
 pub mod pod_patch;

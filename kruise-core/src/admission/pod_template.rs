@@ -11,10 +11,11 @@
 //! containers (forbidden in templates), resource claims, host-network ports, restart and DNS
 //! policy, node selector, DNS config, readiness and scheduling gates, service account, node
 //! name, active deadline, hostname and subdomain, tolerations, host aliases, priority class,
-//! runtime class, preemption policy, overhead and OS name.
+//! runtime class, preemption policy, overhead and OS name; affinity, topology spread
+//! constraints and the pod's and containers' security contexts (in [`super::pod_constraints`]).
 //!
-//! Not covered (accepted here, checked by Kubernetes when the pods are created): affinity,
-//! topology spread constraints, pod and container security contexts, OS-specific field rules,
+//! Not covered (accepted here, checked by Kubernetes when the pods are created): a topology
+//! spread constraint's `matchLabelKeys`, Windows security options, OS-specific field rules,
 //! seccomp and AppArmor annotations and fields, the tolerations annotation, the sources of
 //! rarely used volume types beyond counting them, cluster trust bundle projections and
 //! resource-field divisors.
@@ -39,6 +40,7 @@ use super::names::{
     is_dns1123_subdomain, is_env_var_name, is_http_header_name, is_ip_sloppy, is_qualified_name,
     is_valid_label_value, is_valid_port_name, is_valid_port_num, name_is_dns_subdomain,
 };
+use super::pod_constraints;
 use crate::revision::quantity::Quantity as GoQuantity;
 
 const FILE_MODE_ERROR_MSG: &str = "must be a number between 0 and 0777 (octal), both inclusive";
@@ -101,8 +103,13 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &FieldPath) -> Vec<FieldError> {
         claims.iter().filter(|c| !c.name.is_empty()).map(|c| c.name.clone()).collect();
     errs.extend(validate_resource_claims(spec, &path.child("resourceClaims")));
     let restart_policy = spec.restart_policy.as_deref().unwrap_or("");
-    let ctx =
-        ContainerContext { volumes: &volumes, claim_names: &claim_names, grace, restart_policy };
+    let ctx = ContainerContext {
+        volumes: &volumes,
+        claim_names: &claim_names,
+        grace,
+        restart_policy,
+        host_users: spec.host_users,
+    };
     errs.extend(validate_containers(&spec.containers, &ctx, &path.child("containers")));
     errs.extend(validate_init_containers(
         spec.init_containers.as_deref().unwrap_or_default(),
@@ -116,6 +123,14 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &FieldPath) -> Vec<FieldError> {
     let dns_policy = spec.dns_policy.as_deref().unwrap_or("");
     errs.extend(validate_dns_policy(dns_policy, &path.child("dnsPolicy")));
     errs.extend(validate_labels(spec.node_selector.as_ref(), &path.child("nodeSelector")));
+    errs.extend(pod_constraints::validate_pod_security_context(
+        spec,
+        &path.child("securityContext"),
+    ));
+    errs.extend(pod_constraints::validate_affinity(
+        spec.affinity.as_ref(),
+        &path.child("affinity"),
+    ));
     errs.extend(validate_dns_config(spec, dns_policy, &path.child("dnsConfig")));
     for (i, gate) in spec.readiness_gates.iter().flatten().enumerate() {
         let p = path.child("readinessGates").index(i).child("conditionType");
@@ -129,6 +144,10 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &FieldPath) -> Vec<FieldError> {
             errs.push(FieldError::duplicate(&p, &gate.name));
         }
     }
+    errs.extend(pod_constraints::validate_topology_spread(
+        spec.topology_spread_constraints.as_deref().unwrap_or_default(),
+        &path.child("topologySpreadConstraints"),
+    ));
     let subdomain_field = |errs: &mut Vec<FieldError>, value: Option<&String>, field: &str| {
         if let Some(value) = value.filter(|v| !v.is_empty()) {
             for msg in name_is_dns_subdomain(value, false) {
@@ -340,6 +359,13 @@ pub(crate) fn validate_tolerations_list(
                     ));
                 }
             }
+            // `TaintTolerationComparisonOperators` is off in 1.36: Lt and Gt are refused,
+            // listed among the operators the gate would allow.
+            "Lt" | "Gt" => errs.push(FieldError::not_supported(
+                &p.child("operator"),
+                operator,
+                &["Equal", "Exists", "Lt", "Gt"],
+            )),
             other => errs.push(FieldError::not_supported(
                 &p.child("operator"),
                 other,
@@ -912,6 +938,8 @@ struct ContainerContext<'a> {
     claim_names: &'a BTreeSet<String>,
     grace: Option<i64>,
     restart_policy: &'a str,
+    /// The pod's `hostUsers`, which an `Unmasked` proc mount needs false.
+    host_users: Option<bool>,
 }
 
 fn validate_containers(
@@ -1050,7 +1078,13 @@ pub(crate) fn ephemeral_only_errors(ec: &EphemeralContainer, p: &FieldPath) -> V
     let forbidden = "cannot be set for an Ephemeral Container";
     for (set, field) in [
         (ec.ports.is_some(), "ports"),
-        (ec.resources.is_some(), "resources"),
+        // Go allows a field whose value is its zero value: `resources: {}` is not set.
+        (
+            ec.resources
+                .as_ref()
+                .is_some_and(|r| r.limits.is_some() || r.requests.is_some() || r.claims.is_some()),
+            "resources",
+        ),
         (ec.liveness_probe.is_some(), "livenessProbe"),
         (ec.readiness_probe.is_some(), "readinessProbe"),
         (ec.startup_probe.is_some(), "startupProbe"),
@@ -1149,6 +1183,11 @@ fn validate_container_common(
         c.resize_policy.as_deref().unwrap_or_default(),
         ctx.restart_policy,
         &path.child("resizePolicy"),
+    ));
+    errs.extend(pod_constraints::validate_container_security_context(
+        c.security_context.as_ref(),
+        ctx.host_users,
+        &path.child("securityContext"),
     ));
     errs
 }
@@ -1938,14 +1977,13 @@ fn validate_handler(h: &Handler<'_>, grace: Option<i64>, path: &FieldPath) -> Ve
     }
     if take(&mut errs, h.sleep.is_some(), "sleep")
         && let (Some(seconds), Some(grace)) = (h.sleep, grace)
-        && (seconds <= 0 || seconds > grace)
+        && (seconds < 0 || seconds > grace)
     {
+        // `PodLifecycleSleepActionAllowZero` is GA in 1.36: zero is allowed.
         errs.push(FieldError::invalid(
             &path.child("sleep"),
             seconds,
-            format!(
-                "must be greater than 0 and less than terminationGracePeriodSeconds ({grace}). Enable AllowPodLifecycleSleepActionZeroValue feature gate for zero sleep."
-            ),
+            format!("must be non-negative and less than terminationGracePeriodSeconds ({grace})"),
         ));
     }
     if count == 0 {

@@ -5,7 +5,7 @@
 //! 1. [`normalize`] turns a value (for example a k8s-openapi object serialised with serde)
 //!    into what Go would write for the same typed object, following the field table in
 //!    [`super::goschema`]: empty `omitempty` fields dropped, always-written fields filled in
-//!    (`"resources":{}`, `"creationTimestamp":null`), quantities canonical.
+//!    (`"resources":{}`, `"creationTimestamp":null`), quantities as Go writes them back.
 //! 2. An encoder writes the bytes: [`encode_sorted`] for documents Go wrote from a generic
 //!    `map[string]interface{}` (keys sorted, numbers as float64), [`encode_ordered`] for a
 //!    typed struct (keys in struct order, integers exact).
@@ -136,7 +136,7 @@ fn normalize_quantity(value: &Value) -> Value {
         Value::Number(n) => n.to_string(),
         other => return other.clone(),
     };
-    Value::String(quantity::canonical(&text).unwrap_or(text))
+    Value::String(quantity::go_written(&text).unwrap_or(text))
 }
 
 /// Rebuilds `value` with every object's keys inserted in sorted order, so that serde_json

@@ -1,10 +1,12 @@
 //! Resource quantities as Go's `resource.Quantity` reads and writes them.
 //!
-//! Go never writes a quantity back the way it was read unless the text was already in
-//! canonical form: `1000m` is written `1`, `0.5Gi` is written `512Mi`, `1.5` is written
-//! `1500m`. Whatever Go hashes or diffs was therefore canonicalised first, so we do the same
-//! with [`canonical`]. [`Quantity::parse`] gives the exact value, so that quantities written
-//! differently (`1Gi`, `1073741824`) still compare equal by value.
+//! Go writes a quantity back the way it was read only when its parser found the text already
+//! in canonical form: `1000m` is written `1`, `0.5Gi` is written `512Mi`, `1.5` is written
+//! `1500m`, while `+1`, `1.500` and `1E3` are kept. Whatever Go hashes, diffs or stores was
+//! therefore rewritten first, so we do the same with [`go_written`]; [`canonical`] is the
+//! form Go computes for a quantity without a kept text. [`Quantity::parse`] gives the exact
+//! value, so that quantities written differently (`1Gi`, `1073741824`) still compare equal by
+//! value.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -28,12 +30,30 @@ pub enum QuantityError {
     /// The string is empty.
     #[error("quantity is empty")]
     Empty,
-    /// The number or the suffix is malformed.
+    /// The text is not digits with an optional fraction followed by suffix letters.
     #[error("quantity {0:?} is not a number followed by a valid suffix")]
     Format(String),
+    /// The suffix is not one Go knows (`K`, `kb`, `Mb`).
+    #[error("quantity {0:?} has an unknown suffix")]
+    Suffix(String),
     /// The value does not fit the 128-bit arithmetic used here.
     #[error("quantity {0:?} is too large to handle")]
     TooLarge(String),
+}
+
+impl QuantityError {
+    /// What Go's `resource.ParseQuantity` says for this text; kube-apiserver puts it after
+    /// `<Kind> in version "v1" cannot be handled as a <Kind>: `.
+    pub fn go_message(&self) -> &'static str {
+        match self {
+            QuantityError::Empty | QuantityError::Format(_) => {
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+            }
+            QuantityError::Suffix(_) => "unable to parse quantity's suffix",
+            // Go parses any length with arbitrary precision; this is its closest message.
+            QuantityError::TooLarge(_) => "unable to parse numeric part of quantity",
+        }
+    }
 }
 
 /// An exact quantity value: `(-1)^negative * mantissa * 10^exponent`, rounded up to a
@@ -62,7 +82,7 @@ impl Quantity {
         }
         let parts = split_quantity(raw).ok_or_else(|| QuantityError::Format(text.to_owned()))?;
         let (base, power, format) =
-            interpret_suffix(parts.suffix).ok_or_else(|| QuantityError::Format(text.to_owned()))?;
+            interpret_suffix(parts.suffix).ok_or_else(|| QuantityError::Suffix(text.to_owned()))?;
         let too_large = || QuantityError::TooLarge(text.to_owned());
 
         let digits = format!("{}{}", parts.whole, parts.fraction);
@@ -115,6 +135,14 @@ impl Quantity {
             quantity.negative = false;
         }
         Ok(quantity)
+    }
+
+    /// Whether Go 1.36 loses this value when writing it: a decimal (SI) quantity whose
+    /// canonical exponent is past `E` (10^18) is written without any suffix (`1000E` as `1`).
+    pub fn go_drops_exponent(&self) -> bool {
+        self.format == QuantityFormat::DecimalSi
+            && self.mantissa != 0
+            && self.exponent.div_euclid(3) * 3 > 18
     }
 
     /// The format the quantity was written in.
@@ -285,6 +313,60 @@ impl fmt::Display for Quantity {
 /// The canonical form of a quantity string, or `None` when it does not parse.
 pub fn canonical(text: &str) -> Option<String> {
     Quantity::parse(text).ok().map(|q| q.to_canonical())
+}
+
+/// The text Go writes back for a quantity it read from `text` (`resource.Quantity`'s
+/// `UnmarshalJSON`, then `MarshalJSON`): the trimmed text as it came when Go's fast parser
+/// judged it canonical already, else the canonical form. The fast parser keeps a decimal
+/// whose scale is a multiple of three, whose digits (leading zeros of the whole part
+/// dropped) neither start with `0` nor end with `000`, and that fits 18 digits (`+1`, `01`,
+/// `1.500`, `1E3`, `100m` are kept); and a binary one of whole units not divisible by 8
+/// (`1Gi`, `1025Mi`; `1024Mi` becomes `1Gi`).
+pub fn go_written(text: &str) -> Result<String, QuantityError> {
+    let raw = text.trim();
+    let quantity = Quantity::parse(raw)?;
+    if raw == "0" || kept_by_go(raw).unwrap_or(false) {
+        return Ok(raw.to_owned());
+    }
+    Ok(quantity.to_canonical())
+}
+
+/// Whether Go's fast path keeps `raw` (which parses) as it is; `None` when the fast path does
+/// not take it.
+fn kept_by_go(raw: &str) -> Option<bool> {
+    let parts = split_quantity(raw)?;
+    let (_, power, format) = interpret_suffix(parts.suffix)?;
+    // Go drops the whole part's leading zeros, and reads an empty whole part as `0`.
+    let whole = parts.whole.trim_start_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    let digits = whole.len() + parts.fraction.len();
+    let fraction = i32::try_from(parts.fraction.len()).ok()?;
+    let (precision, scale, multiplier) = match format {
+        QuantityFormat::DecimalExponent | QuantityFormat::DecimalSi => {
+            (18 - i64::try_from(digits).ok()?, power, 1i64)
+        }
+        QuantityFormat::BinarySi if power >= 0 && parts.fraction.is_empty() => {
+            // Go's estimate of the digits a binary suffix adds: exponent * 3 / 10, truncated.
+            let added = i64::from(power) * 3 / 10;
+            (
+                15 - i64::try_from(whole.len()).ok()? - added - 1,
+                0,
+                1i64.checked_shl(power.unsigned_abs())?,
+            )
+        }
+        QuantityFormat::BinarySi => return None,
+    };
+    let scale = scale.checked_sub(fraction)?;
+    if precision < 0 || scale < -9 {
+        return None;
+    }
+    let shifted = format!("{whole}{}", parts.fraction);
+    let value: i64 = shifted.parse().ok()?;
+    value.checked_mul(multiplier)?;
+    Some(match format {
+        QuantityFormat::BinarySi => power % 10 == 0 && value & 0x07 != 0,
+        _ => scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0'),
+    })
 }
 
 /// Whether two quantity strings have the same value; unparsable strings compare by text.
@@ -478,6 +560,62 @@ mod tests {
         ];
         for (input, expected) in cases {
             assert_eq!(canonical(input).as_deref(), Some(expected), "canonical({input:?})");
+        }
+    }
+
+    #[test]
+    fn go_keeps_the_texts_its_fast_parser_finds_canonical() {
+        let cases = [
+            // Kept as written.
+            ("+1", "+1"),
+            ("01", "01"),
+            ("1.500", "1.500"),
+            ("1E3", "1E3"),
+            ("100m", "100m"),
+            ("1025Mi", "1025Mi"),
+            ("1Gi", "1Gi"),
+            ("-1", "-1"),
+            (" 2 ", "2"),
+            ("12e6", "12e6"),
+            // Rewritten.
+            ("1000m", "1"),
+            ("1024Mi", "1Gi"),
+            ("8Ki", "8Ki"),
+            ("1.5", "1500m"),
+            ("0.5", "500m"),
+            ("1.5Gi", "1536Mi"),
+            ("1.1Gi", "1181116006400m"),
+            ("1000", "1k"),
+            ("1e4", "10e3"),
+            ("0.1n", "1n"),
+            ("0Mi", "0"),
+            ("000", "0"),
+            // Go 1.36 has no suffix past E and drops the exponent: kube-apiserver 1.36.2
+            // stores `1000E` as `1`.
+            ("1000E", "1"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(go_written(input).as_deref(), Ok(expected), "go_written({input:?})");
+        }
+        let message = |text: &str| go_written(text).map_err(|e| e.go_message());
+        assert_eq!(message("1K"), Err("unable to parse quantity's suffix"));
+        assert!(message("1x").is_err_and(|m| m.starts_with("quantities must match")));
+        assert!(message("").is_err_and(|m| m.starts_with("quantities must match")));
+    }
+
+    proptest::proptest! {
+        /// What Go writes back reads as the value that was read, and is kept when read again.
+        #[test]
+        fn written_back_keeps_the_value_and_is_stable(
+            text in r"[+-]?[0-9]{0,20}(\.[0-9]{0,12})?(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[+-]?[0-9]{1,2}|E[0-9]{1,2})?"
+        ) {
+            if let Ok(written) = go_written(&text) {
+                let read = Quantity::parse(&text).expect("read");
+                proptest::prop_assume!(!read.go_drops_exponent());
+                let again = Quantity::parse(&written).expect("what Go writes reads");
+                proptest::prop_assert_eq!(read.cmp_value(&again), Ordering::Equal, "{} -> {}", text, written);
+                proptest::prop_assert_eq!(go_written(&written), Ok(written.clone()));
+            }
         }
     }
 

@@ -29,9 +29,7 @@
 //! defaulted (as the API server would default the pods) before its spec is validated; Go's
 //! rendering of a `targetFilter` in an error names no pointer addresses.
 
-use k8s_openapi::api::core::v1::{
-    NodeSelectorRequirement, NodeSelectorTerm, PodSpec, PodTemplateSpec, PreferredSchedulingTerm,
-};
+use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1alpha1 as alpha;
 use kruise_api::apps::v1beta1::{
@@ -39,14 +37,12 @@ use kruise_api::apps::v1beta1::{
 };
 use kruise_api::conversion::HubConvertible;
 
-use crate::admission::meta::{
-    label_selector_as_selector, validate_label_name, validate_object_meta_update,
-};
+use crate::admission::meta::{label_selector_as_selector, validate_object_meta_update};
+use crate::admission::pod_constraints;
 use crate::admission::pod_defaults::default_pod_spec;
 use crate::admission::pod_template::{validate_pod_spec, validate_tolerations_list};
 use crate::field::{BadValue, FieldError, FieldErrors, FieldPath, go};
 use crate::intstr::IntOrPercent;
-use crate::names::{is_dns1123_subdomain, is_valid_label_value};
 use crate::smp::{PatchSchema, apply_patch};
 use crate::workloadspread::{CustomWorkloadWhitelist, parse_group};
 
@@ -361,9 +357,13 @@ fn validate_subsets(
             names.insert(subset.name.clone());
         }
         if let Some(term) = &subset.required_node_selector {
-            errs.extend(validate_node_selector_term(term, &p.child("requiredNodeSelector")));
+            errs.extend(pod_constraints::validate_node_selector_term(
+                term,
+                &p.child("requiredNodeSelector"),
+                false,
+            ));
         }
-        errs.extend(validate_preferred_terms(
+        errs.extend(pod_constraints::validate_preferred_scheduling_terms(
             &subset.preferred_node_selector,
             &p.child("preferredNodeSelector"),
         ));
@@ -463,115 +463,6 @@ fn validate_patch(
     let spec = pod.spec.get_or_insert_with(PodSpec::default);
     default_pod_spec(spec);
     validate_pod_spec(spec, path)
-}
-
-/// Core's `ValidateNodeSelectorTerm` (label values checked).
-fn validate_node_selector_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    for (j, req) in term.match_expressions.iter().flatten().enumerate() {
-        errs.extend(validate_node_selector_requirement(
-            req,
-            &path.child("matchExpressions").index(j),
-        ));
-    }
-    for (j, req) in term.match_fields.iter().flatten().enumerate() {
-        errs.extend(validate_node_field_requirement(req, &path.child("matchFields").index(j)));
-    }
-    errs
-}
-
-fn validate_node_selector_requirement(
-    req: &NodeSelectorRequirement,
-    path: &FieldPath,
-) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let values = req.values.as_deref().unwrap_or_default();
-    match req.operator.as_str() {
-        "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
-            &path.child("values"),
-            "must be specified when `operator` is 'In' or 'NotIn'",
-        )),
-        "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
-            &path.child("values"),
-            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-        )),
-        "Gt" | "Lt" if values.len() != 1 => errs.push(FieldError::required(
-            &path.child("values"),
-            "must be specified single value when `operator` is 'Lt' or 'Gt'",
-        )),
-        "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
-        other => errs.push(FieldError::invalid(
-            &path.child("operator"),
-            other,
-            "not a valid selector operator",
-        )),
-    }
-    errs.extend(validate_label_name(&req.key, &path.child("key")));
-    for (i, value) in values.iter().enumerate() {
-        for msg in is_valid_label_value(value) {
-            errs.push(FieldError::invalid(&path.child("values").index(i), value, msg));
-        }
-    }
-    errs
-}
-
-fn validate_node_field_requirement(
-    req: &NodeSelectorRequirement,
-    path: &FieldPath,
-) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let values = req.values.as_deref().unwrap_or_default();
-    match req.operator.as_str() {
-        "In" | "NotIn" => {
-            if values.len() != 1 {
-                errs.push(FieldError::required(
-                    &path.child("values"),
-                    "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
-                ));
-            }
-        }
-        other => errs.push(FieldError::invalid(
-            &path.child("operator"),
-            other,
-            "not a valid selector operator",
-        )),
-    }
-    if req.key != "metadata.name" {
-        errs.push(FieldError::invalid(
-            &path.child("key"),
-            req.key.as_str(),
-            "not a valid field selector key",
-        ));
-    } else {
-        for (i, value) in values.iter().enumerate() {
-            for msg in is_dns1123_subdomain(value) {
-                errs.push(FieldError::invalid(&path.child("values").index(i), value, msg));
-            }
-        }
-    }
-    errs
-}
-
-/// Core's `ValidatePreferredSchedulingTerms`.
-fn validate_preferred_terms(
-    terms: &[PreferredSchedulingTerm],
-    path: &FieldPath,
-) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    for (i, term) in terms.iter().enumerate() {
-        if term.weight <= 0 || term.weight > 100 {
-            errs.push(FieldError::invalid(
-                &path.index(i).child("weight"),
-                term.weight,
-                "must be in the range 1-100",
-            ));
-        }
-        errs.extend(validate_node_selector_term(
-            &term.preference,
-            &path.index(i).child("preference"),
-        ));
-    }
-    errs
 }
 
 /// The first other WorkloadSpread targeting the same workload.

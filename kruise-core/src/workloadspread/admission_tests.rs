@@ -1,7 +1,10 @@
 //! After upstream's `workloadspread_validation_test.go`.
 
 use super::*;
-use k8s_openapi::api::core::v1::{Container, NodeSelectorRequirement, PodSpec, Toleration};
+use k8s_openapi::api::core::v1::{
+    Container, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, PreferredSchedulingTerm,
+    Toleration,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kruise_api::apps::v1beta1::{

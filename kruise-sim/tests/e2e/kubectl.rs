@@ -507,6 +507,86 @@ subjects:
     assert!(err.contains(r#"serviceaccounts "nobody" not found"#), "{err}");
 }
 
+/// `kubectl create token` gives a signed JWT with kube-apiserver's claims; a TokenReview
+/// reads it back (audiences, the bound pod, expiry, invalidation) in kube-apiserver 1.36.2's
+/// words, and `kubectl auth whoami` names the caller.
+#[test]
+fn tokens_are_signed_jwts_that_token_reviews_read() {
+    use base64::Engine as _;
+    use serde_json::Value;
+    let env = Env::new(Config::default());
+    env.ok(&["create", "serviceaccount", "bot"]);
+    env.ok(&["run", "p", "--image=nginx"]);
+    let pod_uid = env.ok(&["get", "pod", "p", "-o", "jsonpath={.metadata.uid}"]);
+    let bound = ["--bound-object-kind", "Pod", "--bound-object-name", "p"];
+    let token = env.ok(&[
+        &["create", "token", "bot", "--audience", "aud1", "--bound-object-uid", &pod_uid][..],
+        &bound[..],
+    ]
+    .concat());
+    let token = token.trim();
+    let parts: Vec<&str> = token.split('.').collect();
+    assert_eq!(parts.len(), 3, "a JWS in compact form: {token}");
+    let decode = |part: &str| -> Value {
+        let bytes =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).expect("base64url");
+        serde_json::from_slice(&bytes).expect("JSON")
+    };
+    assert!(decode(parts[0])["kid"].is_string());
+    let claims = decode(parts[1]);
+    assert_eq!(claims["sub"], "system:serviceaccount:default:bot");
+    assert_eq!(claims["aud"], serde_json::json!(["aud1"]));
+    assert_eq!(claims["iss"], "https://kubernetes.default.svc.cluster.local");
+    assert_eq!(claims["kubernetes.io"]["pod"]["uid"], pod_uid.as_str());
+    assert_eq!(claims["exp"].as_i64().zip(claims["iat"].as_i64()).map(|(e, i)| e - i), Some(3600));
+
+    let review = |audiences: &str| -> Value {
+        let body = format!(
+            r#"{{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{{"token":"{token}"{audiences}}}}}"#
+        );
+        let out = env.ok_stdin(&["create", "-f", "-", "-o", "json"], &body);
+        serde_json::from_str::<Value>(&out).expect("JSON")["status"].clone()
+    };
+    let ok = review(r#","audiences":["aud1","other"]"#);
+    assert_eq!(
+        (ok["authenticated"].as_bool(), &ok["audiences"]),
+        (Some(true), &serde_json::json!(["aud1"]))
+    );
+    assert_eq!(ok["user"]["username"], "system:serviceaccount:default:bot");
+    assert_eq!(
+        ok["user"]["extra"]["authentication.kubernetes.io/pod-name"],
+        serde_json::json!(["p"])
+    );
+    assert_eq!(
+        review("")["error"],
+        r#"[invalid bearer token, token audiences ["aud1"] is invalid for the target audiences ["https://kubernetes.default.svc.cluster.local"]]"#
+    );
+    let err = env.fails(
+        &[
+            &[
+                "create",
+                "token",
+                "bot",
+                "--bound-object-uid",
+                "11111111-1111-1111-1111-111111111111",
+            ][..],
+            &bound[..],
+        ]
+        .concat(),
+    );
+    assert!(
+        err.contains(r#"Operation cannot be fulfilled on Pod "p": the UID in the bound object reference (11111111-1111-1111-1111-111111111111) does not match the UID in record. The object might have been deleted and then recreated"#),
+        "{err}"
+    );
+    env.ok(&["delete", "pod", "p", "--grace-period=0", "--force"]);
+    assert_eq!(
+        review(r#","audiences":["aud1"]"#)["error"],
+        "[invalid bearer token, service account token has been invalidated]"
+    );
+    let whoami = env.ok(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]);
+    assert_eq!(whoami, "kubernetes-admin");
+}
+
 /// A new namespace gets its `default` ServiceAccount and `kube-root-ca.crt`; a pod gets the
 /// service account token volume, and one naming a missing service account is refused.
 #[test]

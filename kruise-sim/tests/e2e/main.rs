@@ -27,6 +27,7 @@ mod kubectl;
 mod nodes;
 mod object_meta;
 mod openapi_explain;
+mod pod_validation;
 mod protobuf;
 mod replicaset;
 mod smp_corpus;
