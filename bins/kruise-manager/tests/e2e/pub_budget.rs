@@ -47,19 +47,7 @@ pub(crate) fn start_manager(cluster: &SimCluster, extra: &[&str]) -> (Proc, u16)
     ];
     args.extend(extra);
     let manager = cluster.run_manager("manager.log", &args);
-    wait_for("the pod webhook registered", Duration::from_secs(60), || {
-        let out = cluster.kubectl.run_with(
-            &[
-                "get",
-                "validatingwebhookconfiguration",
-                "kruise-validating-webhook-configuration",
-                "-o",
-                "json",
-            ],
-            None,
-        );
-        out.stdout.contains("\"vpod.kb.io\"").then_some(())
-    });
+    crate::common::wait_for_validating_webhook(&cluster.kubectl, "vpod.kb.io");
     (manager, metrics_port)
 }
 

@@ -177,23 +177,6 @@ fn start_service(backends: [u16; 2]) -> SocketAddr {
     addr
 }
 
-/// Waits until the webhook configurations name the pod webhook.
-fn wait_for_webhooks(k: &Kubectl) {
-    wait_for("the pod webhook registered", Duration::from_secs(60), || {
-        let out = k.run_with(
-            &[
-                "get",
-                "validatingwebhookconfiguration",
-                "kruise-validating-webhook-configuration",
-                "-o",
-                "json",
-            ],
-            None,
-        );
-        out.stdout.contains("\"vpod.kb.io\"").then_some(())
-    });
-}
-
 /// The election Lease's `leaseTransitions`.
 fn lease_transitions(k: &Kubectl) -> i64 {
     let out =
@@ -576,7 +559,7 @@ fn soak() {
     cluster.server.register_webhook_service("kruise-system", "kruise-webhook-service", service);
     replicas.start(&cluster, 0);
     replicas.start(&cluster, 1);
-    wait_for_webhooks(k);
+    crate::common::wait_for_validating_webhook(k, "vpod.kb.io");
 
     // cs: 6 pods in place, the CloneSet allows 2 unavailable, its budget 1.
     write(

@@ -16,19 +16,7 @@ fn cluster(nodes: usize) -> SimCluster {
 /// The manager, once its WorkloadSpread webhook is registered.
 fn start_manager(cluster: &SimCluster) -> crate::common::Proc {
     let (manager, _) = crate::pub_budget::start_manager(cluster, &[]);
-    wait_for("the WorkloadSpread webhook registered", Duration::from_secs(60), || {
-        let out = cluster.kubectl.run_with(
-            &[
-                "get",
-                "validatingwebhookconfiguration",
-                "kruise-validating-webhook-configuration",
-                "-o",
-                "json",
-            ],
-            None,
-        );
-        out.stdout.contains("\"vworkloadspread.kb.io\"").then_some(())
-    });
+    crate::common::wait_for_validating_webhook(&cluster.kubectl, "vworkloadspread.kb.io");
     manager
 }
 

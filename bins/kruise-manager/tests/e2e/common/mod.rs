@@ -129,6 +129,25 @@ pub fn wait_for_catch_all_pod_webhook_removed(k: &Kubectl) {
     });
 }
 
+/// Waits until kruise-validating-webhook-configuration names the webhook `name`
+/// (`vpod.kb.io`, `vworkloadspread.kb.io`, ...).
+pub fn wait_for_validating_webhook(k: &Kubectl, name: &str) {
+    let quoted = format!("\"{name}\"");
+    wait_for(&format!("the {name} webhook registered"), Duration::from_secs(60), || {
+        let out = k.run_with(
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "kruise-validating-webhook-configuration",
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        out.stdout.contains(&quoted).then_some(())
+    });
+}
+
 /// Waits until the generated pod webhook configurations hold at least `n` entries: an object
 /// that acts on pods at creation (a WorkloadSpread, a SidecarSet, a budget) reaches the pods
 /// created once its entry exists.
