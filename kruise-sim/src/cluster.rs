@@ -186,12 +186,7 @@ impl Cluster {
             Some(reference) => Some(self.bound_object(namespace, reference)?),
             None => None,
         };
-        let audiences: Vec<String> = spec["audiences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.as_str().map(str::to_owned))
-            .collect();
+        let audiences = crate::util::strings(spec.get("audiences"));
         let now = jiff::Timestamp::now();
         let grant = crate::tokens::Grant {
             namespace,
@@ -268,13 +263,7 @@ impl Cluster {
     pub(crate) fn token_review(&self, review: &Value) -> Value {
         let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
         let token = spec.get("token").and_then(Value::as_str).unwrap_or_default();
-        let audiences: Vec<String> = spec
-            .get("audiences")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.as_str().map(str::to_owned))
-            .collect();
+        let audiences = crate::util::strings(spec.get("audiences"));
         let exists = |plural: &str, ns: &str, name: &str| {
             let key = (String::new(), plural.to_string());
             let object = self.store.get(&key, &(ns.to_string(), name.to_string()))?;

@@ -4,7 +4,7 @@
 use crate::error::{ApiError, Cause};
 use crate::resources::{CellSource, Column, Origin, ResourceDef, ScalePaths, SmpKind};
 use crate::schema::Structural;
-use crate::util::{now_rfc3339, version_priority};
+use crate::util::{now_rfc3339, strings, version_priority};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -116,12 +116,6 @@ pub fn prepare(crd: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
         );
     }
     Ok(())
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 /// The resource definitions a CRD registers, one per served version.

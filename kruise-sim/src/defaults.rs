@@ -165,7 +165,7 @@ const VOLUME_SOURCES: [&str; 30] = [
 ];
 
 /// The volume sources set on `volume`, in the order kube-apiserver checks them.
-pub(crate) fn volume_sources(volume: &Value) -> Vec<&'static str> {
+fn volume_sources(volume: &Value) -> Vec<&'static str> {
     VOLUME_SOURCES
         .iter()
         .copied()

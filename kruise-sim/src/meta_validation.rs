@@ -20,7 +20,7 @@ const SUBDOMAIN_MAX: usize = 253;
 const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
 
 /// `content.MaxLenError`.
-pub(crate) fn max_len_error(n: usize) -> String {
+fn max_len_error(n: usize) -> String {
     format!("must be no more than {n} bytes")
 }
 

@@ -175,12 +175,7 @@ impl Tokens {
         let Some(claims) = self.verified_claims(token) else { return refused(None) };
         let wanted: Vec<String> =
             if audiences.is_empty() { vec![ISSUER.to_owned()] } else { audiences.to_vec() };
-        let granted: Vec<String> = claims["aud"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.as_str().map(str::to_owned))
-            .collect();
+        let granted = crate::util::strings(claims.get("aud"));
         let shared: Vec<String> = wanted.iter().filter(|a| granted.contains(a)).cloned().collect();
         if shared.is_empty() {
             return refused(Some(&format!(

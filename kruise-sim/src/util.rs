@@ -97,6 +97,13 @@ pub fn human_duration(seconds: i64) -> String {
     format!("{}y", hours / 24 / 365)
 }
 
+/// The strings of a JSON list (other items skipped); empty when it is not a list.
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
 /// `obj.metadata` as a mutable map, created if missing.
 pub fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     let map = obj.as_object_mut()?;

@@ -57,12 +57,7 @@ fn has_wildcard(values: &[Value]) -> bool {
 }
 
 /// `metav1validation.ValidateLabelSelector`.
-pub(crate) fn selector(
-    causes: &mut Vec<Cause>,
-    selector: Option<&Value>,
-    path: &str,
-    allow_bad_values: bool,
-) {
+fn selector(causes: &mut Vec<Cause>, selector: Option<&Value>, path: &str, allow_bad_values: bool) {
     let Some(selector) = selector.filter(|s| !s.is_null()) else {
         return;
     };
