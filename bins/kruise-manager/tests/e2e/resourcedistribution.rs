@@ -35,7 +35,8 @@ fn copy(k: &Kubectl, namespace: &str) -> Option<Value> {
     out.ok.then(|| serde_json::from_str(&out.stdout).expect("kubectl printed JSON"))
 }
 
-fn token(secret: &Value) -> String {
+/// The `token` key of a Secret's data, decoded.
+pub(crate) fn token(secret: &Value) -> String {
     use base64::Engine as _;
     let encoded = secret["data"]["token"].as_str().unwrap_or_default();
     let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).unwrap_or_default();

@@ -17,15 +17,23 @@
 //! - a UnitedDeployment over two node pools keeps each subset's pods on its own pool,
 //! - a BroadcastJob (a new one in some rounds) never runs two pods on a node nor more than its
 //!   `parallelism` at once, and completes on every node,
+//! - a CloneSet recreating its pods under a WorkloadSpread over the two pools never has more
+//!   than the first subset's `maxReplicas` pods in it, and each pod runs in its subset's pool,
+//! - an AdvancedCronJob ticking every 10 s under `concurrencyPolicy: Forbid` never has two
+//!   Jobs running,
+//! - a ResourceDistribution (its Secret changed in some rounds) never writes to a namespace
+//!   its targets do not select,
 //! - at most one replica leads at a time,
 //!
-//! and, once the faults stop, that every workload converges within two minutes. It prints the
-//! seed, the faults that fired, the manager restarts, and each violation with the events
-//! around it.
+//! and, once the faults stop, that every workload converges within two minutes: every pod on
+//! its latest image and ready, every BroadcastJob complete, the AdvancedCronJob running a Job
+//! scheduled after the faults stopped to completion, the distributed Secret's latest data in
+//! every selected namespace. It prints the seed, the faults that fired, the manager restarts,
+//! and each violation with the events around it.
 //!
 //! Run: `KRUISE_SOAK_SECONDS=1800 cargo test -p kruise-manager --test e2e -- --ignored soak`.
-//! Not covered yet: WorkloadSpread, AdvancedCronJob, the kinds kruise-daemon serves
-//! (ContainerRecreateRequest, the image pulls) and the other kinds.
+//! Not covered yet: the kinds kruise-daemon serves (ContainerRecreateRequest, the image
+//! pulls), PersistentPodState, PodProbeMarker, EphemeralJob and Rollout.
 
 use crate::common;
 
@@ -107,7 +115,7 @@ impl Replicas {
                 "--webhook-port",
                 &webhook,
                 "--feature-gates",
-                "PodUnavailableBudgetUpdateGate=true",
+                "PodUnavailableBudgetUpdateGate=true,ResourceDistributionGate=true",
             ],
         ));
     }
@@ -187,15 +195,24 @@ fn lease_transitions(k: &Kubectl) -> i64 {
         .unwrap_or(0)
 }
 
-/// A write through kubectl, retried while the manager (whose webhooks see it) restarts.
+/// A write through kubectl, retried while the manager (whose webhooks see it) restarts; a
+/// write still refused after a minute fails the soak with kubectl's last answer.
 fn write(k: &Kubectl, args: &[&str], stdin: Option<&str>) {
-    wait_for(&format!("kubectl {}", args.join(" ")), Duration::from_secs(60), || {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
         let out = k.run_with(args, stdin);
-        if !out.ok {
-            std::thread::sleep(Duration::from_millis(200));
+        if out.ok {
+            return;
         }
-        out.ok.then_some(())
-    });
+        assert!(
+            Instant::now() < deadline,
+            "kubectl {} still refused after 60 s: {}{}",
+            args.join(" "),
+            out.stderr,
+            stdin.map(|s| format!("\nof:\n{s}")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 fn asts(partition: i64) -> String {
@@ -299,6 +316,84 @@ spec:
         image: registry.example/ds:v0
 "#;
 
+/// The WorkloadSpread over the CloneSet `ws`: at most [`SPREAD_MAX_A`] pods in pool a, the
+/// rest in pool b.
+fn workload_spread() -> String {
+    let subset = |pool: &str| {
+        json!({"name": format!("subset-{pool}"), "requiredNodeSelector": {"matchExpressions": [
+            {"key": "pool", "operator": "In", "values": [pool]}]}})
+    };
+    let mut a = subset("a");
+    a["maxReplicas"] = json!(SPREAD_MAX_A);
+    json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "WorkloadSpread",
+        "metadata": {"name": "ws"},
+        "spec": {"targetRef": {"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet", "name": "ws"},
+            "subsets": [a, subset("b")]}})
+    .to_string()
+}
+
+const SPREAD_MAX_A: usize = 2;
+
+/// The subset a pod of `ws` was given by the WorkloadSpread's webhook.
+fn spread_subset(pod: &Value) -> Option<String> {
+    let injected =
+        pod["metadata"]["annotations"]["apps.kruise.io/matched-workloadspread"].as_str()?;
+    let injected: Value = serde_json::from_str(injected).ok()?;
+    injected["subset"].as_str().map(str::to_owned)
+}
+
+/// An AdvancedCronJob: a 2 s Job every 10 s, never two at once.
+const CRON_JOB: &str = r#"{"apiVersion": "apps.kruise.io/v1beta1", "kind": "AdvancedCronJob",
+  "metadata": {"name": "acj"},
+  "spec": {"schedule": "@every 10s", "concurrencyPolicy": "Forbid",
+    "template": {"jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
+      "containers": [{"name": "main", "image": "registry.example/busybox:1",
+        "command": ["sh", "-c", "sleep 2"]}]}}}}}}}"#;
+
+/// The AdvancedCronJob's Jobs: (scheduled at, in Unix seconds; finished).
+fn cron_jobs(k: &Kubectl) -> Vec<(i64, bool)> {
+    let out = k.run_with(&["get", "jobs", "-o", "json"], None);
+    let list: Value = serde_json::from_str(&out.stdout).unwrap_or_default();
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|j| j["metadata"]["ownerReferences"][0]["name"] == "acj")
+        .map(|j| {
+            let scheduled = j["metadata"]["annotations"]["apps.kruise.io/scheduled-at"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .map_or(0, |t| t.as_second());
+            let finished = j["status"]["conditions"].as_array().into_iter().flatten().any(|c| {
+                (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True"
+            });
+            (scheduled, finished)
+        })
+        .collect()
+}
+
+/// The namespaces the ResourceDistribution selects (`team: a`), and one it does not.
+const DISTRIBUTED_TO: [&str; 2] = ["rd-a1", "rd-a2"];
+const NOT_DISTRIBUTED_TO: &str = "rd-b";
+
+/// A ResourceDistribution of the Secret `soak-creds` (its token `v<version>`) to the
+/// namespaces labelled `team: a`.
+fn distribution(version: u32) -> String {
+    json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "ResourceDistribution",
+        "metadata": {"name": "soak-creds"},
+        "spec": {"resource": {"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "soak-creds"}, "type": "Opaque",
+                "stringData": {"token": format!("v{version}")}},
+            "targets": {"namespaceSelector": {"matchLabels": {"team": "a"}}}}})
+    .to_string()
+}
+
+/// The distributed Secret in `namespace`, if there is one.
+fn distributed_copy(k: &Kubectl, namespace: &str) -> Option<Value> {
+    let out = k.run_with(&["get", "secret", "soak-creds", "-n", namespace, "-o", "json"], None);
+    out.ok.then(|| serde_json::from_str(&out.stdout).ok()).flatten()
+}
+
 /// What the workloads should end at.
 struct Wanted {
     /// app -> image version.
@@ -306,6 +401,8 @@ struct Wanted {
     partition: i64,
     /// The BroadcastJobs created, each to complete on every node.
     jobs: Vec<String>,
+    /// The AdvancedCronJob is to run a Job scheduled at or after this (Unix seconds).
+    cron_since: i64,
 }
 
 fn image(app: &str, version: u32) -> String {
@@ -369,6 +466,8 @@ impl Findings {
 struct Poller {
     /// sts ordinal -> image, at the last poll.
     ordinals: BTreeMap<u32, String>,
+    /// When each Job of the AdvancedCronJob seen was scheduled (Unix seconds).
+    cron_seen: std::collections::BTreeSet<i64>,
 }
 
 impl Poller {
@@ -458,6 +557,33 @@ impl Poller {
                 );
             }
         }
+        let mut in_a = 0;
+        for pod in live(&pods(k, "ws")) {
+            let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+            let subset = spread_subset(pod);
+            in_a += usize::from(subset.as_deref() == Some("subset-a"));
+            let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+            if let Some(pool) = pool_of(node)
+                && subset.as_deref() != Some(format!("subset-{pool}").as_str())
+            {
+                findings.violation(k, format!("{name} of {subset:?} runs on {node}, pool {pool}"));
+            }
+        }
+        if in_a > SPREAD_MAX_A {
+            findings.violation(
+                k,
+                format!("{in_a} live pods of ws in subset-a, over its maxReplicas {SPREAD_MAX_A}"),
+            );
+        }
+        let cron = cron_jobs(k);
+        self.cron_seen.extend(cron.iter().map(|&(at, _)| at));
+        let running = cron.iter().filter(|(_, finished)| !finished).count();
+        if running > 1 {
+            findings.violation(k, format!("the AdvancedCronJob runs {running} Jobs under Forbid"));
+        }
+        if distributed_copy(k, NOT_DISTRIBUTED_TO).is_some() {
+            findings.violation(k, format!("soak-creds was written to {NOT_DISTRIBUTED_TO}"));
+        }
         let leaders = replicas.leaders();
         if leaders.len() > 1 {
             findings.violation(k, format!("replicas {leaders:?} lead at once"));
@@ -472,6 +598,9 @@ fn converged(k: &Kubectl, wanted: &Wanted) -> Option<String> {
         lagging_sidecars(k, wanted),
         lagging_sts(k, wanted),
         lagging_jobs(k, wanted),
+        lagging_spread(k),
+        lagging_cron(k, wanted),
+        lagging_distribution(k, wanted),
     ]
     .into_iter()
     .flatten()
@@ -491,10 +620,11 @@ fn lagging_apps(k: &Kubectl, wanted: &Wanted) -> Option<String> {
         (all.len() != count || done != count)
             .then(|| format!("{app}: {done}/{count} on {want}, {} pods", all.len()))
     };
-    let lagging: Vec<String> = [check("cs", 6), check("rc", 5), check("ds", NODES), check("ud", 4)]
-        .into_iter()
-        .flatten()
-        .collect();
+    let lagging: Vec<String> =
+        [check("cs", 6), check("rc", 5), check("ds", NODES), check("ud", 4), check("ws", 4)]
+            .into_iter()
+            .flatten()
+            .collect();
     (!lagging.is_empty()).then(|| lagging.join("; "))
 }
 
@@ -513,6 +643,37 @@ fn lagging_jobs(k: &Kubectl, wanted: &Wanted) -> Option<String> {
         })
         .collect();
     (!lagging.is_empty()).then(|| lagging.join("; "))
+}
+
+/// Every pod of `ws` placed by the WorkloadSpread.
+fn lagging_spread(k: &Kubectl) -> Option<String> {
+    let all = pods(k, "ws");
+    let unplaced: Vec<&str> = live(&all)
+        .into_iter()
+        .filter(|p| spread_subset(p).is_none())
+        .filter_map(|p| p["metadata"]["name"].as_str())
+        .collect();
+    (!unplaced.is_empty()).then(|| format!("ws: pods without a subset {unplaced:?}"))
+}
+
+/// A Job of the AdvancedCronJob scheduled at or after `cron_since` has finished.
+fn lagging_cron(k: &Kubectl, wanted: &Wanted) -> Option<String> {
+    let jobs = cron_jobs(k);
+    let done = jobs.iter().any(|&(at, finished)| finished && at >= wanted.cron_since);
+    (!done).then(|| format!("acj: no Job since {} finished, Jobs {jobs:?}", wanted.cron_since))
+}
+
+/// The distributed Secret carries its latest token in every selected namespace.
+fn lagging_distribution(k: &Kubectl, wanted: &Wanted) -> Option<String> {
+    let want = format!("v{}", wanted.version["rd"]);
+    let stale: Vec<String> = DISTRIBUTED_TO
+        .iter()
+        .filter_map(|ns| {
+            let token = distributed_copy(k, ns).map(|s| crate::resourcedistribution::token(&s));
+            (token.as_deref() != Some(want.as_str())).then(|| format!("{ns}: {token:?}"))
+        })
+        .collect();
+    (!stale.is_empty()).then(|| format!("soak-creds not {want} in {}", stale.join(", ")))
 }
 
 fn lagging_sidecars(k: &Kubectl, wanted: &Wanted) -> Option<String> {
@@ -593,9 +754,12 @@ fn soak() {
             ("ds", 0),
             ("sidecar", 0),
             ("ud", 0),
+            ("ws", 1),
+            ("rd", 0),
         ]),
         partition: 2,
         jobs: Vec::new(),
+        cron_since: 0,
     };
     write(k, &["apply", "-f", "-"], Some(&asts(wanted.partition)));
     write(k, &["apply", "-f", "-"], Some(ADS));
@@ -611,6 +775,25 @@ fn soak() {
         write(k, &["label", "node", &node, &format!("pool={pool}")], None);
     }
     write(k, &["apply", "-f", "-"], Some(&united(0)));
+    // ws: 4 pods recreated one at a time, spread by a WorkloadSpread over the pools.
+    write(k, &["apply", "-f", "-"], Some(&workload_spread()));
+    write(
+        k,
+        &["apply", "-f", "-"],
+        Some(&cloneset_yaml(
+            "ws",
+            4,
+            "rollingUpdate:\n  podUpdatePolicy: ReCreate\n  maxUnavailable: 1\n  maxSurge: 0",
+        )),
+    );
+    write(k, &["apply", "-f", "-"], Some(CRON_JOB));
+    for (ns, team) in DISTRIBUTED_TO.iter().map(|ns| (ns, "a")).chain([(&NOT_DISTRIBUTED_TO, "b")])
+    {
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"team": team}}});
+        write(k, &["apply", "-f", "-"], Some(&namespace.to_string()));
+    }
+    write(k, &["apply", "-f", "-"], Some(&distribution(0)));
     wait_for("every workload ready", Duration::from_secs(120), || {
         converged(k, &wanted).is_none().then_some(())
     });
@@ -623,6 +806,7 @@ fn soak() {
         ("sc", 4, 3, 4),
         // Each subset's CloneSet may have one pod unavailable.
         ("ud", 4, 2, 4),
+        ("ws", 4, 3, 4),
     ]
     .into_iter()
     .map(|(app, _, min_available, max_active)| {
@@ -633,6 +817,7 @@ fn soak() {
             "sts" => "app=sts",
             "sc" => "app=sc",
             "ud" => "app=ud",
+            "ws" => "app=ws",
             _ => "app=ds",
         };
         start_monitor(cluster.kubeconfig.clone(), selector, budget.clone());
@@ -645,7 +830,8 @@ fn soak() {
     }
 
     let mut findings = Findings::default();
-    let mut poller = Poller { ordinals: BTreeMap::new() };
+    let mut poller =
+        Poller { ordinals: BTreeMap::new(), cron_seen: std::collections::BTreeSet::new() };
     poller.poll(k, &replicas, wanted.partition, wanted.partition, &mut findings);
     let faults = cluster.server.faults();
     let mut fired: Vec<(String, FaultHits)> = Vec::new();
@@ -681,10 +867,14 @@ fn soak() {
                 ("ds", "daemonsets.apps.kruise.io/ds"),
                 ("sidecar", "sidecarsets/sidecar"),
                 ("ud", "uniteddeployments/ud"),
-            ][rng.below(6) as usize];
+                ("ws", "clonesets/ws"),
+                ("rd", "resourcedistributions.apps.kruise.io/soak-creds"),
+            ][rng.below(8) as usize];
             let version = wanted.version[app] + 1;
             wanted.version.insert(app, version);
-            let patch = if app == "sidecar" {
+            let patch = if app == "rd" {
+                json!({"spec": {"resource": {"stringData": {"token": format!("v{version}")}}}})
+            } else if app == "sidecar" {
                 json!({"spec": {"containers": [{"name": "sidecar", "image": image(app, version)}]}})
             } else if app == "ud" {
                 json!({"spec": {"template": {"cloneSetTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image(app, version)}]}}}}}}})
@@ -696,7 +886,7 @@ fn soak() {
         };
         eprintln!("soak: round {rounds} at {:.0} s: {what}", start.elapsed().as_secs_f64());
         // Faults for this round.
-        let pick: [(&str, &str, FaultAction); 9] = [
+        let pick: [(&str, &str, FaultAction); 12] = [
             ("patch", "pods", FaultAction::Conflict),
             ("patch", "pods", FaultAction::TooManyRequests { retry_after_seconds: 1 }),
             ("create", "pods", FaultAction::TooManyRequests { retry_after_seconds: 1 }),
@@ -706,6 +896,9 @@ fn soak() {
             ("patch", "statefulsets/status", FaultAction::Conflict),
             ("patch", "pods/status", FaultAction::Conflict),
             ("create", "pods", FaultAction::Latency(Duration::from_millis(300))),
+            ("update", "workloadspreads/status", FaultAction::Conflict),
+            ("create", "jobs", FaultAction::InternalError),
+            ("patch", "secrets", FaultAction::InternalError),
         ];
         for _ in 0..rng.below(3) + 1 {
             let (verb, resource, action) = pick[rng.below(pick.len() as u64) as usize].clone();
@@ -764,6 +957,7 @@ fn soak() {
         }
     }
     faults.clear();
+    wanted.cron_since = jiff::Timestamp::now().as_second();
     eprintln!(
         "soak: faults stopped after {:.0} s, {rounds} rounds; waiting for convergence",
         start.elapsed().as_secs_f64()
@@ -815,6 +1009,12 @@ fn soak() {
         entry.0 += 1;
         entry.1 += hits.count();
     }
+    eprintln!(
+        "soak: acj: {} Jobs seen; ws: {} rollouts; soak-creds: {} changes",
+        poller.cron_seen.len(),
+        wanted.version["ws"] - 1,
+        wanted.version["rd"]
+    );
     let transitions = lease_transitions(k) - transitions_before;
     let expired = faults.watches_expired();
     eprintln!(
