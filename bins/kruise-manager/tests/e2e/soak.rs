@@ -23,17 +23,21 @@
 //!   Jobs running,
 //! - a ResourceDistribution (its Secret changed in some rounds) never writes to a namespace
 //!   its targets do not select,
+//! - an Advanced StatefulSet whose PersistentPodState requires each pod's node brings every
+//!   recreated pod back to the node its ordinal ran on,
+//! - a CloneSet released through a Rollout (a canary step of 50 %, then all) holds its
+//!   budget,
 //! - at most one replica leads at a time,
 //!
 //! and, once the faults stop, that every workload converges within two minutes: every pod on
 //! its latest image and ready, every BroadcastJob complete, the AdvancedCronJob running a Job
 //! scheduled after the faults stopped to completion, the distributed Secret's latest data in
-//! every selected namespace. It prints the seed, the faults that fired, the manager restarts,
+//! every selected namespace, the Rollout healthy. It prints the seed, the faults that fired, the manager restarts,
 //! and each violation with the events around it.
 //!
 //! Run: `KRUISE_SOAK_SECONDS=1800 cargo test -p kruise-manager --test e2e -- --ignored soak`.
 //! Not covered yet: the kinds kruise-daemon serves (ContainerRecreateRequest, the image
-//! pulls), PersistentPodState, PodProbeMarker, EphemeralJob and Rollout.
+//! pulls), PodProbeMarker and EphemeralJob.
 
 use crate::common;
 
@@ -394,6 +398,50 @@ fn distributed_copy(k: &Kubectl, namespace: &str) -> Option<Value> {
     out.ok.then(|| serde_json::from_str(&out.stdout).ok()).flatten()
 }
 
+/// An Advanced StatefulSet of 3 recreating its pods, whose generated PersistentPodState
+/// requires each pod back on its node.
+const PPS_ASTS: &str = r#"apiVersion: apps.kruise.io/v1beta1
+kind: StatefulSet
+metadata:
+  name: pps
+  annotations:
+    kruise.io/auto-generate-persistent-pod-state: "true"
+    kruise.io/required-persistent-topology: kubernetes.io/hostname
+spec:
+  replicas: 3
+  podManagementPolicy: Parallel
+  selector:
+    matchLabels: {app: pps}
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate: {maxUnavailable: 1, podUpdatePolicy: ReCreate}
+  template:
+    metadata:
+      labels: {app: pps}
+    spec:
+      containers:
+      - name: main
+        image: registry.example/pps:v0
+"#;
+
+/// A Rollout of the CloneSet `ro`: half the pods, a 2 s pause, then the rest.
+const ROLLOUT: &str = r#"apiVersion: rollouts.kruise.io/v1beta1
+kind: Rollout
+metadata:
+  name: ro
+spec:
+  workloadRef:
+    apiVersion: apps.kruise.io/v1beta1
+    kind: CloneSet
+    name: ro
+  strategy:
+    canary:
+      steps:
+      - replicas: 50%
+        pause: {duration: 2}
+      - replicas: 100%
+"#;
+
 /// What the workloads should end at.
 struct Wanted {
     /// app -> image version.
@@ -468,6 +516,12 @@ struct Poller {
     ordinals: BTreeMap<u32, String>,
     /// When each Job of the AdvancedCronJob seen was scheduled (Unix seconds).
     cron_seen: std::collections::BTreeSet<i64>,
+    /// pps pod name -> the node it first ran on, once the PersistentPodState recorded them.
+    pps_nodes: BTreeMap<String, String>,
+    /// How many times a pps pod was seen on its node again under a new uid.
+    pps_returns: usize,
+    /// pps pod name -> the uid last seen.
+    pps_uids: BTreeMap<String, String>,
 }
 
 impl Poller {
@@ -575,6 +629,25 @@ impl Poller {
                 format!("{in_a} live pods of ws in subset-a, over its maxReplicas {SPREAD_MAX_A}"),
             );
         }
+        for pod in live(&pods(k, "pps")) {
+            let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+            let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+            let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+            if node.is_empty() {
+                continue;
+            }
+            match self.pps_nodes.get(&name) {
+                Some(first) if first != node => findings.violation(
+                    k,
+                    format!("{name} came back on {node}, not on {first} as its state requires"),
+                ),
+                Some(_) if self.pps_uids.get(&name).is_some_and(|u| *u != uid) => {
+                    self.pps_returns += 1;
+                }
+                _ => {}
+            }
+            self.pps_uids.insert(name, uid);
+        }
         let cron = cron_jobs(k);
         self.cron_seen.extend(cron.iter().map(|&(at, _)| at));
         let running = cron.iter().filter(|(_, finished)| !finished).count();
@@ -601,6 +674,7 @@ fn converged(k: &Kubectl, wanted: &Wanted) -> Option<String> {
         lagging_spread(k),
         lagging_cron(k, wanted),
         lagging_distribution(k, wanted),
+        lagging_rollout(k),
     ]
     .into_iter()
     .flatten()
@@ -620,11 +694,18 @@ fn lagging_apps(k: &Kubectl, wanted: &Wanted) -> Option<String> {
         (all.len() != count || done != count)
             .then(|| format!("{app}: {done}/{count} on {want}, {} pods", all.len()))
     };
-    let lagging: Vec<String> =
-        [check("cs", 6), check("rc", 5), check("ds", NODES), check("ud", 4), check("ws", 4)]
-            .into_iter()
-            .flatten()
-            .collect();
+    let lagging: Vec<String> = [
+        check("cs", 6),
+        check("rc", 5),
+        check("ds", NODES),
+        check("ud", 4),
+        check("ws", 4),
+        check("pps", 3),
+        check("ro", 4),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     (!lagging.is_empty()).then(|| lagging.join("; "))
 }
 
@@ -676,6 +757,30 @@ fn lagging_distribution(k: &Kubectl, wanted: &Wanted) -> Option<String> {
     (!stale.is_empty()).then(|| format!("soak-creds not {want} in {}", stale.join(", ")))
 }
 
+/// The Rollout healthy, its last release done.
+fn lagging_rollout(k: &Kubectl) -> Option<String> {
+    let out = k.run_with(&["get", "rollouts.rollouts.kruise.io", "ro", "-o", "json"], None);
+    let status = serde_json::from_str::<Value>(&out.stdout).unwrap_or_default()["status"].clone();
+    (status["phase"] != "Healthy").then(|| {
+        format!(
+            "ro: Rollout {} at step {} {}",
+            status["phase"], status["currentStepIndex"], status["currentStepState"]
+        )
+    })
+}
+
+/// The nodes the PersistentPodState of `pps` recorded, by pod name.
+fn persistent_nodes(k: &Kubectl) -> BTreeMap<String, String> {
+    let out = k.run_with(&["get", "persistentpodstates", "pps", "-o", "json"], None);
+    let state = serde_json::from_str::<Value>(&out.stdout).unwrap_or_default();
+    state["status"]["podStates"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(pod, s)| Some((pod.clone(), s["nodeName"].as_str()?.to_owned())))
+        .collect()
+}
+
 fn lagging_sidecars(k: &Kubectl, wanted: &Wanted) -> Option<String> {
     let sc = pods(k, "sc");
     let want = image("sidecar", wanted.version["sidecar"]);
@@ -704,6 +809,28 @@ fn lagging_sts(k: &Kubectl, wanted: &Wanted) -> Option<String> {
     (stale > 0 || !live.iter().all(|p| ready(p))).then(|| {
         format!("sts: {stale} pods at or above partition {} not on {want}", wanted.partition)
     })
+}
+
+/// Copies every manager log of the run out of the cluster's directory (removed when the test
+/// ends) and prints where.
+fn keep_logs(cluster: &SimCluster, seed: u64) {
+    let kept = std::env::temp_dir().join(format!("kruise-soak-{seed}-{}", std::process::id()));
+    let copied = std::fs::create_dir_all(&kept).and_then(|()| {
+        let mut n = 0;
+        for entry in std::fs::read_dir(cluster.dir.path())? {
+            let path = entry?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if name.starts_with("manager-") && name.ends_with(".log") {
+                std::fs::copy(&path, kept.join(name))?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    });
+    match copied {
+        Ok(n) => eprintln!("soak: {n} manager logs kept in {}", kept.display()),
+        Err(e) => eprintln!("soak: the manager logs could not be kept in {}: {e}", kept.display()),
+    }
 }
 
 #[test]
@@ -756,6 +883,8 @@ fn soak() {
             ("ud", 0),
             ("ws", 1),
             ("rd", 0),
+            ("pps", 0),
+            ("ro", 1),
         ]),
         partition: 2,
         jobs: Vec::new(),
@@ -794,8 +923,24 @@ fn soak() {
         write(k, &["apply", "-f", "-"], Some(&namespace.to_string()));
     }
     write(k, &["apply", "-f", "-"], Some(&distribution(0)));
+    // pps: 3 pods recreated one at a time, each back on its node.
+    write(k, &["apply", "-f", "-"], Some(PPS_ASTS));
+    // ro: 4 pods, each release through the Rollout.
+    write(
+        k,
+        &["apply", "-f", "-"],
+        Some(&cloneset_yaml(
+            "ro",
+            4,
+            "rollingUpdate:\n  podUpdatePolicy: ReCreate\n  maxUnavailable: 1",
+        )),
+    );
+    write(k, &["apply", "-f", "-"], Some(ROLLOUT));
     wait_for("every workload ready", Duration::from_secs(120), || {
         converged(k, &wanted).is_none().then_some(())
+    });
+    wait_for("the PersistentPodState records 3 nodes", Duration::from_secs(60), || {
+        (persistent_nodes(k).len() == 3).then_some(())
     });
 
     let monitors: Vec<(&str, usize, usize, Arc<Mutex<Budget>>)> = [
@@ -807,10 +952,15 @@ fn soak() {
         // Each subset's CloneSet may have one pod unavailable.
         ("ud", 4, 2, 4),
         ("ws", 4, 3, 4),
+        ("pps", 3, 2, 3),
+        ("ro", 4, 3, 4),
     ]
     .into_iter()
     .map(|(app, _, min_available, max_active)| {
-        let budget = Arc::new(Mutex::new(Budget::default()));
+        let budget = Arc::new(Mutex::new(Budget {
+            bounds: Some((min_available, max_active)),
+            ..Budget::default()
+        }));
         let selector: &'static str = match app {
             "cs" => "app=cs",
             "rc" => "app=rc",
@@ -818,6 +968,8 @@ fn soak() {
             "sc" => "app=sc",
             "ud" => "app=ud",
             "ws" => "app=ws",
+            "pps" => "app=pps",
+            "ro" => "app=ro",
             _ => "app=ds",
         };
         start_monitor(cluster.kubeconfig.clone(), selector, budget.clone());
@@ -830,8 +982,13 @@ fn soak() {
     }
 
     let mut findings = Findings::default();
-    let mut poller =
-        Poller { ordinals: BTreeMap::new(), cron_seen: std::collections::BTreeSet::new() };
+    let mut poller = Poller {
+        ordinals: BTreeMap::new(),
+        cron_seen: std::collections::BTreeSet::new(),
+        pps_nodes: persistent_nodes(k),
+        pps_returns: 0,
+        pps_uids: BTreeMap::new(),
+    };
     poller.poll(k, &replicas, wanted.partition, wanted.partition, &mut findings);
     let faults = cluster.server.faults();
     let mut fired: Vec<(String, FaultHits)> = Vec::new();
@@ -840,6 +997,8 @@ fn soak() {
     let mut disruptions: BTreeMap<&str, usize> = BTreeMap::new();
     let transitions_before = lease_transitions(k);
     let start = Instant::now();
+    // The managers' logs carry wall-clock times; the rounds below, seconds from here.
+    eprintln!("soak: rounds start at {}", jiff::Timestamp::now());
     while start.elapsed() < Duration::from_secs(seconds) {
         rounds += 1;
         // One change per round: a new image for one workload, or a new partition.
@@ -869,7 +1028,9 @@ fn soak() {
                 ("ud", "uniteddeployments/ud"),
                 ("ws", "clonesets/ws"),
                 ("rd", "resourcedistributions.apps.kruise.io/soak-creds"),
-            ][rng.below(8) as usize];
+                ("pps", "statefulsets.apps.kruise.io/pps"),
+                ("ro", "clonesets/ro"),
+            ][rng.below(10) as usize];
             let version = wanted.version[app] + 1;
             wanted.version.insert(app, version);
             let patch = if app == "rd" {
@@ -996,11 +1157,21 @@ fn soak() {
             "soak: {app}: fewest available {seen_min} (floor {min_available}), most live {} (ceiling {max_active})",
             b.max_active
         );
+        // When it happened, and the pods then (ready, terminating), to set beside the rounds
+        // and disruptions printed with their times.
+        let when = b.breach.as_ref().map_or(String::new(), |(at, pods)| {
+            let at = at.saturating_duration_since(start).as_secs_f64();
+            format!(" (first at {at:.1} s; pods then (ready, terminating): {pods:?})")
+        });
         if seen_min < *min_available {
-            findings.violation(k, format!("{app}: {seen_min} available, under {min_available}"));
+            findings
+                .violation(k, format!("{app}: {seen_min} available, under {min_available}{when}"));
         }
         if b.max_active > *max_active {
-            findings.violation(k, format!("{app}: {} live pods, over {max_active}", b.max_active));
+            findings.violation(
+                k,
+                format!("{app}: {} live pods, over {max_active}{when}", b.max_active),
+            );
         }
     }
     let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
@@ -1010,10 +1181,13 @@ fn soak() {
         entry.1 += hits.count();
     }
     eprintln!(
-        "soak: acj: {} Jobs seen; ws: {} rollouts; soak-creds: {} changes",
+        "soak: acj: {} Jobs seen; ws: {} rollouts; soak-creds: {} changes; pps: {} rollouts, {} pods back on their nodes; ro: {} releases",
         poller.cron_seen.len(),
         wanted.version["ws"] - 1,
-        wanted.version["rd"]
+        wanted.version["rd"],
+        wanted.version["pps"],
+        poller.pps_returns,
+        wanted.version["ro"] - 1
     );
     let transitions = lease_transitions(k) - transitions_before;
     let expired = faults.watches_expired();
@@ -1032,6 +1206,9 @@ fn soak() {
         leader_stops == 0 || transitions > 0,
         "{leader_stops} leaders stopped, but the Lease never changed hands"
     );
+    if !findings.violations.is_empty() {
+        keep_logs(&cluster, seed);
+    }
     assert!(
         findings.violations.is_empty(),
         "seed {seed}: {:#?}\nthe replicas' last log lines:\n{}",

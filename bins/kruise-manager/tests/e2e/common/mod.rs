@@ -354,7 +354,15 @@ pub struct Budget {
     pub min_available: Option<usize>,
     /// Most active pods (not terminating) at any moment.
     pub max_active: usize,
+    /// Fewest available and most active pods allowed: when set, the first moment outside
+    /// them is kept in `breach`.
+    pub bounds: Option<(usize, usize)>,
+    /// When the pods were first outside `bounds`, and each pod then.
+    pub breach: Option<(std::time::Instant, Vec<PodState>)>,
 }
+
+/// A pod as the budget monitor last saw it: name, ready, terminating.
+pub type PodState = (String, bool, bool);
 
 impl Budget {
     fn observe(&mut self) {
@@ -365,6 +373,14 @@ impl Budget {
         let active = self.pods.values().filter(|(_, _, gone)| !gone).count();
         self.min_available = Some(self.min_available.map_or(available, |m| m.min(available)));
         self.max_active = self.max_active.max(active);
+        if let Some((floor, ceiling)) = self.bounds
+            && (available < floor || active > ceiling)
+            && self.breach.is_none()
+        {
+            let pods =
+                self.pods.iter().map(|(name, (_, ready, gone))| (name.clone(), *ready, *gone));
+            self.breach = Some((std::time::Instant::now(), pods.collect()));
+        }
     }
 }
 
