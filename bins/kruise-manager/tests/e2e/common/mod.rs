@@ -414,22 +414,40 @@ pub fn start_monitor(
                 kube::Api::namespaced(client, "default");
             let stream = watcher(api, watcher::Config::default().labels(selector));
             futures::pin_mut!(stream);
+            // A relist (after a dropped watch or 410 Gone) is gathered whole and replaces the
+            // pods at once: applied pod by pod, it would mix pods listed now with pods last
+            // seen before the gap, a state the cluster never had.
+            let mut relist: Option<BTreeMap<String, (String, bool, bool)>> = None;
             while let Some(event) = stream.next().await {
                 let Ok(event) = event else { continue };
-                let mut b = budget.lock().expect("budget");
+                let row = |p: &k8s_openapi::api::core::v1::Pod| {
+                    let name = p.metadata.name.clone().unwrap_or_default();
+                    let uid = p.metadata.uid.clone().unwrap_or_default();
+                    (name, (uid, pod_ready(p), p.metadata.deletion_timestamp.is_some()))
+                };
                 match event {
-                    watcher::Event::Apply(p) | watcher::Event::InitApply(p) => {
-                        let name = p.metadata.name.clone().unwrap_or_default();
-                        let uid = p.metadata.uid.clone().unwrap_or_default();
-                        let gone = p.metadata.deletion_timestamp.is_some();
-                        b.pods.insert(name, (uid, pod_ready(&p), gone));
+                    watcher::Event::Init => relist = Some(BTreeMap::new()),
+                    watcher::Event::InitApply(p) => {
+                        let (name, state) = row(&p);
+                        relist.get_or_insert_default().insert(name, state);
+                    }
+                    watcher::Event::InitDone => {
+                        let mut b = budget.lock().expect("budget");
+                        b.pods = relist.take().unwrap_or_default();
+                        b.observe();
+                    }
+                    watcher::Event::Apply(p) => {
+                        let (name, state) = row(&p);
+                        let mut b = budget.lock().expect("budget");
+                        b.pods.insert(name, state);
+                        b.observe();
                     }
                     watcher::Event::Delete(p) => {
+                        let mut b = budget.lock().expect("budget");
                         b.pods.remove(&p.metadata.name.clone().unwrap_or_default());
+                        b.observe();
                     }
-                    _ => {}
                 }
-                b.observe();
             }
         });
     });
