@@ -44,17 +44,24 @@ fn jobs(k: &Kubectl, kind: &str, owner: &str) -> BTreeMap<String, (i64, bool)> {
         .into_iter()
         .flatten()
         .filter(|j| j["metadata"]["ownerReferences"][0]["name"] == owner)
-        .map(|j| {
-            let scheduled = j["metadata"]["annotations"]["apps.kruise.io/scheduled-at"]
-                .as_str()
-                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-                .map_or(0, |t| t.as_second());
-            let finished = j["status"]["conditions"].as_array().into_iter().flatten().any(|c| {
-                (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True"
-            });
-            (j["metadata"]["name"].as_str().unwrap_or_default().to_owned(), (scheduled, finished))
-        })
+        .map(|j| (j["metadata"]["name"].as_str().unwrap_or_default().to_owned(), run_of(j)))
         .collect()
+}
+
+/// A job of an AdvancedCronJob: when it was scheduled (Unix seconds, from its
+/// `apps.kruise.io/scheduled-at` annotation; 0 without one), and whether it has finished
+/// (`Complete` or `Failed`).
+pub(crate) fn run_of(job: &Value) -> (i64, bool) {
+    let scheduled = job["metadata"]["annotations"]["apps.kruise.io/scheduled-at"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map_or(0, |t| t.as_second());
+    let finished = job["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True");
+    (scheduled, finished)
 }
 
 #[test]

@@ -364,16 +364,7 @@ fn cron_jobs(k: &Kubectl) -> Vec<(i64, bool)> {
         .into_iter()
         .flatten()
         .filter(|j| j["metadata"]["ownerReferences"][0]["name"] == "acj")
-        .map(|j| {
-            let scheduled = j["metadata"]["annotations"]["apps.kruise.io/scheduled-at"]
-                .as_str()
-                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-                .map_or(0, |t| t.as_second());
-            let finished = j["status"]["conditions"].as_array().into_iter().flatten().any(|c| {
-                (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True"
-            });
-            (scheduled, finished)
-        })
+        .map(crate::advancedcronjob::run_of)
         .collect()
 }
 
