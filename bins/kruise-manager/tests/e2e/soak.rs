@@ -260,6 +260,17 @@ spec:
     image: registry.example/sidecar:v0
 "#;
 
+/// What is wrong when `pod`, of `subset` (`subset-a` or `subset-b`), runs on a node of
+/// another pool; `None` while it is unscheduled or on its own pool.
+fn off_pool(pod: &Value, subset: Option<&str>) -> Option<String> {
+    let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+    let pool = pool_of(node)?;
+    (subset != Some(format!("subset-{pool}").as_str())).then(|| {
+        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        format!("{name} of {subset:?} runs on {node}, pool {pool}")
+    })
+}
+
 /// The node pool of each simulated node: two pools of two.
 fn pool_of(node: &str) -> Option<&'static str> {
     match node {
@@ -564,13 +575,9 @@ impl Poller {
             }
         }
         for pod in live(&pods(k, "ud")) {
-            let name = pod["metadata"]["name"].as_str().unwrap_or_default();
             let subset = pod["metadata"]["labels"]["apps.kruise.io/subset-name"].as_str();
-            let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
-            if let Some(pool) = pool_of(node)
-                && subset != Some(format!("subset-{pool}").as_str())
-            {
-                findings.violation(k, format!("{name} of {subset:?} runs on {node}, pool {pool}"));
+            if let Some(what) = off_pool(pod, subset) {
+                findings.violation(k, what);
             }
         }
         let jobs = k.run_with(&["get", "pods", "-l", "broadcastjob-name", "-o", "json"], None);
@@ -605,14 +612,10 @@ impl Poller {
         }
         let mut in_a = 0;
         for pod in live(&pods(k, "ws")) {
-            let name = pod["metadata"]["name"].as_str().unwrap_or_default();
             let subset = spread_subset(pod);
             in_a += usize::from(subset.as_deref() == Some("subset-a"));
-            let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
-            if let Some(pool) = pool_of(node)
-                && subset.as_deref() != Some(format!("subset-{pool}").as_str())
-            {
-                findings.violation(k, format!("{name} of {subset:?} runs on {node}, pool {pool}"));
+            if let Some(what) = off_pool(pod, subset.as_deref()) {
+                findings.violation(k, what);
             }
         }
         if in_a > SPREAD_MAX_A {
@@ -674,18 +677,20 @@ fn converged(k: &Kubectl, wanted: &Wanted) -> Option<String> {
     (!lagging.is_empty()).then(|| lagging.join("; "))
 }
 
+/// What `app` lacks to have exactly `count` pods, each on its wanted image and ready.
+fn lagging_app(k: &Kubectl, wanted: &Wanted, app: &str, count: usize) -> Option<String> {
+    let all = pods(k, app);
+    let want = image(app, wanted.version[app]);
+    let done = live(&all)
+        .iter()
+        .filter(|p| p["spec"]["containers"][0]["image"] == want.as_str() && ready(p))
+        .count();
+    (all.len() != count || done != count)
+        .then(|| format!("{app}: {done}/{count} on {want}, {} pods", all.len()))
+}
+
 fn lagging_apps(k: &Kubectl, wanted: &Wanted) -> Option<String> {
-    let check = |app: &str, count: usize| -> Option<String> {
-        let all = pods(k, app);
-        let live = live(&all);
-        let want = image(app, wanted.version[app]);
-        let done = live
-            .iter()
-            .filter(|p| p["spec"]["containers"][0]["image"] == want.as_str() && ready(p))
-            .count();
-        (all.len() != count || done != count)
-            .then(|| format!("{app}: {done}/{count} on {want}, {} pods", all.len()))
-    };
+    let check = |app: &str, count: usize| lagging_app(k, wanted, app, count);
     let lagging: Vec<String> = [
         check("cs", 6),
         check("rc", 5),
@@ -721,13 +726,7 @@ fn lagging_jobs(k: &Kubectl, wanted: &Wanted) -> Option<String> {
 /// Whether the Advanced DaemonSet's last rollout is under way: a pod per node, each on the
 /// wanted image and ready, once it is done.
 fn ds_rolling(k: &Kubectl, wanted: &Wanted) -> bool {
-    let all = pods(k, "ds");
-    let want = image("ds", wanted.version["ds"]);
-    let done = live(&all)
-        .iter()
-        .filter(|p| p["spec"]["containers"][0]["image"] == want.as_str() && ready(p))
-        .count();
-    all.len() != NODES || done != NODES
+    lagging_app(k, wanted, "ds", NODES).is_some()
 }
 
 /// Every pod of `ws` placed by the WorkloadSpread.
