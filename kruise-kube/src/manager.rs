@@ -358,10 +358,16 @@ pub async fn run(
 
     caches.start(client.clone(), config.namespace.clone());
 
+    // The lease is released only once every controller has stopped (as controller-runtime
+    // does): until then a write already past the leadership gate may still land, and another
+    // replica must not lead beside it. Dropping `release` (any return) lets the elector go too.
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
     let leader = match &config.leader_election {
         Some(le) => {
             le.validate()?;
-            LeaderElector::new(client.clone(), le.clone()).spawn(stopped())
+            LeaderElector::new(client.clone(), le.clone()).spawn(async move {
+                let _ = released.await;
+            })
         }
         None => LeaderHandle::always_leader(),
     };
@@ -490,7 +496,8 @@ pub async fn run(
     }
     while controllers.join_next().await.is_some() {}
     caches.stop();
-    // The elector releases the lease on shutdown; give it a moment to do so.
+    let _ = release.send(());
+    // The elector releases the lease now; give it a moment to do so.
     let _ = tokio::time::timeout(Duration::from_secs(5), leader.clone().stopped()).await;
     if let Some(webhook) = webhook {
         webhook.shutdown();
