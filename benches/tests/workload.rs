@@ -30,8 +30,8 @@ impl kruise_core::workload::PodSource for Counted {
     fn metadata(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         &self.pod.metadata
     }
-    fn status(&self) -> Option<&k8s_openapi::api::core::v1::PodStatus> {
-        self.pod.status.as_ref()
+    fn status(&self) -> Option<std::borrow::Cow<'_, k8s_openapi::api::core::v1::PodStatus>> {
+        self.pod.status().map(std::borrow::Cow::Owned)
     }
     fn whole_pod(&self) -> k8s_openapi::api::core::v1::Pod {
         let name = self.pod.metadata.name.clone().unwrap_or_default();

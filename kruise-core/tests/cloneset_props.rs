@@ -669,7 +669,7 @@ fn unpacked_ranks_choose_the_same_pods() {
 /// and is ready from `at` on.
 fn kubelet(snapshot: &mut CloneSetSnapshot, at: Timestamp) {
     for pod in &mut snapshot.pods {
-        if pod.status().and_then(|s| s.phase.as_deref()) != Some("Pending") {
+        if pod.status().and_then(|s| s.phase.clone()).as_deref() != Some("Pending") {
             continue;
         }
         let mut started: Pod = pod.pod().as_ref().clone();

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
 use kube::api::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
@@ -458,8 +457,8 @@ macro_rules! watched_namespaced {
 
 watched_namespaced!(
     CachedPod,
+    crate::cached_revision::CachedRevision,
     PersistentVolumeClaim,
-    ControllerRevision,
     kruise_api::apps::v1beta1::CloneSet,
     kruise_api::apps::v1beta1::StatefulSet,
     kruise_api::apps::v1beta1::DaemonSet,

@@ -4,12 +4,16 @@
 //! `Container` are large structs of optional fields (about 2.4 KiB each before a single
 //! string), and lists are decoded with room to grow. Controllers read a pod's metadata and
 //! status often (indexes, adoption, readiness) but its spec only when they plan for its
-//! owner. [`CachedPod`] therefore keeps metadata and status decoded, with lists trimmed to
-//! their length, and the spec as compact JSON text, one copy of it shared by the pods whose
-//! specs differ only in their own names (`spec_text`). Only `managedFields` is dropped (no
-//! controller reads it): [`CachedPod::to_pod`] gives back the rest of the Pod unchanged.
+//! owner. [`CachedPod`] therefore keeps metadata decoded, with lists trimmed to their length,
+//! and the spec and status as compact JSON text (`shared_text`): the spec's one copy shared by
+//! the pods whose specs differ only in their own names, the status's keys and words shared by
+//! the pods whose statuses differ only in their values (a decoded status with one container
+//! and five conditions is about 3 KiB; its text, 0.5 KiB of its own). The planners read what
+//! they need of both through the facts ([`CachedPod::planner_facts`]), decoded once per pod
+//! version. Only `managedFields` is dropped (no controller reads it): [`CachedPod::to_pod`]
+//! gives back the rest of the Pod unchanged.
 
-mod spec_text;
+mod shared_text;
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -19,9 +23,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use kruise_core::workload::{PodFacts, PodSource, SnapshotPod};
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
-use spec_text::SpecText;
+use shared_text::{Own, SharedText};
 
-/// A Pod as the cache keeps it: metadata and status decoded, the spec encoded.
+/// A Pod as the cache keeps it: metadata decoded, the spec and status encoded.
 ///
 /// The planners' facts about the pod ([`CachedPod::planner_facts`]) are read once, on first
 /// use, and kept with it. A pod in a cache is shared and never changed (a new version replaces
@@ -31,10 +35,13 @@ use spec_text::SpecText;
 pub struct CachedPod {
     /// The pod's metadata.
     pub metadata: ObjectMeta,
-    /// The pod's status.
-    pub status: Option<PodStatus>,
+    /// The status as JSON, written by this module from a decoded `PodStatus`; `None` when
+    /// the pod had none.
+    status: Option<SharedText>,
+    /// What filters read of the status on every change, kept decoded beside its text.
+    status_flags: StatusFlags,
     /// The spec as JSON; `None` when the pod had none.
-    spec: Option<SpecText>,
+    spec: Option<SharedText>,
     /// What the planners read of it, once read.
     derived: OnceLock<Derived>,
 }
@@ -52,6 +59,7 @@ impl Clone for CachedPod {
         Self {
             metadata: self.metadata.clone(),
             status: self.status.clone(),
+            status_flags: self.status_flags.clone(),
             spec: self.spec.clone(),
             derived: OnceLock::new(),
         }
@@ -63,6 +71,43 @@ impl PartialEq for CachedPod {
     fn eq(&self, other: &Self) -> bool {
         self.metadata == other.metadata && self.status == other.status && self.spec == other.spec
     }
+}
+
+/// `status.phase` and whether the pod is ready, read when the pod arrives.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct StatusFlags {
+    phase: Option<Phase>,
+    /// A `Ready` condition is `True`.
+    ready: bool,
+}
+
+/// A phase: one of Kubernetes' without a copy, another as sent.
+#[derive(Clone, Debug, PartialEq)]
+enum Phase {
+    Known(&'static str),
+    Other(Box<str>),
+}
+
+impl StatusFlags {
+    fn of(status: &PodStatus) -> Self {
+        const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+        let phase =
+            status.phase.as_deref().map(|phase| match PHASES.iter().find(|p| **p == phase) {
+                Some(known) => Phase::Known(known),
+                None => Phase::Other(phase.into()),
+            });
+        let ready =
+            status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
+        Self { phase, ready }
+    }
+}
+
+/// The status text of a pod: `PodStatus` encoded here, so that it decodes again.
+fn status_text(status: &PodStatus) -> SharedText {
+    // Serialising a decoded PodStatus cannot fail: every field is a string, number, bool,
+    // map with string keys or list of those.
+    let text = serde_json::to_string(status).unwrap_or_else(|_| "{}".to_owned());
+    SharedText::new(&text, Own::Status)
 }
 
 /// The spec of a cached pod could not be decoded again.
@@ -88,21 +133,36 @@ impl CachedPod {
         // Serialising a decoded PodSpec to a String cannot fail: every field is a string,
         // number, bool, map with string keys or list of those.
         let spec = spec.and_then(|s| serde_json::to_string(&s).ok());
-        let spec = spec.map(|text| SpecText::new(&text, metadata.name.as_deref().unwrap_or("")));
-        Self::trimmed(metadata, status, spec)
+        let pod_name = metadata.name.as_deref().unwrap_or("");
+        let spec = spec.map(|text| SharedText::new(&text, Own::Spec { pod_name }));
+        let status_flags = status.as_ref().map(StatusFlags::of).unwrap_or_default();
+        let status = status.as_ref().map(status_text);
+        trim_meta(&mut metadata);
+        Self { metadata, status, status_flags, spec, derived: OnceLock::new() }
     }
 
-    /// The parts, with lists trimmed to their length.
-    fn trimmed(
-        mut metadata: ObjectMeta,
-        mut status: Option<PodStatus>,
-        spec: Option<SpecText>,
-    ) -> Self {
-        trim_meta(&mut metadata);
-        if let Some(status) = status.as_mut() {
-            trim_status(status);
+    /// The pod's status, decoded.
+    pub fn status(&self) -> Option<PodStatus> {
+        let text = self.status.as_ref()?.text();
+        // The text was encoded here from a decoded `PodStatus` (`status_text`), and decodes.
+        serde_json::from_str(&text)
+            .inspect_err(|err| {
+                tracing::error!(%err, pod = ?self.metadata.name, "a cached pod's status does not decode");
+            })
+            .ok()
+    }
+
+    /// The pod's `status.phase` (without decoding the status).
+    pub fn phase(&self) -> Option<&str> {
+        match self.status_flags.phase.as_ref()? {
+            Phase::Known(phase) => Some(phase),
+            Phase::Other(phase) => Some(phase),
         }
-        Self { metadata, status, spec, derived: OnceLock::new() }
+    }
+
+    /// Whether a `Ready` condition is `True` (without decoding the status).
+    pub fn is_ready(&self) -> bool {
+        self.status_flags.ready
     }
 
     /// The planners' facts about the pod ([`PodFacts`]) and its `spec.nodeName`, read on the
@@ -137,7 +197,7 @@ impl CachedPod {
 
     /// The whole Pod again (the spec decoded).
     pub fn to_pod(&self) -> Result<Pod, SpecDecodeError> {
-        Ok(Pod { metadata: self.metadata.clone(), spec: self.spec()?, status: self.status.clone() })
+        Ok(Pod { metadata: self.metadata.clone(), spec: self.spec()?, status: self.status() })
     }
 
     /// The pod's spec, decoded.
@@ -155,7 +215,7 @@ impl CachedPod {
     /// `spec.nodeName` (empty while unscheduled), read from the kept spec text without
     /// decoding the rest of it (and, in the layout servers write, without rebuilding it).
     pub fn node_name(&self) -> String {
-        if let Some(node) = self.spec.as_ref().map_or(Some(""), SpecText::node_name_fast) {
+        if let Some(node) = self.spec.as_ref().map_or(Some(""), SharedText::node_name_fast) {
             return node.to_owned();
         }
         #[derive(Deserialize)]
@@ -176,7 +236,7 @@ impl CachedPod {
 
     /// The spec's JSON text.
     fn spec_text(&self) -> Option<Cow<'_, str>> {
-        self.spec.as_ref().map(SpecText::text)
+        self.spec.as_ref().map(SharedText::text)
     }
 
     /// Whether `spec.readinessGates` names `condition_type`, read from the kept spec text:
@@ -198,7 +258,7 @@ impl CachedPod {
     /// A Pod with this pod's metadata and status but no spec: enough for checks that read
     /// only those (phase, conditions, deletion), without decoding the spec.
     pub fn without_spec(&self) -> Pod {
-        Pod { metadata: self.metadata.clone(), spec: None, status: self.status.clone() }
+        Pod { metadata: self.metadata.clone(), spec: None, status: self.status() }
     }
 }
 
@@ -240,7 +300,7 @@ impl From<PodWithoutManagedFields> for Pod {
 /// `ObjectMeta` without `managedFields`.
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-struct WireMeta {
+pub(crate) struct WireMeta {
     annotations: Option<std::collections::BTreeMap<String, String>>,
     creation_timestamp: Option<Time>,
     deletion_grace_period_seconds: Option<i64>,
@@ -284,15 +344,15 @@ impl<'de> Deserialize<'de> for CachedPod {
         let wire = WirePod::deserialize(deserializer)?;
         let mut metadata = ObjectMeta::from(wire.metadata);
         trim_meta(&mut metadata);
-        let mut status = wire.status;
-        if let Some(status) = status.as_mut() {
-            trim_status(status);
-        }
+        let status_flags = wire.status.as_ref().map(StatusFlags::of).unwrap_or_default();
+        let status = wire.status.as_ref().map(status_text);
         // A `null` spec is no spec, as when the Pod is decoded.
-        let name = metadata.name.as_deref().unwrap_or("");
-        let spec =
-            wire.spec.filter(|raw| raw.get() != "null").map(|raw| SpecText::new(raw.get(), name));
-        Ok(Self { metadata, status, spec, derived: OnceLock::new() })
+        let pod_name = metadata.name.as_deref().unwrap_or("");
+        let spec = wire
+            .spec
+            .filter(|raw| raw.get() != "null")
+            .map(|raw| SharedText::new(raw.get(), Own::Spec { pod_name }));
+        Ok(Self { metadata, status, status_flags, spec, derived: OnceLock::new() })
     }
 }
 
@@ -332,8 +392,8 @@ impl PodSource for CachedPod {
         &self.metadata
     }
 
-    fn status(&self) -> Option<&PodStatus> {
-        self.status.as_ref()
+    fn status(&self) -> Option<Cow<'_, PodStatus>> {
+        CachedPod::status(self).map(Cow::Owned)
     }
 
     fn whole_pod(&self) -> Pod {
@@ -350,15 +410,6 @@ impl PodSource for CachedPod {
 fn trim_meta(meta: &mut ObjectMeta) {
     shrink(&mut meta.owner_references);
     shrink(&mut meta.finalizers);
-}
-
-fn trim_status(status: &mut PodStatus) {
-    shrink(&mut status.conditions);
-    shrink(&mut status.container_statuses);
-    shrink(&mut status.init_container_statuses);
-    shrink(&mut status.ephemeral_container_statuses);
-    shrink(&mut status.pod_ips);
-    shrink(&mut status.host_ips);
 }
 
 fn shrink<T>(list: &mut Option<Vec<T>>) {
@@ -479,7 +530,7 @@ mod tests {
     #[test]
     fn a_corrupt_spec_is_an_error_naming_the_pod() {
         let mut cached = CachedPod::from_pod(full_pod());
-        cached.spec = Some(SpecText::new("{\"containers\": 3}", "web-0"));
+        cached.spec = Some(SharedText::new("{\"containers\": 3}", Own::Spec { pod_name: "web-0" }));
         let err = cached.to_pod().expect_err("corrupt");
         assert!(
             err.to_string().starts_with("pod prod/web-0: cached spec does not decode"),
@@ -496,7 +547,9 @@ mod tests {
         let snapshot = cached.snapshot_pod().expect("facts");
         assert!(!snapshot.is_whole(), "not decoded yet");
         assert_eq!(snapshot.metadata(), &cached.metadata);
-        assert_eq!(snapshot.status(), cached.status.as_ref());
+        assert_eq!(snapshot.status().as_deref(), cached.status().as_ref());
+        assert_eq!(cached.phase(), Some("Running"));
+        assert!(cached.is_ready());
         assert_eq!(snapshot.facts(), &PodFacts::new(&pod));
         assert_eq!(
             cached.scheduled_node().expect("decodes"),
@@ -515,5 +568,83 @@ mod tests {
         let copy = cached.clone();
         assert!(copy.derived.get().is_none(), "a clone reads its own");
         assert_eq!(copy, cached, "equal whatever was read");
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition};
+    use proptest::prelude::*;
+
+    /// Status strings: the words a status shares, and any text (digits, quotes, escapes,
+    /// control characters and the shared text's hole among them).
+    fn word() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("Ready".to_owned()),
+            Just("True".to_owned()),
+            Just("Running".to_owned()),
+            "[A-Za-z]{0,40}",
+            "[0-9a-f:./]{0,24}",
+            any::<String>(),
+        ]
+    }
+
+    fn status() -> impl Strategy<Value = PodStatus> {
+        let conditions =
+            proptest::collection::vec((word(), word(), proptest::option::of(word())), 0..6);
+        let containers =
+            proptest::collection::vec((word(), word(), any::<i32>(), any::<bool>()), 0..3);
+        (proptest::option::of(word()), conditions, containers, proptest::option::of(word()))
+            .prop_map(|(phase, conditions, containers, pod_ip)| PodStatus {
+                phase,
+                pod_ip,
+                conditions: Some(
+                    conditions
+                        .into_iter()
+                        .map(|(type_, status, message)| PodCondition {
+                            type_,
+                            status,
+                            message,
+                            ..PodCondition::default()
+                        })
+                        .collect(),
+                ),
+                container_statuses: Some(
+                    containers
+                        .into_iter()
+                        .map(|(name, image, restart_count, ready)| ContainerStatus {
+                            name,
+                            image,
+                            restart_count,
+                            ready,
+                            ..ContainerStatus::default()
+                        })
+                        .collect(),
+                ),
+                ..PodStatus::default()
+            })
+    }
+
+    proptest! {
+        /// Whatever its strings, a status comes back as it went in, by either way into the
+        /// cache, and the phase and readiness kept beside it are its own.
+        #[test]
+        fn a_status_comes_back_as_it_went_in(status in status()) {
+            let pod = Pod {
+                metadata: ObjectMeta { name: Some("p-0".into()), ..ObjectMeta::default() },
+                spec: None,
+                status: Some(status.clone()),
+            };
+            let cached = CachedPod::from_pod(pod.clone());
+            prop_assert_eq!(cached.status(), Some(status.clone()));
+            prop_assert_eq!(cached.phase(), status.phase.as_deref());
+            let ready =
+                status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
+            prop_assert_eq!(cached.is_ready(), ready);
+            let text = serde_json::to_string(&pod).expect("encodes");
+            let decoded: CachedPod = serde_json::from_str(&text).expect("decodes");
+            prop_assert_eq!(decoded.to_pod().expect("decodes again"), pod);
+        }
     }
 }

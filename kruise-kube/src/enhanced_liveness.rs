@@ -119,7 +119,7 @@ fn created(plan: &Plan<()>) -> Option<ObjectKey> {
 
 /// A running pod that asks for the enhanced liveness probe.
 fn wanted(pod: &CachedPod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    let phase = pod.phase();
     pod.metadata.deletion_timestamp.is_none()
         && phase == Some("Running")
         && pod

@@ -39,6 +39,7 @@ pub mod applier;
 pub mod broadcastjob;
 pub mod cache;
 pub mod cached_pod;
+pub mod cached_revision;
 pub mod client;
 pub mod cloneset;
 pub mod configuration;

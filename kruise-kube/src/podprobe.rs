@@ -162,10 +162,10 @@ pub fn pods_for_planning(
                     .map_err(|err| tracing::warn!(error = %err, "pod skipped"))
                     .ok();
             }
-            let status = pod.status.as_ref().map(|s| PodStatus {
-                phase: s.phase.clone(),
-                pod_ip: s.pod_ip.clone(),
-                conditions: s.conditions.clone(),
+            let status = pod.status().map(|s| PodStatus {
+                phase: s.phase,
+                pod_ip: s.pod_ip,
+                conditions: s.conditions,
                 ..PodStatus::default()
             });
             Some(Pod {

@@ -28,15 +28,15 @@ pub struct PodReadiness;
 /// Whether the cached pod has the gate, no condition for it, is bound to a node and is not
 /// being deleted (as [`kruise_core::readiness::needs_condition`] decides for a whole pod).
 fn needs_condition(pod: &CachedPod) -> bool {
-    let has_condition = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == KRUISE_POD_READY));
+    let has_condition = || {
+        pod.status()
+            .and_then(|s| s.conditions)
+            .is_some_and(|c| c.iter().any(|c| c.type_ == KRUISE_POD_READY))
+    };
     pod.metadata.deletion_timestamp.is_none()
-        && !has_condition
         && pod.has_readiness_gate(KRUISE_POD_READY)
         && !pod.node_name().is_empty()
+        && !has_condition()
 }
 
 impl PodPlanner for PodReadiness {

@@ -198,7 +198,7 @@ struct Workloads {
     replica_sets: Cache<ReplicaSet>,
     native_daemon_sets: Cache<KubeDaemonSet>,
     /// A native DaemonSet's revisions.
-    revisions: Cache<k8s_openapi::api::apps::v1::ControllerRevision>,
+    revisions: Cache<crate::cached_revision::CachedRevision>,
     /// An Advanced DaemonSet's current revision is read from its pods.
     pods: Cache<CachedPod>,
 }
@@ -303,7 +303,7 @@ impl Workloads {
                 let ds = self.native_daemon_sets.get(&key)?;
                 let uid = ds.metadata.uid.clone().unwrap_or_default();
                 let revisions: Vec<k8s_openapi::api::apps::v1::ControllerRevision> =
-                    self.revisions.controlled_by(&uid).iter().map(|r| (**r).clone()).collect();
+                    self.revisions.controlled_by(&uid).iter().map(|r| r.to_revision()).collect();
                 Some(ReleasedWorkload::from_native_daemon_set(&ds, &revisions))
             }
         }
@@ -784,11 +784,7 @@ impl BatchReleaseController {
             .map(|pod| ReleasePod {
                 name: pod.metadata.name.clone().unwrap_or_default(),
                 labels: pod.metadata.labels.clone().unwrap_or_default(),
-                ready: pod
-                    .status
-                    .iter()
-                    .flat_map(|s| s.conditions.iter().flatten())
-                    .any(|c| c.type_ == "Ready" && c.status == "True"),
+                ready: pod.is_ready(),
                 deleting: pod.metadata.deletion_timestamp.is_some(),
             })
             .collect()
@@ -1073,11 +1069,7 @@ impl NativeDaemonSetController {
                     .and_then(|l| l.get("controller-revision-hash"))
                     .cloned()
                     .unwrap_or_default(),
-                ready: pod
-                    .status
-                    .iter()
-                    .flat_map(|s| s.conditions.iter().flatten())
-                    .any(|c| c.type_ == "Ready" && c.status == "True"),
+                ready: pod.is_ready(),
                 deleting: pod.metadata.deletion_timestamp.is_some(),
                 created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
             })
@@ -1260,7 +1252,7 @@ impl RolloutHistoryController {
                 .filter(|p| selector.matches(p.metadata.labels.as_ref()))
                 .map(|p| history::HistoryPod {
                     name: p.metadata.name.clone().unwrap_or_default(),
-                    ip: p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default(),
+                    ip: p.status().and_then(|s| s.pod_ip).unwrap_or_default(),
                     node_name: p.node_name(),
                     labels: p.metadata.labels.clone().unwrap_or_default(),
                     deleting: p.metadata.deletion_timestamp.is_some(),

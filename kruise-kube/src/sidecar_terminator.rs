@@ -30,7 +30,7 @@ pub struct SidecarTerminator {
 
 /// A cheap first look: the pod names a terminator env and may be acted on.
 fn wanted(pod: &CachedPod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+    let phase = pod.phase().unwrap_or("Pending");
     pod.metadata.deletion_timestamp.is_none()
         && phase != "Pending"
         && pod.spec_mentions(

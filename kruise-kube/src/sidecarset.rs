@@ -51,7 +51,7 @@ pub struct SidecarSetWebhook {
     index: Arc<RwLock<SidecarSetIndex>>,
     sets: Cache<SidecarSet>,
     namespaces: Cache<PartialObjectMeta<Namespace>>,
-    revisions: Cache<ControllerRevision>,
+    revisions: Cache<crate::cached_revision::CachedRevision>,
     revision_namespace: Option<String>,
     gates: InjectionGates,
 }
@@ -173,7 +173,7 @@ impl SidecarSetWebhook {
             .iter()
             .filter(|r| namespace.is_none_or(|ns| r.metadata.namespace.as_deref() == Some(ns)))
             .filter(|r| r.labels().get(REVISION_LABEL).map(String::as_str) == Some(name))
-            .map(|r| r.as_ref().clone())
+            .map(|r| r.to_revision())
             .collect()
     }
 
@@ -232,7 +232,7 @@ pub struct SidecarSetController {
     sets: Cache<SidecarSet>,
     pods: Cache<crate::cached_pod::CachedPod>,
     namespaces: Cache<PartialObjectMeta<Namespace>>,
-    revisions: Cache<ControllerRevision>,
+    revisions: Cache<crate::cached_revision::CachedRevision>,
     expectations: crate::expectations::ExpectationStore,
 }
 
@@ -365,7 +365,7 @@ impl SidecarSetController {
             .iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
             .filter(|r| r.labels().get(REVISION_LABEL) == Some(&name))
-            .map(|r| r.as_ref().clone())
+            .map(|r| r.to_revision())
             .collect();
         let plan = plan_revisions(&RevisionInput {
             sidecar_set: set,

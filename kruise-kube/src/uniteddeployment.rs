@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, StatefulSet as KubeStatefulSet};
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet as KubeStatefulSet};
 use kruise_api::apps::v1beta1::{
     CloneSet, StatefulSet, UnitedDeployment, UnitedDeploymentScheduleStrategyType,
 };
@@ -58,7 +58,7 @@ pub struct UnitedDeploymentController {
     advanced_stateful_sets: Cache<StatefulSet>,
     stateful_sets: Cache<KubeStatefulSet>,
     deployments: Cache<Deployment>,
-    revisions: Cache<ControllerRevision>,
+    revisions: Cache<crate::cached_revision::CachedRevision>,
     pods: Cache<CachedPod>,
     /// For each UnitedDeployment whose status this controller wrote, the resourceVersion it
     /// had been read at: while the cache still holds that version, it has not seen the write
@@ -141,7 +141,8 @@ impl UnitedDeploymentController {
                 .iter()
                 .map(|w| (SubsetKind::Deployment, json_of(w.as_ref()))),
         );
-        let revisions = self.revisions.controlled_by(&uid).iter().map(|r| (**r).clone()).collect();
+        let revisions =
+            self.revisions.controlled_by(&uid).iter().map(|r| r.to_revision()).collect();
         let selector = Selector::parse(ud.spec.selector.as_ref()).ok();
         let pods = self
             .pods

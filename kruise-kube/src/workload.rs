@@ -27,6 +27,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::ControllerRevision;
+
+use crate::cached_revision::CachedRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -170,7 +172,7 @@ struct Caches<W: WorkloadKind> {
     workloads: Cache<W>,
     pods: Cache<CachedPod>,
     pvcs: Cache<PersistentVolumeClaim>,
-    revisions: Cache<ControllerRevision>,
+    revisions: Cache<CachedRevision>,
     nodes: Cache<PartialObjectMeta<Node>>,
     full_nodes: Option<Cache<Node>>,
     storage_classes: Option<Cache<StorageClass>>,
@@ -207,7 +209,7 @@ impl<W: WorkloadKind> WorkloadController<W> {
             workloads: context.caches.get::<W>(),
             pods: context.caches.get::<CachedPod>(),
             pvcs: context.caches.get::<PersistentVolumeClaim>(),
-            revisions: context.caches.get::<ControllerRevision>(),
+            revisions: context.caches.get::<CachedRevision>(),
             nodes: context.caches.get::<PartialObjectMeta<Node>>(),
             full_nodes: W::READS_NODES.then(|| context.caches.get::<Node>()),
             storage_classes: W::reads_storage_classes(&context.settings)
@@ -487,7 +489,12 @@ impl<W: WorkloadKind> WorkloadController<W> {
             storage_classes,
             pvcs: caches.pvcs.controlled_by(uid).iter().map(|p| (**p).clone()).collect(),
             namespace_pvcs,
-            revisions: caches.revisions.controlled_by(uid).iter().map(|r| (**r).clone()).collect(),
+            revisions: caches
+                .revisions
+                .controlled_by(uid)
+                .iter()
+                .map(|r| r.to_revision())
+                .collect(),
             node_labels,
             expectations: self.expectations.get(key),
             nodes: caches.full_nodes.as_ref().map(Cache::all).unwrap_or_default(),
@@ -559,7 +566,7 @@ impl<W: WorkloadKind> WorkloadController<W> {
             .into_iter()
             .filter(|pod| adoptable(pod.as_ref()) && selects(workload, &pod.metadata))
             .collect();
-        let revisions: Vec<Arc<ControllerRevision>> = match W::ADOPTS_REVISIONS {
+        let revisions: Vec<Arc<CachedRevision>> = match W::ADOPTS_REVISIONS {
             true => self
                 .caches
                 .revisions
@@ -660,9 +667,7 @@ fn failed_pod_nodes(
 ) -> Result<BTreeMap<String, String>, crate::cached_pod::SpecDecodeError> {
     let mut failed = BTreeMap::new();
     for pod in pods {
-        if pod.metadata.deletion_timestamp.is_some()
-            || pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Failed")
-        {
+        if pod.metadata.deletion_timestamp.is_some() || pod.phase() != Some("Failed") {
             continue;
         }
         if let (Some(name), Some(node)) = (&pod.metadata.name, pod.scheduled_node()?) {

@@ -9,6 +9,7 @@
 //! snapshot's facts lie side by side in one array; the planner reads the whole pod only for
 //! the pods it acts on.
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use arrayvec::ArrayString;
@@ -629,8 +630,8 @@ pub trait PodSource: Send + Sync + std::fmt::Debug {
     /// The pod's metadata.
     fn metadata(&self) -> &ObjectMeta;
 
-    /// The pod's status.
-    fn status(&self) -> Option<&PodStatus>;
+    /// The pod's status (a source that keeps it encoded decodes it).
+    fn status(&self) -> Option<Cow<'_, PodStatus>>;
 
     /// The whole pod, with this metadata and status. Called at most once per snapshot pod.
     fn whole_pod(&self) -> Pod;
@@ -709,10 +710,10 @@ impl SnapshotPod {
         }
     }
 
-    /// The pod's status (never decodes).
-    pub fn status(&self) -> Option<&PodStatus> {
+    /// The pod's status (decoded now if its source keeps it encoded).
+    pub fn status(&self) -> Option<Cow<'_, PodStatus>> {
         match &self.pod {
-            PodCell::Whole(pod) => pod.status.as_ref(),
+            PodCell::Whole(pod) => pod.status.as_ref().map(Cow::Borrowed),
             PodCell::Lazy { source, .. } => source.status(),
         }
     }

@@ -140,8 +140,7 @@ impl ContainerMetaWorker {
         if pod.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
-        let statuses =
-            pod.status.as_ref().and_then(|s| s.container_statuses.clone()).unwrap_or_default();
+        let statuses = pod.status().and_then(|s| s.container_statuses).unwrap_or_default();
         if statuses.is_empty() {
             return Ok(());
         }
@@ -296,7 +295,7 @@ fn in_place_updating(status: Option<&k8s_openapi::api::core::v1::PodStatus>) -> 
 fn may_need_env_restart(pod: &CachedPod) -> bool {
     pod.metadata.deletion_timestamp.is_none()
         && (pod.spec_mentions("metadata.labels") || pod.spec_mentions("metadata.annotations"))
-        && in_place_updating(pod.status.as_ref())
+        && in_place_updating(pod.status().as_ref())
 }
 
 /// The set a pod's annotation holds, if it parses.
@@ -325,7 +324,8 @@ pub fn wants_sync(pod: &CachedPod) -> bool {
     if !owned_by_kruise && !injected {
         return false;
     }
-    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+    let status = pod.status();
+    let statuses = status.as_ref().and_then(|s| s.container_statuses.as_ref());
     let Some(statuses) = statuses.filter(|s| !s.is_empty()) else { return false };
     let set = meta_set_of(meta);
     statuses.iter().enumerate().any(|(i, s)| {

@@ -1,11 +1,13 @@
-//! A pod spec's JSON text, one copy shared by the pods whose specs differ only in the
-//! strings that name the pod itself.
+//! A pod's spec or status as JSON text, one copy shared by the pods whose texts differ only
+//! in the strings that are each pod's own.
 //!
 //! The pods of one workload revision carry the same spec but for a few strings of their own:
 //! the hostname (a StatefulSet pod's name), the projected service account token volume
 //! (`kube-api-access-<random>`, named in the volumes and in every container's mounts) and,
-//! once scheduled, the node. [`SpecText`] cuts the contents of those strings out of the
-//! text, keeps the rest interned (one copy for all the pods it fits), and keeps the cut
+//! once scheduled, the node. Their statuses have the same keys, and the same words
+//! (`Running`, `True`, `Ready`), around values of their own (times, addresses, container
+//! IDs). [`SharedText`] cuts the contents of those strings out of the text ([`Own`] says
+//! which), keeps the rest interned (one copy for all the pods it fits), and keeps the cut
 //! contents per pod. The text is given back byte for byte.
 //!
 //! A cut string's content is replaced by [`HOLE`], a control character: JSON text cannot
@@ -23,7 +25,7 @@ const HOLE: char = '\u{1}';
 /// The prefix of the name the service account admission gives the token volume.
 const TOKEN_VOLUME_PREFIX: &str = "kube-api-access-";
 
-/// The interned shared texts. An entry goes when the last [`SpecText`] holding it is dropped.
+/// The interned shared texts. An entry goes when the last [`SharedText`] holding it is dropped.
 static SHARED: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
 
 fn shared_texts() -> MutexGuard<'static, HashSet<Arc<str>>> {
@@ -31,18 +33,35 @@ fn shared_texts() -> MutexGuard<'static, HashSet<Arc<str>>> {
     SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A pod spec's JSON text: the part shared with similar pods, and the pod's own strings.
+/// Which strings of a text are the pod's own, cut out of the shared part.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Own<'a> {
+    /// A spec's: the pod's name, the token volume's name and the value of `nodeName`.
+    Spec {
+        /// The pod's name.
+        pod_name: &'a str,
+    },
+    /// A status's: every value (not a key) that holds a digit or is longer than
+    /// [`WORD_LEN`]; words such as `Running`, `True` or `ContainersReady` stay shared.
+    Status,
+}
+
+/// The longest value without a digit a status's shared text keeps.
+const WORD_LEN: usize = 32;
+
+/// A pod's spec or status as JSON text: the part shared with similar pods, and the pod's own
+/// strings.
 #[derive(Debug)]
-pub(super) struct SpecText {
+pub(super) struct SharedText {
     /// The text with each cut string's content replaced by [`HOLE`]; interned.
     shared: Arc<str>,
     /// The cut contents, in order, joined by [`HOLE`]; empty when nothing was cut.
     own: Box<str>,
 }
 
-impl SpecText {
-    /// The text of a spec of the pod named `pod_name`.
-    pub(super) fn new(text: &str, pod_name: &str) -> Self {
+impl SharedText {
+    /// The text of a spec (or status) of a pod, `own` saying which strings are the pod's own.
+    pub(super) fn new(text: &str, own_strings: Own<'_>) -> Self {
         if text.contains(HOLE) {
             // Not JSON (refused when decoded), and a hole would be ambiguous: kept whole.
             return Self { shared: intern(text), own: Box::default() };
@@ -61,7 +80,7 @@ impl SpecText {
                 break;
             };
             let content = &from_quote[1..1 + len];
-            if is_own(&shared, content, pod_name) {
+            if is_own(&shared, content, &from_quote[len + 2..], own_strings) {
                 if cuts > 0 {
                     own.push(HOLE);
                 }
@@ -97,7 +116,7 @@ impl SpecText {
     }
 }
 
-impl SpecText {
+impl SharedText {
     /// The value of the spec's `nodeName` when it can be read without rebuilding the text:
     /// `Some("")` when the spec has no `nodeName` key, `Some(node)` when its value is a cut
     /// string; `None` when the text must be decoded to tell (another layout).
@@ -157,16 +176,27 @@ fn string_len(s: &str) -> Option<usize> {
     None
 }
 
-/// Whether the string whose `content` follows `before` is one of the pod's own: its name,
-/// the token volume's name, or the value of `nodeName`.
-fn is_own(before: &str, content: &str, pod_name: &str) -> bool {
+/// Whether the string whose `content` comes between `before` and `after` is one of the
+/// pod's own (see [`Own`]).
+fn is_own(before: &str, content: &str, after: &str, own: Own<'_>) -> bool {
     if content.is_empty() {
         return false;
     }
-    if content == pod_name || content.starts_with(TOKEN_VOLUME_PREFIX) {
-        return true;
+    match own {
+        Own::Spec { pod_name } => {
+            if content == pod_name || content.starts_with(TOKEN_VOLUME_PREFIX) {
+                return true;
+            }
+            before
+                .trim_end()
+                .strip_suffix(':')
+                .is_some_and(|key| key.trim_end().ends_with("\"nodeName\""))
+        }
+        Own::Status => {
+            let is_key = after.trim_start().starts_with(':');
+            !is_key && (content.len() > WORD_LEN || content.bytes().any(|b| b.is_ascii_digit()))
+        }
     }
-    before.trim_end().strip_suffix(':').is_some_and(|key| key.trim_end().ends_with("\"nodeName\""))
 }
 
 /// The one shared copy of `text`.
@@ -180,19 +210,19 @@ fn intern(text: &str) -> Arc<str> {
     shared
 }
 
-impl Clone for SpecText {
+impl Clone for SharedText {
     fn clone(&self) -> Self {
         Self { shared: Arc::clone(&self.shared), own: self.own.clone() }
     }
 }
 
-impl PartialEq for SpecText {
+impl PartialEq for SharedText {
     fn eq(&self, other: &Self) -> bool {
         self.shared == other.shared && self.own == other.own
     }
 }
 
-impl Drop for SpecText {
+impl Drop for SharedText {
     fn drop(&mut self) {
         let mut set = shared_texts();
         // Under the lock no other holder can appear: a copy is made only from a holder, and
@@ -229,7 +259,7 @@ mod tests {
             r#"{"a":"unterminated"#.to_owned(),
             "  { \"nodeName\" :  \"n\" , \"x\":[\"web-0\",\"\"] }  ".to_owned(),
         ] {
-            let kept = SpecText::new(&text, "web-0");
+            let kept = SharedText::new(&text, Own::Spec { pod_name: "web-0" });
             assert_eq!(kept.text(), text);
             assert_eq!(kept.clone().text(), text);
         }
@@ -237,14 +267,27 @@ mod tests {
 
     #[test]
     fn pods_that_differ_only_in_their_own_strings_share_one_copy() {
-        let a = SpecText::new(&spec("web-0", "kube-api-access-abcde", Some("n1")), "web-0");
-        let b = SpecText::new(&spec("web-1", "kube-api-access-fghij", Some("n2")), "web-1");
+        let a = SharedText::new(
+            &spec("web-0", "kube-api-access-abcde", Some("n1")),
+            Own::Spec { pod_name: "web-0" },
+        );
+        let b = SharedText::new(
+            &spec("web-1", "kube-api-access-fghij", Some("n2")),
+            Own::Spec { pod_name: "web-1" },
+        );
         assert!(Arc::ptr_eq(&a.shared, &b.shared), "{} / {}", a.shared, b.shared);
         assert_eq!(&*b.own, "n2\u{1}web-1\u{1}kube-api-access-fghij\u{1}kube-api-access-fghij");
         // A longer string that holds the name is not cut.
         let noting = spec_noting("web-0", "kube-api-access-abcde", None, "web-0");
-        assert!(SpecText::new(&noting, "web-0").shared.contains("say \\\"web-0\\\""));
-        let other = SpecText::new(&spec("web-0", "kube-api-access-abcde", None), "web-0");
+        assert!(
+            SharedText::new(&noting, Own::Spec { pod_name: "web-0" })
+                .shared
+                .contains("say \\\"web-0\\\"")
+        );
+        let other = SharedText::new(
+            &spec("web-0", "kube-api-access-abcde", None),
+            Own::Spec { pod_name: "web-0" },
+        );
         assert!(!Arc::ptr_eq(&a.shared, &other.shared));
         assert_ne!(a, b);
         assert_eq!(a, a.clone());
@@ -252,24 +295,61 @@ mod tests {
 
     #[test]
     fn the_node_name_is_read_without_rebuilding_the_text() {
-        let scheduled = SpecText::new(&spec("web-1", "kube-api-access-q", Some("n9")), "web-1");
+        let scheduled = SharedText::new(
+            &spec("web-1", "kube-api-access-q", Some("n9")),
+            Own::Spec { pod_name: "web-1" },
+        );
         // The spec's layout has a space after the key's colon: decoded, not read fast.
         assert_eq!(scheduled.node_name_fast(), None);
         let compact =
             r#"{"hostname":"web-1","nodeName":"n9","volumes":[{"name":"kube-api-access-q"}]}"#;
-        assert_eq!(SpecText::new(compact, "web-1").node_name_fast(), Some("n9"));
-        let pending = SpecText::new(&spec("web-1", "kube-api-access-q", None), "web-1");
+        assert_eq!(
+            SharedText::new(compact, Own::Spec { pod_name: "web-1" }).node_name_fast(),
+            Some("n9")
+        );
+        let pending = SharedText::new(
+            &spec("web-1", "kube-api-access-q", None),
+            Own::Spec { pod_name: "web-1" },
+        );
         assert_eq!(pending.node_name_fast(), Some(""));
-        let empty = SpecText::new(r#"{"nodeName":""}"#, "web-1");
+        let empty = SharedText::new(r#"{"nodeName":""}"#, Own::Spec { pod_name: "web-1" });
         assert_eq!(empty.node_name_fast(), None);
         let label = r#"{"nodeSelector":{"nodeName":"n1"},"hostname":"web-1"}"#;
-        assert_eq!(SpecText::new(label, "web-1").node_name_fast(), None);
+        assert_eq!(SharedText::new(label, Own::Spec { pod_name: "web-1" }).node_name_fast(), None);
+    }
+
+    #[test]
+    fn statuses_share_their_keys_and_words_and_keep_their_values() {
+        let status = |ip: &str, started: &str, ready: &str| {
+            format!(
+                r#"{{"conditions":[{{"lastTransitionTime":"{started}","status":"{ready}","type":"Ready"}}],"containerStatuses":[{{"containerID":"containerd://{ip}ab","name":"main","ready":{}}}],"message":"a message longer than thirty-two bytes, no digit","phase":"Running","podIP":"{ip}"}}"#,
+                ready == "True"
+            )
+        };
+        let a_text = status("10.0.0.1", "2026-12-07T10:00:00Z", "True");
+        let a = SharedText::new(&a_text, Own::Status);
+        let b = SharedText::new(&status("10.0.0.2", "2026-12-07T10:00:09Z", "True"), Own::Status);
+        assert!(Arc::ptr_eq(&a.shared, &b.shared), "{} / {}", a.shared, b.shared);
+        assert_eq!(a.text(), a_text);
+        assert!(a.shared.contains(r#""phase":"Running""#), "{}", a.shared);
+        assert!(a.shared.contains(r#""type":"Ready""#), "{}", a.shared);
+        assert_eq!(
+            &*a.own,
+            "2026-12-07T10:00:00Z\u{1}containerd://10.0.0.1ab\u{1}a message longer than thirty-two bytes, no digit\u{1}10.0.0.1"
+        );
+        // Another word is another shared text.
+        let c = SharedText::new(&status("10.0.0.1", "2026-12-07T10:00:00Z", "False"), Own::Status);
+        assert!(!Arc::ptr_eq(&a.shared, &c.shared));
+        // A map key with a digit is kept: keys are never cut.
+        let keyed = SharedText::new(r#"{"allocatedResources":{"hugepages-2Mi":"1"}}"#, Own::Status);
+        assert!(keyed.shared.contains("hugepages-2Mi"), "{}", keyed.shared);
+        assert_eq!(&*keyed.own, "1");
     }
 
     #[test]
     fn the_shared_copy_goes_with_its_last_holder() {
         let text = spec_noting("gone-0", "kube-api-access-zzzzz", None, "only here");
-        let a = SpecText::new(&text, "gone-0");
+        let a = SharedText::new(&text, Own::Spec { pod_name: "gone-0" });
         let shared = a.shared.to_string();
         let b = a.clone();
         drop(a);
