@@ -12,7 +12,7 @@
 //! stripped once for every reader.
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -86,18 +86,32 @@ pub fn strip_managed_fields<K: Resource>(obj: &mut K) {
 /// not block.
 pub type Subscriber<K> = Arc<dyn Fn(&Change<K>) + Send + Sync>;
 
+/// The objects and their indexes. Objects are held by namespace and name only (no map by whole
+/// key beside it: at 100,000 pods that map and its copies of the keys were 14 MB).
 struct Inner<K> {
-    objects: HashMap<ObjectKey, Arc<K>>,
-    /// Controller owner UID -> keys of the objects it controls.
-    by_owner: HashMap<String, BTreeSet<ObjectKey>>,
     /// Namespace -> its objects by name (the objects themselves, so listing a namespace
     /// hashes nothing per object).
     by_namespace: HashMap<String, BTreeMap<String, Arc<K>>>,
+    /// Controller owner UID -> the objects it controls, by key (the objects themselves, so
+    /// listing an owner's looks nothing up per object).
+    by_owner: HashMap<String, BTreeMap<ObjectKey, Arc<K>>>,
+    /// How many objects are held.
+    len: usize,
 }
 
 impl<K> Default for Inner<K> {
     fn default() -> Self {
-        Self { objects: HashMap::new(), by_owner: HashMap::new(), by_namespace: HashMap::new() }
+        Self { by_namespace: HashMap::new(), by_owner: HashMap::new(), len: 0 }
+    }
+}
+
+impl<K> Inner<K> {
+    fn get(&self, key: &ObjectKey) -> Option<&Arc<K>> {
+        self.by_namespace.get(&key.namespace)?.get(&key.name)
+    }
+
+    fn objects(&self) -> impl Iterator<Item = &Arc<K>> {
+        self.by_namespace.values().flat_map(BTreeMap::values)
     }
 }
 
@@ -161,18 +175,17 @@ where
 
     /// The object `key`, if cached.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.read().objects.get(key).cloned()
+        self.read().get(key).cloned()
     }
 
     /// Every object controlled by the owner with this UID, sorted by key.
     pub fn controlled_by(&self, owner_uid: &str) -> Vec<Arc<K>> {
-        let inner = self.read();
-        inner
+        self.read()
             .by_owner
             .get(owner_uid)
             .into_iter()
-            .flatten()
-            .filter_map(|key| inner.objects.get(key).cloned())
+            .flat_map(BTreeMap::values)
+            .cloned()
             .collect()
     }
 
@@ -202,12 +215,12 @@ where
 
     /// Every cached object, in no particular order.
     pub fn all(&self) -> Vec<Arc<K>> {
-        self.read().objects.values().cloned().collect()
+        self.read().objects().cloned().collect()
     }
 
     /// How many objects are cached.
     pub fn len(&self) -> usize {
-        self.read().objects.len()
+        self.read().len
     }
 
     /// True when nothing is cached.
@@ -237,33 +250,34 @@ where
         let key = ObjectKey::of(obj.as_ref());
         let new_owner = controller_uid(obj.as_ref());
         let mut inner = self.write();
-        inner
+        let old = inner
             .by_namespace
             .entry(key.namespace.clone())
             .or_default()
             .insert(key.name.clone(), obj.clone());
-        let old = inner.objects.insert(key.clone(), obj);
+        if old.is_none() {
+            inner.len += 1;
+        }
         let old_owner = old.as_deref().and_then(controller_uid);
         if let Some(uid) = old_owner.filter(|uid| Some(uid) != new_owner.as_ref()) {
             remove_index(&mut inner.by_owner, &uid, &key);
         }
         if let Some(uid) = new_owner {
-            inner.by_owner.entry(uid).or_default().insert(key);
+            inner.by_owner.entry(uid).or_default().insert(key, obj);
         }
         old
     }
 
     fn remove(&self, key: &ObjectKey) -> Option<Arc<K>> {
         let mut inner = self.write();
-        let old = inner.objects.remove(key)?;
+        let named = inner.by_namespace.get_mut(&key.namespace)?;
+        let old = named.remove(&key.name)?;
+        if named.is_empty() {
+            inner.by_namespace.remove(&key.namespace);
+        }
+        inner.len -= 1;
         if let Some(uid) = controller_uid(old.as_ref()) {
             remove_index(&mut inner.by_owner, &uid, key);
-        }
-        if let Some(named) = inner.by_namespace.get_mut(&key.namespace) {
-            named.remove(&key.name);
-            if named.is_empty() {
-                inner.by_namespace.remove(&key.namespace);
-            }
         }
         Some(old)
     }
@@ -279,8 +293,12 @@ where
     fn replace_all(&self, objects: Vec<Arc<K>>) {
         let fresh: HashMap<ObjectKey, Arc<K>> =
             objects.into_iter().map(|o| (ObjectKey::of(o.as_ref()), o)).collect();
-        let stale: Vec<ObjectKey> =
-            self.read().objects.keys().filter(|k| !fresh.contains_key(k)).cloned().collect();
+        let stale: Vec<ObjectKey> = self
+            .read()
+            .objects()
+            .map(|o| ObjectKey::of(o.as_ref()))
+            .filter(|k| !fresh.contains_key(k))
+            .collect();
         for key in stale {
             if let Some(old) = self.remove(&key) {
                 self.notify(&Change { old: Some(old), new: None });
@@ -344,7 +362,7 @@ where
     }
 }
 
-fn remove_index(index: &mut HashMap<String, BTreeSet<ObjectKey>>, at: &str, key: &ObjectKey) {
+fn remove_index<V>(index: &mut HashMap<String, BTreeMap<ObjectKey, V>>, at: &str, key: &ObjectKey) {
     if let Some(keys) = index.get_mut(at) {
         keys.remove(key);
         if keys.is_empty() {
@@ -679,5 +697,97 @@ impl SharedCaches {
         let mut inner = self.lock();
         inner.tasks.abort_all();
         inner.running = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use std::sync::Mutex;
+
+    fn object(namespace: &str, name: &str, owner: Option<&str>, version: &str) -> Arc<ConfigMap> {
+        let owner_references = owner.map(|uid| {
+            vec![OwnerReference {
+                uid: uid.into(),
+                controller: Some(true),
+                ..OwnerReference::default()
+            }]
+        });
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                resource_version: Some(version.into()),
+                owner_references,
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        })
+    }
+
+    fn names(objects: &[Arc<ConfigMap>]) -> Vec<String> {
+        let mut names: Vec<String> =
+            objects.iter().map(|o| ObjectKey::of(o.as_ref()).to_string()).collect();
+        names.sort();
+        names
+    }
+
+    /// A relist replaces the content: every index agrees with it, and each difference is
+    /// reported once.
+    #[test]
+    fn a_relist_keeps_every_index_and_the_count_in_step() {
+        let cache = Cache::<ConfigMap>::new();
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let seen = changes.clone();
+        cache.subscribe(Arc::new(move |change: &Change<ConfigMap>| {
+            let name = |o: &Option<Arc<ConfigMap>>| {
+                o.as_ref().map(|o| ObjectKey::of(o.as_ref()).to_string())
+            };
+            seen.lock().expect("lock").push((name(&change.old), name(&change.new)));
+        }));
+        cache.load(vec![
+            object("a", "x", Some("u1"), "1"),
+            object("a", "y", Some("u1"), "1"),
+            object("b", "x", Some("u2"), "1"),
+        ]);
+        assert_eq!(cache.len(), 3);
+        assert_eq!(names(&cache.controlled_by("u1")), ["a/x", "a/y"]);
+        assert_eq!(names(&cache.in_namespace("b")), ["b/x"]);
+        changes.lock().expect("lock").clear();
+
+        // `a/y` goes, `a/x` changes owner, `b/x` is unchanged, `c/z` arrives.
+        cache.load(vec![
+            object("a", "x", Some("u2"), "2"),
+            object("b", "x", Some("u2"), "1"),
+            object("c", "z", None, "1"),
+        ]);
+        assert_eq!(cache.len(), 3);
+        assert_eq!(names(&cache.all()), ["a/x", "b/x", "c/z"]);
+        assert!(cache.get(&ObjectKey::new("a", "y")).is_none());
+        assert_eq!(
+            cache.get(&ObjectKey::new("a", "x")).and_then(|o| o.metadata.resource_version.clone()),
+            Some("2".to_owned())
+        );
+        assert!(cache.controlled_by("u1").is_empty());
+        assert_eq!(names(&cache.controlled_by("u2")), ["a/x", "b/x"]);
+        assert!(cache.none_in_namespace("d"));
+        assert!(!cache.none_in_namespace("c"));
+        let mut reported = changes.lock().expect("lock").clone();
+        reported.sort();
+        assert_eq!(
+            reported,
+            [
+                (None, Some("c/z".to_owned())),
+                (Some("a/x".to_owned()), Some("a/x".to_owned())),
+                (Some("a/y".to_owned()), None),
+            ]
+        );
+
+        cache.load(Vec::new());
+        assert_eq!((cache.len(), cache.is_empty()), (0, true));
+        assert!(cache.all().is_empty() && cache.none_in_namespace("a"));
+        assert!(cache.controlled_by("u2").is_empty());
     }
 }
