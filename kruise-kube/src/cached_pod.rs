@@ -7,8 +7,8 @@
 //! owner. [`CachedPod`] therefore keeps metadata decoded, with lists trimmed to their length,
 //! and the spec and status as compact JSON text (`shared_text`): the spec's one copy shared by
 //! the pods whose specs differ only in their own names, the status's keys and words shared by
-//! the pods whose statuses differ only in their values (a decoded status with one container
-//! and five conditions is about 3 KiB; its text, 0.5 KiB of its own). The planners read what
+//! the pods whose statuses differ only in their values (decoded, a `PodStatus` is 616 bytes
+//! before any string, each `ContainerStatus` 752 and each `PodCondition` 160). The planners read what
 //! they need of both through the facts ([`CachedPod::planner_facts`]), decoded once per pod
 //! version. Only `managedFields` is dropped (no controller reads it): [`CachedPod::to_pod`]
 //! gives back the rest of the Pod unchanged.

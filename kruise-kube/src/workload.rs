@@ -27,8 +27,6 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-
-use crate::cached_revision::CachedRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -47,6 +45,7 @@ use serde_json::Value;
 use crate::applier::{Applier, ApplyError, ExpectationsFor, PlanOwner};
 use crate::cache::{Cache, Change, ObjectKey, Watched};
 use crate::cached_pod::CachedPod;
+use crate::cached_revision::CachedRevision;
 use crate::controller::{
     ControllerContext, ControllerInfo, ControllerSettings, KeyMapping, ReconcileError, Reconciler,
     Watch,
