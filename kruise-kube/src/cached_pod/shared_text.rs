@@ -60,7 +60,8 @@ pub(super) struct SharedText {
 }
 
 impl SharedText {
-    /// The text of a spec (or status) of a pod, `own` saying which strings are the pod's own.
+    /// The text of a spec (or status) of a pod, `own_strings` saying which strings are the
+    /// pod's own.
     pub(super) fn new(text: &str, own_strings: Own<'_>) -> Self {
         if text.contains(HOLE) {
             // Not JSON (refused when decoded), and a hole would be ambiguous: kept whole.
