@@ -95,13 +95,11 @@ struct Inner<K> {
     /// Controller owner UID -> the objects it controls, by key (the objects themselves, so
     /// listing an owner's looks nothing up per object).
     by_owner: HashMap<String, BTreeMap<ObjectKey, Arc<K>>>,
-    /// How many objects are held.
-    len: usize,
 }
 
 impl<K> Default for Inner<K> {
     fn default() -> Self {
-        Self { by_namespace: HashMap::new(), by_owner: HashMap::new(), len: 0 }
+        Self { by_namespace: HashMap::new(), by_owner: HashMap::new() }
     }
 }
 
@@ -220,7 +218,7 @@ where
 
     /// How many objects are cached.
     pub fn len(&self) -> usize {
-        self.read().len
+        self.read().by_namespace.values().map(BTreeMap::len).sum()
     }
 
     /// True when nothing is cached.
@@ -255,9 +253,6 @@ where
             .entry(key.namespace.clone())
             .or_default()
             .insert(key.name.clone(), obj.clone());
-        if old.is_none() {
-            inner.len += 1;
-        }
         let old_owner = old.as_deref().and_then(controller_uid);
         if let Some(uid) = old_owner.filter(|uid| Some(uid) != new_owner.as_ref()) {
             remove_index(&mut inner.by_owner, &uid, &key);
@@ -275,7 +270,6 @@ where
         if named.is_empty() {
             inner.by_namespace.remove(&key.namespace);
         }
-        inner.len -= 1;
         if let Some(uid) = controller_uid(old.as_ref()) {
             remove_index(&mut inner.by_owner, &uid, key);
         }
@@ -705,7 +699,6 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-    use std::sync::Mutex;
 
     fn object(namespace: &str, name: &str, owner: Option<&str>, version: &str) -> Arc<ConfigMap> {
         let owner_references = owner.map(|uid| {

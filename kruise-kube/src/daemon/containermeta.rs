@@ -140,7 +140,10 @@ impl ContainerMetaWorker {
         if pod.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
-        let statuses = pod.status().and_then(|s| s.container_statuses).unwrap_or_default();
+        // Metadata and status, the status decoded once for both uses below.
+        let light = pod.without_spec();
+        let statuses =
+            light.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
         if statuses.is_empty() {
             return Ok(());
         }
@@ -157,7 +160,7 @@ impl ContainerMetaWorker {
             .unwrap_or(&inner.runtime_type)
             .to_owned();
         let old = meta_set_of(&pod.metadata);
-        let mut new = build_meta_set(&pod.without_spec(), &containers, old.as_ref(), &runtime_type);
+        let mut new = build_meta_set(&light, &containers, old.as_ref(), &runtime_type);
         if inner.env_from_metadata {
             let whole = pod.to_pod()?;
             self.read_env_hashes(key, &whole, &containers, &runtime_type, &mut new).await;
